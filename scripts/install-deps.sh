@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs every build and run dependency of Tarantella from Debian 12
+# packages. Idempotent: running it again changes nothing. Run as root (or
+# with sudo available).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libtorch-dev                  # LibTorch 1.13 (C++ frontend)
+  libopenmpi-dev openmpi-bin    # MPI runtime and mpirun
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
+  libopenblas0-openmp           # fast BLAS; see the alternatives step below
+  numactl                       # --pin-to-socket
+  dataset-fashion-mnist         # example data set
+  procps                        # pkill/pgrep for --cleanup
+)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all packages present"
+fi
+
+# Debian's LibTorch calls the system libblas.so.3. Make OpenBLAS the provider:
+# the netlib reference BLAS is ~20x slower for training.
+arch_dir=/usr/lib/x86_64-linux-gnu
+[ -d "$arch_dir" ] || arch_dir=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
+openblas=$(ls "$arch_dir"/openblas-openmp/libblas.so.3 2>/dev/null || true)
+if [ -n "$openblas" ]; then
+  $SUDO update-alternatives --set "libblas.so.3-$(basename "$arch_dir")" "$openblas" >/dev/null
+  openlapack=$(ls "$arch_dir"/openblas-openmp/liblapack.so.3 2>/dev/null || true)
+  if [ -n "$openlapack" ]; then
+    $SUDO update-alternatives --set "liblapack.so.3-$(basename "$arch_dir")" "$openlapack" >/dev/null || true
+  fi
+  echo "install-deps: system BLAS is $(readlink -f "$arch_dir/libblas.so.3")"
+fi

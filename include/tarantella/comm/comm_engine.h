@@ -1,0 +1,85 @@
+// The communication engine: one background thread that runs requests in the
+// order they were enqueued and hands each result (or exception) back through
+// a Handle. It knows nothing of MPI: a request is a named callable. Keeping
+// all MPI calls on this one thread lets MPI run at MPI_THREAD_SERIALIZED and
+// lets communication overlap with computation on the caller's thread.
+//
+// The thread sleeps on a condition variable when the queue is empty: a
+// busy-polling progress thread would steal a core from training.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <torch/types.h>
+
+namespace tnt::comm {
+
+/// The pending result of an enqueued request.
+///
+/// Example:
+///   auto h = tnt::comm::allreduce_async(grad);
+///   ...                      // more computation
+///   h.wait();                // grad now holds the sum over ranks
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(std::shared_future<torch::Tensor> result, std::string name);
+  /// Blocks until the request has run; returns its result tensor, or
+  /// rethrows the exception it raised on the engine thread.
+  torch::Tensor wait() const;
+  /// Whether the request has finished (successfully or not).
+  bool ready() const;
+  /// Whether this handle refers to a request at all.
+  bool valid() const { return result_.valid(); }
+  /// The request's name, e.g. "allreduce(sum)".
+  const std::string& name() const { return name_; }
+
+ private:
+  std::shared_future<torch::Tensor> result_;
+  std::string name_;
+};
+
+/// Runs requests on one owned thread, in enqueue order.
+///
+/// Example:
+///   tnt::comm::CommEngine engine;
+///   auto h = engine.enqueue("double", [t] { return t.mul_(2); });
+///   h.wait();
+class CommEngine {
+ public:
+  using Work = std::function<torch::Tensor()>;
+
+  CommEngine();
+  /// Runs every request still queued, then joins the thread.
+  ~CommEngine();
+  CommEngine(const CommEngine&) = delete;
+  CommEngine& operator=(const CommEngine&) = delete;
+
+  /// Queues `work`; it runs after every request enqueued before it.
+  Handle enqueue(std::string name, Work work);
+  /// Number of requests queued or running.
+  std::size_t pending() const;
+
+ private:
+  struct Request {
+    std::string name;
+    Work work;
+    std::promise<torch::Tensor> result;
+  };
+  void loop();
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Request> queue_;
+  std::size_t running_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;  // last member: started after the others exist
+};
+
+}  // namespace tnt::comm

@@ -1,0 +1,62 @@
+// The runtime: starts and stops MPI (RAII), owns the communicator and the
+// background communication engine, and answers rank queries. Works under the
+// `tarantella` launcher, under a plain `mpirun`, and as a single process.
+#pragma once
+
+#include <memory>
+
+#include <tarantella/runtime/config.h>
+
+namespace tnt {
+
+namespace comm {
+class CommEngine;
+}
+
+/// Starts the Tarantella runtime for the lifetime of the object. Create one
+/// at the top of main, before any other Tarantella call.
+///
+/// Example:
+///   int main(int argc, char** argv) {
+///     tnt::Runtime runtime(argc, argv);
+///     std::cout << "rank " << tnt::get_rank() << " of " << tnt::get_size();
+///   }
+class Runtime {
+ public:
+  Runtime(int argc = 0, char** argv = nullptr);
+  /// Stops the engine and finalizes MPI; if a collective failed or an
+  /// exception is propagating, aborts the whole job instead (MPI_Abort) so
+  /// that no rank is left waiting.
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  /// The configuration resolved at start-up.
+  const Config& config() const;
+  /// The engine that runs this rank's collectives.
+  comm::CommEngine& engine();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// This rank's number in 0..get_size()-1. Throws if no Runtime is alive.
+int get_rank();
+/// The number of ranks in the job.
+int get_size();
+/// The master rank, which logs, prints progress and saves files: always 0.
+int get_master_rank();
+/// Whether this rank is the master rank.
+bool is_master_rank();
+/// This rank's number among the ranks on the same node (for GPU binding).
+int get_local_rank();
+/// The number of ranks on this node.
+int get_local_size();
+/// Whether a Runtime is alive in this process.
+bool is_initialized();
+/// The configuration of the running runtime. Throws if none is alive.
+const Config& config();
+
+}  // namespace tnt

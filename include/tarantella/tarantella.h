@@ -1,0 +1,11 @@
+// Tarantella: synchronous data-parallel training for LibTorch on MPI.
+// Include this one header to get the whole public API.
+#pragma once
+
+#include <tarantella/version.h>
+#include <tarantella/runtime/config.h>
+#include <tarantella/runtime/error.h>
+#include <tarantella/runtime/logging.h>
+#include <tarantella/runtime/runtime.h>
+#include <tarantella/comm/comm_engine.h>
+#include <tarantella/comm/collectives.h>

@@ -1,0 +1,220 @@
+#include "comm/communicator.h"
+
+#include <climits>
+#include <numeric>
+
+#include <tarantella/runtime/error.h>
+
+#include "comm/mpi_check.h"
+
+namespace tnt::comm {
+namespace {
+
+// MPI counts are int; larger payloads go in chunks of this many elements.
+constexpr std::int64_t kMaxChunk = 1LL << 30;
+
+MPI_Comm duplicate(MPI_Comm world) {
+  MPI_Comm out = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_dup(world, &out), "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(out, MPI_ERRORS_RETURN);
+  return out;
+}
+
+// Collectives run on host memory; tensors elsewhere are staged through it.
+torch::Tensor to_host(const torch::Tensor& t) { return t.device().is_cpu() ? t : t.cpu(); }
+
+void copy_back(torch::Tensor& target, const torch::Tensor& host) {
+  if (!target.device().is_cpu()) target.copy_(host);
+}
+
+int as_count(std::int64_t n, const char* what) {
+  TNT_CHECK(n <= INT_MAX, what, " of ", n, " elements exceeds MPI's limit of ", INT_MAX,
+            ": split the tensor into smaller pieces");
+  return static_cast<int>(n);
+}
+
+// The micro-batch rule: the first `total mod n` parts get one more.
+std::vector<std::int64_t> split_rows(std::int64_t total, int n) {
+  std::vector<std::int64_t> rows(n, total / n);
+  for (int r = 0; r < total % n; ++r) ++rows[r];
+  return rows;
+}
+
+}  // namespace
+
+Communicator::Communicator(MPI_Comm world, double timeout_seconds)
+    : data_(duplicate(world)),
+      control_(duplicate(world)),
+      handshake_(control_, 0, 1, timeout_seconds) {
+  MPI_Comm_rank(data_, &rank_);
+  MPI_Comm_size(data_, &size_);
+  MPI_Comm local = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(data_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local),
+            "MPI_Comm_split_type");
+  MPI_Comm_rank(local, &local_rank_);
+  MPI_Comm_size(local, &local_size_);
+  MPI_Comm_free(&local);
+  handshake_ = Handshake(control_, rank_, size_, timeout_seconds);
+}
+
+Communicator::~Communicator() {
+  if (broken()) return;  // peers may still reference these; the job aborts
+  if (data_ != MPI_COMM_NULL) MPI_Comm_free(&data_);
+  if (control_ != MPI_COMM_NULL) MPI_Comm_free(&control_);
+}
+
+std::optional<std::string> Communicator::validate(const torch::Tensor& tensor,
+                                                  std::optional<ReduceOp> op) const {
+  try {
+    TNT_CHECK(tensor.defined(), "collective called with an undefined tensor: pass a tensor");
+    TNT_CHECK(tensor.is_contiguous(), "collectives need contiguous tensors, got one with sizes ",
+              tensor.sizes(), " and strides ", tensor.strides(), ": call .contiguous() first");
+    const DType dtype = dtype_of(tensor);
+    if (op) MpiTypes::check_supported(dtype, *op);
+  } catch (const Error& e) {
+    return std::string(e.what());
+  }
+  return std::nullopt;
+}
+
+std::vector<Descriptor> Communicator::agree(Collective kind, const torch::Tensor* tensor,
+                                            std::optional<ReduceOp> op, int root,
+                                            const std::optional<std::string>& local_error) {
+  Descriptor d;
+  d.seq = seq_++;
+  d.collective = static_cast<std::int32_t>(kind);
+  d.op = op ? static_cast<std::int32_t>(*op) : -1;
+  d.root = root;
+  d.failed = local_error ? 1 : 0;
+  if (tensor != nullptr && !local_error) {
+    d.dtype = static_cast<std::int32_t>(dtype_of(*tensor));
+    d.ndim = static_cast<std::int32_t>(tensor->dim());
+    d.numel = tensor->numel();
+    for (int i = 0; i < d.ndim && i < kMaxDims; ++i) d.sizes[i] = tensor->size(i);
+  }
+  try {
+    return handshake_.agree(d);
+  } catch (const MismatchError&) {
+    if (local_error) throw Error(*local_error);
+    throw;
+  }
+}
+
+torch::Tensor Communicator::allreduce(torch::Tensor tensor, ReduceOp op) {
+  agree(Collective::Allreduce, &tensor, op, -1, validate(tensor, op));
+  torch::Tensor host = to_host(tensor);
+  const DType dtype = dtype_of(host);
+  const MPI_Datatype type = types_.datatype(dtype);
+  const MPI_Op mpi_op = types_.op(dtype, op);
+  auto* base = static_cast<char*>(host.data_ptr());
+  for (std::int64_t done = 0; done < host.numel(); done += kMaxChunk) {
+    const auto n = static_cast<int>(std::min(kMaxChunk, host.numel() - done));
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, base + done * host.element_size(), n, type, mpi_op,
+                            data_),
+              "MPI_Allreduce");
+  }
+  if (op == ReduceOp::Average && size_ > 1) host.div_(size_);
+  copy_back(tensor, host);
+  return tensor;
+}
+
+torch::Tensor Communicator::broadcast(torch::Tensor tensor, int root) {
+  std::optional<std::string> error = validate(tensor, std::nullopt);
+  if (!error && (root < 0 || root >= size_)) {
+    error = detail::concat("broadcast root ", root, " is not a rank of this job (0..", size_ - 1,
+                           "): pass a root in that range");
+  }
+  agree(Collective::Broadcast, &tensor, std::nullopt, root, error);
+  torch::Tensor host = to_host(tensor);
+  const MPI_Datatype type = types_.datatype(dtype_of(host));
+  auto* base = static_cast<char*>(host.data_ptr());
+  for (std::int64_t done = 0; done < host.numel(); done += kMaxChunk) {
+    const auto n = static_cast<int>(std::min(kMaxChunk, host.numel() - done));
+    check_mpi(MPI_Bcast(base + done * host.element_size(), n, type, root, data_), "MPI_Bcast");
+  }
+  copy_back(tensor, host);
+  return tensor;
+}
+
+torch::Tensor Communicator::allgather(torch::Tensor tensor) {
+  std::optional<std::string> error = validate(tensor, std::nullopt);
+  if (!error && tensor.dim() == 0) {
+    error = "allgather needs a tensor with at least one dimension: use tensor.reshape({1})";
+  }
+  agree(Collective::Allgather, &tensor, std::nullopt, -1, error);
+  const torch::Tensor host = to_host(tensor);
+  std::vector<std::int64_t> shape = host.sizes().vec();
+  shape[0] *= size_;
+  torch::Tensor out = torch::empty(shape, host.options());
+  if (host.numel() > 0) {
+    const MPI_Datatype type = types_.datatype(dtype_of(host));
+    const int n = as_count(host.numel(), "allgather");
+    as_count(out.numel(), "allgather result");
+    check_mpi(MPI_Allgather(host.data_ptr(), n, type, out.data_ptr(), n, type, data_),
+              "MPI_Allgather");
+  }
+  return out.to(tensor.device());
+}
+
+torch::Tensor Communicator::allgatherv(torch::Tensor tensor) {
+  std::optional<std::string> error = validate(tensor, std::nullopt);
+  if (!error && tensor.dim() == 0) {
+    error = "allgatherv needs a tensor with at least one dimension: use tensor.reshape({1})";
+  }
+  const auto table = agree(Collective::Allgatherv, &tensor, std::nullopt, -1, error);
+  const torch::Tensor host = to_host(tensor);
+  std::vector<int> counts(size_), displs(size_);
+  std::int64_t rows = 0, offset = 0;
+  for (int r = 0; r < size_; ++r) {
+    counts[r] = as_count(table[r].numel, "allgatherv");
+    displs[r] = as_count(offset, "allgatherv result");
+    offset += table[r].numel;
+    rows += table[r].sizes[0];
+  }
+  std::vector<std::int64_t> shape = host.sizes().vec();
+  shape[0] = rows;
+  torch::Tensor out = torch::empty(shape, host.options());
+  if (out.numel() > 0) {
+    const MPI_Datatype type = types_.datatype(dtype_of(host));
+    check_mpi(MPI_Allgatherv(host.data_ptr(), counts[rank_], type, out.data_ptr(), counts.data(),
+                             displs.data(), type, data_),
+              "MPI_Allgatherv");
+  }
+  return out.to(tensor.device());
+}
+
+torch::Tensor Communicator::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
+  std::optional<std::string> error = validate(tensor, op);
+  if (!error && tensor.dim() == 0) {
+    error = "reduce_scatter needs a tensor with at least one dimension: use tensor.reshape({1})";
+  }
+  agree(Collective::ReduceScatter, &tensor, op, -1, error);
+  const torch::Tensor host = to_host(tensor);
+  const std::int64_t row = host.size(0) == 0 ? 0 : host.numel() / host.size(0);
+  const std::vector<std::int64_t> rows = split_rows(host.size(0), size_);
+  std::vector<int> counts(size_);
+  for (int r = 0; r < size_; ++r) counts[r] = as_count(rows[r] * row, "reduce_scatter");
+  std::vector<std::int64_t> shape = host.sizes().vec();
+  shape[0] = rows[rank_];
+  torch::Tensor out = torch::empty(shape, host.options());
+  if (host.numel() > 0) {
+    const DType dtype = dtype_of(host);
+    check_mpi(MPI_Reduce_scatter(host.data_ptr(), out.data_ptr(), counts.data(),
+                                 types_.datatype(dtype), types_.op(dtype, op), data_),
+              "MPI_Reduce_scatter");
+  }
+  if (op == ReduceOp::Average && size_ > 1) out.div_(size_);
+  return out.to(tensor.device());
+}
+
+void Communicator::barrier() {
+  // The handshake alone is a barrier: the master answers only once every
+  // rank has arrived.
+  agree(Collective::Barrier, nullptr, std::nullopt, -1, std::nullopt);
+}
+
+void Communicator::finalize_check() {
+  agree(Collective::Finalize, nullptr, std::nullopt, -1, std::nullopt);
+}
+
+}  // namespace tnt::comm

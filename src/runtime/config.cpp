@@ -1,0 +1,119 @@
+// Resolves TNT_* environment variables into one Config. Each parser names
+// the variable, the bad value and what would be accepted.
+#include <tarantella/runtime/config.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <limits>
+
+#include <tarantella/runtime/error.h>
+
+namespace tnt {
+namespace {
+
+using Lookup = std::function<std::optional<std::string>(const std::string&)>;
+
+std::string upper(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return s;
+}
+
+std::string trim(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return "";
+  const auto last = s.find_last_not_of(" \t\r\n");
+  return s.substr(first, last - first + 1);
+}
+
+bool parse_bool(const std::string& var, const std::string& raw) {
+  const std::string v = upper(trim(raw));
+  if (v == "1" || v == "TRUE" || v == "YES" || v == "ON") return true;
+  if (v == "0" || v == "FALSE" || v == "NO" || v == "OFF") return false;
+  throw Error(detail::concat(var, "='", raw,
+                             "' is not a boolean: use true or false (also 1/0, yes/no, on/off)"));
+}
+
+long long parse_integer(const std::string& var, const std::string& raw, long long min,
+                        long long max, const char* what) {
+  const std::string v = trim(raw);
+  char* end = nullptr;
+  errno = 0;
+  const long long value = v.empty() ? 0 : std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno == ERANGE || value < min || value > max) {
+    throw Error(detail::concat(var, "='", raw, "' is not valid: expected ", what, " (an integer from ",
+                               min, " to ", max, ")"));
+  }
+  return value;
+}
+
+double parse_seconds(const std::string& var, const std::string& raw) {
+  const std::string v = trim(raw);
+  char* end = nullptr;
+  errno = 0;
+  const double value = v.empty() ? 0.0 : std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || errno == ERANGE || !(value > 0.0)) {
+    throw Error(detail::concat(var, "='", raw,
+                               "' is not valid: expected a positive number of seconds, e.g. 300"));
+  }
+  return value;
+}
+
+LogLevel parse_level(const std::string& var, const std::string& raw) {
+  const std::string v = upper(trim(raw));
+  if (v == "DEBUG") return LogLevel::Debug;
+  if (v == "INFO") return LogLevel::Info;
+  if (v == "WARNING" || v == "WARN") return LogLevel::Warning;
+  if (v == "ERROR") return LogLevel::Error;
+  throw Error(detail::concat(var, "='", raw,
+                             "' is not a log level: use DEBUG, INFO, WARNING or ERROR"));
+}
+
+}  // namespace
+
+const char* to_string(LogLevel level) {
+  switch (level) {
+    case LogLevel::Debug: return "DEBUG";
+    case LogLevel::Info: return "INFO";
+    case LogLevel::Warning: return "WARNING";
+    case LogLevel::Error: return "ERROR";
+  }
+  return "?";
+}
+
+Config Config::from_lookup(const Lookup& lookup) {
+  Config c;
+  auto with = [&](const char* var, auto apply) {
+    if (auto raw = lookup(var)) apply(std::string(var), *raw);
+  };
+  with("TNT_LOG_LEVEL", [&](auto v, auto r) { c.log_level = parse_level(v, r); });
+  with("TNT_LOG_ON_ALL_DEVICES", [&](auto v, auto r) { c.log_on_all_devices = parse_bool(v, r); });
+  with("TNT_OUTPUT_ON_ALL_DEVICES",
+       [&](auto v, auto r) { c.output_on_all_devices = parse_bool(v, r); });
+  with("TNT_TENSORBOARD_ON_ALL_DEVICES",
+       [&](auto v, auto r) { c.tensorboard_on_all_devices = parse_bool(v, r); });
+  with("TNT_FUSION_THRESHOLD", [&](auto v, auto r) {
+    const long long kib = parse_integer(v, r, 0, 1LL << 30, "a fusion threshold in KiB");
+    c.fusion_threshold_bytes = static_cast<std::size_t>(kib) * 1024;
+  });
+  with("TNT_COMM_TIMEOUT", [&](auto v, auto r) { c.comm_timeout_seconds = parse_seconds(v, r); });
+  with("OMP_NUM_THREADS", [&](auto v, auto r) {
+    c.num_threads = static_cast<int>(parse_integer(v, r, 1, 4096, "a thread count"));
+  });
+  with("TNT_NUM_THREADS", [&](auto v, auto r) {
+    c.num_threads = static_cast<int>(parse_integer(v, r, 1, 4096, "a thread count"));
+  });
+  with("TNT_USE_GPU", [&](auto v, auto r) { c.use_gpu = parse_bool(v, r); });
+  return c;
+}
+
+Config Config::from_env() {
+  return from_lookup([](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  });
+}
+
+}  // namespace tnt

@@ -1,0 +1,52 @@
+#include "runtime/threads.h"
+
+#include <dlfcn.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <thread>
+
+namespace tnt::detail {
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    return std::max(1, CPU_COUNT(&set));
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int decide_num_threads(const Config& config, int cores, int local_size) {
+  if (config.num_threads) return std::max(1, *config.num_threads);
+  return std::max(1, cores / std::max(1, local_size));
+}
+
+BlasInfo detect_blas() {
+  BlasInfo info;
+  void* sgemm = dlsym(RTLD_DEFAULT, "sgemm_");
+  Dl_info where{};
+  if (sgemm == nullptr || dladdr(sgemm, &where) == 0 || where.dli_fname == nullptr) {
+    return info;
+  }
+  char resolved[PATH_MAX];
+  info.library = realpath(where.dli_fname, resolved) ? resolved : where.dli_fname;
+  // OpenBLAS, BLIS and MKL export entry points of their own from the same
+  // library that provides sgemm_. Look only inside that library: LibTorch may
+  // also link libopenblas directly while sgemm_ still resolves to netlib's
+  // reference BLAS (Debian installs it as .../blas/libblas.so.3).
+  bool optimized = false;
+  if (void* lib = dlopen(where.dli_fname, RTLD_LAZY | RTLD_NOLOAD)) {
+    for (const char* marker : {"openblas_get_config", "bli_info_get_version_str",
+                               "mkl_get_version"}) {
+      optimized = optimized || dlsym(lib, marker) != nullptr;
+    }
+    dlclose(lib);
+  }
+  info.is_reference = !optimized && info.library.find("/blas/libblas.so") != std::string::npos;
+  return info;
+}
+
+}  // namespace tnt::detail

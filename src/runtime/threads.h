@@ -1,0 +1,26 @@
+// Private: the intra-op thread count of a rank and the BLAS check. Debian's
+// LibTorch starts with one thread and calls whichever libblas.so.3 the system
+// alternatives point at; both silently cost an order of magnitude in speed.
+#pragma once
+
+#include <string>
+
+#include <tarantella/runtime/config.h>
+
+namespace tnt::detail {
+
+/// Cores this process may run on (its CPU affinity mask), at least 1.
+int available_cores();
+
+/// The thread rule: the configured count if set, else cores / local ranks,
+/// at least 1.
+int decide_num_threads(const Config& config, int cores, int local_size);
+
+struct BlasInfo {
+  std::string library;     ///< resolved path of the library providing sgemm_
+  bool is_reference = false;  ///< the slow netlib reference implementation
+};
+/// Finds the BLAS library LibTorch resolved `sgemm_` to.
+BlasInfo detect_blas();
+
+}  // namespace tnt::detail

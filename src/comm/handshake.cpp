@@ -165,10 +165,17 @@ std::vector<Descriptor> Handshake::collect_as_master(const Descriptor& mine) {
   const auto deadline = deadline_after(timeout_seconds_);
   poll_until(
       [&] {
-        int all = 0;
-        check_mpi(MPI_Testall(size_ - 1, recvs.data(), &all, MPI_STATUSES_IGNORE),
-                  "MPI_Testall (handshake)");
-        return all != 0;
+        // Test each request on its own: MPI_Testall leaves completed
+        // requests active while others are pending, and a completed one
+        // must read as arrived if the deadline passes.
+        bool all = true;
+        for (MPI_Request& req : recvs) {
+          if (req == MPI_REQUEST_NULL) continue;
+          int done = 0;
+          check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test (handshake)");
+          all = all && done;
+        }
+        return all;
       },
       deadline);
   for (int r = 1; r < size_; ++r) {

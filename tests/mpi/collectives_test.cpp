@@ -1,0 +1,200 @@
+// Every collective x dtype x element count against exact expected values,
+// computed on every rank by replaying all ranks' inputs locally. Inputs are
+// small integers, so even float16/bfloat16 sums and products are exact.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include <tarantella/tarantella.h>
+
+namespace {
+
+using tnt::comm::ReduceOp;
+
+const std::vector<std::int64_t> kCounts = {0, 1, 7, 1000, 1 << 20};
+const std::vector<torch::ScalarType> kDtypes = {torch::kFloat32, torch::kFloat64,
+                                                torch::kFloat16, torch::kBFloat16,
+                                                torch::kInt32,   torch::kInt64,
+                                                torch::kUInt8,   torch::kBool};
+const std::vector<ReduceOp> kOps = {ReduceOp::Sum, ReduceOp::Average, ReduceOp::Min,
+                                    ReduceOp::Max, ReduceOp::Product};
+
+bool supported(torch::ScalarType dtype, ReduceOp op) {
+  if (dtype == torch::kBool) return op == ReduceOp::Min || op == ReduceOp::Max;
+  if (op == ReduceOp::Average) return c10::isFloatingType(dtype);
+  return true;
+}
+
+// Rank r's input for `op`: sums stay <= 70, products <= 16, all exact.
+torch::Tensor input(ReduceOp op, torch::ScalarType dtype, std::int64_t count, int rank) {
+  const auto i = torch::arange(count, torch::kInt64);
+  if (dtype == torch::kBool) return ((i + rank) % 3 != 0);
+  torch::Tensor v;
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Average: v = (i % 7 + 1) * (rank + 1); break;
+    case ReduceOp::Min:
+    case ReduceOp::Max: v = i % 7 + 1 + rank; break;
+    case ReduceOp::Product: v = (i + rank) % 2 + 1; break;
+  }
+  return v.to(dtype);
+}
+
+torch::Tensor expected_reduction(ReduceOp op, torch::ScalarType dtype, std::int64_t count) {
+  const int n = tnt::get_size();
+  torch::Tensor acc = input(op, dtype, count, 0);
+  for (int r = 1; r < n; ++r) {
+    const torch::Tensor x = input(op, dtype, count, r);
+    switch (op) {
+      case ReduceOp::Sum:
+      case ReduceOp::Average: acc = acc + x; break;
+      case ReduceOp::Min: acc = dtype == torch::kBool ? acc.logical_and(x) : torch::min(acc, x); break;
+      case ReduceOp::Max: acc = dtype == torch::kBool ? acc.logical_or(x) : torch::max(acc, x); break;
+      case ReduceOp::Product: acc = acc * x; break;
+    }
+  }
+  if (op == ReduceOp::Average) acc = acc.div(n);
+  return acc.to(dtype);
+}
+
+std::string label(torch::ScalarType dtype, std::int64_t count, const char* what) {
+  return std::string(what) + " dtype=" + c10::toString(dtype) + " count=" + std::to_string(count) +
+         " ranks=" + std::to_string(tnt::get_size()) + " rank=" + std::to_string(tnt::get_rank());
+}
+
+// The micro-batch rule used by reduce_scatter.
+std::vector<std::int64_t> split_rows(std::int64_t total, int n) {
+  std::vector<std::int64_t> rows(n, total / n);
+  for (int r = 0; r < total % n; ++r) ++rows[r];
+  return rows;
+}
+
+TEST(Collectives, AllreduceEveryOpDtypeAndCount) {
+  for (ReduceOp op : kOps) {
+    for (auto dtype : kDtypes) {
+      if (!supported(dtype, op)) continue;
+      for (auto count : kCounts) {
+        torch::Tensor t = input(op, dtype, count, tnt::get_rank());
+        const torch::Tensor result = tnt::comm::allreduce(t, op);
+        const std::string what = label(dtype, count, "allreduce") + " op=" + to_string(op);
+        ASSERT_EQ(result.data_ptr(), t.data_ptr()) << what << ": not in place";
+        ASSERT_TRUE(torch::equal(result, expected_reduction(op, dtype, count))) << what;
+      }
+    }
+  }
+}
+
+TEST(Collectives, UnsupportedOpDtypeCombinationsRaiseOnEveryRank) {
+  EXPECT_THROW(tnt::comm::allreduce(torch::ones({3}, torch::kBool), ReduceOp::Sum), tnt::Error);
+  EXPECT_THROW(tnt::comm::allreduce(torch::ones({3}, torch::kInt32), ReduceOp::Average),
+               tnt::Error);
+  // The communicator is still in step afterwards.
+  auto t = torch::ones({3});
+  EXPECT_TRUE(torch::equal(tnt::comm::allreduce(t), torch::full({3}, float(tnt::get_size()))));
+}
+
+TEST(Collectives, BroadcastFromFirstAndLastRank) {
+  const int n = tnt::get_size();
+  for (int root : {0, n - 1}) {
+    for (auto dtype : kDtypes) {
+      for (auto count : kCounts) {
+        const torch::Tensor source = input(ReduceOp::Sum, dtype, count, root);
+        torch::Tensor t =
+            tnt::get_rank() == root ? source.clone() : torch::zeros({count}, dtype);
+        tnt::comm::broadcast(t, root);
+        ASSERT_TRUE(torch::equal(t, source))
+            << label(dtype, count, "broadcast") << " root=" << root;
+      }
+    }
+  }
+}
+
+TEST(Collectives, AllgatherConcatenatesInRankOrder) {
+  const int n = tnt::get_size();
+  for (auto dtype : kDtypes) {
+    for (auto count : kCounts) {
+      std::vector<torch::Tensor> parts;
+      for (int r = 0; r < n; ++r) parts.push_back(input(ReduceOp::Sum, dtype, count, r));
+      const torch::Tensor got = tnt::comm::allgather(parts[tnt::get_rank()]);
+      ASSERT_TRUE(torch::equal(got, torch::cat(parts))) << label(dtype, count, "allgather");
+    }
+  }
+  // Higher-dimensional tensors gather along dimension 0.
+  const torch::Tensor mine = torch::full({2, 3}, tnt::get_rank(), torch::kInt64);
+  const torch::Tensor got = tnt::comm::allgather(mine);
+  ASSERT_EQ(got.sizes(), (std::vector<std::int64_t>{2 * n, 3}));
+  for (int r = 0; r < n; ++r) {
+    ASSERT_TRUE(torch::equal(got.slice(0, 2 * r, 2 * r + 2), torch::full({2, 3}, r, torch::kInt64)));
+  }
+}
+
+TEST(Collectives, AllgathervWithDifferentFirstDimensions) {
+  const int n = tnt::get_size();
+  for (auto dtype : kDtypes) {
+    for (auto count : kCounts) {
+      // Rank r holds count + r rows of width 1, except the last rank which
+      // holds none when count is 0: empty contributions must work too.
+      std::vector<torch::Tensor> parts;
+      for (int r = 0; r < n; ++r) {
+        const std::int64_t rows = (count == 0 && r == n - 1) ? 0 : count + r;
+        parts.push_back(input(ReduceOp::Sum, dtype, rows, r));
+      }
+      const torch::Tensor got = tnt::comm::allgatherv(parts[tnt::get_rank()]);
+      ASSERT_TRUE(torch::equal(got, torch::cat(parts))) << label(dtype, count, "allgatherv");
+    }
+  }
+  const torch::Tensor rows = torch::full({tnt::get_rank() + 1, 2}, tnt::get_rank(), torch::kInt32);
+  const torch::Tensor got = tnt::comm::allgatherv(rows);
+  ASSERT_EQ(got.size(0), n * (n + 1) / 2);
+  ASSERT_EQ(got.size(1), 2);
+}
+
+TEST(Collectives, ReduceScatterGivesEachRankItsSlice) {
+  const int n = tnt::get_size();
+  const int rank = tnt::get_rank();
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Average}) {
+    for (auto dtype : kDtypes) {
+      if (!supported(dtype, op)) continue;
+      for (auto count : kCounts) {
+        const torch::Tensor full = expected_reduction(op, dtype, count);
+        const auto rows = split_rows(count, n);
+        std::int64_t start = 0;
+        for (int r = 0; r < rank; ++r) start += rows[r];
+        const torch::Tensor got = tnt::comm::reduce_scatter(input(op, dtype, count, rank), op);
+        ASSERT_TRUE(torch::equal(got, full.slice(0, start, start + rows[rank])))
+            << label(dtype, count, "reduce_scatter") << " op=" << to_string(op);
+      }
+    }
+  }
+}
+
+TEST(Collectives, BarrierWaitsForTheLastRank) {
+  // The master arrives 300 ms late; nobody may leave the barrier before it.
+  const auto start = std::chrono::steady_clock::now();
+  tnt::comm::barrier();  // line everyone up first
+  if (tnt::is_master_rank()) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto before = std::chrono::steady_clock::now();
+  tnt::comm::barrier();
+  const auto waited = std::chrono::steady_clock::now() - before;
+  if (tnt::get_size() > 1 && !tnt::is_master_rank()) {
+    EXPECT_GE(waited, std::chrono::milliseconds(250));
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST(Collectives, AsyncRequestsCompleteInAnyWaitOrder) {
+  const int n = tnt::get_size();
+  std::vector<torch::Tensor> tensors;
+  std::vector<tnt::comm::Handle> handles;
+  for (int k = 0; k < 8; ++k) {
+    tensors.push_back(torch::full({1000 * (k + 1)}, float(k + 1)));
+    handles.push_back(tnt::comm::allreduce_async(tensors.back()));
+  }
+  for (int k = 7; k >= 0; --k) {
+    const torch::Tensor got = handles[k].wait();
+    ASSERT_TRUE(torch::equal(got, torch::full({1000 * (k + 1)}, float((k + 1) * n))));
+  }
+}
+
+}  // namespace

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs the Debian dependencies (idempotent), configures and builds
+# Tarantella in ./build (or $TNT_BUILD_DIR). Extra arguments are build targets.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${TNT_BUILD_DIR:-$root/build}
+"$root/scripts/install-deps.sh"
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DTNT_WARNINGS_AS_ERRORS=ON
+fi
+targets=()
+for t in "$@"; do targets+=(--target "$t"); done
+cmake --build "$build" -j "$(nproc)" "${targets[@]}"

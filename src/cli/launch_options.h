@@ -1,0 +1,51 @@
+// The user's request, as parsed from the command line.
+//
+// Plain validated data: no defaults resolved against the node yet (that is
+// build_launch_plan()'s job, with NodeFacts), so the parser can be tested
+// without a machine and the plan without a command line.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "arg.h"
+#include "env_assignment.h"
+
+namespace tnt::cli {
+
+/// Example: `LaunchOptions().ranks(3).command({"./train", "--epochs", "2"})`.
+class LaunchOptions {
+  /// -n: ranks on this node only.
+  TNT_CLI_ARG(std::optional<int>, ranks);
+  /// --n-per-node / --npernode / --devices-per-node.
+  TNT_CLI_ARG(std::optional<int>, ranks_per_node);
+  /// Hosts read from --hostfile (empty: this node only).
+  TNT_CLI_ARG(std::vector<std::string>, hosts);
+  TNT_CLI_ARG(bool, no_gpu) = false;
+  /// Hidden testing aid (--assume-gpus): replaces nvidia-smi's answer.
+  TNT_CLI_ARG(std::optional<int>, assumed_gpu_count);
+  /// DEBUG, INFO, WARNING or ERROR (upper case).
+  TNT_CLI_ARG(std::optional<std::string>, log_level);
+  TNT_CLI_ARG(bool, log_on_all_devices) = false;
+  TNT_CLI_ARG(bool, output_on_all_devices) = false;
+  /// -x entries in command-line order.
+  TNT_CLI_ARG(std::vector<EnvAssignment>, exports);
+  TNT_CLI_ARG(std::optional<std::uint64_t>, fusion_threshold_kib);
+  TNT_CLI_ARG(bool, pin_to_socket) = false;
+  TNT_CLI_ARG(bool, pin_memory_to_socket) = false;
+  /// --python-interpreter split into words; empty: run the program directly.
+  TNT_CLI_ARG(std::vector<std::string>, interpreter);
+  TNT_CLI_ARG(bool, dry_run) = false;
+  TNT_CLI_ARG(bool, cleanup) = false;
+  TNT_CLI_ARG(bool, force) = false;
+  /// The program and its arguments (everything after "--"), as typed.
+  TNT_CLI_ARG(std::vector<std::string>, command);
+
+ public:
+  /// The per-node rank count the user asked for, from -n or --n-per-node.
+  std::optional<int> requested_ranks_per_node() const { return ranks_ ? ranks_ : ranks_per_node_; }
+};
+
+}  // namespace tnt::cli

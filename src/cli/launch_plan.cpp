@@ -1,0 +1,129 @@
+// Resolution of options + node facts into an mpirun plan; see launch_plan.h.
+#include "launch_plan.h"
+
+#include "cleanup.h"
+#include "device_placement.h"
+#include "launcher_error.h"
+#include "mpirun_command.h"
+#include "rank_exec_options.h"
+#include "thread_rule.h"
+
+namespace tnt::cli {
+namespace {
+
+const char* bool_text(bool value) { return value ? "true" : "false"; }
+
+bool user_exports(const LaunchOptions& options, const std::string& name) {
+  for (const auto& e : options.exports()) {
+    if (e.name == name) return true;
+  }
+  return false;
+}
+
+std::string pin_flags(const LaunchOptions& options) {
+  if (options.pin_to_socket() && options.pin_memory_to_socket()) {
+    return "--pin-to-socket/--pin-memory-to-socket";
+  }
+  return options.pin_to_socket() ? "--pin-to-socket" : "--pin-memory-to-socket";
+}
+
+// Pinning gives each rank of a node its own NUMA node, so it needs numactl
+// and at least as many NUMA nodes as ranks per node. Checked here, on the
+// launching node, so the user hears about it before anything starts.
+void check_pinning(const LaunchOptions& options, const NodeFacts& facts, int ranks_per_node) {
+  if (!options.pin_to_socket() && !options.pin_memory_to_socket()) return;
+  const std::string flags = pin_flags(options);
+  if (!facts.numactl_available()) {
+    throw LauncherError(flags +
+                        " needs numactl, which is not in PATH on this node: "
+                        "install it (apt-get install numactl) or drop " +
+                        flags);
+  }
+  if (facts.numa_node_count() < ranks_per_node) {
+    throw LauncherError(
+        flags + ": " + std::to_string(ranks_per_node) + " ranks per node but this node has only " +
+        std::to_string(facts.numa_node_count()) + " NUMA node(s): start at most " +
+        std::to_string(facts.numa_node_count()) + " ranks per node, or drop " + flags);
+  }
+}
+
+MpirunCommand& place(MpirunCommand& command, const LaunchOptions& options, int per_node) {
+  if (options.hosts().empty()) return command.on_this_node(per_node);
+  return command.on_hosts(options.hosts(), per_node);
+}
+
+void export_tarantella_settings(MpirunCommand& command, const LaunchOptions& options,
+                                bool use_gpu) {
+  command.export_value("TNT_USE_GPU", bool_text(use_gpu));
+  if (options.log_level()) command.export_value("TNT_LOG_LEVEL", *options.log_level());
+  command.export_value("TNT_LOG_ON_ALL_DEVICES", bool_text(options.log_on_all_devices()));
+  command.export_value("TNT_OUTPUT_ON_ALL_DEVICES", bool_text(options.output_on_all_devices()));
+  if (options.fusion_threshold_kib()) {
+    command.export_value("TNT_FUSION_THRESHOLD", std::to_string(*options.fusion_threshold_kib()));
+  }
+}
+
+std::string placement_note(const LaunchOptions& options, int per_node, bool use_gpu) {
+  const std::string where = options.hosts().empty()
+                                ? "this node"
+                                : "each of " + std::to_string(options.hosts().size()) + " hosts";
+  return std::to_string(per_node) + " rank(s) on " + where + ", on the " +
+         (use_gpu ? "GPU (one GPU per rank)" : "CPU");
+}
+
+std::string threads_note(bool keep_user_value, const NodeFacts& facts, int per_node) {
+  if (keep_user_value) return "OMP_NUM_THREADS: your value is kept on every rank";
+  return "OMP_NUM_THREADS per rank on this node: " +
+         std::to_string(threads_per_rank(facts.core_count(), per_node)) + " (" +
+         std::to_string(facts.core_count()) + " cores / " + std::to_string(per_node) +
+         " ranks; computed on each host from its own cores)";
+}
+
+}  // namespace
+
+LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& facts,
+                             const std::string& program_path) {
+  if (options.command().empty()) throw LauncherError("missing program after '--'");
+  const DevicePlacement placement =
+      place_ranks(options.requested_ranks_per_node(), options.no_gpu(), facts.gpu_count());
+  check_pinning(options, facts, placement.ranks_per_node);
+
+  MpirunCommand command(facts);
+  place(command, options, placement.ranks_per_node);
+  export_tarantella_settings(command, options, placement.use_gpu);
+  const bool keep_threads = facts.omp_num_threads_set() || user_exports(options, "OMP_NUM_THREADS");
+  if (facts.omp_num_threads_set()) command.export_inherited("OMP_NUM_THREADS");
+  for (const auto& e : options.exports()) command.export_value(e.name, e.value);
+
+  RankExecOptions wrapper;
+  wrapper.output_on_all_devices = options.output_on_all_devices();
+  wrapper.set_omp_threads = !keep_threads;
+  wrapper.pin_cpu = options.pin_to_socket();
+  wrapper.pin_memory = options.pin_memory_to_socket();
+  std::vector<std::string> rank_command = to_arguments(wrapper);
+  rank_command.insert(rank_command.begin(), facts.launcher_path());
+  rank_command.insert(rank_command.end(), options.interpreter().begin(),
+                      options.interpreter().end());
+  rank_command.push_back(program_path);
+  rank_command.insert(rank_command.end(), options.command().begin() + 1, options.command().end());
+
+  LaunchPlan plan = command.build(rank_command);
+  if (!placement.warning.empty()) plan.warnings.push_back(placement.warning);
+  plan.notes.push_back(placement_note(options, placement.ranks_per_node, placement.use_gpu));
+  plan.notes.push_back(threads_note(keep_threads, facts, placement.ranks_per_node));
+  return plan;
+}
+
+LaunchPlan build_cleanup_plan(const LaunchOptions& options, const NodeFacts& facts,
+                              const std::string& program) {
+  MpirunCommand command(facts);
+  command.on_hosts(options.hosts(), 1);
+  std::vector<std::string> rank_command = cleanup_exec_arguments(options.force(), program);
+  rank_command.insert(rank_command.begin(), facts.launcher_path());
+  LaunchPlan plan = command.build(rank_command);
+  plan.notes.push_back("cleanup on each of " + std::to_string(options.hosts().size()) +
+                       " hosts, one process per host");
+  return plan;
+}
+
+}  // namespace tnt::cli

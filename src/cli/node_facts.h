@@ -1,0 +1,49 @@
+// What the launcher needs to know about the node it runs on.
+//
+// Everything the launch plan depends on besides the user's flags is gathered
+// here once, so that build_launch_plan() stays a pure function: unit tests and
+// --dry-run feed it fixed facts instead of probing the machine.
+#pragma once
+
+#include <string>
+
+#include "arg.h"
+
+namespace tnt::cli {
+
+/// Facts about the launching node.
+/// Example: `NodeFacts().gpu_count(2).core_count(16).effective_uid(1000)`.
+class NodeFacts {
+  /// GPUs reported by `nvidia-smi -L` (0 when nvidia-smi is missing).
+  TNT_CLI_ARG(int, gpu_count) = 0;
+  /// CPU cores this process may run on.
+  TNT_CLI_ARG(int, core_count) = 1;
+  /// NUMA nodes under /sys/devices/system/node.
+  TNT_CLI_ARG(int, numa_node_count) = 1;
+  /// Whether `numactl` is found in PATH.
+  TNT_CLI_ARG(bool, numactl_available) = false;
+  TNT_CLI_ARG(unsigned, effective_uid) = 0;
+  /// Whether the user's environment sets OMP_NUM_THREADS (then it is kept).
+  TNT_CLI_ARG(bool, omp_num_threads_set) = false;
+  /// Absolute path of the running launcher; mpirun starts it as the per-rank wrapper.
+  TNT_CLI_ARG(std::string, launcher_path);
+};
+
+/// Probes this node: runs `nvidia-smi -L`, reads the CPU affinity, /sys and
+/// the environment.
+NodeFacts detect_node_facts();
+
+/// Counts lines starting with "GPU " (the format of `nvidia-smi -L`).
+int count_gpu_lines(const std::string& nvidia_smi_output);
+
+/// Counts node<N> directories under `<sys_root>/devices/system/node`; at least 1.
+int count_numa_nodes(const std::string& sys_root = "/sys");
+
+/// Cores this process may run on (sched_getaffinity), falling back to
+/// std::thread::hardware_concurrency(); at least 1.
+int usable_core_count();
+
+/// Full path of `name` in $PATH if it is an executable file there, else "".
+std::string find_in_path(const std::string& name);
+
+}  // namespace tnt::cli

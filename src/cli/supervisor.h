@@ -1,0 +1,41 @@
+// Running mpirun and stopping it reliably.
+//
+// mpirun stays in the launcher's process group, so a Ctrl+C at the terminal
+// reaches both; mpirun then stops the ranks itself and we must not signal it
+// a second time (that makes OpenMPI skip its orderly shutdown). A signal sent
+// to the launcher alone (kill PID, a batch system) is passed on to mpirun
+// once. Either way, if mpirun is still alive 5 s after the first signal, it
+// is SIGKILLed; the rank wrappers notice their parent is gone and stop their
+// programs.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "env_assignment.h"
+
+namespace tnt::cli {
+
+/// How the supervised command ended.
+struct SupervisedResult {
+  int wait_status = 0;
+  int stop_signal = 0;  ///< the first stop signal the launcher received, 0 if none
+};
+
+/// Example: `supervise({"mpirun", "-np", "2", ...}, {{"A", "1"}})`.
+struct SuperviseOptions {
+  std::vector<std::string> argv;
+  /// Added to (or replacing in) the launcher's environment for the command.
+  std::vector<EnvAssignment> environment;
+  std::chrono::milliseconds kill_delay{5000};
+};
+
+/// Starts the command and waits for it. Throws SpawnError when it cannot be
+/// started.
+SupervisedResult supervise(const SuperviseOptions& options);
+
+/// Our environment with `changes` applied, as "NAME=VALUE" entries.
+std::vector<std::string> environment_with(const std::vector<EnvAssignment>& changes);
+
+}  // namespace tnt::cli

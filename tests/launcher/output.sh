@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Exported values reach the ranks intact; only rank 0's stdout is shown,
+# unless --output-on-all-devices, which prefixes each line with its rank.
+# Standard error of every rank is always shown.
+source "$(dirname "$0")/lib.sh"
+
+run -n 2 --no-gpu -x "B=two words" -- sh -c 'echo "$B"; echo "err $OMPI_COMM_WORLD_RANK" >&2'
+expect_status "job succeeds" 0
+if [ "$OUT" = "two words" ]; then pass "exactly one line, from rank 0, value intact"
+else fail "stdout was [$OUT], expected exactly [two words]"; fi
+expect_contains "stderr of rank 0 shown" "$ERR" "err 0"
+expect_contains "stderr of rank 1 shown" "$ERR" "err 1"
+
+run -n 3 --no-gpu --output-on-all-devices -x "B=two words" -- \
+  sh -c 'echo "$B"; printf "no newline from $OMPI_COMM_WORLD_RANK"'
+expect_status "job succeeds" 0
+for rank in 0 1 2; do
+  expect_contains "rank $rank line prefixed" "$OUT" "[$rank] two words"
+  expect_contains "rank $rank unterminated line kept" "$OUT" "[$rank] no newline from $rank"
+done
+lines=$(grep -c . <<<"$OUT")
+if [ "$lines" -eq 6 ]; then pass "six lines"; else fail "expected 6 lines, got $lines"; echo "$OUT"; fi
+unprefixed=$(grep -vc '^\[[0-2]\] ' <<<"$OUT")
+if [ "$unprefixed" -eq 0 ]; then pass "every line prefixed"; else fail "$unprefixed lines without prefix"; fi
+
+run -n 2 --no-gpu --log-level debug --log-on-all-devices --fusion-threshold 0 -- \
+  sh -c 'echo "$TNT_LOG_LEVEL $TNT_LOG_ON_ALL_DEVICES $TNT_OUTPUT_ON_ALL_DEVICES $TNT_FUSION_THRESHOLD $TNT_USE_GPU"'
+expect_contains "TNT_* variables reach the ranks" "$OUT" "DEBUG true false 0 false"
+
+finish

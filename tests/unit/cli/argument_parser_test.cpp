@@ -1,0 +1,202 @@
+// Command-line parsing: each flag lands in LaunchOptions, bad input is named.
+#include "argument_parser.h"
+
+#include "tarantella/version.h"
+#include "test_support.h"
+
+namespace tnt::cli {
+namespace {
+
+using testing::error_of;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using Args = std::vector<std::string>;
+
+LaunchOptions parse(Args args) {
+  args.insert(args.begin(), "tarantella");
+  const auto parsed = parse_arguments(args);
+  EXPECT_EQ(parsed.kind, ParsedCommand::Kind::kRun);
+  return parsed.options;
+}
+
+std::string parse_error(Args args) {
+  args.insert(args.begin(), "tarantella");
+  return error_of([&] { parse_arguments(args); });
+}
+
+TEST(ArgumentParser, RanksAndProgram) {
+  const auto o = parse({"-n", "3", "--", "./prog", "arg"});
+  EXPECT_EQ(o.ranks(), 3);
+  EXPECT_EQ(o.requested_ranks_per_node(), 3);
+  EXPECT_EQ(o.command(), (Args{"./prog", "arg"}));
+}
+
+TEST(ArgumentParser, DefaultsWhenOnlyAProgramIsGiven) {
+  const auto o = parse({"--", "prog"});
+  EXPECT_FALSE(o.ranks());
+  EXPECT_FALSE(o.ranks_per_node());
+  EXPECT_FALSE(o.no_gpu());
+  EXPECT_FALSE(o.log_level());
+  EXPECT_FALSE(o.fusion_threshold_kib());
+  EXPECT_TRUE(o.exports().empty());
+  EXPECT_TRUE(o.interpreter().empty());
+  EXPECT_FALSE(o.dry_run() || o.cleanup() || o.force() || o.pin_to_socket() ||
+               o.pin_memory_to_socket() || o.log_on_all_devices() || o.output_on_all_devices());
+}
+
+TEST(ArgumentParser, EverythingAfterSeparatorBelongsToTheProgram) {
+  const auto o = parse({"-n", "2", "--", "prog", "-n", "5", "--help", "--", "-x"});
+  EXPECT_EQ(o.ranks(), 2);
+  EXPECT_EQ(o.command(), (Args{"prog", "-n", "5", "--help", "--", "-x"}));
+}
+
+TEST(ArgumentParser, NPerNodeAndItsAliases) {
+  for (const std::string flag : {"--n-per-node", "--npernode", "--devices-per-node"}) {
+    const auto o = parse({flag, "4", "--", "prog"});
+    EXPECT_EQ(o.ranks_per_node(), 4) << flag;
+    EXPECT_EQ(o.requested_ranks_per_node(), 4) << flag;
+  }
+}
+
+TEST(ArgumentParser, NTogetherWithNPerNodeIsAnError) {
+  const auto message = parse_error({"-n", "2", "--npernode", "3", "--", "prog"});
+  EXPECT_THAT(message, HasSubstr("-n 2 and --n-per-node 3"));
+  EXPECT_THAT(message, HasSubstr("only one"));
+}
+
+TEST(ArgumentParser, RankCountsMustBeAtLeastOne) {
+  EXPECT_THAT(parse_error({"-n", "0", "--", "prog"}), HasSubstr("-n 0: the number of ranks"));
+  EXPECT_THAT(parse_error({"-n", "0", "--", "prog"}), HasSubstr("at least 1"));
+  EXPECT_THAT(parse_error({"-n", "abc", "--", "prog"}), HasSubstr("-n abc"));
+  EXPECT_THAT(parse_error({"-n", "2.5", "--", "prog"}), HasSubstr("-n 2.5"));
+  EXPECT_THAT(parse_error({"--n-per-node", "0", "--", "prog"}), HasSubstr("--n-per-node 0"));
+}
+
+TEST(ArgumentParser, HostfileWithNIsAnErrorSuggestingNPerNode) {
+  const auto message = parse_error({"-n", "2", "--hostfile", "hosts", "--", "prog"});
+  EXPECT_THAT(message, HasSubstr("--n-per-node 2"));
+}
+
+TEST(ArgumentParser, HostfilePathIsKept) {
+  const auto parsed = parse_arguments({"tarantella", "--hostfile", "my hosts", "--", "prog"});
+  EXPECT_EQ(parsed.hostfile, "my hosts");
+}
+
+TEST(ArgumentParser, LogLevelIsCaseInsensitiveAndNormalized) {
+  EXPECT_EQ(parse({"--log-level", "debug", "--", "p"}).log_level(), "DEBUG");
+  EXPECT_EQ(parse({"--log-level", "Warning", "--", "p"}).log_level(), "WARNING");
+  EXPECT_EQ(parse({"--log-level=ERROR", "--", "p"}).log_level(), "ERROR");
+}
+
+TEST(ArgumentParser, UnknownLogLevelNamesTheValue) {
+  const auto message = parse_error({"--log-level", "LOUD", "--", "p"});
+  EXPECT_THAT(message, HasSubstr("--log-level 'LOUD'"));
+  EXPECT_THAT(message, HasSubstr("DEBUG, INFO, WARNING or ERROR"));
+}
+
+TEST(ArgumentParser, BooleanFlags) {
+  const auto o = parse({"--no-gpu", "--log-on-all-devices", "--output-on-all-devices",
+                        "--pin-to-socket", "--pin-memory-to-socket", "--dry-run", "--", "p"});
+  EXPECT_TRUE(o.no_gpu());
+  EXPECT_TRUE(o.log_on_all_devices());
+  EXPECT_TRUE(o.output_on_all_devices());
+  EXPECT_TRUE(o.pin_to_socket());
+  EXPECT_TRUE(o.pin_memory_to_socket());
+  EXPECT_TRUE(o.dry_run());
+}
+
+TEST(ArgumentParser, ExportTakesSeveralValuesAndRepeatsInOrder) {
+  const auto o =
+      parse({"-x", "A=1", "B=two words", "-n", "2", "-x", "C='q'", "-x", "A=3", "--", "p"});
+  EXPECT_EQ(o.exports(),
+            (std::vector<EnvAssignment>{{"A", "1"}, {"B", "two words"}, {"C", "'q'"}, {"A", "3"}}));
+  EXPECT_EQ(o.ranks(), 2);
+}
+
+TEST(ArgumentParser, ExportStopsAtTheSeparator) {
+  const auto o = parse({"-x", "A=1", "--", "B=2"});
+  EXPECT_EQ(o.exports(), (std::vector<EnvAssignment>{{"A", "1"}}));
+  EXPECT_EQ(o.command(), (Args{"B=2"}));
+}
+
+TEST(ArgumentParser, MalformedExportIsNamed) {
+  EXPECT_THAT(parse_error({"-x", "A=1", "NOEQUALS", "--", "p"}), HasSubstr("-x 'NOEQUALS'"));
+  EXPECT_THAT(parse_error({"-x", "9X=1", "--", "p"}), HasSubstr("'9X' is not a valid"));
+}
+
+TEST(ArgumentParser, ExportWithoutValueIsAnError) {
+  EXPECT_THAT(parse_error({"-x", "--", "p"}), HasSubstr("-x"));
+}
+
+TEST(ArgumentParser, FusionThreshold) {
+  EXPECT_EQ(parse({"--fusion-threshold", "64", "--", "p"}).fusion_threshold_kib(), 64u);
+  EXPECT_EQ(parse({"--fusion-threshold", "0", "--", "p"}).fusion_threshold_kib(), 0u);
+  EXPECT_THAT(parse_error({"--fusion-threshold", "-1", "--", "p"}),
+              HasSubstr("--fusion-threshold '-1'"));
+  EXPECT_THAT(parse_error({"--fusion-threshold", "1.5", "--", "p"}),
+              HasSubstr("--fusion-threshold '1.5'"));
+}
+
+TEST(ArgumentParser, InterpreterIsSplitIntoWords) {
+  EXPECT_EQ(parse({"--python-interpreter", "valgrind --leak-check=yes", "--", "p"}).interpreter(),
+            (Args{"valgrind", "--leak-check=yes"}));
+  EXPECT_EQ(parse({"--interpreter", "python3 -X 'dev mode'", "--", "p"}).interpreter(),
+            (Args{"python3", "-X", "dev mode"}));
+}
+
+TEST(ArgumentParser, BadInterpreterIsNamed) {
+  EXPECT_THAT(parse_error({"--python-interpreter", "python3 'x", "--", "p"}),
+              HasSubstr("single quote"));
+  EXPECT_THAT(parse_error({"--python-interpreter", "  ", "--", "p"}),
+              HasSubstr("--python-interpreter is empty"));
+}
+
+TEST(ArgumentParser, MissingProgramIsAnError) {
+  EXPECT_THAT(parse_error({"-n", "2"}), HasSubstr("missing program"));
+  EXPECT_THAT(parse_error({"-n", "2", "--"}), HasSubstr("missing program"));
+}
+
+TEST(ArgumentParser, ProgramWithoutSeparatorSuggestsIt) {
+  const auto message = parse_error({"-n", "2", "./prog"});
+  EXPECT_THAT(message, HasSubstr("unexpected argument './prog'"));
+  EXPECT_THAT(message, HasSubstr("after '--'"));
+}
+
+TEST(ArgumentParser, UnknownFlagIsNamed) {
+  EXPECT_THAT(parse_error({"--gpus", "2", "--", "p"}), HasSubstr("--gpus"));
+}
+
+TEST(ArgumentParser, ForceNeedsCleanup) {
+  EXPECT_THAT(parse_error({"--force", "--", "p"}), HasSubstr("--force only applies to --cleanup"));
+  const auto o = parse({"--cleanup", "--force", "--", "p"});
+  EXPECT_TRUE(o.cleanup());
+  EXPECT_TRUE(o.force());
+}
+
+TEST(ArgumentParser, HelpListsTheFlagsButNotTheHiddenOnes) {
+  const auto parsed = parse_arguments({"tarantella", "--help"});
+  EXPECT_EQ(parsed.kind, ParsedCommand::Kind::kHelp);
+  for (const char* flag :
+       {"--n-per-node", "--npernode", "--devices-per-node", "--hostfile", "--no-gpu", "--log-level",
+        "--log-on-all-devices", "--output-on-all-devices", "-x", "--fusion-threshold",
+        "--pin-to-socket", "--pin-memory-to-socket", "--python-interpreter", "--dry-run",
+        "--cleanup", "--force", "--version"}) {
+    EXPECT_THAT(parsed.text, HasSubstr(flag));
+  }
+  EXPECT_THAT(parsed.text, Not(HasSubstr("--assume-gpus")));
+  EXPECT_THAT(parsed.text, Not(HasSubstr("--rank-exec")));
+}
+
+TEST(ArgumentParser, Version) {
+  const auto parsed = parse_arguments({"tarantella", "--version"});
+  EXPECT_EQ(parsed.kind, ParsedCommand::Kind::kVersion);
+  EXPECT_EQ(parsed.text, std::string("tarantella ") + TNT_VERSION_STRING);
+}
+
+TEST(ArgumentParser, AssumedGpuCountForTests) {
+  EXPECT_EQ(parse({"--assume-gpus", "2", "--", "p"}).assumed_gpu_count(), 2);
+  EXPECT_EQ(parse({"--assume-gpus", "0", "--", "p"}).assumed_gpu_count(), 0);
+}
+
+}  // namespace
+}  // namespace tnt::cli

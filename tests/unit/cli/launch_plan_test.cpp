@@ -1,0 +1,246 @@
+// The launch plan: every flag's effect on mpirun's argv and environment,
+// computed from fixed node facts (no machine probing).
+#include "launch_plan.h"
+
+#include <algorithm>
+
+#include "test_support.h"
+
+namespace tnt::cli {
+namespace {
+
+using ::testing::ElementsAre;
+using testing::error_of;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using Args = std::vector<std::string>;
+
+const std::string kProgram = "/abs/prog";
+const std::string kLauncher = "/opt/tnt/bin/tarantella";
+
+NodeFacts cpu_node() {
+  return NodeFacts()
+      .gpu_count(0)
+      .core_count(2)
+      .numa_node_count(1)
+      .numactl_available(true)
+      .effective_uid(1000)
+      .omp_num_threads_set(false)
+      .launcher_path(kLauncher);
+}
+
+LaunchOptions job(int ranks) { return LaunchOptions().ranks(ranks).command({"./prog", "arg"}); }
+
+bool contains_sequence(const Args& argv, const Args& sequence) {
+  return std::search(argv.begin(), argv.end(), sequence.begin(), sequence.end()) != argv.end();
+}
+
+std::optional<std::string> env_value(const LaunchPlan& plan, const std::string& name) {
+  std::optional<std::string> value;
+  for (const auto& e : plan.environment) {
+    if (e.name == name) {
+      EXPECT_FALSE(value) << name << " is set twice in mpirun's environment";
+      value = e.value;
+    }
+  }
+  return value;
+}
+
+// Names forwarded with -x, in order.
+Args exported_names(const LaunchPlan& plan) {
+  Args names;
+  for (std::size_t i = 0; i + 1 < plan.argv.size(); ++i) {
+    if (plan.argv[i] == "-x") names.push_back(plan.argv[i + 1]);
+  }
+  return names;
+}
+
+bool exported(const LaunchPlan& plan, const std::string& name) {
+  const Args names = exported_names(plan);
+  return std::count(names.begin(), names.end(), name) == 1;
+}
+
+// The per-rank part: everything from the launcher path on.
+Args rank_command(const LaunchPlan& plan) {
+  const auto it = std::find(plan.argv.begin(), plan.argv.end(), kLauncher);
+  return Args(it, plan.argv.end());
+}
+
+TEST(LaunchPlan, SingleNodeRanksAndTheFixedMpirunFlags) {
+  const auto plan = build_launch_plan(job(3), cpu_node(), kProgram);
+  ASSERT_FALSE(plan.argv.empty());
+  EXPECT_EQ(plan.argv[0], "mpirun");
+  EXPECT_TRUE(contains_sequence(plan.argv, {"-np", "3"}));
+  EXPECT_TRUE(contains_sequence(plan.argv, {"--oversubscribe"}));
+  EXPECT_TRUE(contains_sequence(plan.argv, {"--bind-to", "none"}));
+  EXPECT_FALSE(contains_sequence(plan.argv, {"--host"}));
+}
+
+TEST(LaunchPlan, RanksRunThroughTheWrapperWithAnAbsoluteProgram) {
+  const auto plan = build_launch_plan(job(2), cpu_node(), kProgram);
+  EXPECT_EQ(rank_command(plan), (Args{kLauncher, "--rank-exec", "--output=rank0", "--threads=auto",
+                                      "--", kProgram, "arg"}));
+}
+
+TEST(LaunchPlan, ProgramArgumentsThatLookLikeFlagsStayIntact) {
+  const auto options = LaunchOptions().ranks(1).command({"p", "-n", "5", "--", "x y"});
+  const auto cmd = rank_command(build_launch_plan(options, cpu_node(), kProgram));
+  EXPECT_EQ(Args(cmd.end() - 5, cmd.end()), (Args{kProgram, "-n", "5", "--", "x y"}));
+}
+
+TEST(LaunchPlan, RootGetsOpenMpiPermissionOnlyInMpirunsEnvironment) {
+  const auto as_root = build_launch_plan(job(1), cpu_node().effective_uid(0), kProgram);
+  EXPECT_EQ(env_value(as_root, "OMPI_ALLOW_RUN_AS_ROOT"), "1");
+  EXPECT_EQ(env_value(as_root, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"), "1");
+  EXPECT_FALSE(exported(as_root, "OMPI_ALLOW_RUN_AS_ROOT"));
+  const auto as_user = build_launch_plan(job(1), cpu_node(), kProgram);
+  EXPECT_FALSE(env_value(as_user, "OMPI_ALLOW_RUN_AS_ROOT"));
+  EXPECT_FALSE(env_value(as_user, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"));
+}
+
+TEST(LaunchPlan, HostfileGivesHostListAndRanksPerNode) {
+  const auto options = LaunchOptions().ranks_per_node(2).hosts({"n1", "n2", "n3"}).command({"p"});
+  const auto plan = build_launch_plan(options, cpu_node(), kProgram);
+  EXPECT_TRUE(
+      contains_sequence(plan.argv, {"--host", "n1:2,n2:2,n3:2", "-np", "6", "--npernode", "2"}));
+}
+
+TEST(LaunchPlan, HostfileWithoutGpusStartsOneCpuRankPerHostAndWarns) {
+  const auto options = LaunchOptions().hosts({"n1", "n2"}).command({"p"});
+  const auto plan = build_launch_plan(options, cpu_node(), kProgram);
+  EXPECT_TRUE(contains_sequence(plan.argv, {"--host", "n1:1,n2:1", "-np", "2"}));
+  EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "false");
+  EXPECT_THAT(plan.warnings, ElementsAre(HasSubstr("no GPU found")));
+}
+
+TEST(LaunchPlan, GpuNodeStartsOneRankPerGpu) {
+  const auto options = LaunchOptions().command({"p"});
+  const auto plan = build_launch_plan(options, cpu_node().gpu_count(4), kProgram);
+  EXPECT_TRUE(contains_sequence(plan.argv, {"-np", "4"}));
+  EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "true");
+  EXPECT_TRUE(exported(plan, "TNT_USE_GPU"));
+  EXPECT_THAT(plan.warnings, IsEmpty());
+}
+
+TEST(LaunchPlan, MoreRanksThanGpusRunOnCpuWithWarning) {
+  const auto plan = build_launch_plan(job(3), cpu_node().gpu_count(2), kProgram);
+  EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "false");
+  EXPECT_THAT(plan.warnings, ElementsAre(HasSubstr("3 ranks per node requested")));
+}
+
+TEST(LaunchPlan, NoGpuFlagIsSilent) {
+  const auto plan = build_launch_plan(job(2).no_gpu(true), cpu_node().gpu_count(4), kProgram);
+  EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "false");
+  EXPECT_THAT(plan.warnings, IsEmpty());
+}
+
+TEST(LaunchPlan, LoggingAndOutputSettingsAreExported) {
+  const auto quiet = build_launch_plan(job(1), cpu_node(), kProgram);
+  EXPECT_FALSE(env_value(quiet, "TNT_LOG_LEVEL"));
+  EXPECT_EQ(env_value(quiet, "TNT_LOG_ON_ALL_DEVICES"), "false");
+  EXPECT_EQ(env_value(quiet, "TNT_OUTPUT_ON_ALL_DEVICES"), "false");
+
+  const auto options =
+      job(1).log_level(std::string("DEBUG")).log_on_all_devices(true).output_on_all_devices(true);
+  const auto loud = build_launch_plan(options, cpu_node(), kProgram);
+  EXPECT_EQ(env_value(loud, "TNT_LOG_LEVEL"), "DEBUG");
+  EXPECT_EQ(env_value(loud, "TNT_LOG_ON_ALL_DEVICES"), "true");
+  EXPECT_EQ(env_value(loud, "TNT_OUTPUT_ON_ALL_DEVICES"), "true");
+  for (const char* name :
+       {"TNT_LOG_LEVEL", "TNT_LOG_ON_ALL_DEVICES", "TNT_OUTPUT_ON_ALL_DEVICES"}) {
+    EXPECT_TRUE(exported(loud, name)) << name;
+  }
+  EXPECT_TRUE(contains_sequence(rank_command(loud), {"--output=all"}));
+}
+
+TEST(LaunchPlan, FusionThresholdInKib) {
+  const auto none = build_launch_plan(job(1), cpu_node(), kProgram);
+  EXPECT_FALSE(env_value(none, "TNT_FUSION_THRESHOLD"));
+  const auto plan = build_launch_plan(job(1).fusion_threshold_kib(64), cpu_node(), kProgram);
+  EXPECT_EQ(env_value(plan, "TNT_FUSION_THRESHOLD"), "64");
+  EXPECT_TRUE(exported(plan, "TNT_FUSION_THRESHOLD"));
+}
+
+TEST(LaunchPlan, UserExportsKeepOrderAndValuesAfterOurs) {
+  const auto options = job(1).exports({{"Z", "1"}, {"B", "two words"}, {"Q", "it's \"x\""}});
+  const auto plan = build_launch_plan(options, cpu_node(), kProgram);
+  EXPECT_EQ(env_value(plan, "B"), "two words");
+  EXPECT_EQ(env_value(plan, "Q"), "it's \"x\"");
+  EXPECT_EQ(exported_names(plan), (Args{"TNT_USE_GPU", "TNT_LOG_ON_ALL_DEVICES",
+                                        "TNT_OUTPUT_ON_ALL_DEVICES", "Z", "B", "Q"}));
+}
+
+TEST(LaunchPlan, RepeatedExportKeepsTheLastValueOnce) {
+  const auto options = job(1)
+                           .log_level(std::string("DEBUG"))
+                           .exports({{"A", "1"}, {"TNT_LOG_LEVEL", "INFO"}, {"A", "2"}});
+  const auto plan = build_launch_plan(options, cpu_node(), kProgram);
+  EXPECT_EQ(env_value(plan, "A"), "2");
+  EXPECT_EQ(env_value(plan, "TNT_LOG_LEVEL"), "INFO");
+  EXPECT_TRUE(exported(plan, "A"));
+  EXPECT_TRUE(exported(plan, "TNT_LOG_LEVEL"));
+}
+
+TEST(LaunchPlan, ThreadsComputedPerRankUnlessTheUserSetThem) {
+  const auto automatic = build_launch_plan(job(2), cpu_node(), kProgram);
+  EXPECT_TRUE(contains_sequence(rank_command(automatic), {"--threads=auto"}));
+  EXPECT_FALSE(exported(automatic, "OMP_NUM_THREADS"));
+  EXPECT_THAT(automatic.notes, ::testing::Contains(HasSubstr(
+                                   "OMP_NUM_THREADS per rank on this node: 1 (2 cores / 2 ranks")));
+
+  const auto from_env = build_launch_plan(job(2), cpu_node().omp_num_threads_set(true), kProgram);
+  EXPECT_TRUE(contains_sequence(rank_command(from_env), {"--threads=inherit"}));
+  EXPECT_TRUE(exported(from_env, "OMP_NUM_THREADS"));
+  EXPECT_FALSE(env_value(from_env, "OMP_NUM_THREADS"));  // forwarded, not overwritten
+
+  const auto from_x =
+      build_launch_plan(job(2).exports({{"OMP_NUM_THREADS", "3"}}), cpu_node(), kProgram);
+  EXPECT_TRUE(contains_sequence(rank_command(from_x), {"--threads=inherit"}));
+  EXPECT_EQ(env_value(from_x, "OMP_NUM_THREADS"), "3");
+}
+
+TEST(LaunchPlan, InterpreterWordsGoBeforeTheProgram) {
+  const auto options = job(1).interpreter({"valgrind", "--leak-check=yes"});
+  const auto cmd = rank_command(build_launch_plan(options, cpu_node(), kProgram));
+  EXPECT_TRUE(contains_sequence(cmd, {"--", "valgrind", "--leak-check=yes", kProgram, "arg"}));
+}
+
+TEST(LaunchPlan, PinningAddsWrapperFlags) {
+  const auto options = job(2).pin_to_socket(true).pin_memory_to_socket(true);
+  const auto cmd =
+      rank_command(build_launch_plan(options, cpu_node().numa_node_count(2), kProgram));
+  EXPECT_TRUE(contains_sequence(cmd, {"--pin-cpu", "--pin-memory", "--"}));
+  const auto cpu_only = rank_command(
+      build_launch_plan(job(2).pin_to_socket(true), cpu_node().numa_node_count(2), kProgram));
+  EXPECT_TRUE(contains_sequence(cpu_only, {"--pin-cpu", "--"}));
+}
+
+TEST(LaunchPlan, PinningWithoutNumactlIsAnError) {
+  const auto message = error_of([] {
+    build_launch_plan(job(1).pin_to_socket(true), cpu_node().numactl_available(false), kProgram);
+  });
+  EXPECT_THAT(message, HasSubstr("--pin-to-socket needs numactl"));
+  EXPECT_THAT(message, HasSubstr("apt-get install numactl"));
+}
+
+TEST(LaunchPlan, PinningNeedsANumaNodePerRank) {
+  const auto message = error_of([] {
+    build_launch_plan(job(2).pin_memory_to_socket(true), cpu_node().numa_node_count(1), kProgram);
+  });
+  EXPECT_THAT(message, HasSubstr("--pin-memory-to-socket: 2 ranks per node but this node has "
+                                 "only 1 NUMA node(s)"));
+}
+
+TEST(LaunchPlan, CleanupRunsOneLauncherPerHost) {
+  const auto options = LaunchOptions().cleanup(true).hosts({"a", "b"}).command({"prog"});
+  const auto plan = build_cleanup_plan(options, cpu_node(), "/abs/prog");
+  EXPECT_TRUE(contains_sequence(plan.argv, {"--host", "a:1,b:1", "-np", "2", "--npernode", "1"}));
+  EXPECT_TRUE(contains_sequence(plan.argv,
+                                {kLauncher, "--cleanup-exec", "--signal=TERM", "--", "/abs/prog"}));
+  const auto forced =
+      build_cleanup_plan(LaunchOptions(options).force(true), cpu_node(), "/abs/prog");
+  EXPECT_TRUE(contains_sequence(forced.argv, {"--cleanup-exec", "--signal=KILL"}));
+}
+
+}  // namespace
+}  // namespace tnt::cli

@@ -4,8 +4,29 @@
 
 namespace tnt::comm {
 
-Handle::Handle(std::shared_future<torch::Tensor> result, std::string name)
-    : result_(std::move(result)), name_(std::move(name)) {}
+namespace {
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             Handle::Clock::now().time_since_epoch())
+      .count();
+}
+std::optional<Handle::Clock::time_point> as_time(std::int64_t ns) {
+  if (ns == 0) return std::nullopt;
+  return Handle::Clock::time_point(std::chrono::nanoseconds(ns));
+}
+}  // namespace
+
+Handle::Handle(std::shared_future<torch::Tensor> result, std::string name,
+               std::shared_ptr<const Times> times)
+    : result_(std::move(result)), name_(std::move(name)), times_(std::move(times)) {}
+
+std::optional<Handle::Clock::time_point> Handle::started() const {
+  return times_ ? as_time(times_->started_ns.load()) : std::nullopt;
+}
+
+std::optional<Handle::Clock::time_point> Handle::finished() const {
+  return times_ ? as_time(times_->finished_ns.load()) : std::nullopt;
+}
 
 torch::Tensor Handle::wait() const {
   TNT_CHECK(result_.valid(), "wait() on an empty Handle: use the Handle an *_async call returned");
@@ -29,8 +50,8 @@ CommEngine::~CommEngine() {
 }
 
 Handle CommEngine::enqueue(std::string name, Work work) {
-  Request request{name, std::move(work), {}};
-  Handle handle(request.result.get_future().share(), std::move(name));
+  Request request{name, std::move(work), {}, std::make_shared<Handle::Times>()};
+  Handle handle(request.result.get_future().share(), std::move(name), request.times);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     TNT_CHECK(!stopping_, "request '", handle.name(),
@@ -57,9 +78,13 @@ void CommEngine::loop() {
       queue_.pop_front();
       ++running_;
     }
+    request.times->started_ns = now_ns();
     try {
-      request.result.set_value(request.work());
+      torch::Tensor result = request.work();
+      request.times->finished_ns = now_ns();
+      request.result.set_value(std::move(result));
     } catch (...) {
+      request.times->finished_ns = now_ns();
       request.result.set_exception(std::current_exception());
     }
     std::lock_guard<std::mutex> lock(mutex_);

@@ -8,11 +8,15 @@
 // busy-polling progress thread would steal a core from training.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <deque>
 #include <functional>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -28,8 +32,17 @@ namespace tnt::comm {
 ///   h.wait();                // grad now holds the sum over ranks
 class Handle {
  public:
+  using Clock = std::chrono::steady_clock;
+  /// When the engine started and finished running a request (nanoseconds of
+  /// Clock since its epoch; 0 = not yet). Used to measure overlap.
+  struct Times {
+    std::atomic<std::int64_t> started_ns{0};
+    std::atomic<std::int64_t> finished_ns{0};
+  };
+
   Handle() = default;
-  explicit Handle(std::shared_future<torch::Tensor> result, std::string name);
+  Handle(std::shared_future<torch::Tensor> result, std::string name,
+         std::shared_ptr<const Times> times);
   /// Blocks until the request has run; returns its result tensor, or
   /// rethrows the exception it raised on the engine thread.
   torch::Tensor wait() const;
@@ -39,10 +52,15 @@ class Handle {
   bool valid() const { return result_.valid(); }
   /// The request's name, e.g. "allreduce(sum)".
   const std::string& name() const { return name_; }
+  /// When the engine started running the request, if it has.
+  std::optional<Clock::time_point> started() const;
+  /// When the request finished, if it has.
+  std::optional<Clock::time_point> finished() const;
 
  private:
   std::shared_future<torch::Tensor> result_;
   std::string name_;
+  std::shared_ptr<const Handle::Times> times_;
 };
 
 /// Runs requests on one owned thread, in enqueue order.
@@ -71,6 +89,7 @@ class CommEngine {
     std::string name;
     Work work;
     std::promise<torch::Tensor> result;
+    std::shared_ptr<Handle::Times> times;
   };
   void loop();
 

@@ -1,0 +1,116 @@
+// LeNet-5 on Fashion-MNIST, trained data-parallel with tnt::Model.
+//
+//   tarantella -n 2 -- ./lenet5 --epochs 8 --batch-size 64
+//
+// Compared with a serial LibTorch program, two lines differ: the runtime is
+// started, and the network is wrapped in tnt::Model. --batch-size is the
+// GLOBAL batch size, whatever the number of ranks.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <torch/torch.h>
+
+#include <tarantella/tarantella.h>
+
+namespace {
+
+// The classic architecture, so results compare with other implementations.
+struct LeNet5Impl : torch::nn::Module {
+  LeNet5Impl()
+      : conv1(register_module("conv1",
+                              torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 6, 5).padding(2)))),
+        conv2(register_module("conv2", torch::nn::Conv2d(6, 16, 5))),
+        fc1(register_module("fc1", torch::nn::Linear(400, 120))),
+        fc2(register_module("fc2", torch::nn::Linear(120, 84))),
+        fc3(register_module("fc3", torch::nn::Linear(84, 10))) {}
+
+  torch::Tensor forward(torch::Tensor x) {
+    x = torch::max_pool2d(torch::relu(conv1(x)), 2);
+    x = torch::max_pool2d(torch::relu(conv2(x)), 2);
+    x = x.flatten(1);
+    x = torch::relu(fc1(x));
+    x = torch::relu(fc2(x));
+    return fc3(x);  // logits
+  }
+
+  torch::nn::Conv2d conv1, conv2;
+  torch::nn::Linear fc1, fc2, fc3;
+};
+TORCH_MODULE(LeNet5);
+
+struct Args {
+  std::int64_t epochs = 8;
+  std::int64_t batch_size = 64;
+  double learning_rate = 0.1;
+  std::int64_t train_size = 55000;
+  std::int64_t val_size = 5000;
+  std::int64_t test_size = 10000;
+  std::uint64_t seed = 42;
+  bool no_shuffle = false;
+  std::string init_weights;
+  std::string save_weights;
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  int verbose = 1;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tnt::Runtime runtime(argc, argv);  // 1. start the runtime
+
+  Args a;
+  CLI::App app{"LeNet-5 on Fashion-MNIST, data-parallel with Tarantella"};
+  app.add_option("--epochs", a.epochs, "epochs to train")->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", a.batch_size, "GLOBAL batch size")->check(CLI::PositiveNumber);
+  app.add_option("--learning-rate", a.learning_rate, "SGD learning rate")->check(CLI::PositiveNumber);
+  app.add_option("--train-size", a.train_size, "first S samples of the training file")
+      ->check(CLI::Range(1, 60000));
+  app.add_option("--val-size", a.val_size, "the V training samples after them")
+      ->check(CLI::Range(0, 59999));
+  app.add_option("--test-size", a.test_size, "first T samples of the test file")
+      ->check(CLI::Range(1, 10000));
+  app.add_option("--seed", a.seed, "seed of weights and shuffling");
+  app.add_flag("--no-shuffle", a.no_shuffle, "train in file order");
+  app.add_option("--init-weights", a.init_weights, "start from these weights (torch.save format)");
+  app.add_option("--save-weights", a.save_weights, "write the trained weights (torch.save format)");
+  app.add_option("--data-dir", a.data_dir, "Fashion-MNIST directory");
+  app.add_option("--verbose", a.verbose, "0 silent, 1 progress bar, 2 a line per epoch");
+  CLI11_PARSE(app, argc, argv);
+  if (a.train_size + a.val_size > 60000) {
+    std::cerr << "--train-size " << a.train_size << " plus --val-size " << a.val_size
+              << " exceeds the 60000 training samples: lower one of them\n";
+    return 2;
+  }
+
+  namespace data = tnt::data;
+  const data::Dataset train_file = data::datasets::fashion_mnist("train", a.data_dir);
+  data::Dataset train = train_file.take(a.train_size);
+  if (!a.no_shuffle) train = train.shuffle(a.train_size, a.seed);
+  train = train.batch(a.batch_size);
+  const data::Dataset val = train_file.skip(a.train_size).take(a.val_size).batch(a.batch_size);
+  const data::Dataset test =
+      data::datasets::fashion_mnist("test", a.data_dir).take(a.test_size).batch(a.batch_size);
+
+  torch::manual_seed(a.seed);
+  tnt::Model model{LeNet5()};  // 2. wrap the network
+  if (!a.init_weights.empty()) model.load_weights(a.init_weights);
+  model.compile(tnt::CompileOptions()
+                    .optimizer(tnt::optimizers::SGD(a.learning_rate))
+                    .loss(tnt::losses::SparseCategoricalCrossentropy())
+                    .metrics({tnt::metrics::SparseCategoricalAccuracy()}));
+  if (a.verbose > 0) model.summary();
+
+  tnt::FitOptions fit;
+  fit.epochs(a.epochs).verbose(a.verbose);
+  if (a.val_size > 0) fit.validation_data(val);
+  model.fit(train, fit);
+
+  const auto results = model.evaluate(test);
+  if (tnt::is_master_rank()) {
+    std::cout << "test loss: " << results.at("loss")
+              << "  test accuracy: " << results.at("sparse_categorical_accuracy") << " ("
+              << tnt::get_size() << " ranks, global batch " << a.batch_size << ")\n";
+  }
+  if (!a.save_weights.empty()) model.save_weights(a.save_weights);
+  return 0;
+}

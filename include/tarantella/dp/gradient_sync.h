@@ -1,0 +1,86 @@
+// The data-parallel gradient engine. An autograd hook per parameter copies
+// the parameter's gradient, already weighted by n_r / B, into its bucket;
+// when a bucket is complete its allreduce (sum) is enqueued on the
+// communication engine at once, so communication runs while backward
+// continues. Buckets are enqueued strictly in bucket order on every rank
+// (MPI collectives must match), also when parameters finish out of order or
+// get no gradient at all in a step (they contribute zeros). finish() waits
+// for every bucket and points each parameter's .grad at its slice of the
+// reduced bucket, ready for the optimizer: no extra copy.
+//
+// Why weighting in the hook: the serial gradient of a batch of B samples is
+// the mean over samples; rank r's local mean over its n_r samples times
+// n_r / B, summed over ranks, is exactly that, also for uneven micro-batches
+// and ranks with no sample (weight 0).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <torch/types.h>
+
+#include <tarantella/comm/comm_engine.h>
+#include <tarantella/dp/bucket_plan.h>
+
+namespace tnt::dp {
+
+/// Gradient compression on the wire.
+enum class Compression { None, Float16, BFloat16 };
+
+/// Options of a GradientSynchronizer.
+///
+/// Example:
+///   tnt::dp::SyncOptions().fusion_threshold_bytes(64 * 1024).extras_numel(3)
+struct SyncOptions {
+  SyncOptions& fusion_threshold_bytes(std::size_t v) { threshold_ = v; return *this; }
+  SyncOptions& compression(Compression v) { compression_ = v; return *this; }
+  /// Number of float64 values (loss and metric state) that ride along.
+  SyncOptions& extras_numel(std::int64_t v) { extras_ = v; return *this; }
+
+  std::size_t threshold_ = 32 * 1024;
+  Compression compression_ = Compression::None;
+  std::int64_t extras_ = 0;
+};
+
+/// Synchronizes gradients of `params` across ranks.
+///
+/// Example:
+///   tnt::dp::GradientSynchronizer sync(params, tnt::dp::SyncOptions());
+///   // after forward: loss and metric state of this step are known
+///   sync.begin_step(double(n_local) / n_global, /*reduce=*/true, state_increment);
+///   loss.backward();
+///   torch::Tensor global_state = sync.finish();
+///   optimizer.step();
+class GradientSynchronizer {
+ public:
+  GradientSynchronizer(std::vector<torch::Tensor> params, SyncOptions options);
+  /// Removes the hooks; waits for any bucket still in flight.
+  ~GradientSynchronizer();
+  GradientSynchronizer(const GradientSynchronizer&) = delete;
+  GradientSynchronizer& operator=(const GradientSynchronizer&) = delete;
+
+  /// Arms the hooks for one (micro-)step, between forward and backward:
+  /// gradients are scaled by `weight` and added to the buckets. With
+  /// `reduce` false (gradient accumulation) nothing is sent; the next step
+  /// adds to the same buckets. `extras` (extras_numel values, e.g. loss and
+  /// metric state) are summed over ranks along with the last bucket.
+  void begin_step(double weight, bool reduce, const torch::Tensor& extras = torch::Tensor());
+  /// After backward: sends the buckets not yet sent (parameters without a
+  /// gradient count as zeros), waits for all, sets every .grad to the
+  /// reduced gradient, and returns the float64 sum over ranks of the extras
+  /// (undefined if none). With `reduce` false: returns an undefined tensor
+  /// and leaves .grad undefined.
+  torch::Tensor finish();
+
+  const std::vector<Bucket>& buckets() const;
+  /// Handles of the last reduced step's allreduces, in bucket order.
+  const std::vector<comm::Handle>& last_handles() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tnt::dp

@@ -1,0 +1,38 @@
+// Keeping ranks identical: before training starts and after any load, the
+// master rank's weights, buffers and optimizer state are broadcast to every
+// rank. First a structure check compares every rank's list of tensors
+// (names, shapes, dtypes): a model that differs between ranks becomes an
+// error on every rank that names the first difference, never a hang or a
+// silent mix of two models.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace tnt::dp {
+
+using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
+
+/// Collective. Throws tnt::Error on every rank if any rank's tensors differ
+/// in number, names, shapes or dtypes from the master rank's.
+///
+/// Example: tnt::dp::check_same_structure(named_parameters, "parameters");
+void check_same_structure(const NamedTensors& tensors, const std::string& what);
+
+/// Collective. Overwrites every rank's tensors with the master rank's (one
+/// broadcast per dtype, not per tensor). Tensors are updated in place.
+void broadcast_tensors(const std::vector<torch::Tensor>& tensors, int root = 0);
+
+/// Collective. Gives every rank the master rank's optimizer state (momentum
+/// buffers, Adam moments, step counts, learning rates), for any
+/// torch::optim optimizer, through its own serialization.
+void broadcast_optimizer_state(torch::optim::Optimizer& optimizer, int root = 0);
+
+}  // namespace tnt::dp

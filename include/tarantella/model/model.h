@@ -1,0 +1,174 @@
+// tnt::Model: wrap any LibTorch network and train it data-parallel with a
+// Keras-style API. fit() splits every global batch into per-rank
+// micro-batches (data/distribute.h), synchronizes gradients with fused,
+// overlapped allreduces (dp/gradient_sync.h) weighted by each rank's share
+// of the batch, and aggregates loss and metrics exactly. evaluate() and
+// predict() are distributed the same way. The model knows nothing of MPI.
+#pragma once
+
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <tarantella/callbacks/callback.h>
+#include <tarantella/dp/gradient_sync.h>
+#include <tarantella/model/losses.h>
+#include <tarantella/model/metrics.h>
+#include <tarantella/model/module_adapter.h>
+#include <tarantella/model/optimizers.h>
+#include <tarantella/model/schedules.h>
+
+namespace tnt {
+
+namespace data {
+class Dataset;
+}
+
+/// What compile() takes. optimizer and loss are required.
+///
+/// Example:
+///   model.compile(tnt::CompileOptions()
+///                     .optimizer(tnt::optimizers::SGD(0.01))
+///                     .loss(tnt::losses::SparseCategoricalCrossentropy())
+///                     .metrics({tnt::metrics::SparseCategoricalAccuracy()}));
+struct CompileOptions {
+  CompileOptions& optimizer(optimizers::Factory v) { optimizer_ = std::move(v); return *this; }
+  CompileOptions& loss(losses::Loss v) { loss_ = std::move(v); return *this; }
+  CompileOptions& metrics(std::vector<metrics::Metric> v) { metrics_ = std::move(v); return *this; }
+  /// Learning rate per global step; overrides the optimizer's rate.
+  CompileOptions& schedule(schedules::Schedule v) { schedule_ = std::move(v); return *this; }
+  /// How many leading tensors of a dataset element are inputs (default 1);
+  /// the next one is the target.
+  CompileOptions& num_inputs(int v) { num_inputs_ = v; return *this; }
+  /// Gradient accumulation (Determined's aggregation_frequency): k
+  /// micro-steps per optimizer step and allreduce; gradients are averaged.
+  CompileOptions& aggregation_frequency(int v) { aggregation_frequency_ = v; return *this; }
+  /// Send gradients as float16/bfloat16 (off by default).
+  CompileOptions& compression(dp::Compression v) { compression_ = v; return *this; }
+  /// Fusion threshold in bytes; default: TNT_FUSION_THRESHOLD (32 KiB).
+  CompileOptions& fusion_threshold_bytes(std::size_t v) { fusion_threshold_ = v; return *this; }
+
+  optimizers::Factory optimizer_;
+  losses::Loss loss_;
+  std::vector<metrics::Metric> metrics_;
+  schedules::Schedule schedule_;
+  int num_inputs_ = 1;
+  int aggregation_frequency_ = 1;
+  dp::Compression compression_ = dp::Compression::None;
+  std::optional<std::size_t> fusion_threshold_;
+};
+
+/// What fit() takes.
+/// Example: model.fit(train, tnt::FitOptions().epochs(5).validation_data(val).verbose(1));
+struct FitOptions {
+  FitOptions& epochs(std::int64_t v) { epochs_ = v; return *this; }
+  FitOptions& initial_epoch(std::int64_t v) { initial_epoch_ = v; return *this; }
+  FitOptions& steps_per_epoch(std::int64_t v) { steps_per_epoch_ = v; return *this; }
+  FitOptions& validation_data(const data::Dataset& v);
+  FitOptions& validation_freq(std::int64_t v) { validation_freq_ = v; return *this; }
+  FitOptions& callbacks(std::vector<callbacks::CallbackPtr> v) { callbacks_ = std::move(v); return *this; }
+  /// 0 silent, 1 progress bar, 2 one line per epoch (master rank only).
+  FitOptions& verbose(int v) { verbose_ = v; return *this; }
+  FitOptions& micro_batch_size(std::int64_t v) { micro_batch_size_ = v; return *this; }
+  FitOptions& validation_micro_batch_size(std::int64_t v) { val_micro_batch_size_ = v; return *this; }
+  /// false: the dataset is already this rank's share (e.g. shard()).
+  FitOptions& distribute_dataset(bool v) { distribute_ = v; return *this; }
+  FitOptions& distribute_validation_dataset(bool v) { distribute_val_ = v; return *this; }
+
+  std::int64_t epochs_ = 1;
+  std::int64_t initial_epoch_ = 0;
+  std::optional<std::int64_t> steps_per_epoch_;
+  std::shared_ptr<const data::Dataset> validation_data_;
+  std::int64_t validation_freq_ = 1;
+  std::vector<callbacks::CallbackPtr> callbacks_;
+  int verbose_ = 1;
+  std::optional<std::int64_t> micro_batch_size_;
+  std::optional<std::int64_t> val_micro_batch_size_;
+  bool distribute_ = true;
+  bool distribute_val_ = true;
+};
+
+/// What evaluate() takes.
+struct EvaluateOptions {
+  EvaluateOptions& verbose(int v) { verbose_ = v; return *this; }
+  EvaluateOptions& micro_batch_size(std::int64_t v) { micro_batch_size_ = v; return *this; }
+  EvaluateOptions& distribute_dataset(bool v) { distribute_ = v; return *this; }
+  EvaluateOptions& callbacks(std::vector<callbacks::CallbackPtr> v) { callbacks_ = std::move(v); return *this; }
+  int verbose_ = 0;
+  std::optional<std::int64_t> micro_batch_size_;
+  bool distribute_ = true;
+  std::vector<callbacks::CallbackPtr> callbacks_;
+};
+
+/// What predict() takes.
+struct PredictOptions {
+  /// Return the outputs on every rank, not only the master rank.
+  PredictOptions& on_all_ranks(bool v) { on_all_ranks_ = v; return *this; }
+  PredictOptions& micro_batch_size(std::int64_t v) { micro_batch_size_ = v; return *this; }
+  PredictOptions& callbacks(std::vector<callbacks::CallbackPtr> v) { callbacks_ = std::move(v); return *this; }
+  bool on_all_ranks_ = false;
+  std::optional<std::int64_t> micro_batch_size_;
+  std::vector<callbacks::CallbackPtr> callbacks_;
+};
+
+/// A network trained data-parallel across all ranks.
+///
+/// Example:
+///   tnt::Model model(LeNet5());
+///   model.compile(...);
+///   auto history = model.fit(train, tnt::FitOptions().epochs(5));
+///   auto results = model.evaluate(test);   // {"loss": ..., "sparse_categorical_accuracy": ...}
+class Model {
+ public:
+  template <typename M, typename = decltype(make_adapter(std::declval<M>()))>
+  explicit Model(M module) : Model(make_adapter(std::move(module))) {}
+  explicit Model(std::shared_ptr<ModuleAdapter> adapter);
+  ~Model();
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+
+  void compile(CompileOptions options);
+  bool is_compiled() const;
+  callbacks::History fit(const data::Dataset& train, FitOptions options = FitOptions());
+  /// Global loss and metrics over the whole dataset: {"loss": ..., name: ...}.
+  std::map<std::string, double> evaluate(const data::Dataset& dataset,
+                                         EvaluateOptions options = EvaluateOptions());
+  /// The outputs for every sample, in dataset order, on the master rank (an
+  /// undefined tensor elsewhere unless on_all_ranks).
+  torch::Tensor predict(const data::Dataset& dataset, PredictOptions options = PredictOptions());
+  /// Prints layers, parameter shapes and counts (master rank only).
+  void summary(std::ostream& out) const;
+  void summary() const;
+
+  /// Runs the network on one batch of inputs on this rank (no communication).
+  torch::Tensor forward(const std::vector<torch::Tensor>& inputs);
+
+  NamedTensorList named_parameters() const;
+  NamedTensorList named_buffers() const;
+  /// Weights and buffers, in named_parameters() then named_buffers() order.
+  std::vector<torch::Tensor> get_weights() const;
+  /// Copies `weights` in, then broadcasts the master's to every rank.
+  void set_weights(const std::vector<torch::Tensor>& weights);
+  /// Writes parameters and buffers as a dict of tensors in the format of
+  /// Python's torch.save (readable by torch.load). Master rank only unless
+  /// `all_ranks`; written to a temporary name, then renamed. Collective.
+  void save_weights(const std::string& path, bool all_ranks = false) const;
+  /// Reads a file written by save_weights or by Python's torch.save of a
+  /// dict / state_dict, then broadcasts the master's weights. Collective.
+  void load_weights(const std::string& path);
+
+  torch::optim::Optimizer& optimizer();
+  torch::Device device() const;
+  /// Set by a callback to end fit() after the current epoch, on every rank.
+  bool stop_training = false;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tnt

@@ -1,0 +1,201 @@
+#include <tarantella/dp/gradient_sync.h>
+
+#include <mutex>
+
+#include <torch/torch.h>
+
+#include <tarantella/comm/collectives.h>
+#include <tarantella/runtime/error.h>
+
+namespace tnt::dp {
+namespace {
+
+torch::ScalarType wire_dtype(Compression c, torch::ScalarType dtype) {
+  if (!c10::isFloatingType(dtype)) return dtype;
+  switch (c) {
+    case Compression::None: return dtype;
+    case Compression::Float16: return torch::kFloat16;
+    case Compression::BFloat16: return torch::kBFloat16;
+  }
+  return dtype;
+}
+
+}  // namespace
+
+struct GradientSynchronizer::Impl {
+  std::vector<torch::Tensor> params;
+  SyncOptions options;
+  std::vector<Bucket> buckets;
+  std::vector<torch::Tensor> buffers;
+  std::vector<std::size_t> bucket_of;  // param -> bucket
+  std::vector<std::int64_t> offset_of;  // param -> offset in its bucket
+  std::vector<unsigned> hook_ids;
+  bool extras_ride = false;  // extras travel in the tail of the last bucket
+
+  std::mutex mutex;  // hooks may run on autograd's device threads
+  bool armed = false;
+  bool reduce = false;
+  double weight = 0.0;
+  torch::Tensor extras;
+  std::vector<char> written;   // per param: has a value in this accumulation cycle
+  std::vector<char> seen;      // per param: hook ran in this step
+  std::vector<std::size_t> ready;  // per bucket: params seen in this step
+  std::size_t next_to_send = 0;
+  std::vector<comm::Handle> handles;
+  std::vector<torch::Tensor> wire;  // per bucket: what was sent (compressed copy or the buffer)
+
+  torch::Tensor view(std::size_t p) {
+    return buffers[bucket_of[p]].narrow(0, offset_of[p], params[p].numel());
+  }
+
+  void on_gradient(std::size_t p, const torch::Tensor& grad) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!armed) return;  // backward outside a training step: not ours
+    torch::Tensor target = view(p);
+    const torch::Tensor flat = grad.reshape({-1});
+    if (written[p]) {
+      target.add_(flat, weight);
+    } else {
+      at::mul_out(target, flat, torch::scalar_tensor(weight, flat.options()));
+      written[p] = 1;
+    }
+    if (seen[p]) return;
+    seen[p] = 1;
+    const std::size_t b = bucket_of[p];
+    if (++ready[b] == buckets[b].params.size()) send_ready_in_order();
+  }
+
+  // Buckets leave strictly in bucket order, so every rank enqueues the same
+  // sequence of collectives whatever order its gradients appeared in.
+  void send_ready_in_order() {
+    if (!reduce) return;
+    while (next_to_send < buckets.size() &&
+           ready[next_to_send] == buckets[next_to_send].params.size()) {
+      send(next_to_send++);
+    }
+  }
+
+  void send(std::size_t b) {
+    if (extras_ride && b + 1 == buckets.size()) {
+      buffers[b].narrow(0, buckets[b].numel, options.extras_).copy_(extras);
+    }
+    const auto dtype = wire_dtype(options.compression_, buffers[b].scalar_type());
+    wire[b] = dtype == buffers[b].scalar_type() ? buffers[b] : buffers[b].to(dtype);
+    handles[b] = comm::allreduce_async(wire[b], comm::ReduceOp::Sum);
+  }
+
+  void fill_and_send_rest() {
+    for (std::size_t b = next_to_send; b < buckets.size(); ++b) {
+      for (std::size_t p : buckets[b].params) {
+        if (!written[p]) view(p).zero_();  // no gradient in this cycle: zeros
+        if (!seen[p]) {
+          seen[p] = 1;
+          ++ready[b];
+        }
+      }
+    }
+    send_ready_in_order();
+  }
+};
+
+GradientSynchronizer::GradientSynchronizer(std::vector<torch::Tensor> params, SyncOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  s.params = std::move(params);
+  s.options = options;
+  s.buckets = plan_buckets(s.params, options.threshold_);
+  s.bucket_of.resize(s.params.size());
+  s.offset_of.resize(s.params.size());
+  s.extras_ride = options.extras_ > 0 && options.compression_ == Compression::None &&
+                  !s.buckets.empty() && c10::isFloatingType(s.buckets.back().dtype);
+  for (std::size_t b = 0; b < s.buckets.size(); ++b) {
+    const Bucket& bucket = s.buckets[b];
+    const bool tail = s.extras_ride && b + 1 == s.buckets.size();
+    const std::int64_t size = bucket.numel + (tail ? options.extras_ : 0);
+    s.buffers.push_back(torch::zeros({size}, s.params[bucket.params[0]].options()));
+    for (std::size_t k = 0; k < bucket.params.size(); ++k) {
+      s.bucket_of[bucket.params[k]] = b;
+      s.offset_of[bucket.params[k]] = bucket.offsets[k];
+    }
+  }
+  s.written.assign(s.params.size(), 0);
+  s.seen.assign(s.params.size(), 0);
+  s.ready.assign(s.buckets.size(), 0);
+  s.handles.resize(s.buckets.size());
+  s.wire.resize(s.buckets.size());
+  for (std::size_t p = 0; p < s.params.size(); ++p) {
+    TNT_CHECK(s.params[p].requires_grad(), "parameter ", p,
+              " does not require a gradient: pass only trainable parameters");
+    Impl* impl = impl_.get();
+    s.hook_ids.push_back(s.params[p].register_hook(
+        [impl, p](const torch::Tensor& grad) { impl->on_gradient(p, grad); }));
+  }
+}
+
+GradientSynchronizer::~GradientSynchronizer() {
+  for (auto& h : impl_->handles) {
+    try {
+      if (h.valid()) h.wait();
+    } catch (...) {
+      // The error was (or will be) reported by finish(); nothing to add here.
+    }
+  }
+  for (std::size_t p = 0; p < impl_->params.size(); ++p) {
+    impl_->params[p].remove_hook(impl_->hook_ids[p]);
+  }
+}
+
+void GradientSynchronizer::begin_step(double weight, bool reduce, const torch::Tensor& extras) {
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  TNT_CHECK(!reduce || s.options.extras_ == 0 ||
+                (extras.defined() && extras.numel() == s.options.extras_),
+            "begin_step() needs ", s.options.extras_, " extra values, got ",
+            extras.defined() ? extras.numel() : 0);
+  s.extras = extras.defined() ? extras.to(torch::kFloat64).reshape({-1}) : extras;
+  // .grad must be undefined during backward: autograd then hands the new
+  // gradient over instead of adding it into last step's bucket views.
+  for (auto& p : s.params) p.mutable_grad().reset();
+  s.armed = true;
+  s.reduce = reduce;
+  s.weight = weight;
+  std::fill(s.seen.begin(), s.seen.end(), 0);
+  std::fill(s.ready.begin(), s.ready.end(), 0);
+  s.next_to_send = 0;
+}
+
+torch::Tensor GradientSynchronizer::finish() {
+  Impl& s = *impl_;
+  std::unique_lock<std::mutex> lock(s.mutex);
+  TNT_CHECK(s.armed, "GradientSynchronizer::finish() without begin_step()");
+  s.armed = false;
+  for (auto& p : s.params) p.mutable_grad().reset();
+  if (!s.reduce) return torch::Tensor();
+  s.fill_and_send_rest();
+  comm::Handle extras_handle;
+  if (s.options.extras_ > 0 && !s.extras_ride) {
+    extras_handle = comm::allreduce_async(s.extras.clone(), comm::ReduceOp::Sum);
+  }
+  lock.unlock();
+
+  for (std::size_t b = 0; b < s.buckets.size(); ++b) {
+    s.handles[b].wait();
+    if (!s.wire[b].is_same(s.buffers[b])) s.buffers[b].copy_(s.wire[b]);
+  }
+  for (std::size_t p = 0; p < s.params.size(); ++p) {
+    s.params[p].mutable_grad() = s.view(p).view(s.params[p].sizes());
+  }
+  std::fill(s.written.begin(), s.written.end(), 0);
+  if (s.options.extras_ == 0) return torch::Tensor();
+  if (s.extras_ride) {
+    return s.buffers.back().narrow(0, s.buckets.back().numel, s.options.extras_).to(torch::kFloat64);
+  }
+  return extras_handle.wait();
+}
+
+const std::vector<Bucket>& GradientSynchronizer::buckets() const { return impl_->buckets; }
+const std::vector<comm::Handle>& GradientSynchronizer::last_handles() const {
+  return impl_->handles;
+}
+
+}  // namespace tnt::dp

@@ -1,0 +1,126 @@
+#include <tarantella/dp/state_sync.h>
+
+#include <map>
+#include <sstream>
+
+#include <torch/torch.h>
+
+#include <tarantella/comm/collectives.h>
+#include <tarantella/runtime/error.h>
+#include <tarantella/runtime/runtime.h>
+
+namespace tnt::dp {
+namespace {
+
+std::vector<std::string> describe_each(const NamedTensors& tensors) {
+  std::vector<std::string> out;
+  for (const auto& [name, t] : tensors) {
+    std::ostringstream line;
+    line << "'" << name << "' " << t.scalar_type() << " " << t.sizes();
+    out.push_back(line.str());
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const auto& l : lines) s += l + "\n";
+  return s;
+}
+
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+torch::Tensor bytes_of(const std::string& s) {
+  return torch::from_blob(const_cast<char*>(s.data()), {static_cast<std::int64_t>(s.size())},
+                          torch::kUInt8)
+      .clone();
+}
+
+std::string first_difference(const std::vector<std::string>& master,
+                             const std::vector<std::string>& other, int rank) {
+  for (std::size_t i = 0; i < std::min(master.size(), other.size()); ++i) {
+    if (master[i] != other[i]) {
+      return detail::concat("tensor #", i, " is ", master[i], " on rank 0 but ", other[i],
+                            " on rank ", rank);
+    }
+  }
+  return detail::concat("rank 0 has ", master.size(), " tensors, rank ", rank, " has ",
+                        other.size());
+}
+
+}  // namespace
+
+void check_same_structure(const NamedTensors& tensors, const std::string& what) {
+  const std::vector<std::string> mine = describe_each(tensors);
+  const std::string text = join(mine);
+  // Everyone gathers everyone's description (once per fit; a few KiB), so
+  // every rank can name the same first difference.
+  const torch::Tensor lengths =
+      comm::allgather(torch::tensor({static_cast<std::int64_t>(text.size())}));
+  const torch::Tensor all = comm::allgatherv(bytes_of(text));
+  const auto* base = static_cast<const char*>(all.data_ptr());
+  std::vector<std::string> texts;
+  std::int64_t offset = 0;
+  for (int r = 0; r < lengths.numel(); ++r) {
+    const std::int64_t n = lengths[r].item<std::int64_t>();
+    texts.emplace_back(base + offset, base + offset + n);
+    offset += n;
+  }
+  for (int r = 1; r < static_cast<int>(texts.size()); ++r) {
+    if (texts[r] != texts[0]) {
+      detail::throw_error(detail::concat(
+          "the model's ", what, " differ between ranks: ",
+          first_difference(split_lines(texts[0]), split_lines(texts[r]), r),
+          ". Every rank must build the same model (same layers, same order, same sizes)"));
+    }
+  }
+}
+
+void broadcast_tensors(const std::vector<torch::Tensor>& tensors, int root) {
+  // One flat buffer per dtype keeps this to a handful of collectives.
+  std::map<torch::ScalarType, std::vector<torch::Tensor>> by_dtype;
+  for (const auto& t : tensors) by_dtype[t.scalar_type()].push_back(t);
+  for (auto& [dtype, group] : by_dtype) {
+    std::vector<torch::Tensor> flat;
+    for (const auto& t : group) flat.push_back(t.detach().reshape({-1}).cpu());
+    torch::Tensor buffer = torch::cat(flat);
+    comm::broadcast(buffer, root);
+    std::int64_t offset = 0;
+    torch::NoGradGuard no_grad;
+    for (auto& t : group) {
+      t.detach().copy_(buffer.narrow(0, offset, t.numel()).view(t.sizes()));
+      offset += t.numel();
+    }
+  }
+}
+
+void broadcast_optimizer_state(torch::optim::Optimizer& optimizer, int root) {
+  std::string bytes;
+  if (get_rank() == root) {
+    torch::serialize::OutputArchive archive;
+    optimizer.save(archive);
+    std::ostringstream out;
+    archive.save_to(out);
+    bytes = out.str();
+  }
+  torch::Tensor size = torch::tensor({static_cast<std::int64_t>(bytes.size())});
+  comm::broadcast(size, root);
+  torch::Tensor payload = get_rank() == root
+                              ? bytes_of(bytes)
+                              : torch::empty({size.item<std::int64_t>()}, torch::kUInt8);
+  comm::broadcast(payload, root);
+  if (get_rank() != root) {
+    std::istringstream in(std::string(static_cast<const char*>(payload.data_ptr()),
+                                      static_cast<std::size_t>(payload.numel())));
+    torch::serialize::InputArchive archive;
+    archive.load_from(in);
+    optimizer.load(archive);
+  }
+}
+
+}  // namespace tnt::dp

@@ -1,0 +1,112 @@
+// evaluate() and predict(): each rank runs its micro-batches of every
+// global batch. evaluate() sums the loss/metric state locally and reduces it
+// once at the end (exact global metrics, one collective); predict() gathers
+// the outputs once at the end and puts them back into dataset order.
+#include <tarantella/comm/collectives.h>
+#include <tarantella/data/dataset.h>
+#include <tarantella/data/distribute.h>
+#include <tarantella/runtime/error.h>
+#include <tarantella/runtime/runtime.h>
+
+#include "model/model_impl.h"
+#include "model/progress_bar.h"
+
+namespace tnt {
+namespace {
+
+data::DistributedDataset distribute_for(const data::Dataset& dataset, bool enabled,
+                                        const std::optional<std::int64_t>& micro_batch) {
+  data::DistributeOptions d;
+  d.enabled(enabled);
+  if (micro_batch) d.micro_batch_size(*micro_batch);
+  return data::distribute(dataset, d);
+}
+
+}  // namespace
+
+std::map<std::string, double> Model::evaluate(const data::Dataset& dataset,
+                                              EvaluateOptions options) {
+  Impl& s = *impl_;
+  s.require_compiled("evaluate()");
+  const auto dist = distribute_for(dataset, options.distribute_, options.micro_batch_size_);
+  for (auto& cb : options.callbacks_) {
+    cb->set_model(this);
+    cb->on_test_begin({});
+  }
+  torch::NoGradGuard no_grad;
+  s.net->train(false);
+  std::vector<double> state(static_cast<std::size_t>(s.state_size()), 0.0);
+  detail::ProgressBar bar(dist.cardinality(), options.verbose_,
+                          is_master_rank() || config().output_on_all_devices);
+  auto it = dist.iterate(0);
+  std::int64_t step = 0;
+  for (std::optional<data::MicroBatch> mb; (mb = it.next()); ++step) {
+    for (auto& cb : options.callbacks_) cb->on_test_batch_begin(step, {});
+    if (mb->local_size > 0) {
+      const torch::Tensor output = s.forward(s.inputs_of(mb->tensors));
+      const torch::Tensor target = s.target_of(mb->tensors);
+      accumulate(state, s.state_of(output, target, s.options->loss_(output, target),
+                                   mb->local_size));
+    }
+    bar.update(step + 1, {});
+    // Per-batch logs are this rank's running values: a global value per
+    // batch would cost a collective per step.
+    for (auto& cb : options.callbacks_) cb->on_test_batch_end(step, s.logs_of(state));
+  }
+  const Logs logs = s.logs_of(allreduce_state(state));
+  bar.finish(logs);
+  for (auto& cb : options.callbacks_) cb->on_test_end(logs);
+  return logs;
+}
+
+torch::Tensor Model::predict(const data::Dataset& dataset, PredictOptions options) {
+  Impl& s = *impl_;
+  const auto dist = distribute_for(dataset, true, options.micro_batch_size_);
+  for (auto& cb : options.callbacks_) {
+    cb->set_model(this);
+    cb->on_predict_begin({});
+  }
+  torch::NoGradGuard no_grad;
+  s.net->train(false);
+  std::vector<torch::Tensor> outputs;
+  std::vector<std::int64_t> sizes;
+  auto it = dist.iterate(0);
+  std::int64_t step = 0;
+  for (std::optional<data::MicroBatch> mb; (mb = it.next()); ++step) {
+    for (auto& cb : options.callbacks_) cb->on_predict_batch_begin(step, {});
+    // Empty micro-batches run too: they give the output's trailing shape.
+    outputs.push_back(s.forward(s.inputs_of(mb->tensors)).cpu().contiguous());
+    sizes.push_back(mb->local_size);
+    for (auto& cb : options.callbacks_) cb->on_predict_batch_end(step, {});
+  }
+  TNT_CHECK(!outputs.empty(), "predict() on an empty dataset: there is nothing to predict");
+  const torch::Tensor mine = torch::cat(outputs);
+  const torch::Tensor all = comm::allgatherv(mine);
+  const torch::Tensor all_sizes = comm::allgather(torch::tensor(sizes));
+  for (auto& cb : options.callbacks_) cb->on_predict_end({});
+  if (!is_master_rank() && !options.on_all_ranks_) return torch::Tensor();
+
+  // `all` holds rank 0's outputs for every step, then rank 1's, ...; the
+  // dataset order is step 0 of ranks 0..N-1, then step 1, ...
+  const int n = get_size();
+  const auto steps = static_cast<std::int64_t>(sizes.size());
+  const auto* sz = all_sizes.data_ptr<std::int64_t>();
+  std::vector<std::int64_t> rank_start(static_cast<std::size_t>(n), 0);
+  for (int r = 1; r < n; ++r) {
+    std::int64_t total = 0;
+    for (std::int64_t t = 0; t < steps; ++t) total += sz[(r - 1) * steps + t];
+    rank_start[static_cast<std::size_t>(r)] = rank_start[static_cast<std::size_t>(r - 1)] + total;
+  }
+  std::vector<torch::Tensor> ordered;
+  std::vector<std::int64_t> cursor = rank_start;
+  for (std::int64_t t = 0; t < steps; ++t) {
+    for (int r = 0; r < n; ++r) {
+      const std::int64_t len = sz[r * steps + t];
+      ordered.push_back(all.narrow(0, cursor[static_cast<std::size_t>(r)], len));
+      cursor[static_cast<std::size_t>(r)] += len;
+    }
+  }
+  return torch::cat(ordered);
+}
+
+}  // namespace tnt

@@ -1,0 +1,164 @@
+// The training loop of tnt::Model::fit. One step on rank r:
+//   forward on its micro-batch (n_r samples) -> mean loss, loss/metric state
+//   begin_step(weight n_r / B, extras = state)  -> hooks armed
+//   backward -> buckets fill and leave for allreduce while backward runs
+//   finish() -> summed gradients in .grad, global state back
+//   optimizer step (with the scheduled learning rate)
+// A rank with an empty micro-batch (a short last batch smaller than the
+// number of ranks) skips forward/backward and contributes zeros, so every
+// rank runs the same collectives.
+#include <fmt/format.h>
+
+#include <tarantella/comm/collectives.h>
+#include <tarantella/data/dataset.h>
+#include <tarantella/data/distribute.h>
+#include <tarantella/dp/state_sync.h>
+#include <tarantella/runtime/error.h>
+#include <tarantella/runtime/logging.h>
+#include <tarantella/runtime/runtime.h>
+
+#include "model/model_impl.h"
+#include "model/progress_bar.h"
+
+namespace tnt {
+namespace {
+
+bool prints_output() {
+  return is_master_rank() || config().output_on_all_devices;
+}
+
+void warn_small_batchnorm(ModuleAdapter& net, std::int64_t micro_batch) {
+  for (const auto& [name, type] : net.named_module_types()) {
+    if (type.find("BatchNorm") != std::string::npos && micro_batch < 16) {
+      log::warning(fmt::format(
+          "the model has BatchNorm layers ('{}') and trains with micro-batches of {} samples: "
+          "BatchNorm uses each rank's local statistics, which are noisy below 16 samples; use "
+          "a larger global batch or fewer ranks",
+          name.empty() ? type : name, micro_batch));
+      return;
+    }
+  }
+}
+
+// The global sample count of a step when the user distributed by hand.
+std::int64_t manual_global_size(std::int64_t local) {
+  torch::Tensor n = torch::tensor({local});
+  comm::allreduce(n);
+  return n.item<std::int64_t>();
+}
+
+}  // namespace
+
+FitOptions& FitOptions::validation_data(const data::Dataset& v) {
+  validation_data_ = std::make_shared<data::Dataset>(v);
+  return *this;
+}
+
+callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
+  Impl& s = *impl_;
+  s.require_compiled("fit()");
+  TNT_CHECK(options.epochs_ > options.initial_epoch_, "fit(): epochs (", options.epochs_,
+            ") must be greater than initial_epoch (", options.initial_epoch_, ")");
+  TNT_CHECK(options.validation_freq_ >= 1, "validation_freq must be at least 1, got ",
+            options.validation_freq_);
+  const data::DistributedDataset dist = data::distribute(
+      train, [&] {
+        data::DistributeOptions d;
+        d.enabled(options.distribute_);
+        if (options.micro_batch_size_) d.micro_batch_size(*options.micro_batch_size_);
+        return d;
+      }());
+  s.synchronize_state();
+  dp::GradientSynchronizer& sync = s.synchronizer();
+  warn_small_batchnorm(*s.net, dist.global_batch_size() / get_size());
+
+  auto history = std::make_shared<callbacks::History>();
+  std::vector<callbacks::CallbackPtr> cbs = options.callbacks_;
+  cbs.push_back(history);
+  for (auto& cb : cbs) cb->set_model(this);
+  stop_training = false;
+  for (auto& cb : cbs) cb->on_train_begin({});
+
+  const int k = s.options->aggregation_frequency_;
+  std::int64_t steps_total = dist.cardinality();
+  if (options.steps_per_epoch_) {
+    steps_total = steps_total < 0 ? *options.steps_per_epoch_
+                                  : std::min(steps_total, *options.steps_per_epoch_);
+  }
+  for (std::int64_t epoch = options.initial_epoch_; epoch < options.epochs_; ++epoch) {
+    if (prints_output() && options.verbose_ > 0) {
+      fmt::print("Epoch {}/{}\n", epoch + 1, options.epochs_);
+    }
+    for (auto& cb : cbs) cb->on_epoch_begin(epoch, {});
+    s.net->train(true);
+    detail::ProgressBar bar(steps_total, options.verbose_, prints_output());
+    std::vector<double> epoch_state(static_cast<std::size_t>(s.state_size()), 0.0);
+    std::vector<double> pending(epoch_state.size(), 0.0);  // this accumulation cycle
+    Logs logs;
+    auto it = dist.iterate(epoch);
+    std::int64_t step = 0;
+    for (std::optional<data::MicroBatch> mb; (!options.steps_per_epoch_ ||
+                                              step < *options.steps_per_epoch_) &&
+                                             (mb = it.next());
+         ++step) {
+      for (auto& cb : cbs) cb->on_train_batch_begin(step, logs);
+      const std::int64_t global =
+          options.distribute_ ? mb->global_size : manual_global_size(mb->local_size);
+      // Accumulation cycles are k micro-steps; the last one of an epoch may
+      // be shorter, and its gradients are averaged over its real length.
+      const std::int64_t cycle_start = step - step % k;
+      const std::int64_t cycle =
+          steps_total > 0 ? std::min<std::int64_t>(k, steps_total - cycle_start) : k;
+      const bool reduce = (step + 1) % k == 0 || (steps_total > 0 && step + 1 == steps_total);
+      torch::Tensor loss;
+      if (mb->local_size > 0) {
+        const torch::Tensor output = s.forward(s.inputs_of(mb->tensors));
+        const torch::Tensor target = s.target_of(mb->tensors);
+        loss = s.options->loss_(output, target);
+        accumulate(pending, s.state_of(output, target, loss, mb->local_size));
+      }
+      const double weight =
+          static_cast<double>(mb->local_size) / static_cast<double>(global * cycle);
+      sync.begin_step(weight, reduce, torch::tensor(pending, torch::kFloat64));
+      if (loss.defined()) loss.backward();
+      const torch::Tensor global_state = sync.finish();
+      if (!reduce) continue;
+      std::fill(pending.begin(), pending.end(), 0.0);
+      if (s.options->schedule_) {
+        const double lr = s.options->schedule_(s.optimizer_steps);
+        for (auto& group : s.optimizer->param_groups()) group.options().set_lr(lr);
+      }
+      s.optimizer->step();
+      ++s.optimizer_steps;
+      accumulate(epoch_state, global_state);
+      logs = s.logs_of(epoch_state);
+      bar.update(step + 1, logs);
+      for (auto& cb : cbs) cb->on_train_batch_end(step, logs);
+    }
+    // Buffers (BatchNorm statistics) are local during the epoch; the
+    // master's are shared so that every rank evaluates the same model.
+    std::vector<torch::Tensor> buffers;
+    for (const auto& [name, b] : s.net->named_buffers()) buffers.push_back(b);
+    if (!buffers.empty()) dp::broadcast_tensors(buffers, get_master_rank());
+
+    if (options.validation_data_ && (epoch + 1) % options.validation_freq_ == 0) {
+      EvaluateOptions eval;
+      eval.distribute_dataset(options.distribute_val_);
+      if (options.val_micro_batch_size_) eval.micro_batch_size(*options.val_micro_batch_size_);
+      for (const auto& [name, value] : evaluate(*options.validation_data_, eval)) {
+        logs["val_" + name] = value;
+      }
+    }
+    bar.finish(logs);
+    for (auto& cb : cbs) cb->on_epoch_end(epoch, logs);
+    // Callbacks decide from global values, but agree anyway: no rank may
+    // leave the loop alone.
+    torch::Tensor stop = torch::tensor({stop_training ? 1 : 0}, torch::kInt32);
+    comm::allreduce(stop, comm::ReduceOp::Max);
+    if (stop.item<int>() != 0) break;
+  }
+  for (auto& cb : cbs) cb->on_train_end({});
+  return *history;
+}
+
+}  // namespace tnt

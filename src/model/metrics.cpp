@@ -1,0 +1,96 @@
+#include <tarantella/model/metrics.h>
+
+#include <torch/torch.h>
+
+#include <tarantella/runtime/error.h>
+
+namespace tnt::metrics {
+namespace {
+
+// State {numerator, count}; value numerator / count (0 when empty).
+double ratio(const std::vector<double>& s) { return s[1] > 0 ? s[0] / s[1] : 0.0; }
+
+torch::Tensor pair(const torch::Tensor& numerator, double count) {
+  return torch::stack({numerator.to(torch::kFloat64).sum(),
+                       torch::tensor(count, torch::kFloat64)});
+}
+
+Metric ratio_metric(std::string name, Metric::Update update) {
+  return Metric{std::move(name), 2, std::move(update), ratio};
+}
+
+torch::Tensor sparse_hits(const torch::Tensor& p, const torch::Tensor& t) {
+  return p.argmax(-1).eq(t.to(torch::kLong).reshape(p.argmax(-1).sizes()));
+}
+
+}  // namespace
+
+Metric Metric::mean_of(std::string name,
+                       std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)> f) {
+  return ratio_metric(std::move(name), [f](const torch::Tensor& p, const torch::Tensor& t) {
+    const torch::Tensor values = f(p, t);
+    return pair(values, static_cast<double>(values.numel()));
+  });
+}
+
+Metric SparseCategoricalAccuracy() {
+  return ratio_metric("sparse_categorical_accuracy",
+                      [](const torch::Tensor& p, const torch::Tensor& t) {
+                        return pair(sparse_hits(p, t), static_cast<double>(t.numel()));
+                      });
+}
+
+Metric CategoricalAccuracy() {
+  return ratio_metric("categorical_accuracy", [](const torch::Tensor& p, const torch::Tensor& t) {
+    const torch::Tensor hits = p.argmax(-1).eq(t.argmax(-1));
+    return pair(hits, static_cast<double>(hits.numel()));
+  });
+}
+
+Metric BinaryAccuracy(double threshold) {
+  return ratio_metric("binary_accuracy", [threshold](const torch::Tensor& p, const torch::Tensor& t) {
+    const torch::Tensor hits = p.gt(threshold).eq(t.to(torch::kFloat64).gt(0.5));
+    return pair(hits, static_cast<double>(hits.numel()));
+  });
+}
+
+Metric Accuracy() {
+  return ratio_metric("accuracy", [](const torch::Tensor& p, const torch::Tensor& t) {
+    torch::Tensor hits;
+    if (p.dim() == t.dim() + 1) {
+      hits = sparse_hits(p, t);
+    } else if (p.dim() > 0 && p.size(-1) > 1) {
+      hits = p.argmax(-1).eq(t.argmax(-1));
+    } else {
+      hits = p.gt(0.5).eq(t.to(torch::kFloat64).gt(0.5));
+    }
+    return pair(hits, static_cast<double>(hits.numel()));
+  });
+}
+
+Metric TopKCategoricalAccuracy(int k) {
+  TNT_CHECK(k >= 1, "top-k accuracy needs k >= 1, got ", k);
+  return ratio_metric("top_" + std::to_string(k) + "_accuracy",
+                      [k](const torch::Tensor& p, const torch::Tensor& t) {
+                        const torch::Tensor labels =
+                            p.dim() == t.dim() + 1 ? t.to(torch::kLong) : t.argmax(-1);
+                        const int kk = static_cast<int>(std::min<std::int64_t>(k, p.size(-1)));
+                        const torch::Tensor top = std::get<1>(p.topk(kk, -1));
+                        const torch::Tensor hits = top.eq(labels.unsqueeze(-1)).any(-1);
+                        return pair(hits, static_cast<double>(hits.numel()));
+                      });
+}
+
+Metric MeanSquaredError() {
+  return Metric::mean_of("mean_squared_error", [](const torch::Tensor& p, const torch::Tensor& t) {
+    return (p - t.to(p.scalar_type())).pow(2);
+  });
+}
+
+Metric MeanAbsoluteError() {
+  return Metric::mean_of("mean_absolute_error", [](const torch::Tensor& p, const torch::Tensor& t) {
+    return (p - t.to(p.scalar_type())).abs();
+  });
+}
+
+}  // namespace tnt::metrics

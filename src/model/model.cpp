@@ -1,0 +1,245 @@
+#include "model/model_impl.h"
+
+#include <cstring>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include <tarantella/comm/collectives.h>
+#include <tarantella/dp/state_sync.h>
+#include <tarantella/runtime/error.h>
+#include <tarantella/runtime/logging.h>
+#include <tarantella/runtime/runtime.h>
+
+namespace tnt {
+namespace {
+
+torch::Device pick_device() {
+  const bool allowed = !is_initialized() || config().use_gpu.value_or(true);
+  if (allowed && torch::cuda::is_available()) {
+    const int local = is_initialized() ? get_local_rank() : 0;
+    return torch::Device(torch::kCUDA,
+                         static_cast<c10::DeviceIndex>(local % torch::cuda::device_count()));
+  }
+  return torch::Device(torch::kCPU);
+}
+
+}  // namespace
+
+void run_on_master_checked(const std::function<void()>& action) {
+  std::string error;
+  if (is_master_rank()) {
+    try {
+      action();
+    } catch (const std::exception& e) {
+      error = e.what();
+      if (error.empty()) error = "unknown error";
+    }
+  }
+  torch::Tensor length = torch::tensor({static_cast<std::int64_t>(error.size())});
+  comm::broadcast(length, get_master_rank());
+  if (length.item<std::int64_t>() == 0) return;
+  torch::Tensor text = torch::zeros({length.item<std::int64_t>()}, torch::kUInt8);
+  if (is_master_rank()) std::memcpy(text.data_ptr(), error.data(), error.size());
+  comm::broadcast(text, get_master_rank());
+  const std::string message(static_cast<const char*>(text.data_ptr()),
+                            static_cast<std::size_t>(text.numel()));
+  if (is_master_rank()) throw Error(message);
+  detail::throw_error("the master rank failed: " + message);
+}
+
+std::vector<double> allreduce_state(const std::vector<double>& local) {
+  torch::Tensor t = torch::tensor(local, torch::kFloat64);
+  comm::allreduce(t);
+  return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+}
+
+void accumulate(std::vector<double>& into, const torch::Tensor& values) {
+  const torch::Tensor v = values.to(torch::kFloat64).contiguous();
+  TNT_CHECK(static_cast<std::int64_t>(into.size()) == v.numel(), "state of ", v.numel(),
+            " values does not fit ", into.size());
+  for (std::size_t i = 0; i < into.size(); ++i) into[i] += v.data_ptr<double>()[i];
+}
+
+void Model::Impl::require_compiled(const char* caller) const {
+  TNT_CHECK(options.has_value(), caller, " needs a compiled model: call model.compile(...) first");
+}
+
+std::vector<torch::Tensor> Model::Impl::inputs_of(const data::Element& e) const {
+  const int n = options ? options->num_inputs_ : 1;
+  TNT_CHECK(static_cast<int>(e.size()) >= n, "a dataset element has ", e.size(),
+            " tensors but the model takes ", n, " input(s): check CompileOptions().num_inputs()");
+  std::vector<torch::Tensor> in;
+  for (int i = 0; i < n; ++i) in.push_back(e[static_cast<std::size_t>(i)].to(device));
+  return in;
+}
+
+torch::Tensor Model::Impl::target_of(const data::Element& e) const {
+  const int n = options->num_inputs_;
+  TNT_CHECK(static_cast<int>(e.size()) > n, "a dataset element has ", e.size(),
+            " tensors: training and evaluation need (inputs..., target) with ", n,
+            " input(s) and a target");
+  return e[static_cast<std::size_t>(n)].to(device);
+}
+
+std::int64_t Model::Impl::state_size() const {
+  std::int64_t n = 2;
+  for (const auto& m : options->metrics_) n += m.state_size;
+  return n;
+}
+
+torch::Tensor Model::Impl::state_of(const torch::Tensor& output, const torch::Tensor& target,
+                                    const torch::Tensor& mean_loss, std::int64_t samples) const {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> parts;
+  parts.push_back(torch::stack({mean_loss.detach().to(torch::kFloat64).cpu() * samples,
+                                torch::tensor(static_cast<double>(samples), torch::kFloat64)}));
+  for (const auto& m : options->metrics_) {
+    const torch::Tensor s = m.update(output.detach(), target).to(torch::kFloat64).cpu().reshape({-1});
+    TNT_CHECK(s.numel() == m.state_size, "metric '", m.name, "' returned ", s.numel(),
+              " state values, declared ", m.state_size);
+    parts.push_back(s);
+  }
+  return torch::cat(parts);
+}
+
+Logs Model::Impl::logs_of(const std::vector<double>& state, const std::string& prefix) const {
+  Logs logs;
+  logs[prefix + "loss"] = state[1] > 0 ? state[0] / state[1] : 0.0;
+  std::size_t at = 2;
+  for (const auto& m : options->metrics_) {
+    std::vector<double> s(state.begin() + static_cast<std::ptrdiff_t>(at),
+                          state.begin() + static_cast<std::ptrdiff_t>(at + m.state_size));
+    logs[prefix + m.name] = m.result(s);
+    at += static_cast<std::size_t>(m.state_size);
+  }
+  return logs;
+}
+
+void Model::Impl::synchronize_state() {
+  const NamedTensorList params = net->named_parameters();
+  const NamedTensorList buffers = net->named_buffers();
+  dp::check_same_structure(params, "parameters");
+  dp::check_same_structure(buffers, "buffers");
+  std::vector<torch::Tensor> all;
+  for (const auto& [name, t] : params) all.push_back(t);
+  for (const auto& [name, t] : buffers) all.push_back(t);
+  dp::broadcast_tensors(all, get_master_rank());
+  if (optimizer) dp::broadcast_optimizer_state(*optimizer, get_master_rank());
+}
+
+dp::GradientSynchronizer& Model::Impl::synchronizer() {
+  if (!sync) {
+    const std::size_t threshold =
+        options->fusion_threshold_.value_or(config().fusion_threshold_bytes);
+    sync = std::make_unique<dp::GradientSynchronizer>(
+        trainable, dp::SyncOptions()
+                       .fusion_threshold_bytes(threshold)
+                       .compression(options->compression_)
+                       .extras_numel(state_size()));
+    log::debug(fmt::format("{} gradient buckets (fusion threshold {} bytes)",
+                           sync->buckets().size(), threshold));
+  }
+  return *sync;
+}
+
+torch::Tensor Model::Impl::forward(const std::vector<torch::Tensor>& inputs) {
+  return net->forward(inputs);
+}
+
+Model::Model(std::shared_ptr<ModuleAdapter> adapter) : impl_(std::make_unique<Impl>()) {
+  TNT_CHECK(adapter != nullptr, "tnt::Model needs a network, got a null pointer");
+  impl_->net = std::move(adapter);
+  impl_->device = pick_device();
+  impl_->net->to(impl_->device);
+}
+
+Model::~Model() = default;
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+
+void Model::compile(CompileOptions options) {
+  TNT_CHECK(static_cast<bool>(options.optimizer_),
+            "compile() needs an optimizer: CompileOptions().optimizer(tnt::optimizers::SGD(0.01))");
+  TNT_CHECK(static_cast<bool>(options.loss_),
+            "compile() needs a loss: CompileOptions().loss(tnt::losses::MeanSquaredError())");
+  TNT_CHECK(options.num_inputs_ >= 1, "num_inputs must be at least 1, got ", options.num_inputs_);
+  TNT_CHECK(options.aggregation_frequency_ >= 1, "aggregation_frequency must be at least 1, got ",
+            options.aggregation_frequency_);
+  for (const auto& m : options.metrics_) {
+    TNT_CHECK(m.update && m.result && m.state_size > 0, "metric '", m.name,
+              "' needs an update function, a result function and a positive state size");
+  }
+  impl_->trainable.clear();
+  for (const auto& [name, p] : impl_->net->named_parameters()) {
+    if (p.requires_grad()) impl_->trainable.push_back(p);
+  }
+  impl_->optimizer = options.optimizer_(impl_->trainable);
+  impl_->options = std::move(options);
+  impl_->sync.reset();
+  impl_->optimizer_steps = 0;
+}
+
+bool Model::is_compiled() const { return impl_->options.has_value(); }
+
+torch::Tensor Model::forward(const std::vector<torch::Tensor>& inputs) {
+  std::vector<torch::Tensor> on_device;
+  for (const auto& t : inputs) on_device.push_back(t.to(impl_->device));
+  return impl_->forward(on_device);
+}
+
+NamedTensorList Model::named_parameters() const { return impl_->net->named_parameters(); }
+NamedTensorList Model::named_buffers() const { return impl_->net->named_buffers(); }
+
+std::vector<torch::Tensor> Model::get_weights() const {
+  std::vector<torch::Tensor> out;
+  for (const auto& [name, t] : named_parameters()) out.push_back(t.detach().clone());
+  for (const auto& [name, t] : named_buffers()) out.push_back(t.detach().clone());
+  return out;
+}
+
+void Model::set_weights(const std::vector<torch::Tensor>& weights) {
+  NamedTensorList all = named_parameters();
+  for (auto& b : named_buffers()) all.push_back(b);
+  TNT_CHECK(weights.size() == all.size(), "set_weights() got ", weights.size(),
+            " tensors, the model has ", all.size(), " (parameters, then buffers)");
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    TNT_CHECK(weights[i].sizes() == all[i].second.sizes(), "set_weights(): tensor ", i, " ('",
+              all[i].first, "') has shape ", weights[i].sizes(), ", the model's has ",
+              all[i].second.sizes());
+    all[i].second.copy_(weights[i]);
+  }
+  impl_->synchronize_state();
+}
+
+torch::optim::Optimizer& Model::optimizer() {
+  impl_->require_compiled("optimizer()");
+  return *impl_->optimizer;
+}
+
+torch::Device Model::device() const { return impl_->device; }
+
+void Model::summary() const { summary(std::cout); }
+
+void Model::summary(std::ostream& out) const {
+  if (is_initialized() && !is_master_rank()) return;
+  std::int64_t trainable = 0, frozen = 0;
+  out << fmt::format("Model: {}\n{:<40} {:<20} {:>12}\n", impl_->net->type_name(), "parameter",
+                     "shape", "count");
+  out << std::string(74, '-') << "\n";
+  for (const auto& [name, p] : named_parameters()) {
+    std::ostringstream shape;
+    shape << p.sizes();
+    out << fmt::format("{:<40} {:<20} {:>12}\n", name, shape.str(), p.numel());
+    (p.requires_grad() ? trainable : frozen) += p.numel();
+  }
+  std::int64_t buffer_elements = 0;
+  for (const auto& [name, b] : named_buffers()) buffer_elements += b.numel();
+  out << std::string(74, '-') << "\n"
+      << fmt::format("Trainable parameters: {}\nNon-trainable parameters: {}\nBuffer elements: {}\n",
+                     trainable, frozen, buffer_elements);
+}
+
+}  // namespace tnt

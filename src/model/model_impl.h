@@ -1,0 +1,60 @@
+// Private: the state behind tnt::Model, shared by model.cpp (construction,
+// compile, weights), fit.cpp (training loop) and evaluate.cpp (evaluate,
+// predict).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include <tarantella/data/element.h>
+#include <tarantella/dp/gradient_sync.h>
+#include <tarantella/model/model.h>
+
+namespace tnt {
+
+using Logs = callbacks::Logs;
+
+struct Model::Impl {
+  std::shared_ptr<ModuleAdapter> net;
+  torch::Device device{torch::kCPU};
+  std::optional<CompileOptions> options;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::unique_ptr<dp::GradientSynchronizer> sync;
+  std::vector<torch::Tensor> trainable;
+  std::int64_t optimizer_steps = 0;  // the global step of schedules
+
+  void require_compiled(const char* caller) const;
+  /// Inputs and target of an element: (inputs..., target).
+  std::vector<torch::Tensor> inputs_of(const data::Element& e) const;
+  torch::Tensor target_of(const data::Element& e) const;
+  /// Values per step in the loss/metric state: loss sum, samples, metrics...
+  std::int64_t state_size() const;
+  /// The state increment of one batch (float64).
+  torch::Tensor state_of(const torch::Tensor& output, const torch::Tensor& target,
+                         const torch::Tensor& mean_loss, std::int64_t samples) const;
+  /// Loss and metric values of a (global) state, names prefixed.
+  Logs logs_of(const std::vector<double>& state, const std::string& prefix = "") const;
+  /// Structure check, then the master's weights, buffers and optimizer
+  /// state on every rank. Collective.
+  void synchronize_state();
+  /// The gradient engine, built on first use.
+  dp::GradientSynchronizer& synchronizer();
+  torch::Tensor forward(const std::vector<torch::Tensor>& inputs);
+};
+
+/// Runs `action` on the master rank only; if it throws, every rank throws
+/// the master's message. Collective. Used for file writes and reads.
+void run_on_master_checked(const std::function<void()>& action);
+
+/// Sums a float64 state vector over ranks (blocking).
+std::vector<double> allreduce_state(const std::vector<double>& local);
+
+/// Adds a tensor's float64 values into `into` (sizes must match).
+void accumulate(std::vector<double>& into, const torch::Tensor& values);
+
+}  // namespace tnt

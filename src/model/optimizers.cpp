@@ -1,0 +1,53 @@
+#include <tarantella/model/optimizers.h>
+
+#include <torch/torch.h>
+
+#include <tarantella/runtime/error.h>
+
+namespace tnt::optimizers {
+namespace optim = torch::optim;
+
+Factory SGD(double lr, double momentum, bool nesterov, double weight_decay) {
+  TNT_CHECK(!nesterov || momentum > 0, "SGD with nesterov=true needs momentum > 0, got ", momentum);
+  return [=](const std::vector<torch::Tensor>& params) {
+    return std::make_unique<optim::SGD>(
+        params,
+        optim::SGDOptions(lr).momentum(momentum).nesterov(nesterov).weight_decay(weight_decay));
+  };
+}
+
+Factory Adam(double lr, double beta1, double beta2, double epsilon, double weight_decay) {
+  return [=](const std::vector<torch::Tensor>& params) {
+    return std::make_unique<optim::Adam>(
+        params, optim::AdamOptions(lr).betas({beta1, beta2}).eps(epsilon).weight_decay(weight_decay));
+  };
+}
+
+Factory AdamW(double lr, double weight_decay, double beta1, double beta2, double epsilon) {
+  return [=](const std::vector<torch::Tensor>& params) {
+    return std::make_unique<optim::AdamW>(
+        params,
+        optim::AdamWOptions(lr).betas({beta1, beta2}).eps(epsilon).weight_decay(weight_decay));
+  };
+}
+
+Factory RMSprop(double lr, double rho, double momentum, double epsilon) {
+  return [=](const std::vector<torch::Tensor>& params) {
+    return std::make_unique<optim::RMSprop>(
+        params, optim::RMSpropOptions(lr).alpha(rho).momentum(momentum).eps(epsilon));
+  };
+}
+
+Factory Adagrad(double lr, double initial_accumulator) {
+  return [=](const std::vector<torch::Tensor>& params) {
+    return std::make_unique<optim::Adagrad>(
+        params, optim::AdagradOptions(lr).initial_accumulator_value(initial_accumulator));
+  };
+}
+
+Factory custom(Factory factory) {
+  TNT_CHECK(static_cast<bool>(factory), "optimizers::custom() needs a factory function");
+  return factory;
+}
+
+}  // namespace tnt::optimizers

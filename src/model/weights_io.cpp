@@ -1,0 +1,103 @@
+// Weight files in the format of Python's torch.save(dict_of_tensors): a zip
+// archive with a pickled dict, written with torch::pickle_save, which
+// Python's torch.load reads; torch::pickle_load reads what torch.save writes,
+// including the OrderedDict of model.state_dict(). Writes go to a temporary
+// name in the same directory and are renamed into place, so a crash never
+// leaves a half-written file where a good one was.
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <set>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <tarantella/comm/collectives.h>
+#include <tarantella/runtime/error.h>
+#include <tarantella/runtime/runtime.h>
+
+#include "model/model_impl.h"
+
+namespace tnt {
+namespace {
+
+void write_atomically(const std::string& path, const std::vector<char>& bytes) {
+  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    TNT_CHECK(out.good(), "cannot write '", tmp, "': check that the directory exists and is writable");
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    TNT_CHECK(out.good(), "writing '", tmp, "' failed (disk full?)");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    TNT_CHECK(false, "cannot rename '", tmp, "' to '", path, "'");
+  }
+}
+
+std::vector<char> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  TNT_CHECK(in.good(), "cannot open weight file '", path, "': check the path");
+  return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+NamedTensorList all_weights(const Model& model) {
+  NamedTensorList all = model.named_parameters();
+  for (auto& b : model.named_buffers()) all.push_back(b);
+  return all;
+}
+
+}  // namespace
+
+void Model::save_weights(const std::string& path, bool all_ranks) const {
+  auto write = [&] {
+    c10::Dict<std::string, torch::Tensor> dict;
+    for (const auto& [name, t] : all_weights(*this)) dict.insert(name, t.detach().cpu().contiguous());
+    write_atomically(path, torch::pickle_save(dict));
+  };
+  if (all_ranks) {
+    write();
+    comm::barrier();
+    return;
+  }
+  run_on_master_checked(write);  // no rank returns before the file is complete
+}
+
+void Model::load_weights(const std::string& path) {
+  run_on_master_checked([&] {
+    const std::vector<char> bytes = read_file(path);
+    torch::IValue value;
+    try {
+      value = torch::pickle_load(bytes);
+    } catch (const std::exception& e) {
+      throw Error(fmt::format("'{}' is not a readable weight file (torch.save format): {}", path,
+                              std::string(e.what()).substr(0, 300)));
+    }
+    TNT_CHECK(value.isGenericDict(), "'", path, "' holds a ", value.tagKind(),
+              ", not a dict of tensors (save with torch.save(model.state_dict(), path))");
+    const auto dict = value.toGenericDict();
+    std::set<std::string> used;
+    torch::NoGradGuard no_grad;
+    for (auto& [name, t] : all_weights(*this)) {
+      auto it = dict.find(name);
+      TNT_CHECK(it != dict.end(), "weight file '", path, "' has no entry '", name,
+                "' (the model's tensors are named as in named_parameters())");
+      TNT_CHECK(it->value().isTensor(), "entry '", name, "' of '", path, "' is not a tensor");
+      const torch::Tensor source = it->value().toTensor();
+      TNT_CHECK(source.sizes() == t.sizes(), "entry '", name, "' of '", path, "' has shape ",
+                source.sizes(), " but the model's is ", t.sizes());
+      t.copy_(source);
+      used.insert(name);
+    }
+    for (const auto& item : dict) {
+      const std::string key = item.key().isString() ? item.key().toStringRef() : "?";
+      TNT_CHECK(used.count(key) == 1, "weight file '", path, "' has an entry '", key,
+                "' that the model does not have: it was saved from a different model");
+    }
+  });
+  impl_->synchronize_state();
+}
+
+}  // namespace tnt

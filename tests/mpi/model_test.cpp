@@ -1,0 +1,225 @@
+// tnt::Model at N ranks against serial training in plain LibTorch on the
+// same global batches: weights, loss/metric logs, evaluate and predict must
+// agree up to float rounding, for batches not divisible by N and a short last
+// batch with fewer samples than ranks.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include <torch/torch.h>
+
+#include <tarantella/data/dataset.h>
+#include <tarantella/tarantella.h>
+
+namespace {
+
+namespace data = tnt::data;
+
+struct MlpImpl : torch::nn::Module {
+  MlpImpl() {
+    fc1 = register_module("fc1", torch::nn::Linear(6, 16));
+    fc2 = register_module("fc2", torch::nn::Linear(16, 4));
+  }
+  torch::Tensor forward(torch::Tensor x) { return fc2(torch::tanh(fc1(x))); }
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(Mlp);
+
+Mlp make_net(int seed = 5) {
+  torch::manual_seed(seed);
+  return Mlp();
+}
+
+constexpr std::int64_t kSamples = 50;  // batch 8: 6 full batches and a short one of 2
+
+data::Dataset samples() {
+  torch::Generator g = at::detail::createCPUGenerator(77);
+  return data::Dataset::from_tensor_slices(
+      {torch::randn({kSamples, 6}, g), torch::randint(0, 4, {kSamples}, g)});
+}
+
+data::Dataset train_set(std::int64_t batch, bool shuffle) {
+  data::Dataset d = samples();
+  if (shuffle) d = d.shuffle(kSamples, 11);
+  return d.batch(batch);
+}
+
+tnt::CompileOptions options() {
+  return tnt::CompileOptions()
+      .optimizer(tnt::optimizers::SGD(0.1, 0.9))
+      .loss(tnt::losses::SparseCategoricalCrossentropy())
+      .metrics({tnt::metrics::SparseCategoricalAccuracy()});
+}
+
+struct Reference {
+  std::vector<torch::Tensor> weights;
+  std::vector<double> epoch_loss, epoch_accuracy;
+};
+
+// Serial training in plain LibTorch over the dataset's global batches.
+Reference serial(const data::Dataset& train, int epochs) {
+  Mlp net = make_net();
+  torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  Reference ref;
+  for (int e = 0; e < epochs; ++e) {
+    double loss_sum = 0, correct = 0, count = 0;
+    auto it = train.iterate(e);
+    while (auto batch = it.next()) {
+      const torch::Tensor out = net->forward((*batch)[0]);
+      const torch::Tensor loss = torch::nn::functional::cross_entropy(out, (*batch)[1]);
+      loss_sum += loss.item<double>() * (*batch)[1].size(0);
+      correct += out.argmax(-1).eq((*batch)[1]).sum().item<double>();
+      count += static_cast<double>((*batch)[1].size(0));
+      opt.zero_grad();
+      loss.backward();
+      opt.step();
+    }
+    ref.epoch_loss.push_back(loss_sum / count);
+    ref.epoch_accuracy.push_back(correct / count);
+  }
+  ref.weights = net->parameters();
+  return ref;
+}
+
+double max_rel_diff(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double scale = std::max(1.0, a[i].abs().max().item<double>());
+    worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>() / scale);
+  }
+  return worst;
+}
+
+std::vector<torch::Tensor> params_of(const tnt::Model& m) {
+  std::vector<torch::Tensor> out;
+  for (const auto& [name, p] : m.named_parameters()) out.push_back(p.detach());
+  return out;
+}
+
+TEST(Model, FitMatchesSerialTrainingAtAnyRankCount) {
+  for (bool shuffle : {false, true}) {
+    const data::Dataset train = train_set(8, shuffle);
+    const Reference ref = serial(train, 2);
+    tnt::Model model(make_net());
+    model.compile(options());
+    const auto history = model.fit(train, tnt::FitOptions().epochs(2).verbose(0));
+    EXPECT_LE(max_rel_diff(ref.weights, params_of(model)), 1e-5) << "shuffle=" << shuffle;
+    // Logs are the exact global values, as in the serial run.
+    for (int e = 0; e < 2; ++e) {
+      EXPECT_NEAR(history.history.at("loss")[e], ref.epoch_loss[e], 1e-5);
+      EXPECT_NEAR(history.history.at("sparse_categorical_accuracy")[e], ref.epoch_accuracy[e], 1e-9);
+    }
+  }
+}
+
+TEST(Model, WeightsAreBitwiseIdenticalOnAllRanksAfterTraining) {
+  tnt::Model model(make_net());
+  model.compile(options());
+  model.fit(train_set(8, true), tnt::FitOptions().epochs(2).verbose(0));
+  for (const auto& p : params_of(model)) {
+    const torch::Tensor all = tnt::comm::allgather(p.unsqueeze(0).contiguous());
+    for (int r = 1; r < tnt::get_size(); ++r) ASSERT_TRUE(torch::equal(all[r], all[0]));
+  }
+}
+
+TEST(Model, StartsFromTheMastersWeightsWhateverEachRankInitialized) {
+  const Reference ref = serial(train_set(8, false), 1);  // from seed 5
+  // Every rank but the master starts from different random weights.
+  tnt::Model model(make_net(tnt::is_master_rank() ? 5 : 100 + tnt::get_rank()));
+  model.compile(options());
+  model.fit(train_set(8, false), tnt::FitOptions().epochs(1).verbose(0));
+  EXPECT_LE(max_rel_diff(ref.weights, params_of(model)), 1e-5);
+}
+
+TEST(Model, EvaluateEqualsSerialEvaluation) {
+  Mlp reference = make_net();
+  tnt::Model model(make_net());
+  model.compile(options());
+  const auto results = model.evaluate(train_set(7, false));
+  torch::NoGradGuard no_grad;
+  auto all = samples().batch(kSamples).iterate(0).next();
+  const torch::Tensor out = reference->forward((*all)[0]);
+  EXPECT_NEAR(results.at("loss"),
+              torch::nn::functional::cross_entropy(out, (*all)[1]).item<double>(), 1e-5);
+  EXPECT_DOUBLE_EQ(results.at("sparse_categorical_accuracy"),
+                   out.argmax(-1).eq((*all)[1]).sum().item<double>() / kSamples);
+}
+
+TEST(Model, PredictReturnsEveryOutputInDatasetOrder) {
+  Mlp reference = make_net();
+  tnt::Model model(make_net());
+  model.compile(options());
+  const torch::Tensor got =
+      model.predict(train_set(9, false), tnt::PredictOptions().on_all_ranks(true));
+  torch::NoGradGuard no_grad;
+  auto all = samples().batch(kSamples).iterate(0).next();
+  const torch::Tensor expected = reference->forward((*all)[0]);
+  ASSERT_EQ(got.sizes(), expected.sizes());
+  EXPECT_TRUE(torch::allclose(got, expected, 1e-6, 1e-6));
+  // Only the master gets it by default.
+  const torch::Tensor master_only = model.predict(train_set(9, false));
+  EXPECT_EQ(master_only.defined(), tnt::is_master_rank());
+}
+
+TEST(Model, GradientAccumulationOfTwoEqualsOneStepOnTheDoubledBatch) {
+  // Batches of 5 accumulated in pairs == batches of 10 (50 samples: 5 steps).
+  const Reference ref = serial(train_set(10, false), 1);
+  tnt::Model model(make_net());
+  model.compile(options().aggregation_frequency(2));
+  model.fit(train_set(5, false), tnt::FitOptions().epochs(1).verbose(0));
+  EXPECT_LE(max_rel_diff(ref.weights, params_of(model)), 1e-5);
+}
+
+TEST(Model, ValidationLogsAreReported) {
+  tnt::Model model(make_net());
+  model.compile(options());
+  const auto history = model.fit(
+      train_set(8, false),
+      tnt::FitOptions().epochs(2).verbose(0).validation_data(samples().batch(16)));
+  ASSERT_EQ(history.history.at("val_loss").size(), 2u);
+  EXPECT_GT(history.history.at("val_sparse_categorical_accuracy")[1], 0.0);
+}
+
+TEST(Model, SaveAndLoadWeightsRoundTrip) {
+  const std::string path = "/tmp/tnt_model_test_weights_" + std::to_string(::getpid()) + ".pt";
+  // getpid differs per rank: agree on the master's name.
+  torch::Tensor id = torch::tensor({static_cast<std::int64_t>(::getpid())});
+  tnt::comm::broadcast(id, 0);
+  const std::string shared = "/tmp/tnt_model_test_" + std::to_string(id.item<std::int64_t>()) + ".pt";
+  tnt::Model a(make_net(1));
+  a.save_weights(shared);
+  tnt::Model b(make_net(2));
+  b.load_weights(shared);
+  EXPECT_EQ(max_rel_diff(params_of(a), params_of(b)), 0.0);
+  tnt::comm::barrier();
+  if (tnt::is_master_rank()) {
+    // Truncate it: every rank must get an error naming the file.
+    std::ofstream(shared, std::ios::binary | std::ios::trunc) << "PK\x03\x04 truncated";
+  }
+  try {
+    b.load_weights(shared);
+    ADD_FAILURE() << "a truncated file loaded on rank " << tnt::get_rank();
+  } catch (const tnt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(shared), std::string::npos) << e.what();
+  }
+  tnt::comm::barrier();
+  if (tnt::is_master_rank()) std::remove(shared.c_str());
+}
+
+TEST(Model, ModelsThatDifferBetweenRanksFailOnEveryRank) {
+  if (tnt::get_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  torch::manual_seed(1);
+  torch::nn::Sequential net(torch::nn::Linear(6, tnt::get_rank() == 1 ? 8 : 16),
+                            torch::nn::Linear(tnt::get_rank() == 1 ? 8 : 16, 4));
+  tnt::Model model(net);
+  model.compile(options());
+  try {
+    model.fit(train_set(8, false), tnt::FitOptions().epochs(1).verbose(0));
+    ADD_FAILURE() << "rank " << tnt::get_rank() << " trained a model that differs between ranks";
+  } catch (const tnt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("differ between ranks"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

@@ -14,6 +14,7 @@ packages=(
   numactl                       # --pin-to-socket
   dataset-fashion-mnist         # example data set
   procps                        # pkill/pgrep for --cleanup
+  python3-torch                 # the peer: TorchScript models in tests, DDP in benchmarks
 )
 
 SUDO=""

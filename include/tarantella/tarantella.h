@@ -9,3 +9,10 @@
 #include <tarantella/runtime/runtime.h>
 #include <tarantella/comm/comm_engine.h>
 #include <tarantella/comm/collectives.h>
+#include <tarantella/callbacks/callback.h>
+#include <tarantella/model/model.h>
+#include <tarantella/data/element.h>
+#include <tarantella/data/dataset.h>
+#include <tarantella/data/datasets.h>
+#include <tarantella/data/distribute.h>
+#include <tarantella/data/idx.h>

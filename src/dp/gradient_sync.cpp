@@ -1,11 +1,13 @@
 #include <tarantella/dp/gradient_sync.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include <torch/torch.h>
 
 #include <tarantella/comm/collectives.h>
 #include <tarantella/runtime/error.h>
+#include <tarantella/runtime/runtime.h>
 
 namespace tnt::dp {
 namespace {
@@ -31,6 +33,11 @@ struct GradientSynchronizer::Impl {
   std::vector<std::int64_t> offset_of;  // param -> offset in its bucket
   std::vector<unsigned> hook_ids;
   bool extras_ride = false;  // extras travel in the tail of the last bucket
+  // One rank, nothing to reduce: autograd's own .grad is the answer, so a
+  // plain step skips the bucket copy (weight is 1: n_r = B). Accumulation
+  // and compression still take the bucket path.
+  bool single_rank = false;
+  bool bypass = false;  // this step takes the single-rank shortcut
 
   std::mutex mutex;  // hooks may run on autograd's device threads
   bool armed = false;
@@ -50,7 +57,7 @@ struct GradientSynchronizer::Impl {
 
   void on_gradient(std::size_t p, const torch::Tensor& grad) {
     std::lock_guard<std::mutex> lock(mutex);
-    if (!armed) return;  // backward outside a training step: not ours
+    if (!armed || bypass) return;  // not a training step of ours, or nothing to reduce
     torch::Tensor target = view(p);
     const torch::Tensor flat = grad.reshape({-1});
     if (written[p]) {
@@ -118,6 +125,8 @@ GradientSynchronizer::GradientSynchronizer(std::vector<torch::Tensor> params, Sy
       s.offset_of[bucket.params[k]] = bucket.offsets[k];
     }
   }
+  s.single_rank = (!is_initialized() || get_size() == 1) &&
+                  options.compression_ == Compression::None;
   s.written.assign(s.params.size(), 0);
   s.seen.assign(s.params.size(), 0);
   s.ready.assign(s.buckets.size(), 0);
@@ -159,6 +168,8 @@ void GradientSynchronizer::begin_step(double weight, bool reduce, const torch::T
   s.armed = true;
   s.reduce = reduce;
   s.weight = weight;
+  s.bypass = s.single_rank && reduce && weight == 1.0 &&
+             std::none_of(s.written.begin(), s.written.end(), [](char w) { return w != 0; });
   std::fill(s.seen.begin(), s.seen.end(), 0);
   std::fill(s.ready.begin(), s.ready.end(), 0);
   s.next_to_send = 0;
@@ -169,6 +180,13 @@ torch::Tensor GradientSynchronizer::finish() {
   std::unique_lock<std::mutex> lock(s.mutex);
   TNT_CHECK(s.armed, "GradientSynchronizer::finish() without begin_step()");
   s.armed = false;
+  if (s.bypass) {
+    // As on N ranks, a parameter without a gradient gets zeros.
+    for (auto& p : s.params) {
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    }
+    return s.options.extras_ > 0 ? s.extras.clone() : torch::Tensor();
+  }
   for (auto& p : s.params) p.mutable_grad().reset();
   if (!s.reduce) return torch::Tensor();
   s.fill_and_send_rest();

@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include <torch/torch.h>
 
 #include <tarantella/data/dataset.h>
+#include <tarantella/model/torchscript.h>
 #include <tarantella/tarantella.h>
 
 namespace {
@@ -220,6 +222,34 @@ TEST(Model, ModelsThatDifferBetweenRanksFailOnEveryRank) {
   } catch (const tnt::Error& e) {
     EXPECT_NE(std::string(e.what()).find("differ between ranks"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Model, TorchScriptModelTrainsLikeItsCppTwin) {
+  const char* path = std::getenv("TNT_TEST_TORCHSCRIPT");
+  if (path == nullptr || !std::ifstream(path).good()) {
+    GTEST_SKIP() << "no TorchScript model (python3-torch absent? tests/mpi/make_torchscript.py "
+                    "writes it when python3-torch is installed)";
+  }
+  tnt::Model scripted = tnt::load_torchscript(path);
+  // The C++ twin starts from the scripted model's weights.
+  Mlp twin = make_net();
+  {
+    torch::NoGradGuard no_grad;
+    const auto source = scripted.named_parameters();
+    const auto target = twin->named_parameters();
+    ASSERT_EQ(source.size(), target.size());
+    for (const auto& [name, t] : source) target[name].copy_(t);
+  }
+  tnt::Model cpp{twin};
+  for (tnt::Model* m : {&scripted, &cpp}) {
+    m->compile(options());
+    m->fit(train_set(8, true), tnt::FitOptions().epochs(2).verbose(0));
+  }
+  EXPECT_LE(max_rel_diff(params_of(scripted), params_of(cpp)), 1e-6);
 }
 
 }  // namespace

@@ -15,6 +15,10 @@
 
 #include <tarantella/runtime/error.h>
 
+namespace torch::jit {
+struct Module;
+}
+
 namespace tnt {
 
 using NamedTensorList = std::vector<std::pair<std::string, torch::Tensor>>;
@@ -100,5 +104,7 @@ template <typename Holder, typename = typename Holder::ContainedType>
 std::shared_ptr<ModuleAdapter> make_adapter(Holder holder) {
   return make_adapter(holder.ptr());
 }
+/// Wraps a TorchScript module (see torchscript.h).
+std::shared_ptr<ModuleAdapter> make_adapter(const torch::jit::Module& module);
 
 }  // namespace tnt

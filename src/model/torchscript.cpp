@@ -1,0 +1,71 @@
+#include <tarantella/model/torchscript.h>
+
+#include <torch/script.h>
+
+#include <tarantella/runtime/error.h>
+
+namespace tnt {
+namespace {
+
+NamedTensorList to_list(const torch::jit::named_parameter_list& items) {
+  NamedTensorList out;
+  for (const auto& item : items) out.emplace_back(item.name, item.value);
+  return out;
+}
+
+NamedTensorList to_list(const torch::jit::named_buffer_list& items) {
+  NamedTensorList out;
+  for (const auto& item : items) out.emplace_back(item.name, item.value);
+  return out;
+}
+
+class TorchScriptAdapter : public ModuleAdapter {
+ public:
+  explicit TorchScriptAdapter(torch::jit::Module module) : module_(std::move(module)) {}
+
+  torch::Tensor forward(const std::vector<torch::Tensor>& inputs) override {
+    std::vector<torch::jit::IValue> args(inputs.begin(), inputs.end());
+    const torch::jit::IValue out = module_.forward(args);
+    TNT_CHECK(out.isTensor(), "the TorchScript model's forward returned a ", out.tagKind(),
+              ": tnt::Model needs a single output tensor");
+    return out.toTensor();
+  }
+  NamedTensorList named_parameters() override { return to_list(module_.named_parameters()); }
+  NamedTensorList named_buffers() override { return to_list(module_.named_buffers()); }
+  void train(bool on) override { module_.train(on); }
+  void to(const torch::Device& device) override { module_.to(device); }
+  std::string type_name() const override {
+    return module_.type()->name() ? module_.type()->name()->name() : "TorchScript module";
+  }
+  std::vector<std::pair<std::string, std::string>> named_module_types() override {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& item : module_.named_modules()) {
+      const auto name = item.value.type()->name();
+      out.emplace_back(item.name, name ? name->name() : "?");
+    }
+    return out;
+  }
+
+ private:
+  torch::jit::Module module_;
+};
+
+}  // namespace
+
+std::shared_ptr<ModuleAdapter> make_adapter(const torch::jit::Module& module) {
+  return std::make_shared<TorchScriptAdapter>(module);
+}
+
+Model load_torchscript(const std::string& path) {
+  torch::jit::Module module;
+  try {
+    module = torch::jit::load(path);
+  } catch (const std::exception& e) {
+    throw Error(detail::concat("cannot load TorchScript model '", path, "': ",
+                               std::string(e.what()).substr(0, 300),
+                               " (save it in Python with torch.jit.script(net).save(path))"));
+  }
+  return Model(make_adapter(module));
+}
+
+}  // namespace tnt

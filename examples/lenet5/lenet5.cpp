@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
 
   Args a;
   CLI::App app{"LeNet-5 on Fashion-MNIST, data-parallel with Tarantella"};
-  app.add_option("--epochs", a.epochs, "epochs to train")->check(CLI::PositiveNumber);
+  app.add_option("--epochs", a.epochs, "epochs to train (0: only evaluate)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--batch-size", a.batch_size, "GLOBAL batch size")->check(CLI::PositiveNumber);
   app.add_option("--learning-rate", a.learning_rate, "SGD learning rate")->check(CLI::PositiveNumber);
   app.add_option("--train-size", a.train_size, "first S samples of the training file")
@@ -100,10 +101,12 @@ int main(int argc, char** argv) {
                     .metrics({tnt::metrics::SparseCategoricalAccuracy()}));
   if (a.verbose > 0) model.summary();
 
-  tnt::FitOptions fit;
-  fit.epochs(a.epochs).verbose(a.verbose);
-  if (a.val_size > 0) fit.validation_data(val);
-  model.fit(train, fit);
+  if (a.epochs > 0) {
+    tnt::FitOptions fit;
+    fit.epochs(a.epochs).verbose(a.verbose);
+    if (a.val_size > 0) fit.validation_data(val);
+    model.fit(train, fit);
+  }
 
   const auto results = model.evaluate(test);
   if (tnt::is_master_rank()) {

@@ -6,18 +6,21 @@
 // leaves a half-written file where a good one was.
 #include <cstdio>
 #include <fstream>
-#include <iterator>
+#include <cstring>
 #include <set>
 
 #include <unistd.h>
 
+#include <caffe2/serialize/inline_container.h>
 #include <fmt/format.h>
+#include <torch/csrc/jit/serialization/unpickler.h>
 
 #include <tarantella/comm/collectives.h>
 #include <tarantella/runtime/error.h>
 #include <tarantella/runtime/runtime.h>
 
 #include "model/model_impl.h"
+#include "model/pickle_rewrite.h"
 
 namespace tnt {
 namespace {
@@ -37,10 +40,26 @@ void write_atomically(const std::string& path, const std::vector<char>& bytes) {
   }
 }
 
-std::vector<char> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  TNT_CHECK(in.good(), "cannot open weight file '", path, "': check the path");
-  return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+// What torch::pickle_load does for a zip archive, with the pickle made
+// digestible first (see pickle_rewrite.h).
+torch::IValue load_torch_save(const std::string& path) {
+  caffe2::serialize::PyTorchStreamReader reader(path);
+  const auto record = reader.getRecord("data.pkl");
+  std::string pickle(static_cast<const char*>(std::get<0>(record).get()), std::get<1>(record));
+  if (auto rewritten = detail::rewrite_ordered_dicts(pickle)) pickle = std::move(*rewritten);
+  std::size_t pos = 0;
+  torch::jit::Unpickler unpickler(
+      [&](char* buffer, std::size_t len) -> std::size_t {
+        len = std::min(len, pickle.size() - pos);
+        std::memcpy(buffer, pickle.data() + pos, len);
+        pos += len;
+        return len;
+      },
+      nullptr, nullptr,
+      [&](const std::string& name) { return std::get<0>(reader.getRecord("data/" + name)); },
+      c10::nullopt);
+  unpickler.set_version(reader.version());
+  return unpickler.parse_ivalue();
 }
 
 NamedTensorList all_weights(const Model& model) {
@@ -67,10 +86,10 @@ void Model::save_weights(const std::string& path, bool all_ranks) const {
 
 void Model::load_weights(const std::string& path) {
   run_on_master_checked([&] {
-    const std::vector<char> bytes = read_file(path);
+    TNT_CHECK(std::ifstream(path).good(), "cannot open weight file '", path, "': check the path");
     torch::IValue value;
     try {
-      value = torch::pickle_load(bytes);
+      value = load_torch_save(path);
     } catch (const std::exception& e) {
       throw Error(fmt::format("'{}' is not a readable weight file (torch.save format): {}", path,
                               std::string(e.what()).substr(0, 300)));

@@ -10,6 +10,9 @@
 #include <tarantella/comm/comm_engine.h>
 #include <tarantella/comm/collectives.h>
 #include <tarantella/callbacks/callback.h>
+#include <tarantella/callbacks/remote_monitor.h>
+#include <tarantella/callbacks/tensorboard.h>
+#include <tarantella/callbacks/builtins.h>
 #include <tarantella/model/model.h>
 #include <tarantella/data/element.h>
 #include <tarantella/data/dataset.h>

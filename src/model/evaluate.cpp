@@ -9,6 +9,7 @@
 #include <tarantella/runtime/runtime.h>
 
 #include "model/model_impl.h"
+#include "callbacks/callback_list.h"
 #include "model/progress_bar.h"
 
 namespace tnt {
@@ -29,10 +30,8 @@ std::map<std::string, double> Model::evaluate(const data::Dataset& dataset,
   Impl& s = *impl_;
   s.require_compiled("evaluate()");
   const auto dist = distribute_for(dataset, options.distribute_, options.micro_batch_size_);
-  for (auto& cb : options.callbacks_) {
-    cb->set_model(this);
-    cb->on_test_begin({});
-  }
+  callbacks::CallbackList cbs(options.callbacks_, this, {1, dist.cardinality(), options.verbose_});
+  cbs.test_begin();
   torch::NoGradGuard no_grad;
   s.net->train(false);
   std::vector<double> state(static_cast<std::size_t>(s.state_size()), 0.0);
@@ -41,7 +40,7 @@ std::map<std::string, double> Model::evaluate(const data::Dataset& dataset,
   auto it = dist.iterate(0);
   std::int64_t step = 0;
   for (std::optional<data::MicroBatch> mb; (mb = it.next()); ++step) {
-    for (auto& cb : options.callbacks_) cb->on_test_batch_begin(step, {});
+    cbs.test_batch_begin(step);
     if (mb->local_size > 0) {
       const torch::Tensor output = s.forward(s.inputs_of(mb->tensors));
       const torch::Tensor target = s.target_of(mb->tensors);
@@ -49,23 +48,19 @@ std::map<std::string, double> Model::evaluate(const data::Dataset& dataset,
                                    mb->local_size));
     }
     bar.update(step + 1, {});
-    // Per-batch logs are this rank's running values: a global value per
-    // batch would cost a collective per step.
-    for (auto& cb : options.callbacks_) cb->on_test_batch_end(step, s.logs_of(state));
+    cbs.test_batch_end(step, s.logs_of(state));
   }
   const Logs logs = s.logs_of(allreduce_state(state));
   bar.finish(logs);
-  for (auto& cb : options.callbacks_) cb->on_test_end(logs);
+  cbs.test_end(logs, s.logs_of(state));
   return logs;
 }
 
 torch::Tensor Model::predict(const data::Dataset& dataset, PredictOptions options) {
   Impl& s = *impl_;
   const auto dist = distribute_for(dataset, true, options.micro_batch_size_);
-  for (auto& cb : options.callbacks_) {
-    cb->set_model(this);
-    cb->on_predict_begin({});
-  }
+  callbacks::CallbackList cbs(options.callbacks_, this, {1, dist.cardinality(), 0});
+  cbs.predict_begin();
   torch::NoGradGuard no_grad;
   s.net->train(false);
   std::vector<torch::Tensor> outputs;
@@ -73,17 +68,17 @@ torch::Tensor Model::predict(const data::Dataset& dataset, PredictOptions option
   auto it = dist.iterate(0);
   std::int64_t step = 0;
   for (std::optional<data::MicroBatch> mb; (mb = it.next()); ++step) {
-    for (auto& cb : options.callbacks_) cb->on_predict_batch_begin(step, {});
+    cbs.predict_batch_begin(step);
     // Empty micro-batches run too: they give the output's trailing shape.
     outputs.push_back(s.forward(s.inputs_of(mb->tensors)).cpu().contiguous());
     sizes.push_back(mb->local_size);
-    for (auto& cb : options.callbacks_) cb->on_predict_batch_end(step, {});
+    cbs.predict_batch_end(step);
   }
   TNT_CHECK(!outputs.empty(), "predict() on an empty dataset: there is nothing to predict");
   const torch::Tensor mine = torch::cat(outputs);
   const torch::Tensor all = comm::allgatherv(mine);
   const torch::Tensor all_sizes = comm::allgather(torch::tensor(sizes));
-  for (auto& cb : options.callbacks_) cb->on_predict_end({});
+  cbs.predict_end();
   if (!is_master_rank() && !options.on_all_ranks_) return torch::Tensor();
 
   // `all` holds rank 0's outputs for every step, then rank 1's, ...; the

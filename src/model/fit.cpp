@@ -9,6 +9,7 @@
 // rank runs the same collectives.
 #include <fmt/format.h>
 
+#include <tarantella/callbacks/builtins.h>
 #include <tarantella/comm/collectives.h>
 #include <tarantella/data/dataset.h>
 #include <tarantella/data/distribute.h>
@@ -18,14 +19,11 @@
 #include <tarantella/runtime/runtime.h>
 
 #include "model/model_impl.h"
-#include "model/progress_bar.h"
+#include "callbacks/callback_list.h"
 
 namespace tnt {
 namespace {
 
-bool prints_output() {
-  return is_master_rank() || config().output_on_all_devices;
-}
 
 void warn_small_batchnorm(ModuleAdapter& net, std::int64_t micro_batch) {
   for (const auto& [name, type] : net.named_module_types()) {
@@ -61,23 +59,13 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
             ") must be greater than initial_epoch (", options.initial_epoch_, ")");
   TNT_CHECK(options.validation_freq_ >= 1, "validation_freq must be at least 1, got ",
             options.validation_freq_);
-  const data::DistributedDataset dist = data::distribute(
-      train, [&] {
-        data::DistributeOptions d;
-        d.enabled(options.distribute_);
-        if (options.micro_batch_size_) d.micro_batch_size(*options.micro_batch_size_);
-        return d;
-      }());
+  data::DistributeOptions distribute;
+  distribute.enabled(options.distribute_);
+  if (options.micro_batch_size_) distribute.micro_batch_size(*options.micro_batch_size_);
+  const data::DistributedDataset dist = data::distribute(train, distribute);
   s.synchronize_state();
   dp::GradientSynchronizer& sync = s.synchronizer();
   warn_small_batchnorm(*s.net, dist.global_batch_size() / get_size());
-
-  auto history = std::make_shared<callbacks::History>();
-  std::vector<callbacks::CallbackPtr> cbs = options.callbacks_;
-  cbs.push_back(history);
-  for (auto& cb : cbs) cb->set_model(this);
-  stop_training = false;
-  for (auto& cb : cbs) cb->on_train_begin({});
 
   const int k = s.options->aggregation_frequency_;
   std::int64_t steps_total = dist.cardinality();
@@ -85,23 +73,29 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
     steps_total = steps_total < 0 ? *options.steps_per_epoch_
                                   : std::min(steps_total, *options.steps_per_epoch_);
   }
-  for (std::int64_t epoch = options.initial_epoch_; epoch < options.epochs_; ++epoch) {
-    if (prints_output() && options.verbose_ > 0) {
-      fmt::print("Epoch {}/{}\n", epoch + 1, options.epochs_);
-    }
-    for (auto& cb : cbs) cb->on_epoch_begin(epoch, {});
+  auto history = std::make_shared<callbacks::History>();
+  std::vector<callbacks::CallbackPtr> list = options.callbacks_;
+  if (options.verbose_ > 0) list.push_back(std::make_shared<callbacks::ProgbarLogger>(options.verbose_));
+  list.push_back(history);
+  callbacks::CallbackList cbs(list, this, {options.epochs_, steps_total, options.verbose_});
+  stop_training = false;
+  cbs.train_begin();
+
+  Logs logs, local_logs;
+  for (std::int64_t epoch = options.initial_epoch_; epoch < options.epochs_ && !stop_training;
+       ++epoch) {
+    cbs.epoch_begin(epoch);
     s.net->train(true);
-    detail::ProgressBar bar(steps_total, options.verbose_, prints_output());
-    std::vector<double> epoch_state(static_cast<std::size_t>(s.state_size()), 0.0);
-    std::vector<double> pending(epoch_state.size(), 0.0);  // this accumulation cycle
-    Logs logs;
+    const std::size_t n_state = static_cast<std::size_t>(s.state_size());
+    std::vector<double> global_state(n_state, 0.0), local_state(n_state, 0.0);
+    std::vector<double> pending(n_state, 0.0);  // this rank, this accumulation cycle
     auto it = dist.iterate(epoch);
     std::int64_t step = 0;
-    for (std::optional<data::MicroBatch> mb; (!options.steps_per_epoch_ ||
-                                              step < *options.steps_per_epoch_) &&
-                                             (mb = it.next());
+    for (std::optional<data::MicroBatch> mb;
+         !stop_training && (!options.steps_per_epoch_ || step < *options.steps_per_epoch_) &&
+         (mb = it.next());
          ++step) {
-      for (auto& cb : cbs) cb->on_train_batch_begin(step, logs);
+      cbs.train_batch_begin(step);
       const std::int64_t global =
           options.distribute_ ? mb->global_size : manual_global_size(mb->local_size);
       // Accumulation cycles are k micro-steps; the last one of an epoch may
@@ -121,19 +115,22 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
           static_cast<double>(mb->local_size) / static_cast<double>(global * cycle);
       sync.begin_step(weight, reduce, torch::tensor(pending, torch::kFloat64));
       if (loss.defined()) loss.backward();
-      const torch::Tensor global_state = sync.finish();
+      const torch::Tensor step_state = sync.finish();
       if (!reduce) continue;
-      std::fill(pending.begin(), pending.end(), 0.0);
       if (s.options->schedule_) {
         const double lr = s.options->schedule_(s.optimizer_steps);
         for (auto& group : s.optimizer->param_groups()) group.options().set_lr(lr);
       }
       s.optimizer->step();
       ++s.optimizer_steps;
-      accumulate(epoch_state, global_state);
-      logs = s.logs_of(epoch_state);
-      bar.update(step + 1, logs);
-      for (auto& cb : cbs) cb->on_train_batch_end(step, logs);
+      accumulate(global_state, step_state);
+      for (std::size_t i = 0; i < n_state; ++i) local_state[i] += pending[i];
+      std::fill(pending.begin(), pending.end(), 0.0);
+      logs = s.logs_of(global_state);
+      local_logs = s.logs_of(local_state);
+      // A callback that stops training here stops every rank at this step
+      // when it decides from global logs (the default).
+      cbs.train_batch_end(step, logs, local_logs);
     }
     // Buffers (BatchNorm statistics) are local during the epoch; the
     // master's are shared so that every rank evaluates the same model.
@@ -147,17 +144,18 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
       if (options.val_micro_batch_size_) eval.micro_batch_size(*options.val_micro_batch_size_);
       for (const auto& [name, value] : evaluate(*options.validation_data_, eval)) {
         logs["val_" + name] = value;
+        local_logs["val_" + name] = value;  // evaluation logs are global
       }
     }
-    bar.finish(logs);
-    for (auto& cb : cbs) cb->on_epoch_end(epoch, logs);
+    s.epochs_done = epoch + 1;
+    cbs.epoch_end(epoch, logs, local_logs);
     // Callbacks decide from global values, but agree anyway: no rank may
     // leave the loop alone.
     torch::Tensor stop = torch::tensor({stop_training ? 1 : 0}, torch::kInt32);
     comm::allreduce(stop, comm::ReduceOp::Max);
-    if (stop.item<int>() != 0) break;
+    stop_training = stop.item<int>() != 0;
   }
-  for (auto& cb : cbs) cb->on_train_end({});
+  cbs.train_end(logs, local_logs);
   return *history;
 }
 

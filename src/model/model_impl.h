@@ -27,6 +27,7 @@ struct Model::Impl {
   std::unique_ptr<dp::GradientSynchronizer> sync;
   std::vector<torch::Tensor> trainable;
   std::int64_t optimizer_steps = 0;  // the global step of schedules
+  std::int64_t epochs_done = 0;
 
   void require_compiled(const char* caller) const;
   /// Inputs and target of an element: (inputs..., target).
@@ -53,6 +54,16 @@ void run_on_master_checked(const std::function<void()>& action);
 
 /// Sums a float64 state vector over ranks (blocking).
 std::vector<double> allreduce_state(const std::vector<double>& local);
+
+/// Copies the entries of a weight dict into the model's parameters and
+/// buffers; missing, extra or mis-shaped entries are errors naming `path`.
+void copy_weights(Model& model, const c10::impl::GenericDict& dict, const std::string& path);
+
+/// Reads a torch.save-format file into an IValue (see pickle_rewrite.h).
+torch::IValue load_torch_save_file(const std::string& path);
+
+/// Writes bytes to `path` through a temporary file and a rename.
+void write_atomically(const std::string& path, const std::vector<char>& bytes);
 
 /// Adds a tensor's float64 values into `into` (sizes must match).
 void accumulate(std::vector<double>& into, const torch::Tensor& values);

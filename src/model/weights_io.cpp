@@ -23,7 +23,6 @@
 #include "model/pickle_rewrite.h"
 
 namespace tnt {
-namespace {
 
 void write_atomically(const std::string& path, const std::vector<char>& bytes) {
   const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
@@ -39,6 +38,8 @@ void write_atomically(const std::string& path, const std::vector<char>& bytes) {
     TNT_CHECK(false, "cannot rename '", tmp, "' to '", path, "'");
   }
 }
+
+namespace {
 
 // What torch::pickle_load does for a zip archive, with the pickle made
 // digestible first (see pickle_rewrite.h).
@@ -84,37 +85,43 @@ void Model::save_weights(const std::string& path, bool all_ranks) const {
   run_on_master_checked(write);  // no rank returns before the file is complete
 }
 
+torch::IValue load_torch_save_file(const std::string& path) {
+  TNT_CHECK(std::ifstream(path).good(), "cannot open '", path, "': check the path");
+  try {
+    return load_torch_save(path);
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("'{}' is not a readable torch.save file (truncated or corrupt?): {}",
+                            path, std::string(e.what()).substr(0, 300)));
+  }
+}
+
+void copy_weights(Model& model, const c10::impl::GenericDict& dict, const std::string& path) {
+  std::set<std::string> used;
+  torch::NoGradGuard no_grad;
+  for (auto& [name, t] : all_weights(model)) {
+    auto it = dict.find(name);
+    TNT_CHECK(it != dict.end(), "weight file '", path, "' has no entry '", name,
+              "' (the model's tensors are named as in named_parameters())");
+    TNT_CHECK(it->value().isTensor(), "entry '", name, "' of '", path, "' is not a tensor");
+    const torch::Tensor source = it->value().toTensor();
+    TNT_CHECK(source.sizes() == t.sizes(), "entry '", name, "' of '", path, "' has shape ",
+              source.sizes(), " but the model's is ", t.sizes());
+    t.copy_(source);
+    used.insert(name);
+  }
+  for (const auto& item : dict) {
+    const std::string key = item.key().isString() ? item.key().toStringRef() : "?";
+    TNT_CHECK(used.count(key) == 1, "weight file '", path, "' has an entry '", key,
+              "' that the model does not have: it was saved from a different model");
+  }
+}
+
 void Model::load_weights(const std::string& path) {
   run_on_master_checked([&] {
-    TNT_CHECK(std::ifstream(path).good(), "cannot open weight file '", path, "': check the path");
-    torch::IValue value;
-    try {
-      value = load_torch_save(path);
-    } catch (const std::exception& e) {
-      throw Error(fmt::format("'{}' is not a readable weight file (torch.save format): {}", path,
-                              std::string(e.what()).substr(0, 300)));
-    }
+    const torch::IValue value = load_torch_save_file(path);
     TNT_CHECK(value.isGenericDict(), "'", path, "' holds a ", value.tagKind(),
               ", not a dict of tensors (save with torch.save(model.state_dict(), path))");
-    const auto dict = value.toGenericDict();
-    std::set<std::string> used;
-    torch::NoGradGuard no_grad;
-    for (auto& [name, t] : all_weights(*this)) {
-      auto it = dict.find(name);
-      TNT_CHECK(it != dict.end(), "weight file '", path, "' has no entry '", name,
-                "' (the model's tensors are named as in named_parameters())");
-      TNT_CHECK(it->value().isTensor(), "entry '", name, "' of '", path, "' is not a tensor");
-      const torch::Tensor source = it->value().toTensor();
-      TNT_CHECK(source.sizes() == t.sizes(), "entry '", name, "' of '", path, "' has shape ",
-                source.sizes(), " but the model's is ", t.sizes());
-      t.copy_(source);
-      used.insert(name);
-    }
-    for (const auto& item : dict) {
-      const std::string key = item.key().isString() ? item.key().toStringRef() : "?";
-      TNT_CHECK(used.count(key) == 1, "weight file '", path, "' has an entry '", key,
-                "' that the model does not have: it was saved from a different model");
-    }
+    copy_weights(*this, value.toGenericDict(), path);
   });
   impl_->synchronize_state();
 }

@@ -12,92 +12,13 @@
 
 #include <tarantella/data/dataset.h>
 #include <tarantella/model/torchscript.h>
+#include "tiny_training.h"
 #include <tarantella/tarantella.h>
 
 namespace {
 
+using namespace tnt_test;
 namespace data = tnt::data;
-
-struct MlpImpl : torch::nn::Module {
-  MlpImpl() {
-    fc1 = register_module("fc1", torch::nn::Linear(6, 16));
-    fc2 = register_module("fc2", torch::nn::Linear(16, 4));
-  }
-  torch::Tensor forward(torch::Tensor x) { return fc2(torch::tanh(fc1(x))); }
-  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
-};
-TORCH_MODULE(Mlp);
-
-Mlp make_net(int seed = 5) {
-  torch::manual_seed(seed);
-  return Mlp();
-}
-
-constexpr std::int64_t kSamples = 50;  // batch 8: 6 full batches and a short one of 2
-
-data::Dataset samples() {
-  torch::Generator g = at::detail::createCPUGenerator(77);
-  return data::Dataset::from_tensor_slices(
-      {torch::randn({kSamples, 6}, g), torch::randint(0, 4, {kSamples}, g)});
-}
-
-data::Dataset train_set(std::int64_t batch, bool shuffle) {
-  data::Dataset d = samples();
-  if (shuffle) d = d.shuffle(kSamples, 11);
-  return d.batch(batch);
-}
-
-tnt::CompileOptions options() {
-  return tnt::CompileOptions()
-      .optimizer(tnt::optimizers::SGD(0.1, 0.9))
-      .loss(tnt::losses::SparseCategoricalCrossentropy())
-      .metrics({tnt::metrics::SparseCategoricalAccuracy()});
-}
-
-struct Reference {
-  std::vector<torch::Tensor> weights;
-  std::vector<double> epoch_loss, epoch_accuracy;
-};
-
-// Serial training in plain LibTorch over the dataset's global batches.
-Reference serial(const data::Dataset& train, int epochs) {
-  Mlp net = make_net();
-  torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
-  Reference ref;
-  for (int e = 0; e < epochs; ++e) {
-    double loss_sum = 0, correct = 0, count = 0;
-    auto it = train.iterate(e);
-    while (auto batch = it.next()) {
-      const torch::Tensor out = net->forward((*batch)[0]);
-      const torch::Tensor loss = torch::nn::functional::cross_entropy(out, (*batch)[1]);
-      loss_sum += loss.item<double>() * (*batch)[1].size(0);
-      correct += out.argmax(-1).eq((*batch)[1]).sum().item<double>();
-      count += static_cast<double>((*batch)[1].size(0));
-      opt.zero_grad();
-      loss.backward();
-      opt.step();
-    }
-    ref.epoch_loss.push_back(loss_sum / count);
-    ref.epoch_accuracy.push_back(correct / count);
-  }
-  ref.weights = net->parameters();
-  return ref;
-}
-
-double max_rel_diff(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
-  double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double scale = std::max(1.0, a[i].abs().max().item<double>());
-    worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>() / scale);
-  }
-  return worst;
-}
-
-std::vector<torch::Tensor> params_of(const tnt::Model& m) {
-  std::vector<torch::Tensor> out;
-  for (const auto& [name, p] : m.named_parameters()) out.push_back(p.detach());
-  return out;
-}
 
 TEST(Model, FitMatchesSerialTrainingAtAnyRankCount) {
   for (bool shuffle : {false, true}) {

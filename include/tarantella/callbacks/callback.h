@@ -18,6 +18,13 @@ namespace tnt::callbacks {
 
 using Logs = std::map<std::string, double>;
 
+/// What fit() tells callbacks before training starts.
+struct Params {
+  std::int64_t epochs = 0;
+  std::int64_t steps = -1;  ///< steps per epoch; negative if unknown
+  int verbose = 0;
+};
+
 /// Base class: override the hooks you need.
 ///
 /// Example:
@@ -47,12 +54,42 @@ class Callback {
   /// The model being trained; set by fit/evaluate/predict.
   void set_model(Model* model) { model_ = model; }
   Model* model() const { return model_; }
+  /// Epochs and steps of the fit() in progress.
+  void set_params(const Params& params) { params_ = params; }
+  const Params& params() const { return params_; }
+
+  /// true (default): the logs are global values, aggregated over ranks
+  /// exactly (the serial run's numbers); false: this rank's own values.
+  bool aggregate_logs = true;
+  /// true: the hooks run on every rank; false: only on the master rank.
+  /// Built-ins that write files or print default to the master rank only.
+  bool run_on_all_ranks = true;
 
  private:
   Model* model_ = nullptr;
+  Params params_;
 };
 
 using CallbackPtr = std::shared_ptr<Callback>;
+
+/// The manual's wrapper options for any callback.
+///
+/// Example:
+///   auto cb = tnt::callbacks::wrap(std::make_shared<MyCallback>(),
+///                                  tnt::callbacks::WrapOptions().aggregate_logs(false));
+struct WrapOptions {
+  WrapOptions& aggregate_logs(bool v) { aggregate_logs_ = v; return *this; }
+  WrapOptions& run_on_all_ranks(bool v) { run_on_all_ranks_ = v; return *this; }
+  bool aggregate_logs_ = true;
+  bool run_on_all_ranks_ = true;
+};
+
+/// Sets the options on `callback` and returns it.
+inline CallbackPtr wrap(CallbackPtr callback, const WrapOptions& options) {
+  callback->aggregate_logs = options.aggregate_logs_;
+  callback->run_on_all_ranks = options.run_on_all_ranks_;
+  return callback;
+}
 
 /// Records the epoch logs; fit() returns one.
 ///

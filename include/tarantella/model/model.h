@@ -160,6 +160,20 @@ class Model {
   /// dict / state_dict, then broadcasts the master's weights. Collective.
   void load_weights(const std::string& path);
 
+  /// Writes a checkpoint of the whole training state: weights, buffers,
+  /// optimizer state, completed epochs, optimizer steps (for schedules) and
+  /// the random generator's state — one file in torch.save format (a dict).
+  /// Collective; the master writes (every rank with `all_ranks`), to a
+  /// temporary name renamed into place.
+  void save(const std::string& path, bool all_ranks = false) const;
+  /// Restores a checkpoint written by save() into this model (compile it
+  /// first: the optimizer state needs the optimizer) and broadcasts it;
+  /// returns the completed epochs, to pass as FitOptions().initial_epoch().
+  /// Collective; errors name the file and what is wrong, on every rank.
+  std::int64_t load(const std::string& path);
+  /// Epochs completed by fit() (or restored by load()).
+  std::int64_t epochs_done() const;
+
   torch::optim::Optimizer& optimizer();
   torch::Device device() const;
   /// Set by a callback to end fit() after the current epoch, on every rank.

@@ -1,0 +1,202 @@
+// The built-in callbacks, each behaving like its Keras namesake. They see
+// global logs (the serial run's values) unless configured otherwise, so the
+// decisions they take — stop, change the learning rate, save — are the same
+// on every rank. Those that write files or print run on the master rank
+// only; those whose action is collective (ModelCheckpoint saves through a
+// collective save; EarlyStopping may restore weights) run on every rank.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include <tarantella/callbacks/callback.h>
+
+namespace tnt::callbacks {
+
+/// Whether a smaller or a larger monitored value is better; Auto picks Max
+/// for names containing "acc", Min otherwise.
+enum class Mode { Auto, Min, Max };
+
+/// Quick hooks without a class.
+/// Example: LambdaCallback().on_epoch_end([](auto e, auto& logs) { ... })
+class LambdaCallback : public Callback {
+ public:
+  using EpochFn = std::function<void(std::int64_t, const Logs&)>;
+  using TrainFn = std::function<void(const Logs&)>;
+  LambdaCallback& on_epoch_begin(EpochFn f) { epoch_begin_ = std::move(f); return *this; }
+  LambdaCallback& on_epoch_end(EpochFn f) { epoch_end_ = std::move(f); return *this; }
+  LambdaCallback& on_batch_begin(EpochFn f) { batch_begin_ = std::move(f); return *this; }
+  LambdaCallback& on_batch_end(EpochFn f) { batch_end_ = std::move(f); return *this; }
+  LambdaCallback& on_train_begin(TrainFn f) { train_begin_ = std::move(f); return *this; }
+  LambdaCallback& on_train_end(TrainFn f) { train_end_ = std::move(f); return *this; }
+
+  void on_epoch_begin(std::int64_t e, const Logs& l) override { if (epoch_begin_) epoch_begin_(e, l); }
+  void on_epoch_end(std::int64_t e, const Logs& l) override { if (epoch_end_) epoch_end_(e, l); }
+  void on_train_batch_begin(std::int64_t b, const Logs& l) override { if (batch_begin_) batch_begin_(b, l); }
+  void on_train_batch_end(std::int64_t b, const Logs& l) override { if (batch_end_) batch_end_(b, l); }
+  void on_train_begin(const Logs& l) override { if (train_begin_) train_begin_(l); }
+  void on_train_end(const Logs& l) override { if (train_end_) train_end_(l); }
+
+ private:
+  EpochFn epoch_begin_, epoch_end_, batch_begin_, batch_end_;
+  TrainFn train_begin_, train_end_;
+};
+
+/// The progress bar of fit() (added automatically for verbose > 0).
+class ProgbarLogger : public Callback {
+ public:
+  explicit ProgbarLogger(int verbose = 1);
+  ~ProgbarLogger() override;
+  void on_epoch_begin(std::int64_t epoch, const Logs& logs) override;
+  void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
+  void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
+
+ private:
+  int verbose_;
+  struct Bar;
+  std::unique_ptr<Bar> bar_;
+};
+
+/// Streams epoch results to a CSV file: "epoch,<log names...>".
+class CSVLogger : public Callback {
+ public:
+  explicit CSVLogger(std::string filename, char separator = ',', bool append = false);
+  void on_train_begin(const Logs& logs) override;
+  void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
+
+ private:
+  std::string filename_;
+  char separator_;
+  bool append_;
+  std::vector<std::string> keys_;
+};
+
+struct EarlyStoppingOptions {
+  EarlyStoppingOptions& monitor(std::string v) { monitor_ = std::move(v); return *this; }
+  EarlyStoppingOptions& min_delta(double v) { min_delta_ = v; return *this; }
+  EarlyStoppingOptions& patience(int v) { patience_ = v; return *this; }
+  EarlyStoppingOptions& mode(Mode v) { mode_ = v; return *this; }
+  EarlyStoppingOptions& baseline(double v) { baseline_ = v; return *this; }
+  EarlyStoppingOptions& restore_best_weights(bool v) { restore_ = v; return *this; }
+  std::string monitor_ = "val_loss";
+  double min_delta_ = 0.0;
+  int patience_ = 0;
+  Mode mode_ = Mode::Auto;
+  std::optional<double> baseline_;
+  bool restore_ = false;
+};
+
+/// Stops training when the monitored value stops improving.
+class EarlyStopping : public Callback {
+ public:
+  explicit EarlyStopping(EarlyStoppingOptions options = EarlyStoppingOptions());
+  void on_train_begin(const Logs& logs) override;
+  void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
+  void on_train_end(const Logs& logs) override;
+  /// The epoch training stopped at (0 if it did not stop early).
+  std::int64_t stopped_epoch() const { return stopped_epoch_; }
+
+ private:
+  EarlyStoppingOptions o_;
+  double best_ = 0.0;
+  int wait_ = 0;
+  std::int64_t stopped_epoch_ = 0;
+  std::vector<torch::Tensor> best_weights_;
+};
+
+/// Sets the learning rate at the start of each epoch: lr = schedule(epoch, lr).
+class LearningRateScheduler : public Callback {
+ public:
+  using Schedule = std::function<double(std::int64_t epoch, double lr)>;
+  explicit LearningRateScheduler(Schedule schedule, int verbose = 0);
+  void on_epoch_begin(std::int64_t epoch, const Logs& logs) override;
+  void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
+
+ private:
+  Schedule schedule_;
+  int verbose_;
+};
+
+struct ReduceLROnPlateauOptions {
+  ReduceLROnPlateauOptions& monitor(std::string v) { monitor_ = std::move(v); return *this; }
+  ReduceLROnPlateauOptions& factor(double v) { factor_ = v; return *this; }
+  ReduceLROnPlateauOptions& patience(int v) { patience_ = v; return *this; }
+  ReduceLROnPlateauOptions& mode(Mode v) { mode_ = v; return *this; }
+  ReduceLROnPlateauOptions& min_delta(double v) { min_delta_ = v; return *this; }
+  ReduceLROnPlateauOptions& cooldown(int v) { cooldown_ = v; return *this; }
+  ReduceLROnPlateauOptions& min_lr(double v) { min_lr_ = v; return *this; }
+  std::string monitor_ = "val_loss";
+  double factor_ = 0.1;
+  int patience_ = 10;
+  Mode mode_ = Mode::Auto;
+  double min_delta_ = 1e-4;
+  int cooldown_ = 0;
+  double min_lr_ = 0.0;
+};
+
+/// Multiplies the learning rate by `factor` after `patience` epochs without
+/// improvement.
+class ReduceLROnPlateau : public Callback {
+ public:
+  explicit ReduceLROnPlateau(ReduceLROnPlateauOptions options = ReduceLROnPlateauOptions());
+  void on_train_begin(const Logs& logs) override;
+  void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
+
+ private:
+  ReduceLROnPlateauOptions o_;
+  double best_ = 0.0;
+  int wait_ = 0;
+  int cooldown_left_ = 0;
+};
+
+struct ModelCheckpointOptions {
+  /// File name template: {epoch} (1-based) and log values, with optional
+  /// format specs, e.g. "ckpt/weights.{epoch:02d}-{val_loss:.2f}.pt".
+  explicit ModelCheckpointOptions(std::string filepath) : filepath_(std::move(filepath)) {}
+  ModelCheckpointOptions& monitor(std::string v) { monitor_ = std::move(v); return *this; }
+  ModelCheckpointOptions& mode(Mode v) { mode_ = v; return *this; }
+  ModelCheckpointOptions& save_best_only(bool v) { save_best_only_ = v; return *this; }
+  ModelCheckpointOptions& save_weights_only(bool v) { save_weights_only_ = v; return *this; }
+  /// Save every `n` batches instead of at each epoch end.
+  ModelCheckpointOptions& save_freq_batches(std::int64_t n) { save_freq_batches_ = n; return *this; }
+  std::string filepath_;
+  std::string monitor_ = "val_loss";
+  Mode mode_ = Mode::Auto;
+  bool save_best_only_ = false;
+  bool save_weights_only_ = false;
+  std::int64_t save_freq_batches_ = 0;
+};
+
+/// Saves the model (Model::save) or its weights during training. Saving is
+/// collective and written by the master rank, to a temporary name renamed
+/// into place: a crash never destroys the previous checkpoint.
+class ModelCheckpoint : public Callback {
+ public:
+  explicit ModelCheckpoint(ModelCheckpointOptions options);
+  void on_train_begin(const Logs& logs) override;
+  void on_epoch_begin(std::int64_t epoch, const Logs& logs) override;
+  void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
+  void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
+
+ private:
+  void save(std::int64_t epoch, const Logs& logs);
+  ModelCheckpointOptions o_;
+  double best_ = 0.0;
+  std::int64_t epoch_ = 0;
+  std::int64_t batches_ = 0;
+};
+
+/// Stops training at the first batch whose loss is NaN or infinite.
+class TerminateOnNaN : public Callback {
+ public:
+  void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
+};
+
+/// Formats a checkpoint file name template (see ModelCheckpointOptions).
+std::string format_filepath(const std::string& pattern, std::int64_t epoch, const Logs& logs);
+
+}  // namespace tnt::callbacks

@@ -1,0 +1,74 @@
+#include "callbacks/callback_list.h"
+
+#include <tarantella/runtime/runtime.h>
+
+namespace tnt::callbacks {
+namespace {
+const Logs& pick(const Callback& cb, const Logs& global, const Logs& local) {
+  return cb.aggregate_logs ? global : local;
+}
+const Logs kNoLogs;
+}  // namespace
+
+CallbackList::CallbackList(std::vector<CallbackPtr> callbacks, Model* model, const Params& params)
+    : callbacks_(std::move(callbacks)) {
+  for (auto& cb : callbacks_) {
+    cb->set_model(model);
+    cb->set_params(params);
+  }
+}
+
+template <typename Fn>
+void CallbackList::each(Fn fn) {
+  const bool master = !is_initialized() || is_master_rank();
+  for (auto& cb : callbacks_) {
+    if (cb->run_on_all_ranks || master) fn(*cb);
+  }
+}
+
+void CallbackList::train_begin() {
+  each([](Callback& c) { c.on_train_begin(kNoLogs); });
+}
+void CallbackList::train_end(const Logs& g, const Logs& l) {
+  each([&](Callback& c) { c.on_train_end(pick(c, g, l)); });
+}
+void CallbackList::epoch_begin(std::int64_t e) {
+  each([&](Callback& c) { c.on_epoch_begin(e, kNoLogs); });
+}
+void CallbackList::epoch_end(std::int64_t e, const Logs& g, const Logs& l) {
+  each([&](Callback& c) { c.on_epoch_end(e, pick(c, g, l)); });
+}
+void CallbackList::train_batch_begin(std::int64_t b) {
+  each([&](Callback& c) { c.on_train_batch_begin(b, kNoLogs); });
+}
+void CallbackList::train_batch_end(std::int64_t b, const Logs& g, const Logs& l) {
+  each([&](Callback& c) { c.on_train_batch_end(b, pick(c, g, l)); });
+}
+void CallbackList::test_begin() {
+  each([](Callback& c) { c.on_test_begin(kNoLogs); });
+}
+void CallbackList::test_end(const Logs& g, const Logs& l) {
+  each([&](Callback& c) { c.on_test_end(pick(c, g, l)); });
+}
+void CallbackList::test_batch_begin(std::int64_t b) {
+  each([&](Callback& c) { c.on_test_batch_begin(b, kNoLogs); });
+}
+// Per-batch evaluation logs are the rank's running values for every
+// callback: a global value per batch would cost a collective per step.
+void CallbackList::test_batch_end(std::int64_t b, const Logs& l) {
+  each([&](Callback& c) { c.on_test_batch_end(b, l); });
+}
+void CallbackList::predict_begin() {
+  each([](Callback& c) { c.on_predict_begin(kNoLogs); });
+}
+void CallbackList::predict_end() {
+  each([](Callback& c) { c.on_predict_end(kNoLogs); });
+}
+void CallbackList::predict_batch_begin(std::int64_t b) {
+  each([&](Callback& c) { c.on_predict_batch_begin(b, kNoLogs); });
+}
+void CallbackList::predict_batch_end(std::int64_t b) {
+  each([&](Callback& c) { c.on_predict_batch_end(b, kNoLogs); });
+}
+
+}  // namespace tnt::callbacks

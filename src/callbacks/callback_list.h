@@ -1,0 +1,39 @@
+// Private: calls a list of callbacks the way the manual specifies: each
+// sees global logs or its rank's own (aggregate_logs), and runs on every
+// rank or only the master (run_on_all_ranks). The logs are computed once per
+// step by the training loop, not once per callback.
+#pragma once
+
+#include <vector>
+
+#include <tarantella/callbacks/callback.h>
+
+namespace tnt::callbacks {
+
+class CallbackList {
+ public:
+  CallbackList(std::vector<CallbackPtr> callbacks, Model* model, const Params& params);
+
+  void train_begin();
+  void train_end(const Logs& global, const Logs& local);
+  void epoch_begin(std::int64_t epoch);
+  void epoch_end(std::int64_t epoch, const Logs& global, const Logs& local);
+  void train_batch_begin(std::int64_t batch);
+  void train_batch_end(std::int64_t batch, const Logs& global, const Logs& local);
+  void test_begin();
+  void test_end(const Logs& global, const Logs& local);
+  void test_batch_begin(std::int64_t batch);
+  void test_batch_end(std::int64_t batch, const Logs& local);
+  void predict_begin();
+  void predict_end();
+  void predict_batch_begin(std::int64_t batch);
+  void predict_batch_end(std::int64_t batch);
+
+ private:
+  template <typename Fn>
+  void each(Fn fn);
+
+  std::vector<CallbackPtr> callbacks_;
+};
+
+}  // namespace tnt::callbacks

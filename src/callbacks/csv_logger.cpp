@@ -1,0 +1,44 @@
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include <tarantella/callbacks/builtins.h>
+#include <tarantella/runtime/error.h>
+
+namespace tnt::callbacks {
+
+CSVLogger::CSVLogger(std::string filename, char separator, bool append)
+    : filename_(std::move(filename)), separator_(separator), append_(append) {
+  run_on_all_ranks = false;  // one file, written by the master rank
+}
+
+void CSVLogger::on_train_begin(const Logs&) {
+  keys_.clear();
+  if (!append_) {
+    std::ofstream out(filename_, std::ios::trunc);
+    TNT_CHECK(out.good(), "CSVLogger cannot write '", filename_, "': check the directory");
+  }
+}
+
+void CSVLogger::on_epoch_end(std::int64_t epoch, const Logs& logs) {
+  std::ofstream out(filename_, std::ios::app);
+  TNT_CHECK(out.good(), "CSVLogger cannot write '", filename_, "': check the directory");
+  if (keys_.empty()) {
+    out.seekp(0, std::ios::end);
+    const bool fresh = out.tellp() == 0;
+    for (const auto& [k, v] : logs) keys_.push_back(k);
+    if (fresh) {
+      out << "epoch";
+      for (const auto& k : keys_) out << separator_ << k;
+      out << "\n";
+    }
+  }
+  out << epoch;
+  for (const auto& k : keys_) {
+    auto it = logs.find(k);
+    out << separator_ << (it == logs.end() ? std::string() : fmt::format("{:.17g}", it->second));
+  }
+  out << "\n";
+}
+
+}  // namespace tnt::callbacks

@@ -1,0 +1,45 @@
+#include <tarantella/callbacks/builtins.h>
+#include <tarantella/model/model.h>
+#include <tarantella/runtime/logging.h>
+
+#include "callbacks/monitor.h"
+
+namespace tnt::callbacks {
+
+EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : o_(std::move(options)) {
+  TNT_CHECK(o_.patience_ >= 0, "EarlyStopping patience must be >= 0, got ", o_.patience_);
+}
+
+void EarlyStopping::on_train_begin(const Logs&) {
+  wait_ = 0;
+  stopped_epoch_ = 0;
+  best_weights_.clear();
+  const bool max = detail::maximize(o_.mode_, o_.monitor_);
+  best_ = o_.baseline_ ? *o_.baseline_ : detail::worst(max);
+}
+
+void EarlyStopping::on_epoch_end(std::int64_t epoch, const Logs& logs) {
+  const bool max = detail::maximize(o_.mode_, o_.monitor_);
+  const double current = detail::monitored(logs, o_.monitor_, "EarlyStopping");
+  ++wait_;
+  if (detail::improved(max, current, best_, o_.min_delta_)) {
+    best_ = current;
+    wait_ = 0;
+    if (o_.restore_) best_weights_ = model()->get_weights();
+    return;
+  }
+  if (wait_ > o_.patience_ && epoch > 0) {
+    stopped_epoch_ = epoch;
+    model()->stop_training = true;
+  }
+}
+
+void EarlyStopping::on_train_end(const Logs&) {
+  if (stopped_epoch_ > 0) {
+    log::info("EarlyStopping: stopped after epoch " + std::to_string(stopped_epoch_ + 1));
+  }
+  // Collective (set_weights broadcasts): every rank runs this callback.
+  if (o_.restore_ && !best_weights_.empty()) model()->set_weights(best_weights_);
+}
+
+}  // namespace tnt::callbacks

@@ -1,0 +1,63 @@
+// LearningRateScheduler and ReduceLROnPlateau: both change the optimizer's
+// rate on every rank, from global logs, so ranks stay identical.
+#include <fmt/format.h>
+
+#include <tarantella/callbacks/builtins.h>
+#include <tarantella/runtime/logging.h>
+
+#include "callbacks/lr_access.h"
+#include "callbacks/monitor.h"
+
+namespace tnt::callbacks {
+
+LearningRateScheduler::LearningRateScheduler(Schedule schedule, int verbose)
+    : schedule_(std::move(schedule)), verbose_(verbose) {
+  TNT_CHECK(static_cast<bool>(schedule_), "LearningRateScheduler needs a schedule function");
+}
+
+void LearningRateScheduler::on_epoch_begin(std::int64_t epoch, const Logs&) {
+  const double lr = schedule_(epoch, detail::get_lr(*model()));
+  TNT_CHECK(std::isfinite(lr) && lr >= 0, "LearningRateScheduler: the schedule returned ", lr,
+            " for epoch ", epoch, ": return a finite, non-negative rate");
+  detail::set_lr(*model(), lr);
+  if (verbose_ > 0) log::info(fmt::format("epoch {}: learning rate {}", epoch + 1, lr));
+}
+
+void LearningRateScheduler::on_epoch_end(std::int64_t, const Logs&) {}
+
+ReduceLROnPlateau::ReduceLROnPlateau(ReduceLROnPlateauOptions options) : o_(std::move(options)) {
+  TNT_CHECK(o_.factor_ > 0 && o_.factor_ < 1, "ReduceLROnPlateau factor must be in (0, 1), got ",
+            o_.factor_);
+}
+
+void ReduceLROnPlateau::on_train_begin(const Logs&) {
+  wait_ = 0;
+  cooldown_left_ = 0;
+  best_ = detail::worst(detail::maximize(o_.mode_, o_.monitor_));
+}
+
+void ReduceLROnPlateau::on_epoch_end(std::int64_t epoch, const Logs& logs) {
+  const bool max = detail::maximize(o_.mode_, o_.monitor_);
+  const double current = detail::monitored(logs, o_.monitor_, "ReduceLROnPlateau");
+  if (cooldown_left_ > 0) {
+    --cooldown_left_;
+    wait_ = 0;
+  }
+  if (detail::improved(max, current, best_, o_.min_delta_)) {
+    best_ = current;
+    wait_ = 0;
+    return;
+  }
+  if (cooldown_left_ > 0 || ++wait_ < o_.patience_) return;
+  const double old_lr = detail::get_lr(*model());
+  const double new_lr = std::max(old_lr * o_.factor_, o_.min_lr_);
+  if (new_lr < old_lr) {
+    detail::set_lr(*model(), new_lr);
+    log::info(fmt::format("epoch {}: ReduceLROnPlateau lowers the learning rate to {}", epoch + 1,
+                          new_lr));
+  }
+  cooldown_left_ = o_.cooldown_;
+  wait_ = 0;
+}
+
+}  // namespace tnt::callbacks

@@ -1,0 +1,73 @@
+#include <regex>
+
+#include <fmt/format.h>
+
+#include <tarantella/callbacks/builtins.h>
+#include <tarantella/model/model.h>
+#include <tarantella/runtime/logging.h>
+
+#include "callbacks/monitor.h"
+
+namespace tnt::callbacks {
+
+std::string format_filepath(const std::string& pattern, std::int64_t epoch, const Logs& logs) {
+  static const std::regex field(R"(\{([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\})");
+  std::string out;
+  auto begin = pattern.cbegin();
+  for (std::sregex_iterator it(pattern.begin(), pattern.end(), field), end; it != end; ++it) {
+    const std::smatch& m = *it;
+    out.append(begin, m[0].first);
+    const std::string name = m[1].str();
+    const std::string spec = "{:" + m[2].str() + "}";
+    if (name == "epoch") {
+      out += fmt::format(fmt::runtime(spec), epoch + 1);
+    } else {
+      auto v = logs.find(name);
+      TNT_CHECK(v != logs.end(), "checkpoint file name '", pattern, "' uses {", name,
+                "}, which is not in the logs");
+      out += fmt::format(fmt::runtime(spec), v->second);
+    }
+    begin = m[0].second;
+  }
+  out.append(begin, pattern.cend());
+  return out;
+}
+
+ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options) : o_(std::move(options)) {
+  TNT_CHECK(!o_.filepath_.empty(), "ModelCheckpoint needs a file path");
+  // Saving is collective: every rank calls it, the master writes.
+  run_on_all_ranks = true;
+}
+
+void ModelCheckpoint::on_train_begin(const Logs&) {
+  best_ = detail::worst(detail::maximize(o_.mode_, o_.monitor_));
+  batches_ = 0;
+}
+
+void ModelCheckpoint::on_epoch_begin(std::int64_t epoch, const Logs&) { epoch_ = epoch; }
+
+void ModelCheckpoint::on_train_batch_end(std::int64_t, const Logs& logs) {
+  if (o_.save_freq_batches_ > 0 && ++batches_ % o_.save_freq_batches_ == 0) save(epoch_, logs);
+}
+
+void ModelCheckpoint::on_epoch_end(std::int64_t epoch, const Logs& logs) {
+  if (o_.save_freq_batches_ == 0) save(epoch, logs);
+}
+
+void ModelCheckpoint::save(std::int64_t epoch, const Logs& logs) {
+  if (o_.save_best_only_) {
+    const bool max = detail::maximize(o_.mode_, o_.monitor_);
+    const double current = detail::monitored(logs, o_.monitor_, "ModelCheckpoint");
+    if (!detail::improved(max, current, best_, 0.0)) return;
+    best_ = current;
+  }
+  const std::string path = format_filepath(o_.filepath_, epoch, logs);
+  if (o_.save_weights_only_) {
+    model()->save_weights(path);
+  } else {
+    model()->save(path);
+  }
+  log::info(fmt::format("epoch {}: saved {}", epoch + 1, path));
+}
+
+}  // namespace tnt::callbacks

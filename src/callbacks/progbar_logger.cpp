@@ -1,0 +1,35 @@
+#include <fmt/format.h>
+
+#include <tarantella/callbacks/builtins.h>
+#include <tarantella/runtime/runtime.h>
+
+#include "model/progress_bar.h"
+
+namespace tnt::callbacks {
+
+struct ProgbarLogger::Bar {
+  ::tnt::detail::ProgressBar bar;
+};
+
+ProgbarLogger::ProgbarLogger(int verbose) : verbose_(verbose) {
+  // Output belongs to the master rank unless TNT_OUTPUT_ON_ALL_DEVICES.
+  run_on_all_ranks = is_initialized() && config().output_on_all_devices;
+}
+
+ProgbarLogger::~ProgbarLogger() = default;
+
+void ProgbarLogger::on_epoch_begin(std::int64_t epoch, const Logs&) {
+  if (verbose_ > 0) fmt::print("Epoch {}/{}\n", epoch + 1, params().epochs);
+  bar_ = std::make_unique<Bar>(Bar{::tnt::detail::ProgressBar(params().steps, verbose_, true)});
+}
+
+void ProgbarLogger::on_train_batch_end(std::int64_t batch, const Logs& logs) {
+  if (bar_) bar_->bar.update(batch + 1, logs);
+}
+
+void ProgbarLogger::on_epoch_end(std::int64_t, const Logs& logs) {
+  if (bar_) bar_->bar.finish(logs);
+  bar_.reset();
+}
+
+}  // namespace tnt::callbacks

@@ -1,0 +1,124 @@
+// Whole-model checkpoints: one torch.save-format file holding a dict
+//   format: "tarantella-checkpoint-1"
+//   weights: {name: tensor}      (parameters and buffers)
+//   optimizer: uint8 tensor      (torch::optim's own serialization)
+//   epochs_done, optimizer_steps: int
+//   rng_state: uint8 tensor      (the default CPU generator)
+// so that training stopped after epoch k and resumed from the file with
+// initial_epoch = k ends bitwise equal to an uninterrupted run.
+#include <mutex>
+#include <sstream>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <tarantella/comm/collectives.h>
+#include <tarantella/runtime/error.h>
+#include <tarantella/runtime/runtime.h>
+
+#include "model/model_impl.h"
+
+namespace tnt {
+namespace {
+
+constexpr const char* kFormat = "tarantella-checkpoint-1";
+
+torch::Tensor to_bytes(const std::string& s) {
+  return torch::from_blob(const_cast<char*>(s.data()), {static_cast<std::int64_t>(s.size())},
+                          torch::kUInt8)
+      .clone();
+}
+
+std::string optimizer_bytes(torch::optim::Optimizer& optimizer) {
+  torch::serialize::OutputArchive archive;
+  optimizer.save(archive);
+  std::ostringstream out;
+  archive.save_to(out);
+  return out.str();
+}
+
+template <typename T>
+T require(const c10::impl::GenericDict& dict, const char* key, const std::string& path) {
+  auto it = dict.find(key);
+  TNT_CHECK(it != dict.end(), "checkpoint '", path, "' has no '", key,
+            "' entry: it is not a file written by tnt::Model::save");
+  return it->value().to<T>();
+}
+
+}  // namespace
+
+void Model::save(const std::string& path, bool all_ranks) const {
+  Impl& s = *impl_;
+  auto write = [&] {
+    c10::Dict<std::string, torch::Tensor> weights;
+    for (const auto& [name, t] : named_parameters()) weights.insert(name, t.detach().cpu().contiguous());
+    for (const auto& [name, t] : named_buffers()) weights.insert(name, t.detach().cpu().contiguous());
+    c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
+    dict.insert("format", std::string(kFormat));
+    dict.insert("weights", weights);
+    dict.insert("epochs_done", s.epochs_done);
+    dict.insert("optimizer_steps", s.optimizer_steps);
+    {
+      at::Generator generator = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      dict.insert("rng_state", generator.get_state());
+    }
+    if (s.optimizer) dict.insert("optimizer", to_bytes(optimizer_bytes(*s.optimizer)));
+    write_atomically(path, torch::pickle_save(dict));
+  };
+  if (all_ranks) {
+    write();
+    comm::barrier();
+    return;
+  }
+  run_on_master_checked(write);
+}
+
+std::int64_t Model::load(const std::string& path) {
+  Impl& s = *impl_;
+  s.require_compiled("load()");
+  torch::Tensor counters = torch::zeros({2}, torch::kInt64);
+  torch::Tensor rng;
+  run_on_master_checked([&] {
+    const torch::IValue value = load_torch_save_file(path);
+    TNT_CHECK(value.isGenericDict(), "'", path, "' is not a tarantella checkpoint");
+    const auto dict = value.toGenericDict();
+    TNT_CHECK(require<std::string>(dict, "format", path) == kFormat, "'", path,
+              "' has an unknown checkpoint format: write it with tnt::Model::save");
+    copy_weights(*this, require<c10::impl::GenericDict>(dict, "weights", path), path);
+    const torch::Tensor opt = require<torch::Tensor>(dict, "optimizer", path);
+    std::istringstream in(std::string(static_cast<const char*>(opt.data_ptr()),
+                                      static_cast<std::size_t>(opt.numel())));
+    torch::serialize::InputArchive archive;
+    archive.load_from(in);
+    try {
+      s.optimizer->load(archive);
+    } catch (const std::exception& e) {
+      throw Error(fmt::format("the optimizer state in '{}' does not fit this model's optimizer "
+                              "(compile with the optimizer it was saved with): {}",
+                              path, std::string(e.what()).substr(0, 200)));
+    }
+    counters[0] = require<std::int64_t>(dict, "epochs_done", path);
+    counters[1] = require<std::int64_t>(dict, "optimizer_steps", path);
+    rng = require<torch::Tensor>(dict, "rng_state", path);
+  });
+  s.synchronize_state();  // weights, buffers and optimizer state to all ranks
+  comm::broadcast(counters, get_master_rank());
+  torch::Tensor rng_size = torch::tensor({rng.defined() ? rng.numel() : 0});
+  comm::broadcast(rng_size, get_master_rank());
+  if (!rng.defined()) rng = torch::empty({rng_size.item<std::int64_t>()}, torch::kUInt8);
+  comm::broadcast(rng, get_master_rank());
+  at::Generator generator = at::detail::getDefaultCPUGenerator();  // shares the state
+  {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(rng);
+  }
+  s.epochs_done = counters[0].item<std::int64_t>();
+  s.optimizer_steps = counters[1].item<std::int64_t>();
+  return s.epochs_done;
+}
+
+std::int64_t Model::epochs_done() const { return impl_->epochs_done; }
+
+}  // namespace tnt

@@ -1,0 +1,222 @@
+// The built-in callbacks at N ranks against a serial run of the same
+// training: the logs they see are the serial values, and the decisions they
+// take (stop, learning rate, save) happen at the same epoch on every rank.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tiny_training.h"
+
+namespace {
+
+using namespace tnt_test;
+namespace cb = tnt::callbacks;
+
+// A directory name every rank agrees on (the master's pid).
+std::string shared_dir(const std::string& what) {
+  torch::Tensor id = torch::tensor({static_cast<std::int64_t>(::getpid())});
+  tnt::comm::broadcast(id, 0);
+  const std::string dir = "/tmp/tnt_cb_" + what + "_" + std::to_string(id.item<std::int64_t>());
+  if (tnt::is_master_rank()) std::filesystem::create_directories(dir);
+  tnt::comm::barrier();
+  return dir;
+}
+
+void remove_dir(const std::string& dir) {
+  tnt::comm::barrier();
+  if (tnt::is_master_rank()) std::filesystem::remove_all(dir);
+}
+
+tnt::FitOptions fit(int epochs) { return tnt::FitOptions().epochs(epochs).verbose(0); }
+
+TEST(Callbacks, CsvLoggerWritesTheSerialValuesOnTheMasterOnly) {
+  const std::string dir = shared_dir("csv");
+  const Reference ref = serial(train_set(8, false), 3);
+  tnt::Model model{make_net()};
+  model.compile(options());
+  model.fit(train_set(8, false),
+            fit(3).callbacks({std::make_shared<cb::CSVLogger>(dir + "/log.csv")}));
+  tnt::comm::barrier();
+  if (tnt::is_master_rank()) {
+    std::ifstream in(dir + "/log.csv");
+    std::string header;
+    std::getline(in, header);
+    EXPECT_EQ(header, "epoch,loss,sparse_categorical_accuracy");
+    for (int e = 0; e < 3; ++e) {
+      std::string line;
+      ASSERT_TRUE(static_cast<bool>(std::getline(in, line)));
+      int epoch = -1;
+      double loss = 0, acc = 0;
+      ASSERT_EQ(std::sscanf(line.c_str(), "%d,%lf,%lf", &epoch, &loss, &acc), 3) << line;
+      EXPECT_EQ(epoch, e);
+      EXPECT_NEAR(loss, ref.epoch_loss[e], 1e-5);
+      EXPECT_NEAR(acc, ref.epoch_accuracy[e], 1e-9);
+    }
+  }
+  remove_dir(dir);
+}
+
+TEST(Callbacks, EarlyStoppingStopsEveryRankAtTheSerialEpoch) {
+  const Reference ref = serial(train_set(8, false), 6);
+  // Stop as soon as the loss improves by less than 0.05: decide from the
+  // serial losses which epoch that is.
+  std::int64_t expected_epochs = 6;
+  for (int e = 1; e < 6; ++e) {
+    if (ref.epoch_loss[e] > ref.epoch_loss[e - 1] - 0.05) {
+      expected_epochs = e + 1;
+      break;
+    }
+  }
+  tnt::Model model{make_net()};
+  model.compile(options());
+  const auto stopper = std::make_shared<cb::EarlyStopping>(
+      cb::EarlyStoppingOptions().monitor("loss").min_delta(0.05).patience(0));
+  const auto history = model.fit(train_set(8, false), fit(6).callbacks({stopper}));
+  EXPECT_EQ(static_cast<std::int64_t>(history.epochs.size()), expected_epochs);
+  torch::Tensor n = torch::tensor({static_cast<std::int64_t>(history.epochs.size())});
+  tnt::comm::allreduce(n, tnt::comm::ReduceOp::Max);
+  EXPECT_EQ(n.item<std::int64_t>(), static_cast<std::int64_t>(history.epochs.size()));
+}
+
+TEST(Callbacks, EarlyStoppingRestoresTheBestWeights) {
+  tnt::Model model{make_net()};
+  model.compile(options());
+  auto stopper = std::make_shared<cb::EarlyStopping>(
+      cb::EarlyStoppingOptions().monitor("loss").patience(1).min_delta(10.0).restore_best_weights(true));
+  const auto history = model.fit(train_set(8, false), fit(4).callbacks({stopper}));
+  // min_delta 10 means "never improved" after the first epoch: training
+  // stops after epoch 3 and the first epoch's weights come back.
+  EXPECT_EQ(history.epochs.size(), 3u);
+  const Reference first = serial(train_set(8, false), 1);
+  EXPECT_LE(max_rel_diff(first.weights, params_of(model)), 1e-5);
+}
+
+TEST(Callbacks, LearningRateSchedulerMatchesSerialTrainingWithTheSameSchedule) {
+  auto lr_of = [](int epoch) { return 0.1 * std::pow(0.5, epoch); };
+  const Reference ref = serial(train_set(8, true), 3, lr_of);
+  tnt::Model model{make_net()};
+  model.compile(options());
+  model.fit(train_set(8, true),
+            fit(3).callbacks({std::make_shared<cb::LearningRateScheduler>(
+                [&](std::int64_t e, double) { return lr_of(static_cast<int>(e)); })}));
+  EXPECT_LE(max_rel_diff(ref.weights, params_of(model)), 1e-5);
+}
+
+TEST(Callbacks, ReduceLROnPlateauLowersTheRateOnEveryRank) {
+  tnt::Model model{make_net()};
+  model.compile(options());
+  // Improvement by 10 is impossible: after `patience` epochs the rate drops.
+  model.fit(train_set(8, false),
+            fit(3).callbacks({std::make_shared<cb::ReduceLROnPlateau>(
+                cb::ReduceLROnPlateauOptions().monitor("loss").patience(1).min_delta(10).factor(0.5))}));
+  const double lr = model.optimizer().param_groups().front().options().get_lr();
+  EXPECT_DOUBLE_EQ(lr, 0.1 * 0.5 * 0.5);
+  torch::Tensor all = tnt::comm::allgather(torch::tensor({lr}, torch::kFloat64));
+  for (int r = 0; r < tnt::get_size(); ++r) EXPECT_DOUBLE_EQ(all[r].item<double>(), lr);
+}
+
+TEST(Callbacks, TerminateOnNaNStopsAtTheSameBatchEverywhere) {
+  tnt::Model model{make_net()};
+  int calls = 0;
+  model.compile(options().loss(tnt::losses::Loss("nan_after_3", [&](auto& p, auto& t) {
+    const torch::Tensor l = torch::nn::functional::cross_entropy(p, t);
+    return ++calls > 3 ? l * std::numeric_limits<float>::quiet_NaN() : l;
+  })));
+  std::int64_t batches = 0;
+  auto counter = std::make_shared<cb::LambdaCallback>();
+  counter->on_batch_end([&](std::int64_t, const cb::Logs&) { ++batches; });
+  model.fit(train_set(8, false),
+            fit(3).callbacks({counter, std::make_shared<cb::TerminateOnNaN>()}));
+  // Ranks with an empty micro-batch never call the loss; the NaN reaches
+  // every rank through the global loss of the 4th batch.
+  EXPECT_EQ(batches, 4);
+  torch::Tensor all = tnt::comm::allgather(torch::tensor({batches}));
+  for (int r = 0; r < tnt::get_size(); ++r) EXPECT_EQ(all[r].item<std::int64_t>(), batches);
+}
+
+TEST(Callbacks, RankLocalLogsWhenNotAggregated) {
+  if (tnt::get_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  double global = 0, local = 0;
+  auto g = std::make_shared<cb::LambdaCallback>();
+  g->on_epoch_end([&](std::int64_t, const cb::Logs& logs) { global = logs.at("loss"); });
+  auto l = cb::wrap(std::make_shared<cb::LambdaCallback>(), cb::WrapOptions().aggregate_logs(false));
+  static_cast<cb::LambdaCallback&>(*l).on_epoch_end(
+      [&](std::int64_t, const cb::Logs& logs) { local = logs.at("loss"); });
+  tnt::Model model{make_net()};
+  model.compile(options());
+  model.fit(train_set(8, false), fit(1).callbacks({g, l}));
+  // The global loss is the sample-weighted mean of the ranks' local losses.
+  torch::Tensor parts = tnt::comm::allgather(torch::tensor({local}, torch::kFloat64));
+  EXPECT_NE(parts[0].item<double>(), parts[1].item<double>());
+  const Reference ref = serial(train_set(8, false), 1);
+  EXPECT_NEAR(global, ref.epoch_loss[0], 1e-5);
+}
+
+TEST(Callbacks, ModelCheckpointWritesFilesNamedFromTheLogs) {
+  const std::string dir = shared_dir("ckpt");
+  tnt::Model model{make_net()};
+  model.compile(options());
+  const auto history = model.fit(
+      train_set(8, false),
+      fit(2).callbacks({std::make_shared<cb::ModelCheckpoint>(
+          cb::ModelCheckpointOptions(dir + "/w.{epoch:02d}-{loss:.3f}.pt").save_weights_only(true))}));
+  for (int e = 0; e < 2; ++e) {
+    const std::string name = cb::format_filepath(dir + "/w.{epoch:02d}-{loss:.3f}.pt", e,
+                                                 {{"loss", history.history.at("loss")[e]}});
+    EXPECT_TRUE(std::filesystem::exists(name)) << name;
+  }
+  tnt::Model other{make_net(9)};
+  other.compile(options());
+  other.load_weights(cb::format_filepath(dir + "/w.{epoch:02d}-{loss:.3f}.pt", 1,
+                                         {{"loss", history.history.at("loss")[1]}}));
+  EXPECT_EQ(max_rel_diff(params_of(model), params_of(other)), 0.0);
+  remove_dir(dir);
+}
+
+TEST(Callbacks, ResumeFromACheckpointIsBitwiseEqualToAnUninterruptedRun) {
+  const std::string dir = shared_dir("resume");
+  auto compile = [](tnt::Model& m) {
+    m.compile(tnt::CompileOptions()
+                  .optimizer(tnt::optimizers::Adam(0.01))
+                  .loss(tnt::losses::SparseCategoricalCrossentropy())
+                  .schedule(tnt::schedules::ExponentialDecay(0.01, 5, 0.5)));
+  };
+  tnt::Model straight{make_net()};
+  compile(straight);
+  straight.fit(train_set(8, true),
+               fit(4).callbacks({std::make_shared<cb::ModelCheckpoint>(
+                   cb::ModelCheckpointOptions(dir + "/ckpt-{epoch}.pt"))}));
+  // A new process would do this: build, compile, load the epoch-2
+  // checkpoint, continue with initial_epoch = 2.
+  tnt::Model resumed{make_net(123)};
+  compile(resumed);
+  const std::int64_t done = resumed.load(dir + "/ckpt-2.pt");
+  EXPECT_EQ(done, 2);
+  resumed.fit(train_set(8, true), fit(4).initial_epoch(done));
+  const auto a = params_of(straight), b = params_of(resumed);
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << i;
+  remove_dir(dir);
+}
+
+TEST(Callbacks, LoadingACorruptCheckpointFailsOnEveryRankNamingTheFile) {
+  const std::string dir = shared_dir("corrupt");
+  const std::string path = dir + "/bad.pt";
+  if (tnt::is_master_rank()) std::ofstream(path) << "not a checkpoint";
+  tnt::Model model{make_net()};
+  model.compile(options());
+  try {
+    model.load(path);
+    ADD_FAILURE() << "loaded a corrupt file";
+  } catch (const tnt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+  remove_dir(dir);
+}
+
+}  // namespace

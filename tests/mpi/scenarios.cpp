@@ -6,6 +6,9 @@
 //   exit          rank 1 exits with code 3 without shutting down
 //   early-return  rank 1 leaves main normally while the others still
 //                 call a collective: the shutdown check must catch it
+//   checkpoint-loop DIR    saves a 32 MB model to DIR/ckpt.pt over and over,
+//                 generation g with every weight equal to g, until killed
+//   checkpoint-verify DIR  loads DIR/ckpt.pt: every weight must be one g
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,11 +16,58 @@
 #include <string>
 #include <thread>
 
+#include <fstream>
+
+#include <unistd.h>
+
+#include <torch/torch.h>
+
 #include <tarantella/tarantella.h>
+
+namespace {
+
+tnt::Model big_model() {
+  tnt::Model model{torch::nn::Linear(2048, 4096)};
+  model.compile(tnt::CompileOptions()
+                    .optimizer(tnt::optimizers::SGD(0.1))
+                    .loss(tnt::losses::MeanSquaredError()));
+  return model;
+}
+
+int checkpoint_loop(const std::string& dir) {
+  tnt::Model model = big_model();
+  std::ofstream(dir + "/pid.rank" + std::to_string(tnt::get_rank())) << ::getpid();
+  for (int g = 1;; ++g) {
+    {
+      torch::NoGradGuard no_grad;
+      for (auto& [name, p] : model.named_parameters()) p.fill_(static_cast<float>(g));
+    }
+    model.save(dir + "/ckpt.pt");
+    if (g == 1 && tnt::is_master_rank()) std::ofstream(dir + "/ready") << "1";
+  }
+}
+
+int checkpoint_verify(const std::string& dir) {
+  tnt::Model model = big_model();
+  model.load(dir + "/ckpt.pt");
+  const float g = model.named_parameters()[0].second.flatten()[0].item<float>();
+  for (auto& [name, p] : model.named_parameters()) {
+    if (!torch::all(p == g).item<bool>()) {
+      std::fprintf(stderr, "checkpoint mixes generations: %s is not all %g\n", name.c_str(), g);
+      return 1;
+    }
+  }
+  std::printf("checkpoint intact: generation %g\n", g);
+  return g >= 1 ? 0 : 1;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   tnt::Runtime runtime(argc, argv);
+  if (mode == "checkpoint-loop" && argc > 2) return checkpoint_loop(argv[2]);
+  if (mode == "checkpoint-verify" && argc > 2) return checkpoint_verify(argv[2]);
   const bool culprit = tnt::get_rank() == 1;
   tnt::comm::barrier();
   try {

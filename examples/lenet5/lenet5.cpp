@@ -5,6 +5,7 @@
 // Compared with a serial LibTorch program, two lines differ: the runtime is
 // started, and the network is wrapped in tnt::Model. --batch-size is the
 // GLOBAL batch size, whatever the number of ranks.
+#include <filesystem>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -38,6 +39,19 @@ struct LeNet5Impl : torch::nn::Module {
 };
 TORCH_MODULE(LeNet5);
 
+// The checkpoint with the highest epoch number in `dir` ("" if none).
+std::string newest_checkpoint(const std::string& dir) {
+  std::string newest;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("epoch-", 0) == 0 && name.size() > 3 && name.substr(name.size() - 3) == ".pt" &&
+        entry.path().string() > newest) {
+      newest = entry.path().string();  // zero-padded epochs sort as text
+    }
+  }
+  return newest;
+}
+
 struct Args {
   std::int64_t epochs = 8;
   std::int64_t batch_size = 64;
@@ -50,6 +64,9 @@ struct Args {
   std::string init_weights;
   std::string save_weights;
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string csv_log;
+  std::string checkpoint_dir;
+  bool resume = false;
   int verbose = 1;
 };
 
@@ -75,6 +92,9 @@ int main(int argc, char** argv) {
   app.add_option("--init-weights", a.init_weights, "start from these weights (torch.save format)");
   app.add_option("--save-weights", a.save_weights, "write the trained weights (torch.save format)");
   app.add_option("--data-dir", a.data_dir, "Fashion-MNIST directory");
+  app.add_option("--csv-log", a.csv_log, "write epoch results to this CSV file");
+  app.add_option("--checkpoint-dir", a.checkpoint_dir, "save a checkpoint after every epoch here");
+  app.add_flag("--resume", a.resume, "continue from the newest checkpoint in --checkpoint-dir");
   app.add_option("--verbose", a.verbose, "0 silent, 1 progress bar, 2 a line per epoch");
   CLI11_PARSE(app, argc, argv);
   if (a.train_size + a.val_size > 60000) {
@@ -101,12 +121,31 @@ int main(int argc, char** argv) {
                     .metrics({tnt::metrics::SparseCategoricalAccuracy()}));
   if (a.verbose > 0) model.summary();
 
-  if (a.epochs > 0) {
-    tnt::FitOptions fit;
-    fit.epochs(a.epochs).verbose(a.verbose);
-    if (a.val_size > 0) fit.validation_data(val);
-    model.fit(train, fit);
+  if (a.resume && a.checkpoint_dir.empty()) {
+    std::cerr << "--resume needs --checkpoint-dir DIR\n";
+    return 2;
   }
+  tnt::FitOptions fit;
+  fit.epochs(a.epochs).verbose(a.verbose);
+  if (a.val_size > 0) fit.validation_data(val);
+  std::vector<tnt::callbacks::CallbackPtr> callbacks;
+  if (!a.csv_log.empty()) {
+    callbacks.push_back(std::make_shared<tnt::callbacks::CSVLogger>(a.csv_log, ',', a.resume));
+  }
+  if (!a.checkpoint_dir.empty()) {
+    std::filesystem::create_directories(a.checkpoint_dir);
+    callbacks.push_back(std::make_shared<tnt::callbacks::ModelCheckpoint>(
+        tnt::callbacks::ModelCheckpointOptions(a.checkpoint_dir + "/epoch-{epoch:04d}.pt")));
+    if (a.resume) {
+      const std::string newest = newest_checkpoint(a.checkpoint_dir);
+      if (!newest.empty()) {
+        fit.initial_epoch(model.load(newest));
+        if (tnt::is_master_rank()) std::cout << "resuming from " << newest << "\n";
+      }
+    }
+  }
+  fit.callbacks(callbacks);
+  if (fit.initial_epoch_ < a.epochs) model.fit(train, fit);
 
   const auto results = model.evaluate(test);
   if (tnt::is_master_rank()) {

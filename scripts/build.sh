@@ -5,6 +5,9 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${TNT_BUILD_DIR:-$root/build}
 "$root/scripts/install-deps.sh"
+# Paths relative to the checkout in ccache's keys: another clone of the
+# repository (CI's, say) reuses the objects this one compiled.
+export CCACHE_BASEDIR="$root"
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DTNT_WARNINGS_AS_ERRORS=ON

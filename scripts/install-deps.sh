@@ -15,6 +15,8 @@ packages=(
   dataset-fashion-mnist         # example data set
   procps                        # pkill/pgrep for --cleanup
   python3-torch                 # the peer: TorchScript models in tests, DDP in benchmarks
+  protobuf-compiler libprotobuf-dev  # TensorBoard event files (protoc + runtime)
+  libcurl4-openssl-dev          # RemoteMonitor's HTTP POST
 )
 
 SUDO=""

@@ -65,6 +65,7 @@ struct Args {
   std::string save_weights;
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::string csv_log;
+  std::string tensorboard;
   std::string checkpoint_dir;
   bool resume = false;
   int verbose = 1;
@@ -93,6 +94,7 @@ int main(int argc, char** argv) {
   app.add_option("--save-weights", a.save_weights, "write the trained weights (torch.save format)");
   app.add_option("--data-dir", a.data_dir, "Fashion-MNIST directory");
   app.add_option("--csv-log", a.csv_log, "write epoch results to this CSV file");
+  app.add_option("--tensorboard", a.tensorboard, "write TensorBoard event files under this directory");
   app.add_option("--checkpoint-dir", a.checkpoint_dir, "save a checkpoint after every epoch here");
   app.add_flag("--resume", a.resume, "continue from the newest checkpoint in --checkpoint-dir");
   app.add_option("--verbose", a.verbose, "0 silent, 1 progress bar, 2 a line per epoch");
@@ -131,6 +133,10 @@ int main(int argc, char** argv) {
   std::vector<tnt::callbacks::CallbackPtr> callbacks;
   if (!a.csv_log.empty()) {
     callbacks.push_back(std::make_shared<tnt::callbacks::CSVLogger>(a.csv_log, ',', a.resume));
+  }
+  if (!a.tensorboard.empty()) {
+    callbacks.push_back(std::make_shared<tnt::callbacks::TensorBoard>(
+        tnt::callbacks::TensorBoardOptions(a.tensorboard)));
   }
   if (!a.checkpoint_dir.empty()) {
     std::filesystem::create_directories(a.checkpoint_dir);

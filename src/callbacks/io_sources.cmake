@@ -1,0 +1,39 @@
+# The TensorBoard and RemoteMonitor callbacks (include/tarantella/callbacks/
+# tensorboard.h, remote_monitor.h). Included from src/CMakeLists.txt.
+#   TensorBoard: a subset of TensorFlow's event.proto compiled by Debian's
+#   protoc; RemoteMonitor: libcurl and nlohmann-json.
+find_package(Protobuf REQUIRED)
+find_package(CURL REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
+
+set(tnt_tb_proto_dir ${CMAKE_CURRENT_LIST_DIR}/proto)
+set(tnt_tb_proto_out ${CMAKE_CURRENT_BINARY_DIR}/callbacks/proto)
+file(MAKE_DIRECTORY ${tnt_tb_proto_out})
+add_custom_command(
+  OUTPUT ${tnt_tb_proto_out}/tensorboard_event.pb.cc ${tnt_tb_proto_out}/tensorboard_event.pb.h
+  COMMAND protobuf::protoc --cpp_out=${tnt_tb_proto_out} -I ${tnt_tb_proto_dir}
+          ${tnt_tb_proto_dir}/tensorboard_event.proto
+  DEPENDS ${tnt_tb_proto_dir}/tensorboard_event.proto protobuf::protoc
+  COMMENT "protoc: TensorBoard event messages"
+  VERBATIM)
+# Generated code is not ours to keep -Wextra clean.
+set_source_files_properties(${tnt_tb_proto_out}/tensorboard_event.pb.cc
+                            PROPERTIES COMPILE_OPTIONS "-w")
+
+target_sources(tarantella PRIVATE
+  ${tnt_tb_proto_out}/tensorboard_event.pb.cc
+  ${CMAKE_CURRENT_LIST_DIR}/event_record.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/event_file.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/event_writer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/tensorboard.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/remote_monitor_request.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/remote_monitor_http.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/remote_monitor.cpp
+)
+# "callbacks/proto/tensorboard_event.pb.h" resolves against the build tree.
+target_include_directories(tarantella SYSTEM PRIVATE ${CMAKE_CURRENT_BINARY_DIR})
+# The full runtime, not -lite: LibTorch already loads libprotobuf.so, and two
+# copies of protobuf's lite classes in one process must be avoided. The
+# messages are generated for the lite API (no descriptors to register).
+target_link_libraries(tarantella PRIVATE
+  protobuf::libprotobuf CURL::libcurl nlohmann_json::nlohmann_json)

@@ -10,8 +10,10 @@
 namespace tnt::comm {
 namespace {
 
-// MPI counts are int; larger payloads go in chunks of this many elements.
-constexpr std::int64_t kMaxChunk = 1LL << 30;
+// MPI counts are int, so large payloads go in pieces anyway; pieces of 4 MiB
+// (of float32) also reduce faster than one huge message over shared memory
+// (an 80 MB gradient: 21 ms in 4 MiB pieces vs 34 ms whole; bench/train_step).
+constexpr std::int64_t kMaxChunk = 1LL << 20;
 
 MPI_Comm duplicate(MPI_Comm world) {
   MPI_Comm out = MPI_COMM_NULL;

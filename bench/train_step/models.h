@@ -1,0 +1,68 @@
+// The two networks of the training-step benchmark and its synthetic data.
+// ddp_bench.py defines the same networks in Python PyTorch; keep the two in
+// step. LeNet-5 is the architecture of issue 4 (and examples/lenet5); the MLP
+// 784-4096-4096-10 has 20,037,642 parameters, enough that the gradient
+// allreduce (80 MB per step) matters.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include <torch/torch.h>
+
+namespace tnt_bench {
+
+struct LeNet5Impl : torch::nn::Module {
+  LeNet5Impl()
+      : conv1(register_module("conv1",
+                              torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 6, 5).padding(2)))),
+        conv2(register_module("conv2", torch::nn::Conv2d(6, 16, 5))),
+        fc1(register_module("fc1", torch::nn::Linear(400, 120))),
+        fc2(register_module("fc2", torch::nn::Linear(120, 84))),
+        fc3(register_module("fc3", torch::nn::Linear(84, 10))) {}
+
+  torch::Tensor forward(torch::Tensor x) {
+    x = torch::max_pool2d(torch::relu(conv1(x)), 2);
+    x = torch::max_pool2d(torch::relu(conv2(x)), 2);
+    x = x.flatten(1);
+    x = torch::relu(fc1(x));
+    x = torch::relu(fc2(x));
+    return fc3(x);  // logits
+  }
+
+  torch::nn::Conv2d conv1, conv2;
+  torch::nn::Linear fc1, fc2, fc3;
+};
+TORCH_MODULE(LeNet5);
+
+struct MlpImpl : torch::nn::Module {
+  MlpImpl()
+      : fc1(register_module("fc1", torch::nn::Linear(784, 4096))),
+        fc2(register_module("fc2", torch::nn::Linear(4096, 4096))),
+        fc3(register_module("fc3", torch::nn::Linear(4096, 10))) {}
+
+  torch::Tensor forward(torch::Tensor x) {
+    x = torch::relu(fc1(x));
+    x = torch::relu(fc2(x));
+    return fc3(x);  // logits
+  }
+
+  torch::nn::Linear fc1, fc2, fc3;
+};
+TORCH_MODULE(Mlp);
+
+/// Synthetic samples held in memory: Fashion-MNIST-like images [n, 1, 28, 28]
+/// for LeNet, 784 features [n, 784] for the MLP, labels int64 in [0, 10).
+/// Drawn from LibTorch's CPU generator with `seed`, exactly as ddp_bench.py
+/// draws them, so every variant trains on the same numbers.
+inline std::pair<torch::Tensor, torch::Tensor> synthetic_data(const std::string& model,
+                                                              std::int64_t n,
+                                                              std::uint64_t seed) {
+  torch::manual_seed(seed);
+  torch::Tensor x = model == "lenet" ? torch::randn({n, 1, 28, 28}) : torch::randn({n, 784});
+  torch::Tensor y = torch::randint(0, 10, {n}, torch::kLong);
+  return {x, y};
+}
+
+}  // namespace tnt_bench

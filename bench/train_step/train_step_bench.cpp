@@ -1,0 +1,172 @@
+// Training-step throughput of one configuration, in samples per second of
+// the whole job, for the driver (run.sh) to compare side by side:
+//
+//   --variant plain   a plain LibTorch loop, no tarantella, no MPI: slice the
+//                     global batch from the in-memory tensors, zero_grad,
+//                     forward, cross-entropy, backward, SGD step. Started
+//                     directly. --grads-to-none resets .grad to undefined
+//                     instead of zeroing it (autograd then hands the fresh
+//                     gradient over, as tarantella does, saving two passes
+//                     over the gradients).
+//   --variant tnt     the same network and data through tnt::Model::fit:
+//                     Dataset::from_tensor_slices({x, y}).batch(B), global
+//                     batch B, started under the launcher at any rank count.
+//
+// Both run `epochs` passes of `steps` global batches over the same synthetic
+// data; the first pass is warm-up (allocations, bucket formation) and is not
+// counted. Throughput = B * steps * (epochs - 1) / time of the counted
+// passes. For tnt a pass is timed from one on_epoch_begin to the next (or to
+// on_train_end), so everything fit does per epoch is included.
+//
+// Prints one line on the master rank:  RESULT {json}
+#include <dlfcn.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <ATen/Parallel.h>
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/torch.h>
+
+#include <tarantella/tarantella.h>
+
+#include "models.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+  std::string variant = "plain";
+  std::string model = "lenet";
+  std::int64_t batch = 256;
+  std::int64_t steps = 20;
+  std::int64_t epochs = 3;
+  int threads = 1;  // plain only; tnt ranks take theirs from the runtime
+  bool grads_to_none = false;  // plain only: reset .grad instead of zero_grad()
+  double learning_rate = 0.01;
+  std::uint64_t seed = 7;
+};
+
+// The library that provides sgemm_ in this process (OpenBLAS expected).
+std::string blas_library() {
+  void* sgemm = dlsym(RTLD_DEFAULT, "sgemm_");
+  Dl_info where{};
+  if (sgemm == nullptr || dladdr(sgemm, &where) == 0 || where.dli_fname == nullptr) {
+    return "unknown";
+  }
+  char resolved[PATH_MAX];
+  return realpath(where.dli_fname, resolved) ? resolved : where.dli_fname;
+}
+
+void print_result(const Args& a, int ranks, const std::vector<double>& epoch_s,
+                  const torch::Tensor& x, const torch::Tensor& y) {
+  double counted = 0;
+  for (std::size_t e = 1; e < epoch_s.size(); ++e) counted += epoch_s[e];
+  const double samples = static_cast<double>(a.batch * a.steps) * (epoch_s.size() - 1);
+  fmt::print(
+      "RESULT {{\"variant\": \"{}\", \"model\": \"{}\", \"ranks\": {}, \"threads\": {}, "
+      "\"samples_per_s\": {:.3f}, \"epoch_s\": [{:.4f}], \"checksum\": [{:.6f}, {}], "
+      "\"blas\": \"{}\"}}\n",
+      a.variant, a.model, ranks, at::get_num_threads(), samples / counted,
+      fmt::join(epoch_s, ", "), x.sum().item<double>(), y.sum().item<std::int64_t>(),
+      blas_library());
+  std::fflush(stdout);
+}
+
+// (a)/(e): what a user writes without tarantella.
+template <typename Net>
+void run_plain(const Args& a) {
+  at::set_num_threads(a.threads);
+  const auto [x, y] = tnt_bench::synthetic_data(a.model, a.batch * a.steps, a.seed);
+  torch::manual_seed(a.seed + 1);
+  Net net;
+  net->train();
+  torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(a.learning_rate));
+  std::vector<double> epoch_s;
+  for (std::int64_t epoch = 0; epoch < a.epochs; ++epoch) {
+    const auto start = Clock::now();
+    for (std::int64_t step = 0; step < a.steps; ++step) {
+      const torch::Tensor xb = x.narrow(0, step * a.batch, a.batch);
+      const torch::Tensor yb = y.narrow(0, step * a.batch, a.batch);
+      if (a.grads_to_none) {
+        for (auto& p : net->parameters()) p.mutable_grad().reset();
+      } else {
+        optimizer.zero_grad();
+      }
+      const torch::Tensor loss = torch::nn::functional::cross_entropy(net->forward(xb), yb);
+      loss.backward();
+      optimizer.step();
+    }
+    epoch_s.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  print_result(a, 1, epoch_s, x, y);
+}
+
+// Wall time of every epoch, from its on_epoch_begin to the next one's.
+struct EpochTimer : tnt::callbacks::Callback {
+  std::vector<Clock::time_point> marks;
+  void on_epoch_begin(std::int64_t, const tnt::callbacks::Logs&) override {
+    marks.push_back(Clock::now());
+  }
+  void on_train_end(const tnt::callbacks::Logs&) override { marks.push_back(Clock::now()); }
+  std::vector<double> epoch_seconds() const {
+    std::vector<double> s;
+    for (std::size_t i = 1; i < marks.size(); ++i) {
+      s.push_back(std::chrono::duration<double>(marks[i] - marks[i - 1]).count());
+    }
+    return s;
+  }
+};
+
+// (b)/(c): the same work through tnt::Model::fit.
+template <typename Net>
+void run_tnt(const Args& a) {
+  const auto [x, y] = tnt_bench::synthetic_data(a.model, a.batch * a.steps, a.seed);
+  const auto train = tnt::data::Dataset::from_tensor_slices({x, y}).batch(a.batch);
+  torch::manual_seed(a.seed + 1);
+  tnt::Model model{Net()};
+  model.compile(tnt::CompileOptions()
+                    .optimizer(tnt::optimizers::SGD(a.learning_rate))
+                    .loss(tnt::losses::SparseCategoricalCrossentropy()));
+  auto timer = std::make_shared<EpochTimer>();
+  model.fit(train, tnt::FitOptions()
+                       .epochs(a.epochs)
+                       .steps_per_epoch(a.steps)
+                       .verbose(0)
+                       .callbacks({timer}));
+  if (tnt::is_master_rank()) print_result(a, tnt::get_size(), timer->epoch_seconds(), x, y);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  CLI::App app{"Training-step throughput of one configuration (see run.sh)"};
+  app.add_option("--variant", a.variant, "plain or tnt")
+      ->check(CLI::IsMember({"plain", "tnt"}));
+  app.add_option("--model", a.model, "lenet or mlp")->check(CLI::IsMember({"lenet", "mlp"}));
+  app.add_option("--batch-size", a.batch, "global batch size")->check(CLI::PositiveNumber);
+  app.add_option("--steps", a.steps, "global batches per epoch")->check(CLI::PositiveNumber);
+  app.add_option("--epochs", a.epochs, "epochs, the first one not counted")
+      ->check(CLI::Range(2, 1000));
+  app.add_option("--threads", a.threads, "intra-op threads (plain)")->check(CLI::PositiveNumber);
+  app.add_option("--seed", a.seed, "seed of data and weights");
+  app.add_flag("--grads-to-none", a.grads_to_none,
+               "plain: reset .grad to undefined each step instead of optimizer.zero_grad()");
+  CLI11_PARSE(app, argc, argv);
+
+  const bool lenet = a.model == "lenet";
+  if (a.variant == "plain") {
+    lenet ? run_plain<tnt_bench::LeNet5>(a) : run_plain<tnt_bench::Mlp>(a);
+    return 0;
+  }
+  tnt::Runtime runtime(argc, argv);
+  lenet ? run_tnt<tnt_bench::LeNet5>(a) : run_tnt<tnt_bench::Mlp>(a);
+  return 0;
+}

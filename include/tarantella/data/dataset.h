@@ -1,0 +1,203 @@
+// tnt::data::Dataset: a lazy, composable input pipeline in the spirit of
+// tf.data. A Dataset is an immutable description (a chain of nodes shared by
+// all copies); nothing is read or computed until it is iterated.
+//
+// How it runs. Most nodes offer random access to their elements for one pass
+// (sources, map, shuffle, batch, take, skip, shard, repeat, zip, ...). A batch
+// over such a pipeline asks for exactly the sample indices it needs, and a
+// source answers with one vectorized gather: shuffling moves indices, not
+// samples, and map runs only on samples that are asked for. Nodes whose
+// output depends on the content of the samples (filter, unbatch) make the
+// pipeline above them sequential; there, samples travel as deferred
+// computations, so a map above a filter still runs only on samples that are
+// used. This is what lets distribute() (distribute.h) compute on each rank
+// only that rank's share of every global batch.
+//
+// Epochs. iterate(epoch) starts a pass; shuffle orders are a pure function of
+// (seed, epoch), so every rank, and every rerun, sees the same order. A
+// shuffle without a seed uses kDefaultShuffleSeed, never a random one.
+// Range-for over a Dataset counts epochs 0, 1, 2, ... per Dataset (copies
+// share the counter).
+//
+// Threads. A pass is driven by one thread at a time. map(..., num_workers(k))
+// runs the user function on k threads; prefetch(n) runs the pipeline below it
+// on a background thread. Both belong to the iterator and are joined when it
+// is destroyed, also when iteration stops early.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <tarantella/data/csv.h>
+#include <tarantella/data/element.h>
+#include <tarantella/data/map_options.h>
+#include <tarantella/data/padding_options.h>
+
+namespace tnt::data {
+
+namespace detail {
+class Node;
+class Stream;
+}  // namespace detail
+
+/// The shuffle seed used when Dataset::shuffle is given none, so that every
+/// rank (and every run) shuffles the same way.
+constexpr std::uint64_t kDefaultShuffleSeed = 0x7a7a2e11a5eedULL;
+
+/// A function applied to every element by Dataset::map.
+/// Example: tnt::data::MapFunction scale = [](Element e) { e[0] = e[0] / 255; return e; };
+using MapFunction = std::function<Element(Element)>;
+/// A predicate that keeps an element in Dataset::filter.
+/// Example:
+///   tnt::data::FilterPredicate small = [](const Element& e) { return e[1].item<int64_t>() < 5; };
+using FilterPredicate = std::function<bool(const Element&)>;
+/// A generator for Dataset::from_generator: the element at `index`.
+/// Example:
+///   tnt::data::GeneratorFunction square = [](int64_t i) { return Element{torch::tensor(i * i)}; };
+using GeneratorFunction = std::function<Element(std::int64_t index)>;
+
+/// A lazy input pipeline. Transformations return a new Dataset and leave this
+/// one unchanged.
+///
+/// Example:
+///   auto train = tnt::data::Dataset::from_tensor_slices({images, labels})
+///                    .shuffle(60000, /*seed=*/42)
+///                    .map([](tnt::data::Element e) { e[0] = e[0].div(255); return e; })
+///                    .batch(64)
+///                    .prefetch(2);
+///   for (const tnt::data::Element& batch : train) { ... }   // epoch 0
+///   for (const tnt::data::Element& batch : train) { ... }   // epoch 1, reshuffled
+class Dataset {
+ public:
+  /// One pass over a Dataset. Move-only; destroying it stops every thread
+  /// the pass started.
+  ///
+  /// Example:
+  ///   auto it = ds.iterate(/*epoch=*/3);
+  ///   while (auto element = it.next()) use(*element);
+  class Iterator {
+   public:
+    explicit Iterator(std::unique_ptr<detail::Stream> stream);
+    Iterator(Iterator&&) noexcept;
+    Iterator& operator=(Iterator&&) noexcept;
+    ~Iterator();
+    /// The next element, or nullopt at the end of the pass.
+    std::optional<Element> next();
+
+   private:
+    std::unique_ptr<detail::Stream> stream_;
+  };
+
+  /// End marker for range-for.
+  /// Example: for (auto it = ds.begin(); it != ds.end(); ++it) use(*it);
+  struct RangeEnd {};
+
+  /// Input iterator for range-for (see begin()).
+  ///
+  /// Example:
+  ///   for (const tnt::data::Element& e : ds) use(e);
+  class RangeIterator {
+   public:
+    explicit RangeIterator(Iterator it);
+    const Element& operator*() const { return *current_; }
+    const Element* operator->() const { return &*current_; }
+    RangeIterator& operator++();
+    bool operator!=(const RangeEnd&) const { return current_.has_value(); }
+
+   private:
+    Iterator it_;
+    std::optional<Element> current_;
+  };
+
+  // ---- sources ----
+
+  /// Slices every tensor along dimension 0: element i is {t[i] for t}. All
+  /// tensors must have the same size in dimension 0.
+  static Dataset from_tensor_slices(Element tensors);
+  /// A dataset of exactly one element: `tensors`.
+  static Dataset from_tensors(Element tensors);
+  /// Scalars int64 start, start+step, ... up to (not including) stop.
+  static Dataset range(std::int64_t start, std::int64_t stop, std::int64_t step = 1);
+  /// range(0, stop).
+  static Dataset range(std::int64_t stop);
+  /// Element i is generator(i), for i in 0..size-1 (size may be
+  /// kInfiniteCardinality). The generator is called only for elements that
+  /// are used, in any order, from one thread at a time.
+  static Dataset from_generator(GeneratorFunction generator, std::int64_t size);
+  /// One component per IDX file (read_idx), sliced along dimension 0.
+  static Dataset from_idx(const std::vector<std::string>& paths);
+  /// Rows of a numeric CSV file (see CsvOptions).
+  static Dataset from_csv(const std::string& path, const CsvOptions& options = CsvOptions());
+  /// Element i is the concatenation of the datasets' elements i; ends with the
+  /// shortest dataset.
+  static Dataset zip(const std::vector<Dataset>& datasets);
+
+  // ---- transformations ----
+
+  /// Applies `fn` to every element (see MapOptions for parallel workers).
+  Dataset map(MapFunction fn, const MapOptions& options = MapOptions()) const;
+  /// Keeps the elements for which `predicate` is true.
+  Dataset filter(FilterPredicate predicate) const;
+  /// Buffered shuffle as in tf.data: a buffer of `buffer_size` elements from
+  /// which each output is drawn at random (buffer_size >= cardinality gives a
+  /// uniform shuffle). The order is a pure function of (seed, epoch), or of
+  /// the seed alone when reshuffle_each_iteration is false.
+  Dataset shuffle(std::int64_t buffer_size, std::optional<std::uint64_t> seed = std::nullopt,
+                  bool reshuffle_each_iteration = true) const;
+  /// Stacks `batch_size` consecutive elements along a new first dimension; the
+  /// last batch may be shorter unless drop_remainder.
+  Dataset batch(std::int64_t batch_size, bool drop_remainder = false) const;
+  /// Like batch, but pads the elements of each batch to a common shape.
+  Dataset padded_batch(std::int64_t batch_size,
+                       const PaddingOptions& options = PaddingOptions()) const;
+  /// Splits every element along its first dimension into separate elements.
+  Dataset unbatch() const;
+  /// Repeats the dataset `count` times (-1: forever). Each repetition is a new
+  /// pass, so a shuffle below reshuffles.
+  Dataset repeat(std::int64_t count = -1) const;
+  /// At most the first `count` elements (-1: all).
+  Dataset take(std::int64_t count) const;
+  /// All but the first `count` elements (-1: none left).
+  Dataset skip(std::int64_t count) const;
+  /// Every num_shards-th element starting at `index`.
+  Dataset shard(std::int64_t num_shards, std::int64_t index) const;
+  /// This dataset's elements followed by `other`'s.
+  Dataset concatenate(const Dataset& other) const;
+  /// Prepends an int64 scalar counter (start, start+1, ...) to every element.
+  Dataset enumerate(std::int64_t start = 0) const;
+  /// Keeps the elements of the first pass in memory and replays them in every
+  /// later pass (so a shuffle below is not reshuffled).
+  Dataset cache() const;
+  /// Produces up to `buffer_size` elements ahead on a background thread.
+  /// Place it last, after batch: distribution reads the samples below a
+  /// batch by random access (only the rank's own), bypassing a prefetch
+  /// placed there.
+  Dataset prefetch(std::int64_t buffer_size = 1) const;
+
+  // ---- queries and iteration ----
+
+  /// Number of elements, or kInfiniteCardinality / kUnknownCardinality.
+  std::int64_t cardinality() const;
+  /// A pass over the dataset; `epoch` selects the shuffle order.
+  Iterator iterate(std::int64_t epoch) const;
+  /// A pass over the next epoch of this Dataset (0, 1, 2, ...).
+  RangeIterator begin() const;
+  RangeEnd end() const { return {}; }
+  /// The pipeline as text, e.g. "tensor_slices(60000) -> shuffle(60000) -> batch(64)".
+  std::string describe() const;
+
+  /// The pipeline's nodes (for distribute()).
+  const std::shared_ptr<const detail::Node>& node() const { return node_; }
+  explicit Dataset(std::shared_ptr<const detail::Node> node);
+
+ private:
+  std::shared_ptr<const detail::Node> node_;
+  std::shared_ptr<std::atomic<std::int64_t>> next_epoch_;
+};
+
+}  // namespace tnt::data

@@ -1,0 +1,174 @@
+// Distribution: turns a pipeline batched with the GLOBAL batch size B into
+// this rank's stream of micro-batches for N ranks.
+//
+// The split rule. Global batch k holds L samples (L = B, or fewer for a
+// short last batch). Rank r gets L/N samples, one more for the first L mod N
+// ranks, taken as one contiguous run: rank r's run starts after the runs of
+// ranks 0..r-1. Concatenating the ranks' micro-batches in rank order gives
+// back global batch k exactly. When L < N, the last N-L ranks get an EMPTY
+// micro-batch (first dimension 0, same trailing shapes and dtypes), so every
+// rank runs the same number of steps. Every rank computes the same shuffle
+// order: the user's seed, else kDefaultShuffleSeed, mixed with the epoch.
+//
+// How the pipeline is rewritten. distribute() walks the chain of nodes above
+// the batch node (prefetch, repeat, take, skip, shard, shuffle, cache,
+// concatenate, map: they act on whole batches) and rebuilds it with the batch
+// node replaced by a micro-batch node for (rank, N). That node knows B; for
+// batch k it asks its input for samples k*B+lo .. k*B+hi only. Below a batch
+// the nodes offer random access (see dataset.h), so the request travels down
+// the pipeline: map computes only those samples, shuffle translates the
+// indices through its permutation (computed identically on every rank: cheap,
+// it is indices) and the source gathers just those rows. Per-sample work per
+// rank thus falls as 1/N. Below a filter or unbatch the pipeline is
+// sequential: the micro-batch node then draws the L samples of the batch as
+// deferred computations and forces only its own. What lies below the filter
+// runs on every rank (it decides where batches begin); what lies above it
+// runs on the rank's share only.
+//
+// A map after batch receives the micro-batch, not the global batch: a
+// function that treats samples independently (normalizing, casting,
+// augmenting) gives the same result; one that mixes samples does not.
+// Transformations that cannot be split after batch (filter, unbatch, zip,
+// enumerate, padded_batch padding to the longest sample) are an error that
+// says how to reorder the pipeline.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <tarantella/data/dataset.h>
+
+namespace tnt::data {
+
+/// One rank's share of one global batch.
+///
+/// Example:
+///   while (auto mb = it.next()) {
+///     auto loss = criterion(model(mb->tensors[0]), mb->tensors[1]);
+///     double weight = double(mb->local_size) / mb->global_size;   // n_r / B
+///   }
+struct MicroBatch {
+  /// This rank's samples of global batch `step`: first dimension local_size.
+  Element tensors;
+  /// Samples on this rank (0 for an empty micro-batch).
+  std::int64_t local_size = 0;
+  /// Samples in the whole global batch (B, or L for a short last batch).
+  std::int64_t global_size = 0;
+  /// Index of the global batch in this pass (0, 1, ...).
+  std::int64_t step = 0;
+};
+
+/// How a dataset is distributed. Unset rank and size come from the running
+/// tnt::Runtime (tnt::get_rank(), tnt::get_size()), or 0 and 1 without one.
+///
+/// Example:
+///   auto dist = tnt::data::distribute(ds, tnt::data::DistributeOptions().rank(1).size(4));
+///   // an unbatched dataset and a micro-batch size: global batch 16 * N
+///   auto dist2 = tnt::data::distribute(samples,
+///   tnt::data::DistributeOptions().micro_batch_size(16));
+class DistributeOptions {
+ public:
+  DistributeOptions& rank(int r) {
+    rank_ = r;
+    return *this;
+  }
+  DistributeOptions& size(int n) {
+    size_ = n;
+    return *this;
+  }
+  /// The per-rank batch size m. For an unbatched dataset the global batch is
+  /// m * N (the last one may be short); for a batched one, m * N must equal
+  /// its batch size.
+  DistributeOptions& micro_batch_size(std::int64_t m) {
+    micro_batch_size_ = m;
+    return *this;
+  }
+  /// false: no split; each rank uses its batches as they are (shard the data
+  /// yourself, e.g. shard(get_size(), get_rank())) and global_size is the
+  /// local batch size.
+  DistributeOptions& enabled(bool on) {
+    enabled_ = on;
+    return *this;
+  }
+
+  const std::optional<int>& rank() const { return rank_; }
+  const std::optional<int>& size() const { return size_; }
+  const std::optional<std::int64_t>& micro_batch_size() const { return micro_batch_size_; }
+  bool enabled() const { return enabled_; }
+
+ private:
+  std::optional<int> rank_;
+  std::optional<int> size_;
+  std::optional<std::int64_t> micro_batch_size_;
+  bool enabled_ = true;
+};
+
+/// A dataset rewritten to produce one rank's micro-batches.
+///
+/// Example:
+///   tnt::data::DistributedDataset dist(train, tnt::data::DistributeOptions());
+///   for (std::int64_t epoch = 0; epoch < 5; ++epoch) {
+///     auto it = dist.iterate(epoch);
+///     while (auto mb = it.next()) train_step(*mb);
+///   }
+class DistributedDataset {
+ public:
+  /// This rank's pass over the micro-batches. Move-only.
+  ///
+  /// Example:
+  ///   auto it = dist.iterate(0);
+  ///   while (auto mb = it.next()) std::cout << mb->local_size << "/" << mb->global_size;
+  class Iterator {
+   public:
+    Iterator(Dataset::Iterator it, bool split);
+    /// The next micro-batch, or nullopt after the last step.
+    std::optional<MicroBatch> next();
+
+   private:
+    Dataset::Iterator it_;
+    bool split_;
+    std::int64_t step_ = 0;
+  };
+
+  /// Checks and rewrites `dataset` (errors name B, N and the fix).
+  DistributedDataset(const Dataset& dataset, DistributeOptions options);
+
+  /// This rank's pass for `epoch` (the same shuffle order on every rank).
+  Iterator iterate(std::int64_t epoch) const;
+  /// Steps per pass, or kUnknownCardinality / kInfiniteCardinality.
+  std::int64_t cardinality() const;
+  /// B; without distribution, the local batch size (kUnknownCardinality if
+  /// the dataset is not batched).
+  std::int64_t global_batch_size() const;
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  /// This rank's pipeline, e.g. "tensor_slices(60000) -> shuffle(60000) -> micro_batch(64, rank 1
+  /// of 4)".
+  std::string describe() const { return pipeline_.describe(); }
+
+ private:
+  Dataset pipeline_;
+  bool split_ = true;
+  int rank_ = 0;
+  int size_ = 1;
+  std::int64_t global_batch_size_ = kUnknownCardinality;
+};
+
+/// DistributedDataset(dataset, options).
+///
+/// Example:
+///   auto dist = tnt::data::distribute(train);   // rank and size from the runtime
+DistributedDataset distribute(const Dataset& dataset,
+                              DistributeOptions options = DistributeOptions());
+
+/// The micro-batch rule: the [begin, end) sample range of `rank` in a batch of
+/// `batch` samples split over `size` ranks.
+///
+/// Example:
+///   auto [lo, hi] = tnt::data::micro_batch_range(10, 4, 1);   // {3, 6}
+std::pair<std::int64_t, std::int64_t> micro_batch_range(std::int64_t batch, int size, int rank);
+
+}  // namespace tnt::data

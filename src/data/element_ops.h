@@ -1,0 +1,28 @@
+// Whole-element helpers shared by the nodes: stacking samples into a batch
+// (with errors that say which sample differs), and its inverses.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <tarantella/data/element.h>
+
+namespace tnt::data::detail {
+
+/// Stacks samples (at least one) component-wise along a new dimension 0.
+/// Samples with different tensor counts or shapes are an error naming the
+/// first sample that differs and `who` (e.g. "batch(64)").
+Element stack_elements(const std::vector<Element>& samples, const std::string& who);
+/// Concatenates batches component-wise along dimension 0.
+Element concat_elements(const std::vector<Element>& batches);
+/// Rows of a batch: element i is {t[i] for t}. All tensors need the same
+/// size in dimension 0.
+std::vector<Element> unstack_element(const Element& batch, const std::string& who);
+/// The batch with no rows: every tensor narrowed to size 0 in dimension 0.
+Element empty_rows(const Element& batch);
+/// "[2, 3]".
+std::string shape_text(const torch::Tensor& t);
+/// Number of rows of a batch (size of dimension 0 of its first tensor).
+std::int64_t row_count(const Element& batch, const std::string& who);
+
+}  // namespace tnt::data::detail

@@ -1,0 +1,126 @@
+#include "data/node.h"
+
+#include <tarantella/runtime/error.h>
+
+#include "data/element_ops.h"
+
+namespace tnt::data::detail {
+
+std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+PassKey epoch_key(std::int64_t epoch) { return static_cast<PassKey>(epoch); }
+
+PassKey child_key(PassKey key, std::int64_t pass) {
+  return mix64(key ^ mix64(static_cast<std::uint64_t>(pass) + 0x5bd1e995ULL));
+}
+
+Element Deferred::force() const {
+  if (!value_) value_ = compute_();
+  return *value_;
+}
+
+std::vector<Element> Indexed::get_many(const std::vector<std::int64_t>& indices) {
+  std::vector<Element> out;
+  out.reserve(indices.size());
+  for (std::int64_t i : indices) out.push_back(get(i));
+  return out;
+}
+
+Element Indexed::gather(const std::vector<std::int64_t>& indices) {
+  return stack_elements(get_many(indices), "batch");
+}
+
+std::optional<Element> Stream::next() {
+  auto d = next_deferred();
+  if (!d) return std::nullopt;
+  return d->force();
+}
+
+std::optional<Deferred> EagerStream::next_deferred() {
+  auto e = next();
+  if (!e) return std::nullopt;
+  return Deferred(std::move(*e));
+}
+
+namespace {
+
+// Streams a view in index order; elements are deferred reads of the view.
+class IndexedStream final : public Stream {
+ public:
+  explicit IndexedStream(IndexedPtr view) : view_(std::move(view)), size_(view_->size()) {}
+
+  std::optional<Deferred> next_deferred() override {
+    if (at_end()) return std::nullopt;
+    return Deferred([view = view_, i = position_++] { return view->get(i); });
+  }
+  std::optional<Element> next() override {
+    if (at_end()) return std::nullopt;
+    return view_->get(position_++);
+  }
+
+ private:
+  bool at_end() const { return size_ != kInfiniteCardinality && position_ >= size_; }
+
+  IndexedPtr view_;
+  std::int64_t size_;
+  std::int64_t position_ = 0;
+};
+
+}  // namespace
+
+StreamPtr stream_over(IndexedPtr view) { return std::make_unique<IndexedStream>(std::move(view)); }
+
+IndexedPtr Node::indexed(PassKey) const {
+  tnt::detail::throw_error(
+      tnt::detail::concat("internal error: ", name(), " offers no random access"));
+}
+
+bool Node::streams_itself() const {
+  for (const auto& input : inputs()) {
+    if (input->streams_itself()) return true;
+  }
+  return false;
+}
+
+StreamPtr Node::stream(PassKey key) const {
+  if (is_indexed() && !streams_itself()) return stream_over(indexed(key));
+  return open_stream(key);
+}
+
+StreamPtr Node::open_stream(PassKey) const {
+  tnt::detail::throw_error(tnt::detail::concat("internal error: ", name(), " has no stream"));
+}
+
+NodePtr Node::split(const SplitSpec&) const {
+  tnt::detail::throw_error(
+      tnt::detail::concat("internal error: ", name(), " cannot be split into micro-batches"));
+}
+
+std::string describe(const NodePtr& node) {
+  const auto inputs = node->inputs();
+  if (inputs.empty()) return node->name();
+  if (inputs.size() == 1) return describe(inputs.front()) + " -> " + node->name();
+  std::string text = "[";
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    text += (i ? ", " : "") + describe(inputs[i]);
+  }
+  return text + "] -> " + node->name();
+}
+
+Batching pass_through_batching(const NodePtr& input) { return input->batching(); }
+
+Batching blocking_batching(const NodePtr& input, const std::string& node) {
+  Batching b = input->batching();
+  if (b.kind == Batching::Kind::Splittable) {
+    b.kind = Batching::Kind::Blocked;
+    b.blocker = node;
+  }
+  return b;
+}
+
+}  // namespace tnt::data::detail

@@ -1,0 +1,31 @@
+# The data pipeline (include/tarantella/data/): sources, transformations,
+# readers and distribution into micro-batches. Included from src/CMakeLists.txt.
+find_package(ZLIB REQUIRED)
+target_sources(tarantella PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/node.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/element_ops.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/dataset.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/sources.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/worker_pool.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/map.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/filter.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/shuffle_order.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/shuffle.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/batcher.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/batch.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/unbatch.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/repeat.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/strided.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/zip.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/concatenate.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/enumerate.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/cache.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/prefetch.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/micro_batch.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/micro_batch_tag.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/distribute.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/idx_reader.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csv_reader.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/mnist.cpp
+)
+target_link_libraries(tarantella PRIVATE ZLIB::ZLIB)

@@ -1,0 +1,278 @@
+// Distribution without MPI: every rank's micro-batches are computed in this
+// process with explicit rank and size, and checked against the serial
+// pipeline: for every step, the ranks' micro-batches concatenated in rank
+// order equal the global batch exactly; every rank runs the same number of
+// steps; and each rank maps only its own samples.
+#include <atomic>
+#include <cstdio>
+
+#include "rank_share.h"
+#include "test_util.h"
+
+namespace {
+
+using namespace tnt_test;
+using tnt::data::DistributeOptions;
+using tnt::data::MicroBatch;
+
+using Counter = std::shared_ptr<std::atomic<std::int64_t>>;
+
+// {x float [S, 3], y int64 [S]}, shuffled, then a counting map.
+Dataset samples(std::int64_t S, bool sequential, Counter counter, int workers = 1) {
+  auto ds = Dataset::from_tensor_slices({torch::arange(S * 3, torch::kFloat32).reshape({S, 3}),
+                                         torch::arange(S, torch::kInt64)})
+                .shuffle(std::max<std::int64_t>(S, 1), 17);
+  if (sequential) ds = ds.filter([](const Element&) { return true; });
+  return ds.map(
+      [counter](Element e) {
+        ++*counter;
+        e[0] = e[0] * 2 + 1;
+        return e;
+      },
+      tnt::data::MapOptions().num_workers(workers));
+}
+
+std::vector<MicroBatch> rank_pass(const Dataset& ds, int rank, int size, std::int64_t epoch,
+                                  DistributeOptions options = DistributeOptions()) {
+  auto dist = tnt::data::distribute(ds, options.rank(rank).size(size));
+  std::vector<MicroBatch> out;
+  auto it = dist.iterate(epoch);
+  while (auto mb = it.next()) out.push_back(std::move(*mb));
+  return out;
+}
+
+// The heart of the property test: the ranks' passes against the serial one.
+void expect_split_of(const std::vector<Element>& serial,
+                     const std::vector<std::vector<MicroBatch>>& ranks) {
+  const int n = static_cast<int>(ranks.size());
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(ranks[r].size(), serial.size())
+        << "rank " << r << " of " << n << " ran a different number of steps";
+  }
+  for (std::size_t step = 0; step < serial.size(); ++step) {
+    const std::int64_t global = serial[step].at(0).size(0);
+    std::vector<Element> parts;
+    for (int r = 0; r < n; ++r) {
+      const MicroBatch& mb = ranks[r][step];
+      const auto [lo, hi] = tnt::data::micro_batch_range(global, n, r);
+      EXPECT_EQ(mb.step, static_cast<std::int64_t>(step));
+      EXPECT_EQ(mb.global_size, global) << "step " << step << " rank " << r;
+      EXPECT_EQ(mb.local_size, hi - lo) << "step " << step << " rank " << r << " of " << n;
+      ASSERT_EQ(mb.tensors.size(), serial[step].size());
+      for (std::size_t c = 0; c < mb.tensors.size(); ++c) {
+        EXPECT_EQ(mb.tensors[c].size(0), mb.local_size);
+        EXPECT_EQ(mb.tensors[c].dtype(), serial[step][c].dtype())
+            << "even an empty micro-batch keeps dtypes";
+        EXPECT_EQ(mb.tensors[c].sizes().slice(1), serial[step][c].sizes().slice(1))
+            << "even an empty micro-batch keeps trailing shapes";
+      }
+      parts.push_back(mb.tensors);
+    }
+    Element joined;
+    for (std::size_t c = 0; c < serial[step].size(); ++c) {
+      std::vector<torch::Tensor> column;
+      for (const auto& p : parts) column.push_back(p[c]);
+      joined.push_back(torch::cat(column));
+    }
+    SCOPED_TRACE("step " + std::to_string(step) + " of " + std::to_string(serial.size()) + ", " +
+                 std::to_string(n) + " ranks");
+    EXPECT_ELEMENT_EQ(joined, serial[step]);
+  }
+}
+
+TEST(Distribute, PropertyConcatenatedMicroBatchesAreTheGlobalBatch) {
+  int cases = 0;
+  for (int n = 1; n <= 5; ++n) {
+    for (std::int64_t b : {n, n + 1, 2 * n, 2 * n + 1, 7, 12}) {
+      if (b < n) continue;
+      // divisible; short last batch with L >= N; with L < N (L = 1 and
+      // L = N - 1); a single batch shorter than B; an empty dataset.
+      for (std::int64_t s : {3 * b, 2 * b + n, 2 * b + 1, 2 * b + n - 1, b - 1, std::int64_t{0}}) {
+        if (s < 0) continue;
+        for (bool drop : {false, true}) {
+          for (bool sequential : {false, true}) {
+            SCOPED_TRACE("N=" + std::to_string(n) + " B=" + std::to_string(b) +
+                         " S=" + std::to_string(s) + (drop ? " drop_remainder" : "") +
+                         (sequential ? " sequential" : " random access"));
+            auto counter = std::make_shared<std::atomic<std::int64_t>>(0);
+            const auto ds = samples(s, sequential, counter).batch(b, drop);
+            const auto serial = collect(ds, /*epoch=*/1);
+            std::vector<std::vector<MicroBatch>> ranks;
+            for (int r = 0; r < n; ++r) ranks.push_back(rank_pass(ds, r, n, 1));
+            expect_split_of(serial, ranks);
+            EXPECT_EQ(tnt::data::distribute(ds, DistributeOptions().rank(0).size(n)).cardinality(),
+                      ds.cardinality());
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 500);
+}
+
+TEST(Distribute, BatchLevelTransformationsAboveTheBatchAreKept) {
+  auto counter = std::make_shared<std::atomic<std::int64_t>>(0);
+  const auto base = samples(23, false, counter);
+  const auto other = samples(9, true, counter).batch(5);
+  auto times_ten = [](Element e) {
+    e[0] = e[0] * 10;
+    return e;
+  };
+  const std::vector<std::pair<std::string, Dataset>> variants = {
+      {"prefetch", base.batch(5).prefetch(2)},
+      {"repeat+take", base.batch(5).repeat(3).take(12)},
+      {"skip", base.batch(5).skip(2)},
+      {"shuffle of batches", base.batch(5).shuffle(5, 3)},
+      {"cache", base.batch(5).cache()},
+      {"map after batch", base.batch(5).map(times_ten)},
+      {"concatenate", base.batch(5).concatenate(other)},
+      {"shard of batches", base.batch(5).shard(2, 1)},
+      {"padded_batch with fixed shapes",
+       base.padded_batch(
+           5, tnt::data::PaddingOptions().padded_shapes({{4}, {}}).padding_values({-1, 0}))},
+  };
+  for (const auto& [name, ds] : variants) {
+    for (int n = 1; n <= 5; ++n) {
+      SCOPED_TRACE(name + " at " + std::to_string(n) + " ranks");
+      const auto serial = collect(ds, 2);
+      std::vector<std::vector<MicroBatch>> ranks;
+      for (int r = 0; r < n; ++r) ranks.push_back(rank_pass(ds, r, n, 2));
+      expect_split_of(serial, ranks);
+    }
+  }
+}
+
+TEST(Distribute, EachRankMapsOnlyItsOwnSamples) {
+  for (bool sequential : {false, true}) {
+    for (int workers : {1, 3}) {
+      for (std::int64_t s : {100, 103}) {
+        const int n = 4;
+        const std::int64_t b = 10;
+        std::int64_t total = 0;
+        for (int r = 0; r < n; ++r) {
+          auto counter = std::make_shared<std::atomic<std::int64_t>>(0);
+          const auto ds = samples(s, sequential, counter, workers).batch(b);
+          for (std::int64_t epoch = 0; epoch < 2; ++epoch) rank_pass(ds, r, n, epoch);
+          const std::int64_t expected = 2 * tnt_test::rank_share(s, b, n, r);
+          EXPECT_EQ(counter->load(), expected)
+              << "rank " << r << " of " << n << " mapped " << counter->load()
+              << " samples in 2 epochs of " << s << "; its share is " << expected
+              << (sequential ? " (sequential)" : " (random access)") << " workers " << workers;
+          std::printf(
+              "[ map count ] S=%ld B=%ld N=%d rank %d: %ld of %ld samples mapped in 2 epochs (%s, "
+              "%d workers)\n",
+              static_cast<long>(s), static_cast<long>(b), n, r, static_cast<long>(counter->load()),
+              static_cast<long>(2 * s), sequential ? "sequential" : "random access", workers);
+          total += counter->load();
+        }
+        EXPECT_EQ(total, 2 * s) << "the ranks together map every sample exactly once per epoch";
+      }
+    }
+  }
+}
+
+TEST(Distribute, AnEmptyFirstMicroBatchHasTheRightShapesAndDtypes) {
+  auto counter = std::make_shared<std::atomic<std::int64_t>>(0);
+  const auto ds = samples(2, false, counter).batch(4);  // one batch of L = 2 at N = 4
+  const auto mbs = rank_pass(ds, 3, 4, 0);
+  ASSERT_EQ(mbs.size(), 1u);
+  EXPECT_EQ(mbs[0].local_size, 0);
+  EXPECT_EQ(mbs[0].global_size, 2);
+  EXPECT_EQ(mbs[0].tensors[0].sizes(), (std::vector<std::int64_t>{0, 3}));
+  EXPECT_EQ(mbs[0].tensors[0].scalar_type(), torch::kFloat32);
+  EXPECT_EQ(mbs[0].tensors[1].sizes(), (std::vector<std::int64_t>{0}));
+  EXPECT_EQ(mbs[0].tensors[1].scalar_type(), torch::kInt64);
+  EXPECT_LE(counter->load(), 1) << "at most one sample is mapped to learn the shapes";
+}
+
+TEST(Distribute, MicroBatchSizeOnAnUnbatchedDatasetMeansGlobalBatchMTimesN) {
+  const auto ds = Dataset::range(10);
+  const auto serial = collect(ds.batch(6));  // m = 2 at N = 3
+  std::vector<std::vector<MicroBatch>> ranks;
+  for (int r = 0; r < 3; ++r)
+    ranks.push_back(rank_pass(ds, r, 3, 0, DistributeOptions().micro_batch_size(2)));
+  expect_split_of(serial, ranks);
+  EXPECT_EQ(tnt::data::distribute(ds, DistributeOptions().rank(0).size(3).micro_batch_size(2))
+                .global_batch_size(),
+            6);
+  // consistent with a batched dataset: accepted
+  EXPECT_EQ(
+      tnt::data::distribute(ds.batch(8), DistributeOptions().rank(1).size(4).micro_batch_size(2))
+          .global_batch_size(),
+      8);
+}
+
+TEST(Distribute, ErrorsNameTheNumbersAndTheFix) {
+  const auto ds = Dataset::range(40);
+  expect_error([&] { tnt::data::distribute(ds.batch(3), DistributeOptions().rank(0).size(4)); },
+               {"global batch size 3", "smaller than the number of ranks 4", "at least 4"});
+  expect_error(
+      [&] {
+        tnt::data::distribute(ds.batch(64),
+                              DistributeOptions().rank(0).size(4).micro_batch_size(8));
+      },
+      {"micro_batch_size 8", "global batch size 64", "4 ranks"});
+  expect_error([&] { tnt::data::distribute(ds, DistributeOptions().rank(0).size(2)); },
+               {"not batched", "micro_batch_size"});
+  expect_error(
+      [&] {
+        tnt::data::distribute(ds.batch(4).filter([](const Element&) { return true; }),
+                              DistributeOptions().rank(0).size(2));
+      },
+      {"filter after batch", "enabled(false)"});
+  expect_error(
+      [&] {
+        tnt::data::distribute(Dataset::zip({ds.batch(4), ds.batch(4)}),
+                              DistributeOptions().rank(0).size(2));
+      },
+      {"zip"});
+  expect_error(
+      [&] { tnt::data::distribute(ds.batch(4).enumerate(), DistributeOptions().rank(0).size(2)); },
+      {"enumerate"});
+  expect_error(
+      [&] { tnt::data::distribute(ds.padded_batch(4), DistributeOptions().rank(0).size(2)); },
+      {"padded_batch", "padded_shapes"});
+  expect_error([&] { tnt::data::distribute(ds.batch(4), DistributeOptions().rank(2).size(2)); },
+               {"rank 2", "0..1"});
+  expect_error([&] { tnt::data::distribute(ds.batch(4), DistributeOptions().rank(0).size(0)); },
+               {"size 0"});
+}
+
+TEST(Distribute, SwitchedOffEveryRankUsesItsBatchesAsTheyAre) {
+  const auto ds = Dataset::range(10).shard(2, 1).batch(2);
+  const auto mbs = rank_pass(ds, 1, 2, 0, DistributeOptions().enabled(false));
+  const auto serial = collect(ds);
+  ASSERT_EQ(mbs.size(), serial.size());
+  for (std::size_t i = 0; i < mbs.size(); ++i) {
+    EXPECT_ELEMENT_EQ(mbs[i].tensors, serial[i]);
+    EXPECT_EQ(mbs[i].global_size, mbs[i].local_size);
+  }
+  EXPECT_EQ(mbs.back().local_size, 1);
+}
+
+TEST(Distribute, DefaultsToOneRankWithoutARuntime) {
+  ASSERT_FALSE(tnt::is_initialized());
+  const auto dist = tnt::data::distribute(Dataset::range(10).batch(4));
+  EXPECT_EQ(dist.rank(), 0);
+  EXPECT_EQ(dist.size(), 1);
+  EXPECT_EQ(dist.cardinality(), 3);
+  EXPECT_EQ(dist.global_batch_size(), 4);
+  EXPECT_NE(dist.describe().find("micro_batch(4)[rank 0 of 1]"), std::string::npos)
+      << dist.describe();
+}
+
+TEST(Distribute, MicroBatchRangeRule) {
+  EXPECT_EQ(tnt::data::micro_batch_range(10, 4, 0),
+            std::make_pair(std::int64_t{0}, std::int64_t{3}));
+  EXPECT_EQ(tnt::data::micro_batch_range(10, 4, 1),
+            std::make_pair(std::int64_t{3}, std::int64_t{6}));
+  EXPECT_EQ(tnt::data::micro_batch_range(10, 4, 2),
+            std::make_pair(std::int64_t{6}, std::int64_t{8}));
+  EXPECT_EQ(tnt::data::micro_batch_range(10, 4, 3),
+            std::make_pair(std::int64_t{8}, std::int64_t{10}));
+  EXPECT_EQ(tnt::data::micro_batch_range(2, 4, 3),
+            std::make_pair(std::int64_t{2}, std::int64_t{2}));
+}
+
+}  // namespace

@@ -9,8 +9,9 @@ build=${TNT_BUILD_DIR:-$root/build}
 # repository (CI's, say) reuses the objects this one compiled.
 export CCACHE_BASEDIR="$root"
 if [ ! -f "$build/CMakeCache.txt" ]; then
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DTNT_WARNINGS_AS_ERRORS=ON
+  # -Wall -Wextra are always on; add -DTNT_WARNINGS_AS_ERRORS=ON to make
+  # them fatal.
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 fi
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done

@@ -13,31 +13,12 @@
 
 #include <tarantella/tarantella.h>
 
+#include "lenet5_model.h"
+
 namespace {
 
-// The classic architecture, so results compare with other implementations.
-struct LeNet5Impl : torch::nn::Module {
-  LeNet5Impl()
-      : conv1(register_module("conv1",
-                              torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 6, 5).padding(2)))),
-        conv2(register_module("conv2", torch::nn::Conv2d(6, 16, 5))),
-        fc1(register_module("fc1", torch::nn::Linear(400, 120))),
-        fc2(register_module("fc2", torch::nn::Linear(120, 84))),
-        fc3(register_module("fc3", torch::nn::Linear(84, 10))) {}
+using tnt_examples::LeNet5;
 
-  torch::Tensor forward(torch::Tensor x) {
-    x = torch::max_pool2d(torch::relu(conv1(x)), 2);
-    x = torch::max_pool2d(torch::relu(conv2(x)), 2);
-    x = x.flatten(1);
-    x = torch::relu(fc1(x));
-    x = torch::relu(fc2(x));
-    return fc3(x);  // logits
-  }
-
-  torch::nn::Conv2d conv1, conv2;
-  torch::nn::Linear fc1, fc2, fc3;
-};
-TORCH_MODULE(LeNet5);
 
 // The checkpoint with the highest epoch number in `dir` ("" if none).
 std::string newest_checkpoint(const std::string& dir) {

@@ -7,6 +7,7 @@
 #include <tarantella/runtime/error.h>
 #include <tarantella/runtime/logging.h>
 #include <tarantella/runtime/runtime.h>
+#include <tarantella/runtime/seed.h>
 #include <tarantella/comm/comm_engine.h>
 #include <tarantella/comm/collectives.h>
 #include <tarantella/callbacks/callback.h>
@@ -14,6 +15,8 @@
 #include <tarantella/callbacks/tensorboard.h>
 #include <tarantella/callbacks/builtins.h>
 #include <tarantella/model/model.h>
+#include <tarantella/model/layers.h>
+#include <tarantella/model/models.h>
 #include <tarantella/data/element.h>
 #include <tarantella/data/dataset.h>
 #include <tarantella/data/datasets.h>

@@ -49,6 +49,7 @@ struct GradientSynchronizer::Impl {
   std::vector<std::size_t> ready;  // per bucket: params seen in this step
   std::size_t next_to_send = 0;
   std::vector<comm::Handle> handles;
+  std::vector<std::chrono::steady_clock::time_point> enqueued;  // per bucket
   std::vector<torch::Tensor> wire;  // per bucket: what was sent (compressed copy or the buffer)
 
   torch::Tensor view(std::size_t p) {
@@ -74,8 +75,8 @@ struct GradientSynchronizer::Impl {
 
   // Buckets leave strictly in bucket order, so every rank enqueues the same
   // sequence of collectives whatever order its gradients appeared in.
-  void send_ready_in_order() {
-    if (!reduce) return;
+  void send_ready_in_order(bool backward_done = false) {
+    if (!reduce || (!options.overlap_ && !backward_done)) return;
     while (next_to_send < buckets.size() &&
            ready[next_to_send] == buckets[next_to_send].params.size()) {
       send(next_to_send++);
@@ -88,6 +89,7 @@ struct GradientSynchronizer::Impl {
     }
     const auto dtype = wire_dtype(options.compression_, buffers[b].scalar_type());
     wire[b] = dtype == buffers[b].scalar_type() ? buffers[b] : buffers[b].to(dtype);
+    enqueued[b] = std::chrono::steady_clock::now();
     handles[b] = comm::allreduce_async(wire[b], comm::ReduceOp::Sum);
   }
 
@@ -101,7 +103,7 @@ struct GradientSynchronizer::Impl {
         }
       }
     }
-    send_ready_in_order();
+    send_ready_in_order(/*backward_done=*/true);
   }
 };
 
@@ -131,6 +133,7 @@ GradientSynchronizer::GradientSynchronizer(std::vector<torch::Tensor> params, Sy
   s.seen.assign(s.params.size(), 0);
   s.ready.assign(s.buckets.size(), 0);
   s.handles.resize(s.buckets.size());
+  s.enqueued.resize(s.buckets.size());
   s.wire.resize(s.buckets.size());
   for (std::size_t p = 0; p < s.params.size(); ++p) {
     TNT_CHECK(s.params[p].requires_grad(), "parameter ", p,
@@ -214,6 +217,10 @@ torch::Tensor GradientSynchronizer::finish() {
 const std::vector<Bucket>& GradientSynchronizer::buckets() const { return impl_->buckets; }
 const std::vector<comm::Handle>& GradientSynchronizer::last_handles() const {
   return impl_->handles;
+}
+const std::vector<std::chrono::steady_clock::time_point>& GradientSynchronizer::last_enqueued()
+    const {
+  return impl_->enqueued;
 }
 
 }  // namespace tnt::dp

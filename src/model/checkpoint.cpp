@@ -1,9 +1,12 @@
 // Whole-model checkpoints: one torch.save-format file holding a dict
 //   format: "tarantella-checkpoint-1"
 //   weights: {name: tensor}      (parameters and buffers)
-//   optimizer: uint8 tensor      (torch::optim's own serialization)
+//   optimizer: uint8 tensor      (torch::optim's own serialization; if compiled)
 //   epochs_done, optimizer_steps: int
 //   rng_state: uint8 tensor      (the default CPU generator)
+//   architecture: str            (Model::to_json(), layer-registry models)
+//   torchscript: uint8 tensor    (the module's bytes, TorchScript models)
+//   compile: str                 (Model::get_compile_config(), if compiled)
 // so that training stopped after epoch k and resumed from the file with
 // initial_epoch = k ends bitwise equal to an uninterrupted run.
 #include <mutex>
@@ -16,6 +19,8 @@
 #include <tarantella/comm/collectives.h>
 #include <tarantella/runtime/error.h>
 #include <tarantella/runtime/runtime.h>
+
+#include <nlohmann/json.hpp>
 
 #include "model/model_impl.h"
 
@@ -65,6 +70,11 @@ void Model::save(const std::string& path, bool all_ranks) const {
       dict.insert("rng_state", generator.get_state());
     }
     if (s.optimizer) dict.insert("optimizer", to_bytes(optimizer_bytes(*s.optimizer)));
+    const std::string architecture = s.net->config_json();
+    if (!architecture.empty()) dict.insert("architecture", architecture);
+    const std::string torchscript = s.net->torchscript_bytes();
+    if (!torchscript.empty()) dict.insert("torchscript", to_bytes(torchscript));
+    if (s.options) dict.insert("compile", get_compile_config().dump());
     write_atomically(path, torch::pickle_save(dict));
   };
   if (all_ranks) {
@@ -120,5 +130,70 @@ std::int64_t Model::load(const std::string& path) {
 }
 
 std::int64_t Model::epochs_done() const { return impl_->epochs_done; }
+
+namespace {
+
+// The dict of a Model::save file (master rank only).
+c10::impl::GenericDict read_checkpoint(const std::string& path) {
+  const torch::IValue value = load_torch_save_file(path);
+  TNT_CHECK(value.isGenericDict(), "'", path, "' is not a tarantella checkpoint");
+  auto dict = value.toGenericDict();
+  TNT_CHECK(require<std::string>(dict, "format", path) == kFormat, "'", path,
+            "' has an unknown checkpoint format: write it with tnt::Model::save");
+  return dict;
+}
+
+// The master's string on every rank.
+std::string broadcast_string(const std::string& text) {
+  torch::Tensor size = torch::tensor({static_cast<std::int64_t>(text.size())});
+  comm::broadcast(size, get_master_rank());
+  torch::Tensor bytes = is_master_rank() ? to_bytes(text)
+                                         : torch::empty({size.item<std::int64_t>()}, torch::kUInt8);
+  if (bytes.numel() > 0) comm::broadcast(bytes, get_master_rank());
+  return std::string(static_cast<const char*>(bytes.data_ptr()),
+                     static_cast<std::size_t>(bytes.numel()));
+}
+
+}  // namespace
+
+SavedModelDescription read_saved_model_description(const std::string& path) {
+  SavedModelDescription d;
+  run_on_master_checked([&] {
+    const auto dict = read_checkpoint(path);
+    auto text = [&](const char* key) {
+      auto it = dict.find(key);
+      return it == dict.end() ? std::string() : it->value().toStringRef();
+    };
+    d.architecture = text("architecture");
+    d.compile = text("compile");
+    auto ts = dict.find("torchscript");
+    if (ts != dict.end()) {
+      const torch::Tensor bytes = ts->value().toTensor();
+      d.torchscript.assign(static_cast<const char*>(bytes.data_ptr()),
+                           static_cast<std::size_t>(bytes.numel()));
+    }
+  });
+  if (is_initialized() && get_size() > 1) {
+    d.architecture = broadcast_string(d.architecture);
+    d.torchscript = broadcast_string(d.torchscript);
+    d.compile = broadcast_string(d.compile);
+  }
+  return d;
+}
+
+void load_checkpoint_weights(Model& model, const std::string& path) {
+  Model::Impl& s = ModelInternals::of(model);
+  torch::Tensor epochs = torch::zeros({1}, torch::kInt64);
+  run_on_master_checked([&] {
+    const auto dict = read_checkpoint(path);
+    copy_weights(model, require<c10::impl::GenericDict>(dict, "weights", path), path);
+    epochs[0] = require<std::int64_t>(dict, "epochs_done", path);
+  });
+  if (is_initialized()) {
+    s.synchronize_state();
+    comm::broadcast(epochs, get_master_rank());
+  }
+  s.epochs_done = epochs[0].item<std::int64_t>();
+}
 
 }  // namespace tnt

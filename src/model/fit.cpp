@@ -18,8 +18,10 @@
 #include <tarantella/runtime/logging.h>
 #include <tarantella/runtime/runtime.h>
 
-#include "model/model_impl.h"
 #include "callbacks/callback_list.h"
+#include "model/autotune.h"
+#include "model/model_impl.h"
+#include "model/timeline.h"
 
 namespace tnt {
 namespace {
@@ -36,6 +38,45 @@ void warn_small_batchnorm(ModuleAdapter& net, std::int64_t micro_batch) {
       return;
     }
   }
+}
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// The moments of one training step, in order.
+struct StepTimes {
+  Clock::time_point data_begin, data_end, forward_begin, backward_begin, backward_end, sync_end,
+      step_end;
+};
+
+// Adds a step to the timeline (if any) and its allreduces to the overlap
+// meter: how much of each bucket's allreduce ran while backward did.
+void record_step(Timeline* timeline, OverlapMeter& overlap, const dp::GradientSynchronizer& sync,
+                 bool reduce, const StepTimes& t) {
+  const auto& handles = sync.last_handles();
+  const auto& enqueued = sync.last_enqueued();
+  if (reduce) {
+    for (std::size_t b = 0; b < handles.size(); ++b) {
+      if (!handles[b].valid()) continue;
+      const auto started = handles[b].started();
+      const auto finished = handles[b].finished();
+      if (!started || !finished) continue;
+      overlap.add(t.backward_begin, t.backward_end, *started, *finished);
+      if (timeline) {
+        const std::string name = fmt::format("allreduce bucket {}", b);
+        timeline->instant(Timeline::kAllreduce, "enqueue bucket " + std::to_string(b),
+                          enqueued[b]);
+        timeline->slice(Timeline::kAllreduce, name, *started, *finished);
+      }
+    }
+  }
+  if (!timeline) return;
+  timeline->slice(Timeline::kCompute, "wait for data", t.data_begin, t.data_end);
+  timeline->slice(Timeline::kCompute, "forward", t.forward_begin, t.backward_begin);
+  timeline->slice(Timeline::kCompute, "backward", t.backward_begin, t.backward_end);
+  timeline->slice(Timeline::kCompute, "wait for gradients", t.backward_end, t.sync_end);
+  if (reduce) timeline->slice(Timeline::kCompute, "optimizer step", t.sync_end, t.step_end);
 }
 
 // The global sample count of a step when the user distributed by hand.
@@ -64,7 +105,12 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
   if (options.micro_batch_size_) distribute.micro_batch_size(*options.micro_batch_size_);
   const data::DistributedDataset dist = data::distribute(train, distribute);
   s.synchronize_state();
-  dp::GradientSynchronizer& sync = s.synchronizer();
+  if (config().autotune && !s.autotuner) {
+    s.autotuner = std::make_shared<AutoTuner>(AutoTuner::default_candidates(), /*warmup=*/1,
+                                              /*measured=*/4, config().autotune_log_path);
+  }
+  dp::GradientSynchronizer* sync = &s.synchronizer();
+  Timeline* timeline = Timeline::get();  // collective on first use
   warn_small_batchnorm(*s.net, dist.global_batch_size() / get_size());
 
   const int k = s.options->aggregation_frequency_;
@@ -90,11 +136,13 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
     std::vector<double> global_state(n_state, 0.0), local_state(n_state, 0.0);
     std::vector<double> pending(n_state, 0.0);  // this rank, this accumulation cycle
     auto it = dist.iterate(epoch);
-    std::int64_t step = 0;
-    for (std::optional<data::MicroBatch> mb;
-         !stop_training && (!options.steps_per_epoch_ || step < *options.steps_per_epoch_) &&
-         (mb = it.next());
-         ++step) {
+    OverlapMeter overlap;
+    for (std::int64_t step = 0;; ++step) {
+      if (stop_training || (options.steps_per_epoch_ && step >= *options.steps_per_epoch_)) break;
+      const auto data_begin = Clock::now();
+      std::optional<data::MicroBatch> mb = it.next();
+      if (!mb) break;
+      const auto data_end = Clock::now();
       cbs.train_batch_begin(step);
       const std::int64_t global =
           options.distribute_ ? mb->global_size : manual_global_size(mb->local_size);
@@ -104,6 +152,8 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
       const std::int64_t cycle =
           steps_total > 0 ? std::min<std::int64_t>(k, steps_total - cycle_start) : k;
       const bool reduce = (step + 1) % k == 0 || (steps_total > 0 && step + 1 == steps_total);
+      if (s.autotuner && step == cycle_start) sync = &s.retune();  // only between cycles
+      const auto forward_begin = Clock::now();
       torch::Tensor loss;
       if (mb->local_size > 0) {
         const torch::Tensor output = s.forward(s.inputs_of(mb->tensors));
@@ -113,16 +163,26 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
       }
       const double weight =
           static_cast<double>(mb->local_size) / static_cast<double>(global * cycle);
-      sync.begin_step(weight, reduce, torch::tensor(pending, torch::kFloat64));
+      sync->begin_step(weight, reduce, torch::tensor(pending, torch::kFloat64));
+      const auto backward_begin = Clock::now();
       if (loss.defined()) loss.backward();
-      const torch::Tensor step_state = sync.finish();
-      if (!reduce) continue;
-      if (s.options->schedule_) {
-        const double lr = s.options->schedule_(s.optimizer_steps);
-        for (auto& group : s.optimizer->param_groups()) group.options().set_lr(lr);
+      const auto backward_end = Clock::now();
+      const torch::Tensor step_state = sync->finish();
+      const auto sync_end = Clock::now();
+      if (reduce) {
+        if (s.options->schedule_) {
+          const double lr = s.options->schedule_(s.optimizer_steps);
+          for (auto& group : s.optimizer->param_groups()) group.options().set_lr(lr);
+        }
+        s.optimizer->step();
+        ++s.optimizer_steps;
       }
-      s.optimizer->step();
-      ++s.optimizer_steps;
+      const auto step_end = Clock::now();
+      record_step(timeline, overlap, *sync, reduce,
+                  {data_begin, data_end, forward_begin, backward_begin, backward_end, sync_end,
+                   step_end});
+      if (!reduce) continue;
+      if (s.autotuner) s.autotuner->record(seconds(step_end - forward_begin));
       accumulate(global_state, step_state);
       for (std::size_t i = 0; i < n_state; ++i) local_state[i] += pending[i];
       std::fill(pending.begin(), pending.end(), 0.0);
@@ -131,6 +191,12 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
       // A callback that stops training here stops every rank at this step
       // when it decides from global logs (the default).
       cbs.train_batch_end(step, logs, local_logs);
+    }
+    if (overlap.total_s > 0) {
+      log::info(fmt::format("epoch {}: {:.0f}% of the allreduce time was hidden behind backward "
+                            "({:.3f} s of {:.3f} s)",
+                            epoch + 1, 100.0 * overlap.fraction(), overlap.hidden_s,
+                            overlap.total_s));
     }
     // Buffers (BatchNorm statistics) are local during the epoch; the
     // master's are shared so that every rank evaluates the same model.
@@ -156,6 +222,7 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
     stop_training = stop.item<int>() != 0;
   }
   cbs.train_end(logs, local_logs);
+  if (timeline) timeline->write();
   return *history;
 }
 

@@ -1,8 +1,8 @@
 #include <tarantella/model/metrics.h>
-
+#include <tarantella/runtime/error.h>
 #include <torch/torch.h>
 
-#include <tarantella/runtime/error.h>
+#include "model/describe.h"
 
 namespace tnt::metrics {
 namespace {
@@ -11,8 +11,7 @@ namespace {
 double ratio(const std::vector<double>& s) { return s[1] > 0 ? s[0] / s[1] : 0.0; }
 
 torch::Tensor pair(const torch::Tensor& numerator, double count) {
-  return torch::stack({numerator.to(torch::kFloat64).sum(),
-                       torch::tensor(count, torch::kFloat64)});
+  return torch::stack({numerator.to(torch::kFloat64).sum(), torch::tensor(count, torch::kFloat64)});
 }
 
 Metric ratio_metric(std::string name, Metric::Update update) {
@@ -21,6 +20,11 @@ Metric ratio_metric(std::string name, Metric::Update update) {
 
 torch::Tensor sparse_hits(const torch::Tensor& p, const torch::Tensor& t) {
   return p.argmax(-1).eq(t.to(torch::kLong).reshape(p.argmax(-1).sizes()));
+}
+
+Metric described(Metric metric, std::string config) {
+  metric.config = std::move(config);
+  return metric;
 }
 
 }  // namespace
@@ -34,63 +38,77 @@ Metric Metric::mean_of(std::string name,
 }
 
 Metric SparseCategoricalAccuracy() {
-  return ratio_metric("sparse_categorical_accuracy",
-                      [](const torch::Tensor& p, const torch::Tensor& t) {
-                        return pair(sparse_hits(p, t), static_cast<double>(t.numel()));
-                      });
+  return described(ratio_metric("sparse_categorical_accuracy",
+                                [](const torch::Tensor& p, const torch::Tensor& t) {
+                                  return pair(sparse_hits(p, t), static_cast<double>(t.numel()));
+                                }),
+                   describe("SparseCategoricalAccuracy", nlohmann::json::object()));
 }
 
 Metric CategoricalAccuracy() {
-  return ratio_metric("categorical_accuracy", [](const torch::Tensor& p, const torch::Tensor& t) {
-    const torch::Tensor hits = p.argmax(-1).eq(t.argmax(-1));
-    return pair(hits, static_cast<double>(hits.numel()));
-  });
+  return described(ratio_metric("categorical_accuracy",
+                                [](const torch::Tensor& p, const torch::Tensor& t) {
+                                  const torch::Tensor hits = p.argmax(-1).eq(t.argmax(-1));
+                                  return pair(hits, static_cast<double>(hits.numel()));
+                                }),
+                   describe("CategoricalAccuracy", nlohmann::json::object()));
 }
 
 Metric BinaryAccuracy(double threshold) {
-  return ratio_metric("binary_accuracy", [threshold](const torch::Tensor& p, const torch::Tensor& t) {
-    const torch::Tensor hits = p.gt(threshold).eq(t.to(torch::kFloat64).gt(0.5));
-    return pair(hits, static_cast<double>(hits.numel()));
-  });
+  return described(ratio_metric("binary_accuracy",
+                                [threshold](const torch::Tensor& p, const torch::Tensor& t) {
+                                  const torch::Tensor hits =
+                                      p.gt(threshold).eq(t.to(torch::kFloat64).gt(0.5));
+                                  return pair(hits, static_cast<double>(hits.numel()));
+                                }),
+                   describe("BinaryAccuracy", {{"threshold", threshold}}));
 }
 
 Metric Accuracy() {
-  return ratio_metric("accuracy", [](const torch::Tensor& p, const torch::Tensor& t) {
-    torch::Tensor hits;
-    if (p.dim() == t.dim() + 1) {
-      hits = sparse_hits(p, t);
-    } else if (p.dim() > 0 && p.size(-1) > 1) {
-      hits = p.argmax(-1).eq(t.argmax(-1));
-    } else {
-      hits = p.gt(0.5).eq(t.to(torch::kFloat64).gt(0.5));
-    }
-    return pair(hits, static_cast<double>(hits.numel()));
-  });
+  return described(ratio_metric("accuracy",
+                                [](const torch::Tensor& p, const torch::Tensor& t) {
+                                  torch::Tensor hits;
+                                  if (p.dim() == t.dim() + 1) {
+                                    hits = sparse_hits(p, t);
+                                  } else if (p.dim() > 0 && p.size(-1) > 1) {
+                                    hits = p.argmax(-1).eq(t.argmax(-1));
+                                  } else {
+                                    hits = p.gt(0.5).eq(t.to(torch::kFloat64).gt(0.5));
+                                  }
+                                  return pair(hits, static_cast<double>(hits.numel()));
+                                }),
+                   describe("Accuracy", nlohmann::json::object()));
 }
 
 Metric TopKCategoricalAccuracy(int k) {
   TNT_CHECK(k >= 1, "top-k accuracy needs k >= 1, got ", k);
-  return ratio_metric("top_" + std::to_string(k) + "_accuracy",
-                      [k](const torch::Tensor& p, const torch::Tensor& t) {
-                        const torch::Tensor labels =
-                            p.dim() == t.dim() + 1 ? t.to(torch::kLong) : t.argmax(-1);
-                        const int kk = static_cast<int>(std::min<std::int64_t>(k, p.size(-1)));
-                        const torch::Tensor top = std::get<1>(p.topk(kk, -1));
-                        const torch::Tensor hits = top.eq(labels.unsqueeze(-1)).any(-1);
-                        return pair(hits, static_cast<double>(hits.numel()));
-                      });
+  return described(ratio_metric("top_" + std::to_string(k) + "_accuracy",
+                                [k](const torch::Tensor& p, const torch::Tensor& t) {
+                                  const torch::Tensor labels =
+                                      p.dim() == t.dim() + 1 ? t.to(torch::kLong) : t.argmax(-1);
+                                  const int kk =
+                                      static_cast<int>(std::min<std::int64_t>(k, p.size(-1)));
+                                  const torch::Tensor top = std::get<1>(p.topk(kk, -1));
+                                  const torch::Tensor hits = top.eq(labels.unsqueeze(-1)).any(-1);
+                                  return pair(hits, static_cast<double>(hits.numel()));
+                                }),
+                   describe("TopKCategoricalAccuracy", {{"k", k}}));
 }
 
 Metric MeanSquaredError() {
-  return Metric::mean_of("mean_squared_error", [](const torch::Tensor& p, const torch::Tensor& t) {
-    return (p - t.to(p.scalar_type())).pow(2);
-  });
+  return described(Metric::mean_of("mean_squared_error",
+                                   [](const torch::Tensor& p, const torch::Tensor& t) {
+                                     return (p - t.to(p.scalar_type())).pow(2);
+                                   }),
+                   describe("MeanSquaredError", nlohmann::json::object()));
 }
 
 Metric MeanAbsoluteError() {
-  return Metric::mean_of("mean_absolute_error", [](const torch::Tensor& p, const torch::Tensor& t) {
-    return (p - t.to(p.scalar_type())).abs();
-  });
+  return described(Metric::mean_of("mean_absolute_error",
+                                   [](const torch::Tensor& p, const torch::Tensor& t) {
+                                     return (p - t.to(p.scalar_type())).abs();
+                                   }),
+                   describe("MeanAbsoluteError", nlohmann::json::object()));
 }
 
 }  // namespace tnt::metrics

@@ -12,6 +12,8 @@
 #include <tarantella/runtime/logging.h>
 #include <tarantella/runtime/runtime.h>
 
+#include "model/autotune.h"
+
 namespace tnt {
 namespace {
 
@@ -129,15 +131,26 @@ void Model::Impl::synchronize_state() {
   if (optimizer) dp::broadcast_optimizer_state(*optimizer, get_master_rank());
 }
 
+dp::GradientSynchronizer& Model::Impl::retune() {
+  const std::size_t wanted = autotuner->threshold();
+  if (!threshold_override || *threshold_override != wanted) {
+    threshold_override = wanted;
+    sync.reset();
+  }
+  return synchronizer();
+}
+
 dp::GradientSynchronizer& Model::Impl::synchronizer() {
   if (!sync) {
     const std::size_t threshold =
-        options->fusion_threshold_.value_or(config().fusion_threshold_bytes);
+        threshold_override ? *threshold_override
+                           : options->fusion_threshold_.value_or(config().fusion_threshold_bytes);
     sync = std::make_unique<dp::GradientSynchronizer>(
         trainable, dp::SyncOptions()
                        .fusion_threshold_bytes(threshold)
                        .compression(options->compression_)
-                       .extras_numel(state_size()));
+                       .extras_numel(state_size())
+                       .overlap(config().overlap));
     log::debug(fmt::format("{} gradient buckets (fusion threshold {} bytes)",
                            sync->buckets().size(), threshold));
   }

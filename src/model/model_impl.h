@@ -18,6 +18,7 @@
 namespace tnt {
 
 using Logs = callbacks::Logs;
+class AutoTuner;
 
 struct Model::Impl {
   std::shared_ptr<ModuleAdapter> net;
@@ -28,6 +29,9 @@ struct Model::Impl {
   std::vector<torch::Tensor> trainable;
   std::int64_t optimizer_steps = 0;  // the global step of schedules
   std::int64_t epochs_done = 0;
+  /// The fusion threshold chosen by auto-tuning (TNT_AUTOTUNE), if any.
+  std::optional<std::size_t> threshold_override;
+  std::shared_ptr<AutoTuner> autotuner;  // while/after tuning (TNT_AUTOTUNE)
 
   void require_compiled(const char* caller) const;
   /// Inputs and target of an element: (inputs..., target).
@@ -45,8 +49,33 @@ struct Model::Impl {
   void synchronize_state();
   /// The gradient engine, built on first use.
   dp::GradientSynchronizer& synchronizer();
+  /// With auto-tuning: the engine rebuilt for the tuner's current threshold
+  /// if that changed (call only between accumulation cycles).
+  dp::GradientSynchronizer& retune();
   torch::Tensor forward(const std::vector<torch::Tensor>& inputs);
 };
+
+/// The library's access to a Model's state.
+struct ModelInternals {
+  static Model::Impl& of(const Model& model) { return *model.impl_; }
+};
+
+/// What a file written by Model::save says about the model, beyond weights:
+/// JSON texts / bytes, empty where absent. Read on the master, broadcast.
+struct SavedModelDescription {
+  std::string architecture;  // Model::to_json() of a layer-registry model
+  std::string torchscript;   // a TorchScript module's bytes
+  std::string compile;       // Model::get_compile_config(), if compiled
+};
+/// Collective; errors name the file, on every rank.
+SavedModelDescription read_saved_model_description(const std::string& path);
+/// Restores weights, buffers and completed epochs from a Model::save file
+/// (not the optimizer: for uncompiled models). Collective.
+void load_checkpoint_weights(Model& model, const std::string& path);
+/// Rebuilds CompileOptions from get_compile_config()'s JSON; user-defined
+/// parts (null) are an Error naming the part and `path`.
+CompileOptions compile_options_from_config(const std::string& compile_json,
+                                           const std::string& path);
 
 /// Runs `action` on the master rank only; if it throws, every rank throws
 /// the master's message. Collective. Used for file writes and reads.

@@ -1,48 +1,78 @@
 #include <tarantella/model/optimizers.h>
-
+#include <tarantella/runtime/error.h>
 #include <torch/torch.h>
 
-#include <tarantella/runtime/error.h>
+#include "model/describe.h"
 
 namespace tnt::optimizers {
 namespace optim = torch::optim;
 
+std::unique_ptr<torch::optim::Optimizer> Factory::operator()(
+    const std::vector<torch::Tensor>& params) const {
+  return fn(params);
+}
+
 Factory SGD(double lr, double momentum, bool nesterov, double weight_decay) {
   TNT_CHECK(!nesterov || momentum > 0, "SGD with nesterov=true needs momentum > 0, got ", momentum);
-  return [=](const std::vector<torch::Tensor>& params) {
-    return std::make_unique<optim::SGD>(
-        params,
-        optim::SGDOptions(lr).momentum(momentum).nesterov(nesterov).weight_decay(weight_decay));
-  };
+  return Factory(
+      [=](const std::vector<torch::Tensor>& params) {
+        return std::make_unique<optim::SGD>(
+            params,
+            optim::SGDOptions(lr).momentum(momentum).nesterov(nesterov).weight_decay(weight_decay));
+      },
+      describe("SGD", {{"learning_rate", lr},
+                       {"momentum", momentum},
+                       {"nesterov", nesterov},
+                       {"weight_decay", weight_decay}}));
 }
 
 Factory Adam(double lr, double beta1, double beta2, double epsilon, double weight_decay) {
-  return [=](const std::vector<torch::Tensor>& params) {
-    return std::make_unique<optim::Adam>(
-        params, optim::AdamOptions(lr).betas({beta1, beta2}).eps(epsilon).weight_decay(weight_decay));
-  };
+  return Factory(
+      [=](const std::vector<torch::Tensor>& params) {
+        return std::make_unique<optim::Adam>(
+            params,
+            optim::AdamOptions(lr).betas({beta1, beta2}).eps(epsilon).weight_decay(weight_decay));
+      },
+      describe("Adam", {{"learning_rate", lr},
+                        {"beta_1", beta1},
+                        {"beta_2", beta2},
+                        {"epsilon", epsilon},
+                        {"weight_decay", weight_decay}}));
 }
 
 Factory AdamW(double lr, double weight_decay, double beta1, double beta2, double epsilon) {
-  return [=](const std::vector<torch::Tensor>& params) {
-    return std::make_unique<optim::AdamW>(
-        params,
-        optim::AdamWOptions(lr).betas({beta1, beta2}).eps(epsilon).weight_decay(weight_decay));
-  };
+  return Factory(
+      [=](const std::vector<torch::Tensor>& params) {
+        return std::make_unique<optim::AdamW>(
+            params,
+            optim::AdamWOptions(lr).betas({beta1, beta2}).eps(epsilon).weight_decay(weight_decay));
+      },
+      describe("AdamW", {{"learning_rate", lr},
+                         {"weight_decay", weight_decay},
+                         {"beta_1", beta1},
+                         {"beta_2", beta2},
+                         {"epsilon", epsilon}}));
 }
 
 Factory RMSprop(double lr, double rho, double momentum, double epsilon) {
-  return [=](const std::vector<torch::Tensor>& params) {
-    return std::make_unique<optim::RMSprop>(
-        params, optim::RMSpropOptions(lr).alpha(rho).momentum(momentum).eps(epsilon));
-  };
+  return Factory(
+      [=](const std::vector<torch::Tensor>& params) {
+        return std::make_unique<optim::RMSprop>(
+            params, optim::RMSpropOptions(lr).alpha(rho).momentum(momentum).eps(epsilon));
+      },
+      describe(
+          "RMSprop",
+          {{"learning_rate", lr}, {"rho", rho}, {"momentum", momentum}, {"epsilon", epsilon}}));
 }
 
 Factory Adagrad(double lr, double initial_accumulator) {
-  return [=](const std::vector<torch::Tensor>& params) {
-    return std::make_unique<optim::Adagrad>(
-        params, optim::AdagradOptions(lr).initial_accumulator_value(initial_accumulator));
-  };
+  return Factory(
+      [=](const std::vector<torch::Tensor>& params) {
+        return std::make_unique<optim::Adagrad>(
+            params, optim::AdagradOptions(lr).initial_accumulator_value(initial_accumulator));
+      },
+      describe("Adagrad",
+               {{"learning_rate", lr}, {"initial_accumulator_value", initial_accumulator}}));
 }
 
 Factory custom(Factory factory) {

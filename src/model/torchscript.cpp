@@ -1,5 +1,7 @@
 #include <tarantella/model/torchscript.h>
 
+#include <sstream>
+
 #include <torch/script.h>
 
 #include <tarantella/runtime/error.h>
@@ -44,6 +46,14 @@ class TorchScriptAdapter : public ModuleAdapter {
       out.emplace_back(item.name, name ? name->name() : "?");
     }
     return out;
+  }
+  std::string torchscript_bytes() const override {
+    std::ostringstream out;
+    module_.save(out);
+    return out.str();
+  }
+  std::shared_ptr<ModuleAdapter> clone() const override {
+    return std::make_shared<TorchScriptAdapter>(module_.deepcopy());
   }
 
  private:

@@ -105,6 +105,10 @@ Config Config::from_lookup(const Lookup& lookup) {
     c.num_threads = static_cast<int>(parse_integer(v, r, 1, 4096, "a thread count"));
   });
   with("TNT_USE_GPU", [&](auto v, auto r) { c.use_gpu = parse_bool(v, r); });
+  with("TNT_OVERLAP", [&](auto v, auto r) { c.overlap = parse_bool(v, r); });
+  with("TNT_TIMELINE", [&](auto, auto r) { c.timeline_path = trim(r); });
+  with("TNT_AUTOTUNE", [&](auto v, auto r) { c.autotune = parse_bool(v, r); });
+  with("TNT_AUTOTUNE_LOG", [&](auto, auto r) { c.autotune_log_path = trim(r); });
   return c;
 }
 

@@ -46,8 +46,12 @@ class Stream;
 }  // namespace detail
 
 /// The shuffle seed used when Dataset::shuffle is given none, so that every
-/// rank (and every run) shuffles the same way.
+/// rank (and every run) shuffles the same way; tnt::set_seed replaces it.
 constexpr std::uint64_t kDefaultShuffleSeed = 0x7a7a2e11a5eedULL;
+/// The current default shuffle seed (kDefaultShuffleSeed unless
+/// set_default_shuffle_seed or tnt::set_seed changed it).
+std::uint64_t default_shuffle_seed();
+void set_default_shuffle_seed(std::uint64_t seed);
 
 /// A function applied to every element by Dataset::map.
 /// Example: tnt::data::MapFunction scale = [](Element e) { e[0] = e[0] / 255; return e; };

@@ -14,6 +14,8 @@
 // and ranks with no sample (weight 0).
 #pragma once
 
+#include <chrono>
+
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -37,10 +39,14 @@ struct SyncOptions {
   SyncOptions& compression(Compression v) { compression_ = v; return *this; }
   /// Number of float64 values (loss and metric state) that ride along.
   SyncOptions& extras_numel(std::int64_t v) { extras_ = v; return *this; }
+  /// false: no allreduce starts before backward has finished (finish()
+  /// sends every bucket) — the "overlap off" baseline of benchmarks.
+  SyncOptions& overlap(bool v) { overlap_ = v; return *this; }
 
   std::size_t threshold_ = 32 * 1024;
   Compression compression_ = Compression::None;
   std::int64_t extras_ = 0;
+  bool overlap_ = true;
 };
 
 /// Synchronizes gradients of `params` across ranks.
@@ -76,6 +82,9 @@ class GradientSynchronizer {
   const std::vector<Bucket>& buckets() const;
   /// Handles of the last reduced step's allreduces, in bucket order.
   const std::vector<comm::Handle>& last_handles() const;
+  /// When each of those allreduces was enqueued, in bucket order (for the
+  /// timeline: enqueued -> started -> finished).
+  const std::vector<std::chrono::steady_clock::time_point>& last_enqueued() const;
 
   struct Impl;
 

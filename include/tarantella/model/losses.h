@@ -28,13 +28,17 @@ struct LossOptions {
 struct Loss {
   using Fn = std::function<torch::Tensor(const torch::Tensor& y_pred, const torch::Tensor& y_true)>;
   Loss() = default;
-  Loss(std::string name, Fn fn) : name(std::move(name)), fn(std::move(fn)) {}
+  Loss(std::string name, Fn fn, std::string config = {})
+      : name(std::move(name)), fn(std::move(fn)), config(std::move(config)) {}
   torch::Tensor operator()(const torch::Tensor& y_pred, const torch::Tensor& y_true) const {
     return fn(y_pred, y_true);
   }
   explicit operator bool() const { return static_cast<bool>(fn); }
   std::string name;
   Fn fn;
+  /// {"class_name": ..., "config": {...}} for the built-in losses (so that
+  /// a saved model can be recompiled by load_model); empty for a user loss.
+  std::string config;
 };
 
 /// Integer class labels [B] against scores [B, C].

@@ -26,6 +26,9 @@ struct Metric {
   std::int64_t state_size = 2;
   Update update;
   Result result;
+  /// {"class_name": ..., "config": {...}} for the built-in metrics (so that
+  /// a saved model can be recompiled by load_model); empty for a user metric.
+  std::string config;
 
   /// The mean over all samples (and elements) of `per_sample(y_pred, y_true)`.
   static Metric mean_of(std::string name, std::function<torch::Tensor(const torch::Tensor&,

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <tarantella/callbacks/callback.h>
 #include <tarantella/dp/gradient_sync.h>
 #include <tarantella/model/losses.h>
@@ -26,6 +28,8 @@ namespace tnt {
 namespace data {
 class Dataset;
 }
+
+struct ModelInternals;
 
 /// What compile() takes. optimizer and loss are required.
 ///
@@ -174,6 +178,17 @@ class Model {
   /// Epochs completed by fit() (or restored by load()).
   std::int64_t epochs_done() const;
 
+  /// The architecture (Keras's get_config) of a model built from the layer
+  /// registry (tnt::layers::Sequential or a module with config_json());
+  /// an Error saying so for other networks. See tnt::models for the reverse.
+  nlohmann::json get_config() const;
+  /// get_config() as JSON text (2-space indented).
+  std::string to_json() const;
+  /// The compile configuration (optimizer, loss, metrics, schedule and the
+  /// engine settings) as JSON, with null for user-defined parts; null if the
+  /// model is not compiled. Model::save stores it.
+  nlohmann::json get_compile_config() const;
+
   torch::optim::Optimizer& optimizer();
   torch::Device device() const;
   /// Set by a callback to end fit() after the current epoch, on every rank.
@@ -182,6 +197,7 @@ class Model {
   struct Impl;
 
  private:
+  friend struct ModelInternals;  // the library's own access (model_impl.h)
   std::unique_ptr<Impl> impl_;
 };
 

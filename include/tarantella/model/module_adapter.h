@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include <torch/nn/cloneable.h>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
@@ -35,6 +36,16 @@ class ModuleAdapter {
   virtual std::string type_name() const = 0;
   /// Child modules by name (for summary and the BatchNorm check).
   virtual std::vector<std::pair<std::string, std::string>> named_module_types() = 0;
+  /// The architecture as JSON ({"class_name": "Sequential", "config": ...})
+  /// for networks that can describe themselves (tnt::layers::Sequential, or
+  /// any module with `std::string config_json() const`); empty otherwise.
+  virtual std::string config_json() const { return {}; }
+  /// A TorchScript module's serialized bytes (torch::jit::Module::save);
+  /// empty for C++ modules.
+  virtual std::string torchscript_bytes() const { return {}; }
+  /// A deep copy: same architecture, weights copied (LibTorch's clone()).
+  /// Throws an Error naming the reason where the network cannot be copied.
+  virtual std::shared_ptr<ModuleAdapter> clone() const = 0;
 };
 
 namespace detail {
@@ -45,6 +56,12 @@ template <typename M, typename = void, typename... Args>
 struct has_forward : std::false_type {};
 template <typename M, typename... Args>
 struct has_forward<M, std::void_t<forward_result_t<M, Args...>>, Args...> : std::true_type {};
+
+template <typename M, typename = void>
+struct has_config_json : std::false_type {};
+template <typename M>
+struct has_config_json<M, std::void_t<decltype(std::declval<const M&>().config_json())>>
+    : std::true_type {};
 
 NamedTensorList to_list(const torch::OrderedDict<std::string, torch::Tensor>& dict);
 std::vector<std::pair<std::string, std::string>> module_types(torch::nn::Module& module);
@@ -83,6 +100,25 @@ class NnModuleAdapter : public ModuleAdapter {
   std::string type_name() const override { return module_->name(); }
   std::vector<std::pair<std::string, std::string>> named_module_types() override {
     return module_types(*module_);
+  }
+  std::string config_json() const override {
+    if constexpr (has_config_json<M>::value) {
+      return module_->config_json();
+    } else {
+      return {};
+    }
+  }
+  std::shared_ptr<ModuleAdapter> clone() const override {
+    if constexpr (std::is_base_of_v<torch::nn::Cloneable<M>, M>) {
+      return std::make_shared<NnModuleAdapter<M>>(
+          std::dynamic_pointer_cast<M>(module_->clone()));
+    } else {
+      TNT_CHECK(false, "clone_model: the module '", module_->name(),
+                "' cannot be copied: LibTorch's clone() needs the module class to derive from "
+                "torch::nn::Cloneable<Class> (TORCH_MODULE-style modules with a reset() that "
+                "creates the parameters), or build it from tnt::layers");
+      return nullptr;
+    }
   }
 
  private:

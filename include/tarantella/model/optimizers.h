@@ -5,6 +5,9 @@
 
 #include <functional>
 #include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <torch/types.h>
@@ -15,11 +18,27 @@ class Optimizer;
 
 namespace tnt::optimizers {
 
-/// Builds an optimizer over the given parameters.
+/// Builds an optimizer over the given parameters. The built-in factories
+/// also carry a description (`config`, JSON) so that Model::save can store
+/// the compile configuration and tnt::models::load_model can rebuild it;
+/// a custom factory has none.
 /// Example: tnt::optimizers::custom([](auto params) {
 ///            return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(0.1)); })
-using Factory =
-    std::function<std::unique_ptr<torch::optim::Optimizer>(const std::vector<torch::Tensor>&)>;
+struct Factory {
+  using Fn =
+      std::function<std::unique_ptr<torch::optim::Optimizer>(const std::vector<torch::Tensor>&)>;
+  Factory() = default;
+  Factory(Fn fn, std::string config) : fn(std::move(fn)), config(std::move(config)) {}
+  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, Factory> &&
+                                                    std::is_constructible_v<Fn, F>>>
+  Factory(F&& f) : fn(std::forward<F>(f)) {}  // NOLINT: implicit, like std::function
+  std::unique_ptr<torch::optim::Optimizer> operator()(const std::vector<torch::Tensor>& p) const;
+  explicit operator bool() const { return static_cast<bool>(fn); }
+
+  Fn fn;
+  /// {"class_name": "SGD", "config": {...}}; empty for a custom optimizer.
+  std::string config;
+};
 
 Factory SGD(double learning_rate, double momentum = 0.0, bool nesterov = false,
             double weight_decay = 0.0);

@@ -4,13 +4,36 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <functional>
+#include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace tnt::schedules {
 
+/// The learning rate as a function of the global step. The built-in
+/// schedules carry a description (`config`, JSON) so that a saved model can
+/// be recompiled by load_model; any callable converts to a Schedule
+/// (without one).
 /// Example: auto s = tnt::schedules::ExponentialDecay(0.1, 1000, 0.96);  s(2000) == 0.1 * 0.96^2
-using Schedule = std::function<double(std::int64_t step)>;
+struct Schedule {
+  using Fn = std::function<double(std::int64_t step)>;
+  Schedule() = default;
+  Schedule(std::nullptr_t) {}  // NOLINT: "no schedule", as for std::function
+  Schedule(Fn fn, std::string config) : fn(std::move(fn)), config(std::move(config)) {}
+  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, Schedule> &&
+                                                    !std::is_same_v<std::decay_t<F>, std::nullptr_t> &&
+                                                    std::is_constructible_v<Fn, F>>>
+  Schedule(F&& f) : fn(std::forward<F>(f)) {}  // NOLINT: implicit, like std::function
+  double operator()(std::int64_t step) const { return fn(step); }
+  explicit operator bool() const { return static_cast<bool>(fn); }
+
+  Fn fn;
+  /// {"class_name": ..., "config": {...}}; empty for a user function.
+  std::string config;
+};
 
 Schedule Constant(double learning_rate);
 /// lr * rate^(step / decay_steps), floored to whole periods if staircase.

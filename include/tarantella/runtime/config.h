@@ -37,6 +37,17 @@ struct Config {
   std::optional<int> num_threads;
   /// TNT_USE_GPU: false forces CPU; unset means "use a GPU when LibTorch has one".
   std::optional<bool> use_gpu;
+  /// TNT_OVERLAP (default true): start each bucket's allreduce during
+  /// backward; false waits until backward has finished (for comparisons).
+  bool overlap = true;
+  /// TNT_TIMELINE: write a Chrome-trace / Perfetto JSON timeline of every
+  /// rank's steps to this file (launcher: --timeline FILE). Empty: none.
+  std::string timeline_path;
+  /// TNT_AUTOTUNE: pick the fusion threshold by measuring the first steps of
+  /// training (launcher: --autotune).
+  bool autotune = false;
+  /// TNT_AUTOTUNE_LOG: also write the auto-tuning trials to this file (CSV).
+  std::string autotune_log_path;
 
   /// Reads the variables through `lookup` (returns nullopt for unset ones).
   /// A malformed value throws tnt::Error naming the variable and the value.

@@ -1,0 +1,36 @@
+// Reproducibility in one call: tnt::set_seed seeds every random source a
+// training run uses and makes LibTorch pick deterministic algorithms.
+#pragma once
+
+#include <cstdint>
+
+namespace tnt {
+
+/// Seeds everything the Tarantella manual lists by hand, in one call:
+///  * LibTorch's default CPU generator (and every CUDA generator, if any),
+///    so weight initialization, dropout and random tensors repeat;
+///  * the seed that Dataset::shuffle uses when given none
+///    (tnt::data::default_shuffle_seed());
+///  * the C library's rand() (srand), for user code that still uses it;
+/// and, when `deterministic`, switches LibTorch to deterministic algorithms
+/// (at::globalContext().setDeterministicAlgorithms, and cuDNN's
+/// deterministic mode / no benchmarking).
+///
+/// Call it on every rank with the same seed, after tnt::Runtime and before
+/// building the model and the datasets. Guarantees:
+///  * the same program, seed, rank count and thread count gives bitwise
+///    equal weights, run after run;
+///  * different rank counts give results equal up to float rounding (the
+///    summation order of gradients differs), never different training.
+/// Weights are broadcast from the master rank anyway, so ranks never
+/// diverge even without a seed.
+///
+/// Example:
+///   tnt::Runtime runtime(argc, argv);
+///   tnt::set_seed(42);
+void set_seed(std::uint64_t seed, bool deterministic = true);
+
+/// The seed given to the last set_seed(), if any was called.
+bool seed_was_set();
+
+}  // namespace tnt

@@ -1,0 +1,260 @@
+// Architectures and compile configurations as JSON, and the tnt::models
+// functions that rebuild models from them (see models.h).
+#include <tarantella/model/models.h>
+
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <tarantella/model/layers.h>
+#include <tarantella/runtime/error.h>
+
+#include "model/model_impl.h"
+
+namespace tnt {
+namespace {
+
+using json = nlohmann::json;
+
+json parsed_or_null(const std::string& text) { return text.empty() ? json() : json::parse(text); }
+
+const char* compression_name(dp::Compression c) {
+  switch (c) {
+    case dp::Compression::Float16: return "float16";
+    case dp::Compression::BFloat16: return "bfloat16";
+    case dp::Compression::None: break;
+  }
+  return "none";
+}
+
+dp::Compression compression_from(const std::string& name, const std::string& path) {
+  if (name == "none") return dp::Compression::None;
+  if (name == "float16") return dp::Compression::Float16;
+  if (name == "bfloat16") return dp::Compression::BFloat16;
+  throw Error(detail::concat("'", path, "': unknown gradient compression '", name, "'"));
+}
+
+// Reads {"class_name": ..., "config": {...}}; `what` names the part in errors.
+struct Described {
+  std::string class_name;
+  json config;
+};
+Described described(const json& j, const std::string& what, const std::string& path) {
+  if (j.is_null()) {
+    throw Error(detail::concat(
+        "'", path, "' was compiled with a user-defined ", what,
+        " that cannot be rebuilt from the file: load it with "
+        "tnt::models::load_model(path, /*compile=*/false), compile it yourself, then call "
+        "model.load(path) to restore the optimizer state"));
+  }
+  TNT_CHECK(j.is_object() && j.contains("class_name"), "'", path, "': bad ", what,
+            " description ", j.dump());
+  return {j.at("class_name").get<std::string>(), j.value("config", json::object())};
+}
+
+[[noreturn]] void unknown(const std::string& what, const std::string& name,
+                          const std::string& path) {
+  throw Error(detail::concat("'", path, "': unknown ", what, " '", name,
+                             "' in the compile configuration (written by a newer version?)"));
+}
+
+optimizers::Factory optimizer_from(const json& j, const std::string& path) {
+  const auto [name, c] = described(j, "optimizer", path);
+  if (name == "SGD") {
+    return optimizers::SGD(c.at("learning_rate"), c.value("momentum", 0.0),
+                           c.value("nesterov", false), c.value("weight_decay", 0.0));
+  }
+  if (name == "Adam") {
+    return optimizers::Adam(c.at("learning_rate"), c.value("beta_1", 0.9), c.value("beta_2", 0.999),
+                            c.value("epsilon", 1e-7), c.value("weight_decay", 0.0));
+  }
+  if (name == "AdamW") {
+    return optimizers::AdamW(c.at("learning_rate"), c.value("weight_decay", 1e-2),
+                             c.value("beta_1", 0.9), c.value("beta_2", 0.999),
+                             c.value("epsilon", 1e-7));
+  }
+  if (name == "RMSprop") {
+    return optimizers::RMSprop(c.at("learning_rate"), c.value("rho", 0.9),
+                               c.value("momentum", 0.0), c.value("epsilon", 1e-7));
+  }
+  if (name == "Adagrad") {
+    return optimizers::Adagrad(c.at("learning_rate"), c.value("initial_accumulator_value", 0.1));
+  }
+  unknown("optimizer", name, path);
+}
+
+losses::Loss loss_from(const json& j, const std::string& path) {
+  const auto [name, c] = described(j, "loss", path);
+  const auto options = losses::LossOptions()
+                           .from_logits(c.value("from_logits", true))
+                           .delta(c.value("delta", 1.0));
+  if (name == "SparseCategoricalCrossentropy") return losses::SparseCategoricalCrossentropy(options);
+  if (name == "CategoricalCrossentropy") return losses::CategoricalCrossentropy(options);
+  if (name == "BinaryCrossentropy") return losses::BinaryCrossentropy(options);
+  if (name == "MeanSquaredError") return losses::MeanSquaredError();
+  if (name == "MeanAbsoluteError") return losses::MeanAbsoluteError();
+  if (name == "Huber") return losses::Huber(options);
+  unknown("loss", name, path);
+}
+
+metrics::Metric metric_from(const json& j, const std::string& path) {
+  const auto [name, c] = described(j, "metric", path);
+  if (name == "Accuracy") return metrics::Accuracy();
+  if (name == "SparseCategoricalAccuracy") return metrics::SparseCategoricalAccuracy();
+  if (name == "CategoricalAccuracy") return metrics::CategoricalAccuracy();
+  if (name == "BinaryAccuracy") return metrics::BinaryAccuracy(c.value("threshold", 0.5));
+  if (name == "TopKCategoricalAccuracy") return metrics::TopKCategoricalAccuracy(c.value("k", 5));
+  if (name == "MeanSquaredError") return metrics::MeanSquaredError();
+  if (name == "MeanAbsoluteError") return metrics::MeanAbsoluteError();
+  unknown("metric", name, path);
+}
+
+schedules::Schedule schedule_from(const json& j, const std::string& path) {
+  const auto [name, c] = described(j, "learning-rate schedule", path);
+  if (name == "Constant") return schedules::Constant(c.at("learning_rate"));
+  if (name == "ExponentialDecay") {
+    return schedules::ExponentialDecay(c.at("learning_rate"), c.at("decay_steps"),
+                                       c.at("decay_rate"), c.value("staircase", false));
+  }
+  if (name == "PiecewiseConstantDecay") {
+    return schedules::PiecewiseConstantDecay(c.at("boundaries"), c.at("values"));
+  }
+  if (name == "WarmUp") {
+    return schedules::WarmUp(schedule_from(c.at("schedule"), path), c.at("warmup_steps"),
+                             c.value("start_fraction", 0.0));
+  }
+  if (name == "LinearScalingWarmUp") {
+    return schedules::LinearScalingWarmUp(
+        c.at("base_learning_rate"), c.at("num_ranks"), c.at("warmup_steps"),
+        c.contains("after") ? schedule_from(c.at("after"), path) : nullptr);
+  }
+  unknown("learning-rate schedule", name, path);
+}
+
+Model model_from_description(const SavedModelDescription& d, const std::string& path) {
+  if (!d.architecture.empty()) {
+    try {
+      return models::model_from_json(d.architecture);
+    } catch (const std::exception& e) {
+      throw Error(detail::concat("cannot rebuild the architecture stored in '", path,
+                                 "': ", e.what()));
+    }
+  }
+  if (!d.torchscript.empty()) {
+    std::istringstream in(d.torchscript);
+    try {
+      return Model(make_adapter(torch::jit::load(in)));
+    } catch (const std::exception& e) {
+      throw Error(detail::concat("the TorchScript module stored in '", path,
+                                 "' does not load: ", std::string(e.what()).substr(0, 300)));
+    }
+  }
+  throw Error(detail::concat(
+      "'", path, "' holds no architecture: the model was a C++ module that cannot describe "
+      "itself. Construct the same network, wrap it in tnt::Model, compile it and call "
+      "model.load(path) instead (or build it from tnt::layers to make load_model work)"));
+}
+
+}  // namespace
+
+nlohmann::json Model::get_config() const {
+  const std::string text = impl_->net->config_json();
+  TNT_CHECK(!text.empty(), "get_config()/to_json(): the network '", impl_->net->type_name(),
+            "' cannot describe its architecture: build it from tnt::layers (a "
+            "tnt::layers::Sequential) to get a config; TorchScript and C++ modules are saved "
+            "whole by Model::save and copied by tnt::models::clone_model");
+  return json::parse(text);
+}
+
+std::string Model::to_json() const { return get_config().dump(2); }
+
+nlohmann::json Model::get_compile_config() const {
+  if (!impl_->options) return nullptr;
+  const CompileOptions& o = *impl_->options;
+  json metrics = json::array();
+  json metric_names = json::array();
+  for (const auto& m : o.metrics_) {
+    metrics.push_back(parsed_or_null(m.config));
+    metric_names.push_back(m.name);
+  }
+  json c = {{"optimizer", parsed_or_null(o.optimizer_.config)},
+            {"loss", parsed_or_null(o.loss_.config)},
+            {"loss_name", o.loss_.name},
+            {"metrics", metrics},
+            {"metric_names", metric_names},
+            {"num_inputs", o.num_inputs_},
+            {"aggregation_frequency", o.aggregation_frequency_},
+            {"compression", compression_name(o.compression_)}};
+  if (o.schedule_) c["schedule"] = parsed_or_null(o.schedule_.config);
+  if (o.fusion_threshold_) c["fusion_threshold_bytes"] = *o.fusion_threshold_;
+  return c;
+}
+
+CompileOptions compile_options_from_config(const std::string& compile_json,
+                                           const std::string& path) {
+  json c;
+  try {
+    c = json::parse(compile_json);
+  } catch (const json::exception& e) {
+    throw Error(detail::concat("'", path, "': the compile configuration is not valid JSON: ",
+                               e.what()));
+  }
+  try {
+    CompileOptions o;
+    o.optimizer(optimizer_from(c.at("optimizer"), path)).loss(loss_from(c.at("loss"), path));
+    std::vector<metrics::Metric> metrics;
+    for (const json& m : c.value("metrics", json::array())) metrics.push_back(metric_from(m, path));
+    o.metrics(std::move(metrics));
+    if (c.contains("schedule")) o.schedule(schedule_from(c.at("schedule"), path));
+    o.num_inputs(c.value("num_inputs", 1))
+        .aggregation_frequency(c.value("aggregation_frequency", 1))
+        .compression(compression_from(c.value("compression", std::string("none")), path));
+    if (c.contains("fusion_threshold_bytes")) {
+      o.fusion_threshold_bytes(c.at("fusion_threshold_bytes").get<std::size_t>());
+    }
+    return o;
+  } catch (const json::exception& e) {
+    throw Error(detail::concat("'", path, "': a field of the compile configuration is missing "
+                               "or has the wrong type: ", e.what()));
+  }
+}
+
+namespace models {
+
+Model model_from_config(const nlohmann::json& config) {
+  return Model(layers::Sequential(layers::SequentialImpl::from_config(config)));
+}
+
+Model model_from_json(const std::string& text) {
+  json config;
+  try {
+    config = json::parse(text);
+  } catch (const json::exception& e) {
+    throw Error(detail::concat("model_from_json: not valid JSON: ", e.what()));
+  }
+  return model_from_config(config);
+}
+
+Model clone_model(const Model& model) {
+  const Model::Impl& s = ModelInternals::of(model);
+  const std::string architecture = s.net->config_json();
+  if (!architecture.empty()) return model_from_json(architecture);
+  return Model(s.net->clone());
+}
+
+Model load_model(const std::string& path, bool compile) {
+  const SavedModelDescription d = read_saved_model_description(path);
+  Model model = model_from_description(d, path);
+  if (compile && !d.compile.empty()) {
+    model.compile(compile_options_from_config(d.compile, path));
+    model.load(path);  // weights, optimizer state, epochs, steps, RNG
+  } else {
+    load_checkpoint_weights(model, path);
+  }
+  return model;
+}
+
+}  // namespace models
+}  // namespace tnt

@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  tnt::set_seed(a.seed);  // weights, shuffling, deterministic algorithms: reruns are bitwise equal
   namespace data = tnt::data;
   const data::Dataset train_file = data::datasets::fashion_mnist("train", a.data_dir);
   data::Dataset train = train_file.take(a.train_size);
@@ -95,7 +96,6 @@ int main(int argc, char** argv) {
   const data::Dataset test =
       data::datasets::fashion_mnist("test", a.data_dir).take(a.test_size).batch(a.batch_size);
 
-  torch::manual_seed(a.seed);
   tnt::Model model{LeNet5()};  // 2. wrap the network
   if (!a.init_weights.empty()) model.load_weights(a.init_weights);
   model.compile(tnt::CompileOptions()

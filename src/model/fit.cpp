@@ -111,7 +111,9 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
   }
   dp::GradientSynchronizer* sync = &s.synchronizer();
   Timeline* timeline = Timeline::get();  // collective on first use
-  warn_small_batchnorm(*s.net, dist.global_batch_size() / get_size());
+  // With distribute_dataset(false) the dataset's batch is already this rank's.
+  warn_small_batchnorm(*s.net, options.distribute_ ? dist.global_batch_size() / get_size()
+                                                   : dist.global_batch_size());
 
   const int k = s.options->aggregation_frequency_;
   std::int64_t steps_total = dist.cardinality();

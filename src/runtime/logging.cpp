@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <mutex>
 
+#include <string_view>
+
 #include <fmt/format.h>
 
 #include <tarantella/runtime/error.h>
@@ -67,9 +69,13 @@ bool enabled(LogLevel level) {
 void write(LogLevel level, const std::string& message) {
   if (!enabled(level)) return;
   const int rank = state().rank.load();
+  // An Error's text already starts with this rank's prefix: don't repeat it.
+  std::string_view text = message;
+  const std::string own = fmt::format("[tarantella rank {}] ", rank);
+  if (rank >= 0 && text.substr(0, own.size()) == own) text.remove_prefix(own.size());
   const std::string line =
-      rank >= 0 ? fmt::format("[tarantella rank {}] {}: {}\n", rank, to_string(level), message)
-                : fmt::format("[tarantella] {}: {}\n", to_string(level), message);
+      rank >= 0 ? fmt::format("[tarantella rank {}] {}: {}\n", rank, to_string(level), text)
+                : fmt::format("[tarantella] {}: {}\n", to_string(level), text);
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
 }

@@ -7,7 +7,9 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -186,6 +188,38 @@ TEST(Models, CloneAndJsonGiveTheSameArchitectureWithFreshWeights) {
   torch::Tensor master = w.clone();
   tnt::comm::broadcast(master, 0);
   EXPECT_TRUE(torch::equal(w, master));
+}
+
+TEST(Models, SaveOnAllDevicesWritesOnEveryRankDefaultOnlyOnTheMaster) {
+  // A per-rank name, so that each rank's own write is visible.
+  const std::string mine = shared_path("all_devices") + ".rank" + std::to_string(tnt::get_rank());
+  tnt::Model model(registry_net());
+  model.save(mine);  // default: master only
+  EXPECT_EQ(std::ifstream(mine).good(), tnt::is_master_rank()) << mine;
+  tnt::comm::barrier();
+  std::remove(mine.c_str());
+  tnt::comm::barrier();
+  model.save(mine, /*all_ranks=*/true);
+  EXPECT_TRUE(std::ifstream(mine).good()) << mine;
+  tnt::comm::barrier();
+  std::remove(mine.c_str());
+}
+
+TEST(Models, BatchNormWithSmallMicroBatchesIsWarnedAbout) {
+  auto fit_and_capture = [](std::int64_t global_batch) {
+    tnt::Model model(L::Sequential({L::Dense(6, 8), L::BatchNorm(8), L::Dense(8, 4)}));
+    model.compile(options());
+    testing::internal::CaptureStderr();
+    model.fit(samples().batch(global_batch), tnt::FitOptions().epochs(1).verbose(0));
+    return testing::internal::GetCapturedStderr();
+  };
+  const std::string small = fit_and_capture(8);  // micro-batches of 8 / N < 16
+  const std::string large = fit_and_capture(16 * tnt::get_size());
+  if (tnt::is_master_rank()) {  // warnings are logged by the master
+    EXPECT_NE(small.find("BatchNorm layers"), std::string::npos) << small;
+    EXPECT_NE(small.find("below 16 samples"), std::string::npos) << small;
+  }
+  EXPECT_EQ(large.find("BatchNorm layers"), std::string::npos) << large;
 }
 
 TEST(Models, CorruptArchitectureNamesTheLayer) {

@@ -156,3 +156,31 @@ TEST(CompileDescriptions, BuiltInsDescribeThemselvesCustomPartsDoNot) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(SetSeed, SeedsGeneratorsAndTheDefaultShuffle) {
+  auto order = [] {
+    std::vector<std::int64_t> out;
+    auto it = tnt::data::Dataset::range(0, 20).shuffle(20).iterate(0);
+    while (auto e = it.next()) out.push_back((*e)[0].item<std::int64_t>());
+    return out;
+  };
+  tnt::set_seed(5);
+  const torch::Tensor a = torch::randn({4});
+  const auto order_a = order();
+  EXPECT_EQ(tnt::data::default_shuffle_seed(), 5u);
+  EXPECT_TRUE(at::globalContext().deterministicAlgorithms());
+  tnt::set_seed(5);
+  EXPECT_TRUE(torch::equal(torch::randn({4}), a));
+  EXPECT_EQ(order(), order_a);
+  tnt::set_seed(6);
+  EXPECT_FALSE(torch::equal(torch::randn({4}), a));
+  EXPECT_NE(order(), order_a);
+  tnt::set_seed(7, /*deterministic=*/false);
+  EXPECT_TRUE(tnt::seed_was_set());
+  at::globalContext().setDeterministicAlgorithms(false, false);
+  tnt::data::set_default_shuffle_seed(tnt::data::kDefaultShuffleSeed);
+}
+
+}  // namespace

@@ -145,8 +145,8 @@ class DistributedDataset {
   std::int64_t global_batch_size() const;
   int rank() const { return rank_; }
   int size() const { return size_; }
-  /// This rank's pipeline, e.g. "tensor_slices(60000) -> shuffle(60000) -> micro_batch(64, rank 1
-  /// of 4)".
+  /// This rank's pipeline, e.g.
+  /// "tensor_slices(60000) -> shuffle(60000) -> micro_batch(16)[rank 1 of 4]".
   std::string describe() const { return pipeline_.describe(); }
 
  private:

@@ -19,9 +19,13 @@ namespace tnt {
 /// Call it on every rank with the same seed, after tnt::Runtime and before
 /// building the model and the datasets. Guarantees:
 ///  * the same program, seed, rank count and thread count gives bitwise
-///    equal weights, run after run;
+///    equal weights, run after run (a Dataset::map with num_workers > 1
+///    that draws random numbers excepted: its draws depend on scheduling);
 ///  * different rank counts give results equal up to float rounding (the
-///    summation order of gradients differs), never different training.
+///    summation order of gradients differs) as long as the training step
+///    draws no random numbers: Dropout or random augmentation draw from
+///    each rank's own generator (seeded alike on every rank), so their
+///    numbers depend on the rank count.
 /// Weights are broadcast from the master rank anyway, so ranks never
 /// diverge even without a seed.
 ///
@@ -30,7 +34,7 @@ namespace tnt {
 ///   tnt::set_seed(42);
 void set_seed(std::uint64_t seed, bool deterministic = true);
 
-/// The seed given to the last set_seed(), if any was called.
+/// Whether set_seed() has been called in this process.
 bool seed_was_set();
 
 }  // namespace tnt

@@ -28,9 +28,10 @@ class UsageFormatter : public CLI::Formatter {
 // Raw flag values as CLI11 stores them; converted and checked by to_options().
 struct RawFlags {
   std::string ranks, ranks_per_node, hostfile, assume_gpus;
-  std::string log_level, fusion_threshold, interpreter;
+  std::string log_level, fusion_threshold, interpreter, timeline, autotune_log;
   std::vector<std::string> exports;
-  bool no_gpu = false, log_on_all = false, output_on_all = false;
+  std::vector<std::pair<std::string, std::string>> mca;
+  bool no_gpu = false, log_on_all = false, output_on_all = false, autotune = false;
   bool pin_cpu = false, pin_memory = false;
   bool dry_run = false, cleanup = false, force = false;
 };
@@ -44,6 +45,8 @@ struct Given {
   CLI::Option* log_level;
   CLI::Option* fusion_threshold;
   CLI::Option* interpreter;
+  CLI::Option* timeline;
+  CLI::Option* autotune_log;
 };
 
 Given define_flags(CLI::App& app, RawFlags& raw) {
@@ -69,6 +72,21 @@ Given define_flags(CLI::App& app, RawFlags& raw) {
       app.add_option("--fusion-threshold", raw.fusion_threshold,
                      "Gradient bucket size in KiB (exported as TNT_FUSION_THRESHOLD)")
           ->type_name("KB");
+  given.timeline = app.add_option("--timeline", raw.timeline,
+                                  "Write a Chrome-trace/Perfetto timeline of every rank to FILE "
+                                  "(exported as TNT_TIMELINE)")
+                       ->type_name("FILE");
+  app.add_flag("--autotune", raw.autotune,
+               "Pick the fusion threshold by measuring the first steps (TNT_AUTOTUNE=true)");
+  given.autotune_log = app.add_option("--autotune-log", raw.autotune_log,
+                                      "With --autotune: write the trials to FILE "
+                                      "(exported as TNT_AUTOTUNE_LOG)")
+                           ->type_name("FILE");
+  app.add_option("--mca", raw.mca,
+                 "Pass an OpenMPI MCA parameter to mpirun, e.g. --mca btl_tcp_if_include eth0 "
+                 "(repeatable)")
+      ->type_name("NAME VALUE")
+      ->allow_extra_args(false);  // exactly two words per --mca; a third is an error
   app.add_flag("--pin-to-socket", raw.pin_cpu, "Bind each rank's threads to one NUMA node");
   app.add_flag("--pin-memory-to-socket", raw.pin_memory,
                "Allocate each rank's memory on one NUMA node");
@@ -123,6 +141,13 @@ std::uint64_t parse_fusion_threshold(const std::string& text) {
   return *value;
 }
 
+std::string file_flag(const std::string& flag, const std::string& text) {
+  if (text.empty()) {
+    throw LauncherError(flag + " '': give a file name, e.g. " + flag + " trace.json");
+  }
+  return text;
+}
+
 void check_combinations(const RawFlags& raw, const Given& given) {
   if (given.ranks->count() && given.ranks_per_node->count()) {
     throw LauncherError("-n " + raw.ranks + " and --n-per-node " + raw.ranks_per_node +
@@ -132,6 +157,10 @@ void check_combinations(const RawFlags& raw, const Given& given) {
     throw LauncherError("-n " + raw.ranks + " starts ranks on this node only, but --hostfile " +
                         raw.hostfile + " was given: use --n-per-node " + raw.ranks +
                         " to start that many ranks on every host");
+  }
+  if (given.autotune_log->count() && !raw.autotune) {
+    throw LauncherError("--autotune-log " + raw.autotune_log +
+                        " only applies with --autotune: add --autotune, or drop --autotune-log");
   }
   if (raw.force && !raw.cleanup) {
     throw LauncherError("--force only applies to --cleanup: use --cleanup --force -- PROGRAM");
@@ -153,6 +182,13 @@ LaunchOptions to_options(const RawFlags& raw, const Given& given) {
   if (given.fusion_threshold->count()) {
     options.fusion_threshold_kib(parse_fusion_threshold(raw.fusion_threshold));
   }
+  if (given.timeline->count()) options.timeline_file(file_flag("--timeline", raw.timeline));
+  if (given.autotune_log->count()) {
+    options.autotune_log_file(file_flag("--autotune-log", raw.autotune_log));
+  }
+  std::vector<McaParameter> mca;
+  for (const auto& [name, value] : raw.mca) mca.push_back(parse_mca_parameter(name, value));
+  options.mca_parameters(mca);
   if (given.interpreter->count()) {
     auto words = split_shell_words(raw.interpreter, "--python-interpreter");
     if (words.empty()) {
@@ -166,6 +202,7 @@ LaunchOptions to_options(const RawFlags& raw, const Given& given) {
       .log_on_all_devices(raw.log_on_all)
       .output_on_all_devices(raw.output_on_all)
       .exports(parse_env_assignments(raw.exports))
+      .autotune(raw.autotune)
       .pin_to_socket(raw.pin_cpu)
       .pin_memory_to_socket(raw.pin_memory)
       .dry_run(raw.dry_run)

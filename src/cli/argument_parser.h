@@ -2,9 +2,10 @@
 //
 // The user's argv is split at the first "--": everything before it is ours,
 // everything after it is the program and its arguments, untouched. Cross-flag
-// rules (-n with --n-per-node, --force without --cleanup) and value formats
-// (-x entries, the interpreter's quoting) are checked here, so everything
-// after parsing can trust LaunchOptions.
+// rules (-n with --n-per-node, --force without --cleanup, --autotune-log
+// without --autotune) and value formats (-x and --mca entries, the
+// interpreter's quoting) are checked here, so everything after parsing can
+// trust LaunchOptions.
 #pragma once
 
 #include <string>

@@ -12,6 +12,7 @@
 
 #include "arg.h"
 #include "env_assignment.h"
+#include "mca_parameter.h"
 
 namespace tnt::cli {
 
@@ -33,6 +34,14 @@ class LaunchOptions {
   /// -x entries in command-line order.
   TNT_CLI_ARG(std::vector<EnvAssignment>, exports);
   TNT_CLI_ARG(std::optional<std::uint64_t>, fusion_threshold_kib);
+  /// --timeline: the trace file, as typed (made absolute by the launch plan).
+  TNT_CLI_ARG(std::optional<std::string>, timeline_file);
+  /// --autotune: pick the fusion threshold (and engine settings) by measuring.
+  TNT_CLI_ARG(bool, autotune) = false;
+  /// --autotune-log: where the trials are written, as typed; needs autotune.
+  TNT_CLI_ARG(std::optional<std::string>, autotune_log_file);
+  /// --mca entries in command-line order, passed to mpirun untouched.
+  TNT_CLI_ARG(std::vector<McaParameter>, mca_parameters);
   TNT_CLI_ARG(bool, pin_to_socket) = false;
   TNT_CLI_ARG(bool, pin_memory_to_socket) = false;
   /// --python-interpreter split into words; empty: run the program directly.

@@ -5,6 +5,7 @@
 #include "device_placement.h"
 #include "launcher_error.h"
 #include "mpirun_command.h"
+#include "program_path.h"
 #include "rank_exec_options.h"
 #include "thread_rule.h"
 
@@ -53,13 +54,23 @@ MpirunCommand& place(MpirunCommand& command, const LaunchOptions& options, int p
 }
 
 void export_tarantella_settings(MpirunCommand& command, const LaunchOptions& options,
-                                bool use_gpu) {
+                                const NodeFacts& facts, bool use_gpu) {
   command.export_value("TNT_USE_GPU", bool_text(use_gpu));
   if (options.log_level()) command.export_value("TNT_LOG_LEVEL", *options.log_level());
   command.export_value("TNT_LOG_ON_ALL_DEVICES", bool_text(options.log_on_all_devices()));
   command.export_value("TNT_OUTPUT_ON_ALL_DEVICES", bool_text(options.output_on_all_devices()));
   if (options.fusion_threshold_kib()) {
     command.export_value("TNT_FUSION_THRESHOLD", std::to_string(*options.fusion_threshold_kib()));
+  }
+  // Files are named absolutely: ranks may start in another directory.
+  if (options.timeline_file()) {
+    command.export_value("TNT_TIMELINE",
+                         absolute_path(*options.timeline_file(), facts.current_dir()));
+  }
+  if (options.autotune()) command.export_value("TNT_AUTOTUNE", "true");
+  if (options.autotune_log_file()) {
+    command.export_value("TNT_AUTOTUNE_LOG",
+                         absolute_path(*options.autotune_log_file(), facts.current_dir()));
   }
 }
 
@@ -90,7 +101,8 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& fact
 
   MpirunCommand command(facts);
   place(command, options, placement.ranks_per_node);
-  export_tarantella_settings(command, options, placement.use_gpu);
+  command.mca(options.mca_parameters());
+  export_tarantella_settings(command, options, facts, placement.use_gpu);
   const bool keep_threads = facts.omp_num_threads_set() || user_exports(options, "OMP_NUM_THREADS");
   if (facts.omp_num_threads_set()) command.export_inherited("OMP_NUM_THREADS");
   for (const auto& e : options.exports()) command.export_value(e.name, e.value);
@@ -117,7 +129,7 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& fact
 LaunchPlan build_cleanup_plan(const LaunchOptions& options, const NodeFacts& facts,
                               const std::string& program) {
   MpirunCommand command(facts);
-  command.on_hosts(options.hosts(), 1);
+  command.on_hosts(options.hosts(), 1).mca(options.mca_parameters());
   std::vector<std::string> rank_command = cleanup_exec_arguments(options.force(), program);
   rank_command.insert(rank_command.begin(), facts.launcher_path());
   LaunchPlan plan = command.build(rank_command);

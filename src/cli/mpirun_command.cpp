@@ -50,10 +50,16 @@ MpirunCommand& MpirunCommand::export_inherited(const std::string& name) {
   return *this;
 }
 
+MpirunCommand& MpirunCommand::mca(const std::vector<McaParameter>& parameters) {
+  for (const auto& p : parameters) mca_.insert(mca_.end(), {"--mca", p.name, p.value});
+  return *this;
+}
+
 LaunchPlan MpirunCommand::build(const std::vector<std::string>& rank_command) const {
   LaunchPlan plan;
   plan.environment = mpirun_only_env_;
   plan.argv = {"mpirun", "--oversubscribe", "--bind-to", "none"};
+  plan.argv.insert(plan.argv.end(), mca_.begin(), mca_.end());
   plan.argv.insert(plan.argv.end(), placement_.begin(), placement_.end());
   for (const auto& slot : exports_) {
     if (slot.has_value) plan.environment.push_back({slot.name, slot.value});

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "launch_plan.h"
+#include "mca_parameter.h"
 #include "node_facts.h"
 
 namespace tnt::cli {
@@ -32,6 +33,8 @@ class MpirunCommand {
   MpirunCommand& export_value(const std::string& name, const std::string& value);
   /// Forwards NAME from the launcher's own environment with -x NAME.
   MpirunCommand& export_inherited(const std::string& name);
+  /// --mca NAME VALUE, in the order given (mpirun lets a later one win).
+  MpirunCommand& mca(const std::vector<McaParameter>& parameters);
 
   /// The plan that runs `rank_command` on every rank.
   LaunchPlan build(const std::vector<std::string>& rank_command) const;
@@ -46,6 +49,7 @@ class MpirunCommand {
 
   std::vector<EnvAssignment> mpirun_only_env_;
   std::vector<std::string> placement_;
+  std::vector<std::string> mca_;
   std::vector<Export> exports_;
 };
 

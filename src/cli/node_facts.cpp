@@ -85,7 +85,8 @@ NodeFacts detect_node_facts() {
       .numactl_available(!find_in_path("numactl").empty())
       .effective_uid(::geteuid())
       .omp_num_threads_set(std::getenv("OMP_NUM_THREADS") != nullptr)
-      .launcher_path(self_path());
+      .launcher_path(self_path())
+      .current_dir(current_program_lookup(false).current_dir);
 }
 
 }  // namespace tnt::cli

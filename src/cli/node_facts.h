@@ -27,6 +27,9 @@ class NodeFacts {
   TNT_CLI_ARG(bool, omp_num_threads_set) = false;
   /// Absolute path of the running launcher; mpirun starts it as the per-rank wrapper.
   TNT_CLI_ARG(std::string, launcher_path);
+  /// The launcher's working directory (absolute): relative file flags such as
+  /// --timeline are resolved against it, because ranks may start elsewhere.
+  TNT_CLI_ARG(std::string, current_dir) = "/";
 };
 
 /// Probes this node: runs `nvidia-smi -L`, reads the CPU affinity, /sys and

@@ -103,6 +103,10 @@ std::string resolve_program(const std::string& program, const ProgramLookup& loo
   return absolute;
 }
 
+std::string absolute_path(const std::string& path, const std::string& current_dir) {
+  return path.size() > 0 && path[0] == '/' ? normalize_absolute(path) : join(current_dir, path);
+}
+
 std::string real_path(const std::string& path) {
   char buffer[PATH_MAX];
   return ::realpath(path.c_str(), buffer) ? std::string(buffer) : std::string();

@@ -35,6 +35,12 @@ std::string resolve_program(const std::string& program, const ProgramLookup& loo
 std::string search_path(const std::string& name, const std::string& path_variable,
                         bool need_executable);
 
+/// `path` made absolute against `current_dir` (itself absolute) and
+/// normalized, without touching the file system: a file the program will
+/// create may not exist yet. Example: `absolute_path("out/t.json", "/home/me")`
+/// -> "/home/me/out/t.json".
+std::string absolute_path(const std::string& path, const std::string& current_dir);
+
 /// realpath(3) of `path`, or "" when it does not exist.
 std::string real_path(const std::string& path);
 

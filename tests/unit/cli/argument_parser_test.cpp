@@ -173,14 +173,73 @@ TEST(ArgumentParser, ForceNeedsCleanup) {
   EXPECT_TRUE(o.force());
 }
 
+TEST(ArgumentParser, TimelineAndAutotuneFilesAreKeptAsTyped) {
+  const auto o = parse(
+      {"--timeline", "out/trace.json", "--autotune", "--autotune-log", "trials.csv", "--", "p"});
+  EXPECT_EQ(o.timeline_file(), "out/trace.json");
+  EXPECT_TRUE(o.autotune());
+  EXPECT_EQ(o.autotune_log_file(), "trials.csv");
+  const auto plain = parse({"--", "p"});
+  EXPECT_FALSE(plain.timeline_file());
+  EXPECT_FALSE(plain.autotune());
+  EXPECT_FALSE(plain.autotune_log_file());
+  EXPECT_TRUE(parse({"--autotune", "--", "p"}).autotune());
+}
+
+TEST(ArgumentParser, AutotuneLogNeedsAutotune) {
+  const auto message = parse_error({"--autotune-log", "trials.csv", "--", "p"});
+  EXPECT_THAT(message, HasSubstr("--autotune-log trials.csv only applies with --autotune"));
+}
+
+TEST(ArgumentParser, EmptyFileNamesAreErrors) {
+  EXPECT_THAT(parse_error({"--timeline", "", "--", "p"}), HasSubstr("--timeline '': give a file"));
+  EXPECT_THAT(parse_error({"--autotune", "--autotune-log", "", "--", "p"}),
+              HasSubstr("--autotune-log '': give a file"));
+  EXPECT_THAT(parse_error({"--timeline", "--", "p"}), HasSubstr("--timeline"));
+}
+
+TEST(ArgumentParser, McaTakesExactlyTwoWordsAndRepeatsInOrder) {
+  const auto o = parse({"--mca", "btl", "self,tcp", "-n", "2", "--mca", "plm_rsh_agent",
+                        "/opt/my agent.sh", "--", "p"});
+  EXPECT_EQ(o.mca_parameters(), (std::vector<McaParameter>{{"btl", "self,tcp"},
+                                                           {"plm_rsh_agent", "/opt/my agent.sh"}}));
+  EXPECT_EQ(o.ranks(), 2);
+  EXPECT_TRUE(parse({"--", "p"}).mca_parameters().empty());
+}
+
+TEST(ArgumentParser, MalformedMcaIsNamed) {
+  EXPECT_THAT(parse_error({"--mca", "btl", "--", "p"}), HasSubstr("--mca"));
+  EXPECT_THAT(parse_error({"--mca", "btl", "tcp", "extra", "--", "p"}),
+              HasSubstr("unexpected argument 'extra'"));
+  EXPECT_THAT(parse_error({"--mca", "btl-tcp", "1", "--", "p"}),
+              HasSubstr("'btl-tcp' is not an MCA parameter name"));
+  EXPECT_THAT(parse_error({"--mca", "btl", "", "--", "p"}), HasSubstr("--mca btl '': the value"));
+}
+
 TEST(ArgumentParser, HelpListsTheFlagsButNotTheHiddenOnes) {
   const auto parsed = parse_arguments({"tarantella", "--help"});
   EXPECT_EQ(parsed.kind, ParsedCommand::Kind::kHelp);
-  for (const char* flag :
-       {"--n-per-node", "--npernode", "--devices-per-node", "--hostfile", "--no-gpu", "--log-level",
-        "--log-on-all-devices", "--output-on-all-devices", "-x", "--fusion-threshold",
-        "--pin-to-socket", "--pin-memory-to-socket", "--python-interpreter", "--dry-run",
-        "--cleanup", "--force", "--version"}) {
+  for (const char* flag : {"--n-per-node",
+                           "--npernode",
+                           "--devices-per-node",
+                           "--hostfile",
+                           "--no-gpu",
+                           "--log-level",
+                           "--log-on-all-devices",
+                           "--output-on-all-devices",
+                           "-x",
+                           "--fusion-threshold",
+                           "--pin-to-socket",
+                           "--pin-memory-to-socket",
+                           "--python-interpreter",
+                           "--dry-run",
+                           "--cleanup",
+                           "--force",
+                           "--version",
+                           "--timeline",
+                           "--autotune",
+                           "--autotune-log",
+                           "--mca"}) {
     EXPECT_THAT(parsed.text, HasSubstr(flag));
   }
   EXPECT_THAT(parsed.text, Not(HasSubstr("--assume-gpus")));

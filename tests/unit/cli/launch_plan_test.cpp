@@ -26,7 +26,8 @@ NodeFacts cpu_node() {
       .numactl_available(true)
       .effective_uid(1000)
       .omp_num_threads_set(false)
-      .launcher_path(kLauncher);
+      .launcher_path(kLauncher)
+      .current_dir("/home/me/run");
 }
 
 LaunchOptions job(int ranks) { return LaunchOptions().ranks(ranks).command({"./prog", "arg"}); }
@@ -159,6 +160,53 @@ TEST(LaunchPlan, FusionThresholdInKib) {
   const auto plan = build_launch_plan(job(1).fusion_threshold_kib(64), cpu_node(), kProgram);
   EXPECT_EQ(env_value(plan, "TNT_FUSION_THRESHOLD"), "64");
   EXPECT_TRUE(exported(plan, "TNT_FUSION_THRESHOLD"));
+}
+
+TEST(LaunchPlan, TimelineAndAutotuneFilesAreExportedAsAbsolutePaths) {
+  const auto none = build_launch_plan(job(1), cpu_node(), kProgram);
+  for (const char* name : {"TNT_TIMELINE", "TNT_AUTOTUNE", "TNT_AUTOTUNE_LOG"}) {
+    EXPECT_FALSE(env_value(none, name)) << name;
+    EXPECT_FALSE(exported(none, name)) << name;
+  }
+  const auto options = job(2)
+                           .timeline_file(std::string("out/./trace.json"))
+                           .autotune(true)
+                           .autotune_log_file(std::string("/tmp//trials.csv"));
+  const auto plan = build_launch_plan(options, cpu_node(), kProgram);
+  EXPECT_EQ(env_value(plan, "TNT_TIMELINE"), "/home/me/run/out/trace.json");
+  EXPECT_EQ(env_value(plan, "TNT_AUTOTUNE"), "true");
+  EXPECT_EQ(env_value(plan, "TNT_AUTOTUNE_LOG"), "/tmp/trials.csv");
+  for (const char* name : {"TNT_TIMELINE", "TNT_AUTOTUNE", "TNT_AUTOTUNE_LOG"}) {
+    EXPECT_TRUE(exported(plan, name)) << name;
+  }
+  const auto autotune_only = build_launch_plan(job(1).autotune(true), cpu_node(), kProgram);
+  EXPECT_EQ(env_value(autotune_only, "TNT_AUTOTUNE"), "true");
+  EXPECT_FALSE(env_value(autotune_only, "TNT_AUTOTUNE_LOG"));
+}
+
+TEST(LaunchPlan, McaParametersGoToMpirunInOrderBeforeThePlacement) {
+  const auto options =
+      LaunchOptions()
+          .hosts({"10.0.0.1", "10.0.0.2"})
+          .ranks_per_node(1)
+          .mca_parameters({{"plm_rsh_agent", "/opt/agent one.sh"}, {"btl", "self,tcp"}})
+          .command({"prog"});
+  const auto plan = build_launch_plan(options, cpu_node(), kProgram);
+  EXPECT_TRUE(contains_sequence(
+      plan.argv, {"--bind-to", "none", "--mca", "plm_rsh_agent", "/opt/agent one.sh", "--mca",
+                  "btl", "self,tcp", "--host", "10.0.0.1:1,10.0.0.2:1"}));
+  const auto none = build_launch_plan(job(1), cpu_node(), kProgram);
+  EXPECT_FALSE(contains_sequence(none.argv, {"--mca"}));
+}
+
+TEST(LaunchPlan, CleanupAcrossHostsUsesTheSameMcaParameters) {
+  const auto options = LaunchOptions()
+                           .cleanup(true)
+                           .hosts({"a", "b"})
+                           .mca_parameters({{"plm_rsh_agent", "/opt/agent.sh"}})
+                           .command({"prog"});
+  const auto plan = build_cleanup_plan(options, cpu_node(), "/abs/prog");
+  EXPECT_TRUE(contains_sequence(plan.argv, {"--mca", "plm_rsh_agent", "/opt/agent.sh"}));
 }
 
 TEST(LaunchPlan, UserExportsKeepOrderAndValuesAfterOurs) {

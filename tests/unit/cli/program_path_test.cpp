@@ -72,5 +72,12 @@ TEST(NormalizeAbsolute, DropsDotAndEmptySegments) {
   EXPECT_EQ(normalize_absolute("/a/../b"), "/a/../b");
 }
 
+TEST(AbsolutePath, RelativePathsJoinTheCurrentDirectoryAndNeedNotExist) {
+  EXPECT_EQ(absolute_path("out/./trace.json", "/home/me"), "/home/me/out/trace.json");
+  EXPECT_EQ(absolute_path("t.json", "/"), "/t.json");
+  EXPECT_EQ(absolute_path("/var//log/t.json", "/home/me"), "/var/log/t.json");
+  EXPECT_EQ(absolute_path("../t.json", "/home/me"), "/home/me/../t.json");
+}
+
 }  // namespace
 }  // namespace tnt::cli

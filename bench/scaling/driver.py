@@ -1,0 +1,267 @@
+#!/usr/bin/python3
+"""Runs the scaling benchmark (see run.sh, which starts this) and prints its
+markdown tables.
+
+For each link rate, a fresh 2-host cluster (bench/cluster/cluster.sh) and a
+probe of what its link carries; then, per round and model, every variant as
+a fresh job on the two hosts, in an order rotating from round to round:
+
+  compute   no gradient exchange: the plain LibTorch loop at the micro-batch
+            (B/2) on each host at the same time; the slower host's median
+            step is the floor of a synchronous data-parallel step
+  tnt       tarantella --hostfile, defaults
+  fusion0   --fusion-threshold 0 (one allreduce per tensor)
+  nooverlap TNT_OVERLAP=false (allreduce only after backward)
+  autotune  --autotune (its trials are dropped: the first
+            AUTOTUNE_STEPS steps are not timed)
+  ddp       PyTorch DistributedDataParallel (gloo), one process per host
+
+Every job runs W warm-up steps and M timed steps; a job's step time is the
+median of its timed steps, and the table gives the median over rounds.
+Ratios are to compute-only, taken within a round, then the median.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+VARIANTS = ["compute", "tnt", "fusion0", "nooverlap", "autotune", "ddp"]
+LABELS = {
+    "compute": "compute only (no exchange)",
+    "tnt": "tarantella, defaults",
+    "fusion0": "tarantella, fusion off",
+    "nooverlap": "tarantella, overlap off",
+    "autotune": "tarantella, auto-tuned",
+    "ddp": "PyTorch DDP (gloo)",
+}
+BATCH = {"mlp": 256, "resnet18": 64}  # global; B/2 per host
+# fit()'s auto-tuner: 7 thresholds x (1 warm-up + 4 measured) steps.
+AUTOTUNE_STEPS = 35
+PUBLISHED = {96: "57x (ResNet-50, 96 GPUs)", 256: "62x (256 CPU processes)"}
+
+
+class Bench:
+    def __init__(self, args):
+        self.a = args
+        self.cluster = [args.cluster]
+        self.port = 29500
+
+    def sh(self, cmd, timeout=600, env=None):
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        return proc
+
+    def result(self, proc, what):
+        lines = [l[len("RESULT "):] for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+        if proc.returncode != 0 or len(lines) != 1:
+            sys.exit(f"{what} failed with exit status {proc.returncode}:\n"
+                     f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        return json.loads(lines[0])
+
+    def on_hosts(self, commands):
+        """Starts one command per host at once; returns their results."""
+        procs = [subprocess.Popen(self.cluster + ["exec", str(h)] + cmd, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+                 for h, cmd in enumerate(commands)]
+        outs = []
+        for p in procs:
+            out, err = p.communicate(timeout=600)
+            outs.append(subprocess.CompletedProcess(p.args, p.returncode, out, err))
+        return outs
+
+    def next_port(self):
+        self.port += 1
+        return self.port
+
+    def probe_link(self):
+        port = self.next_port()
+        mbytes = 100 if self.rate_gbit <= 1 else 400
+        server, client = self.on_hosts([
+            [self.a.python, self.a.probe, "serve", str(port)],
+            [self.a.python, self.a.probe, "measure", self.addresses[0], str(port), str(mbytes)]])
+        # Host 1 measures towards host 0's server (the order of on_hosts).
+        return self.result(client, "link probe")
+
+    def steps_for(self, variant):
+        extra = AUTOTUNE_STEPS if variant == "autotune" else 0
+        return extra + self.a.warmup, self.a.steps
+
+    def run(self, variant, model):
+        skip, timed = self.steps_for(variant)
+        total = skip + timed
+        batch = BATCH[model]
+        common = ["--model", model, "--steps", str(total)]
+        if variant == "compute":
+            cmd = [self.a.bench, "--variant", "plain", "--batch-size", str(batch // 2),
+                   "--threads", "1"] + common
+            results = [self.result(p, f"compute-only {model}") for p in self.on_hosts([cmd, cmd])]
+            per_host = [statistics.median(r["step_ms"][skip:]) for r in results]
+            return {"step_ms": max(per_host), "hosts": [r["host"] for r in results],
+                    "per_host": per_host}
+        if variant == "ddp":
+            port = str(self.next_port())
+            cmds = [[self.a.python, self.a.ddp, "--rank", str(h), "--world-size", "2",
+                     "--master-addr", self.addresses[0], "--master-port", port,
+                     "--batch-size", str(batch)] + common for h in range(2)]
+            r = self.result(self.on_hosts(cmds)[0], f"DDP {model}")
+            return {"step_ms": statistics.median(r["step_ms"][skip:]), "host": r["host"]}
+        flags = {"tnt": [], "fusion0": ["--fusion-threshold", "0"],
+                 "nooverlap": ["-x", "TNT_OVERLAP=false"],
+                 "autotune": ["--autotune", "--log-level", "INFO"]}[variant]
+        cmd = ([self.a.launcher] + self.flags + ["--no-gpu"] + flags + ["--", self.a.bench,
+               "--variant", "tnt", "--batch-size", str(batch)] + common)
+        proc = self.sh(cmd)
+        r = self.result(proc, f"{variant} {model}: $ {' '.join(cmd)}")
+        if r["ranks"] != 2:
+            sys.exit(f"{variant} {model} ran on {r['ranks']} rank(s), not 2")
+        out = {"step_ms": statistics.median(r["step_ms"][skip:])}
+        if variant == "autotune":
+            out["choice"] = [l for l in proc.stderr.splitlines() if "autotun" in l.lower()][-1:]
+        return out
+
+    def rate_run(self, rate):
+        self.rate_gbit = int(rate.replace("gbit", ""))
+        subprocess.run(self.cluster + ["up", "--hosts", "2", "--rate", rate], check=True)
+        self.flags = subprocess.run(self.cluster + ["flags"], check=True, capture_output=True,
+                                    text=True).stdout.split()
+        with open(self.flags[self.flags.index("--hostfile") + 1]) as hostfile:
+            self.addresses = [l.split()[0] for l in hostfile if l.strip() and l[0] != "#"]
+        link = self.probe_link()
+        print(f"# {rate}: one TCP stream carries {link['gbit_per_s']:.2f} Gbit/s, "
+              f"round trip {link['rtt_us']:.0f} us", flush=True)
+        results = {m: {v: [] for v in VARIANTS} for m in self.a.models}
+        for k in range(self.a.rounds):
+            order = VARIANTS[k % len(VARIANTS):] + VARIANTS[:k % len(VARIANTS)]
+            for model in self.a.models:
+                for v in order:
+                    start = time.time()
+                    r = self.run(v, model)
+                    results[model][v].append(r)
+                    print(f"{rate} round {k + 1} {model:8s} {v:9s} {r['step_ms']:8.1f} ms/step "
+                          f"({time.time() - start:.0f} s) {r.get('choice', '')}",
+                          file=sys.stderr, flush=True)
+        return {"link": link, "results": results}
+
+
+def median(xs):
+    return statistics.median(xs)
+
+
+def step_table(runs, models):
+    rows = ["| link | model | variant | step time ms (median) | min – max | ratio to compute-only |",
+            "|---|---|---|---:|---:|---:|"]
+    for rate, run in runs.items():
+        for model in models:
+            r = run["results"][model]
+            for v in VARIANTS:
+                ms = [x["step_ms"] for x in r[v]]
+                ratio = median([x["step_ms"] / c["step_ms"] for x, c in zip(r[v], r["compute"])])
+                rows.append(f"| {rate} | {model} | {LABELS[v]} | {median(ms):.1f} | "
+                            f"{min(ms):.1f} – {max(ms):.1f} | {ratio:.2f}x |")
+    return "\n".join(rows)
+
+
+def model_inputs(run, model, params):
+    """Compute time, gradient bytes, measured exchange time and overlap."""
+    r = run["results"][model]
+    t_c = median([x["step_ms"] for x in r["compute"]]) / 1e3
+    t_def = median([x["step_ms"] for x in r["tnt"]]) / 1e3
+    t_off = median([x["step_ms"] for x in r["nooverlap"]]) / 1e3
+    grad = 4 * params[model]
+    exchange = max(t_off - t_c, 1e-6)  # N = 2: the ring sends G once each way
+    overlap = min(max((t_off - t_def) / exchange, 0.0), 1.0)
+    return {"t_c": t_c, "t_def": t_def, "t_off": t_off, "grad": grad, "exchange": exchange,
+            "overlap": overlap, "eff_gbit": grad * 8 / exchange / 1e9,
+            "rtt": run["link"]["rtt_us"] * 1e-6}
+
+
+def predict(inp, n, gbit):
+    """Step time on n nodes: compute + the part of the ring allreduce that is
+    not hidden. Ring volume 2(n-1)/n * G at `gbit`, 2(n-1) latency steps of
+    half a round trip; the time hidden behind backward is the measured
+    overlap fraction of the 2-node exchange (the backward pass does not get
+    longer with n, so neither does the hiding room)."""
+    if n == 1:
+        return inp["t_c"]
+    ring = 2 * (n - 1) / n * inp["grad"] * 8 / (gbit * 1e9) + 2 * (n - 1) * inp["rtt"] / 2
+    hidden = inp["overlap"] * min(inp["exchange"], ring)
+    return inp["t_c"] + max(ring - hidden, 0.0)
+
+
+def scaling_tables(runs, models, params):
+    out = ["| link | model | compute s/step | gradient MB | exchange at N=2 s (overlap off − compute) "
+           "| effective Gbit/s | overlap fraction | probe Gbit/s | round trip us |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    inputs = {}
+    for rate, run in runs.items():
+        for model in models:
+            i = model_inputs(run, model, params)
+            inputs[(rate, model)] = i
+            out.append(f"| {rate} | {model} | {i['t_c']:.3f} | {i['grad'] / 1e6:.1f} | "
+                       f"{i['exchange']:.3f} | {i['eff_gbit']:.2f} | {i['overlap']:.2f} | "
+                       f"{run['link']['gbit_per_s']:.2f} | {run['link']['rtt_us']:.0f} |")
+    out.append("")
+    rate = "10gbit" if "10gbit" in runs else next(iter(runs))
+    cols = []
+    for model in models:
+        i = inputs[(rate, model)]
+        cols.append((f"{model}, as measured ({i['eff_gbit']:.1f} Gbit/s effective)", i,
+                     i["eff_gbit"]))
+        cols.append((f"{model}, at 10 Gbit/s line rate", i, 10.0))
+        cols.append((f"{model}, at 25 Gbit/s line rate", i, 25.0))
+    out.append("| nodes | " + " | ".join(c[0] for c in cols) + " | Tarantella manual |")
+    out.append("|---:|" + "---:|" * len(cols) + "---|")
+    for n in [1, 2, 4, 8, 16, 32, 64, 96, 128, 256]:
+        cells = []
+        for _, i, gbit in cols:
+            t = predict(i, n, gbit)
+            cells.append(f"{n * i['t_c'] / t:.1f}x")
+        out.append(f"| {n} | " + " | ".join(cells) + f" | {PUBLISHED.get(n, '')} |")
+    return "\n".join(out)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    for name in ["cluster", "launcher", "bench", "ddp", "probe"]:
+        p.add_argument(f"--{name}", required=True)
+    p.add_argument("--python", default="/usr/bin/python3")
+    p.add_argument("--rates", default="1gbit,10gbit")
+    p.add_argument("--models", default="mlp,resnet18")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--warmup", type=int, default=2, help="untimed steps per job")
+    p.add_argument("--steps", type=int, default=5, help="timed steps per job")
+    p.add_argument("--json", help="also write every raw result here")
+    args = p.parse_args()
+    args.models = args.models.split(",")
+    bench = Bench(args)
+    start = time.time()
+    print(f"global batch: mlp 256, resnet18 64 (half per host); {args.rounds} rounds; "
+          f"{args.warmup} warm-up + {args.steps} timed steps per job "
+          f"(+{AUTOTUNE_STEPS} tuning steps for auto-tuned); load average at start "
+          f"{os.getloadavg()[0]:.2f}", flush=True)
+    runs = {}
+    try:
+        for rate in args.rates.split(","):
+            runs[rate] = bench.rate_run(rate)
+    finally:
+        subprocess.run(bench.cluster + ["down"], check=False)
+    params = {"mlp": 20037642, "resnet18": 11181642}
+    print(f"wall time {time.time() - start:.0f} s; load average at end {os.getloadavg()[0]:.2f}\n")
+    print(step_table(runs, args.models))
+    print()
+    for rate, run in runs.items():
+        for model in args.models:
+            for r in run["results"][model]["autotune"]:
+                if r.get("choice"):
+                    print(f"auto-tuning, {rate} {model}: {r['choice'][0]}")
+    print()
+    print(scaling_tables(runs, args.models, params))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(runs, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

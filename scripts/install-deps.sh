@@ -17,6 +17,7 @@ packages=(
   python3-torch                 # the peer: TorchScript models in tests, DDP in benchmarks
   protobuf-compiler libprotobuf-dev  # TensorBoard event files (protoc + runtime)
   libcurl4-openssl-dev          # RemoteMonitor's HTTP POST
+  libjpeg62-turbo-dev libpng-dev  # image decoding in examples/resnet
   iproute2                      # ip/tc: the simulated cluster (bench/cluster, tests/cluster)
 )
 

@@ -1,0 +1,51 @@
+# The ResNet tutorial's tests (examples/resnet, docs/tutorials/resnet.md):
+# the three inputs and the three networks, at 2 ranks through the launcher,
+# with small settings (the whole file runs in about a minute).
+set(resnet_work ${CMAKE_CURRENT_BINARY_DIR}/resnet)
+
+# tnt_resnet_test(NAME EXPECT regex COMMAND args...): passes when the command
+# exits with 0 AND its output matches the regex (PASS_REGULAR_EXPRESSION
+# alone would ignore the exit status).
+function(tnt_resnet_test name)
+  cmake_parse_arguments(T "" "EXPECT;TIMEOUT" "COMMAND" ${ARGN})
+  add_test(NAME ${name}
+           COMMAND bash -c [[out=$("${@:2}" 2>&1); status=$?; echo "$out" | tail -15
+                             [ "$status" -eq 0 ] || { echo "FAIL: exit status $status"; exit 1; }
+                             grep -qE -- "$1" <<<"$out" || { echo "FAIL: no line matches '$1'"; exit 1; }]]
+                   resnet_test "${T_EXPECT}" ${T_COMMAND})
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS example RUN_SERIAL TRUE)
+endfunction()
+
+# (a) ResNet-20 learns Fashion-MNIST resized (to 16x16 here, to keep the
+# test short): one epoch of 128 steps on 4096 images gives about 65% on 512
+# test images (seeded, so the same on every run), far above the 10% of chance.
+add_test(NAME example.resnet_cifar_fashion_mnist
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check_accuracy.sh 0.5
+                 ${TNT_LAUNCHER} -n 2 -- $<TARGET_FILE:resnet> --model cifar --data fashion-mnist
+                 --image-size 16 --train-size 4096 --val-size 512 --batch-size 32 --epochs 1
+                 --learning-rate 0.05 --warmup-epochs 0.25 --verbose 2)
+set_tests_properties(example.resnet_cifar_fashion_mnist PROPERTIES TIMEOUT 180 LABELS example
+                     RUN_SERIAL TRUE)
+
+# (b) An image folder of PNG and JPEG files (written by the program itself):
+# ResNet-18 trains an epoch, and each rank decodes only its half of the
+# 32 training and 16 validation images (decoding happens after distribution).
+# At 16x16 most JPEGs (about 48x40) are decoded at half size by libjpeg.
+add_test(NAME example.resnet_make_image_folder
+         COMMAND $<TARGET_FILE:resnet> --make-image-folder ${resnet_work}/images
+                 --num-classes 4 --images-per-class 8)
+set_tests_properties(example.resnet_make_image_folder PROPERTIES TIMEOUT 60 LABELS example
+                     FIXTURES_SETUP resnet_images)
+tnt_resnet_test(example.resnet_image_folder TIMEOUT 120
+  EXPECT "images decoded per rank: 24 24 \\(48 in all\\)"
+  COMMAND ${TNT_LAUNCHER} -n 2 -- $<TARGET_FILE:resnet> --model resnet18 --data images
+          --train-dir ${resnet_work}/images/train --val-dir ${resnet_work}/images/val
+          --image-size 16 --batch-size 8 --epochs 1 --workers 2 --verbose 2
+          --checkpoint-dir ${resnet_work}/checkpoints --tensorboard ${resnet_work}/tensorboard)
+set_tests_properties(example.resnet_image_folder PROPERTIES FIXTURES_REQUIRED resnet_images)
+
+# (c) ResNet-50 on synthetic data: two steps at 64x64, with a throughput.
+tnt_resnet_test(example.resnet50_synthetic TIMEOUT 120
+  EXPECT "training throughput: [0-9.]+ images/s"
+  COMMAND ${TNT_LAUNCHER} -n 2 -- $<TARGET_FILE:resnet> --model resnet50 --data synthetic
+          --image-size 64 --num-classes 10 --train-size 16 --batch-size 8 --epochs 1 --verbose 2)

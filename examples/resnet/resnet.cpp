@@ -138,7 +138,10 @@ tnt::schedules::Schedule make_schedule(const Args& a, std::int64_t steps_per_epo
     description << ", then x" << a.lr_decay_factor << " at epochs";
     for (double epoch : a.lr_boundaries) description << " " << epoch;
   }
+  // [snippet:resnet_linear_scaling]
+  // Warm-up from the one-rank rate to base x N, then the decay, scaled by N.
   return s::LinearScalingWarmUp(a.learning_rate, scale, steps(a.warmup_epochs), decay);
+  // [end]
 }
 
 // Training images per second on the master rank, over all steps but the
@@ -265,10 +268,14 @@ int main(int argc, char** argv) {
 
   const Data data = load_data(a.data);
   const std::int64_t train_samples = data.train.cardinality();
+  // [snippet:resnet_global_batch]
+  // Shuffle and batch with the GLOBAL batch size: fit() distributes.
   const tnt::data::Dataset train = data.train.shuffle(train_samples).batch(a.batch_size);
+  // [end]
   const std::int64_t steps_per_epoch = train.cardinality();
 
   tnt::Model model{make_resnet(a.model, data.num_classes)};
+  // [snippet:resnet_compile]
   const int scale = a.no_lr_scaling ? 1 : tnt::get_size();
   std::ostringstream lr_text;
   model.compile(tnt::CompileOptions()
@@ -277,6 +284,7 @@ int main(int argc, char** argv) {
                     .schedule(make_schedule(a, steps_per_epoch, scale, lr_text))
                     .loss(tnt::losses::SparseCategoricalCrossentropy())
                     .metrics({tnt::metrics::SparseCategoricalAccuracy()}));
+  // [end]
   if (a.verbose > 0 && tnt::is_master_rank()) {
     std::cout << a.model << ": " << count_parameters(model) << " parameters, input 3x"
               << a.data.image_size << "x" << a.data.image_size << ", " << data.num_classes

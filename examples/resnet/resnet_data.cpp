@@ -108,6 +108,7 @@ Data synthetic_data(const DataOptions& o) {
 // below the batch decodes file `index` — on the rank that trains on it.
 data::Dataset decoded_images(const ImageList& images, const DataOptions& o,
                              const std::shared_ptr<std::atomic<std::int64_t>>& decoded) {
+  // [snippet:resnet_decode_after_distribution]
   auto paths = std::make_shared<const std::vector<std::string>>(images.paths);
   const int size = o.image_size;
   data::MapFunction decode = [paths, size, decoded](data::Element e) {
@@ -125,6 +126,7 @@ data::Dataset decoded_images(const ImageList& images, const DataOptions& o,
   const auto n = static_cast<std::int64_t>(images.paths.size());
   return data::Dataset::from_tensor_slices({torch::arange(n), torch::tensor(images.labels)})
       .map(decode, data::MapOptions().num_workers(o.workers));
+  // [end]
 }
 
 Data image_folder_data(const DataOptions& o) {

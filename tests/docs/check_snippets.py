@@ -59,9 +59,9 @@ class Region:
         self.name, self.path, self.line, self.lines = name, path, line, []
 
 
-def read_regions(snippet_dir, problems):
+def read_regions(sources, problems):
     regions = {}
-    for path in sorted(snippet_dir.glob("*.cpp")):
+    for path in sources:
         open_regions = []
         for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
             begin, end = REGION_BEGIN.match(line), REGION_END.match(line)
@@ -142,7 +142,7 @@ def first_difference(want, got):
 def check_page(path, regions, guide_dir, used, problems, update):
     lines = path.read_text(encoding="utf-8").split("\n")
     blocks = read_blocks(lines, path, problems)
-    in_guide = path.parent.resolve() == guide_dir.resolve()
+    in_guide = path.parent.resolve() in [d.resolve() for d in guide_dir]
     replacements = []
     for block in blocks:
         if block.lang not in CPP_LANGS:
@@ -151,12 +151,12 @@ def check_page(path, regions, guide_dir, used, problems, update):
             if in_guide:
                 problems.append(f"{path}:{block.start + 1}: ```cpp block without a "
                                 "'<!-- snippet: NAME -->' marker: move the code into "
-                                "docs/snippets/*.cpp as a region and mark the block")
+                                "docs/snippets/*.cpp (or the example) as a region and mark the block")
             continue
         region = regions.get(block.marker)
         if region is None:
             problems.append(f"{path}:{block.marker_line + 1}: snippet '{block.marker}' does not "
-                            "exist in docs/snippets/*.cpp")
+                            "exist in docs/snippets/*.cpp or examples/")
             continue
         used.add(block.marker)
         want, got = normalize(region.lines), normalize(block.body)
@@ -184,14 +184,21 @@ def main(argv=None):
     args = parser.parse_args(argv)
     docs = args.root / "docs"
     problems = []
-    regions = read_regions(docs / "snippets", problems)
+    # Regions live in docs/snippets/*.cpp and, for the tutorials, in the
+    # examples' own sources (so the tutorial shows the code that runs).
+    sources = sorted((docs / "snippets").glob("*.cpp"))
+    for pattern in ("*.cpp", "*.h"):
+        sources += sorted((args.root / "examples").rglob(pattern))
+    regions = read_regions(sources, problems)
+    # Pages whose every ```cpp block must be marked.
+    strict = [docs / "guide", docs / "tutorials"]
     if args.update:
         for page in sorted(docs.rglob("*.md")):
-            check_page(page, regions, docs / "guide", set(), [], update=True)
+            check_page(page, regions, strict, set(), [], update=True)
     used = set()
     pages = sorted(docs.rglob("*.md"))
     for page in pages:
-        check_page(page, regions, docs / "guide", used, problems, update=False)
+        check_page(page, regions, strict, used, problems, update=False)
     unused = sorted(set(regions) - used)
     if unused:
         print("note: snippet regions no page uses: " + ", ".join(unused))
@@ -202,7 +209,7 @@ def main(argv=None):
               "--update to copy the regions into the pages")
         return 1
     print(f"check_snippets: {len(used)} snippet(s) in {len(pages)} page(s) match "
-          f"{len(regions)} region(s) of docs/snippets")
+          f"{len(regions)} region(s) of docs/snippets and examples/")
     return 0
 
 

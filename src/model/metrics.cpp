@@ -15,7 +15,7 @@ torch::Tensor pair(const torch::Tensor& numerator, double count) {
 }
 
 Metric ratio_metric(std::string name, Metric::Update update) {
-  return Metric{std::move(name), 2, std::move(update), ratio};
+  return Metric{std::move(name), 2, std::move(update), ratio, {}};
 }
 
 torch::Tensor sparse_hits(const torch::Tensor& p, const torch::Tensor& t) {

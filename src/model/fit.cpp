@@ -172,6 +172,14 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
       const torch::Tensor step_state = sync->finish();
       const auto sync_end = Clock::now();
       if (reduce) {
+        // Gradients are the global ones here, identical on every rank, so
+        // clipping agrees everywhere (as in serial training).
+        if (s.options->clip_norm_) {
+          torch::nn::utils::clip_grad_norm_(s.trainable, *s.options->clip_norm_);
+        }
+        if (s.options->clip_value_) {
+          torch::nn::utils::clip_grad_value_(s.trainable, *s.options->clip_value_);
+        }
         if (s.options->schedule_) {
           const double lr = s.options->schedule_(s.optimizer_steps);
           for (auto& group : s.optimizer->param_groups()) group.options().set_lr(lr);

@@ -180,6 +180,10 @@ void Model::compile(CompileOptions options) {
   TNT_CHECK(options.num_inputs_ >= 1, "num_inputs must be at least 1, got ", options.num_inputs_);
   TNT_CHECK(options.aggregation_frequency_ >= 1, "aggregation_frequency must be at least 1, got ",
             options.aggregation_frequency_);
+  TNT_CHECK(!options.clip_norm_ || *options.clip_norm_ > 0, "clip_norm must be positive, got ",
+            options.clip_norm_.value_or(0));
+  TNT_CHECK(!options.clip_value_ || *options.clip_value_ > 0, "clip_value must be positive, got ",
+            options.clip_value_.value_or(0));
   for (const auto& m : options.metrics_) {
     TNT_CHECK(m.update && m.result && m.state_size > 0, "metric '", m.name,
               "' needs an update function, a result function and a positive state size");

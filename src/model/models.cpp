@@ -189,6 +189,8 @@ nlohmann::json Model::get_compile_config() const {
             {"compression", compression_name(o.compression_)}};
   if (o.schedule_) c["schedule"] = parsed_or_null(o.schedule_.config);
   if (o.fusion_threshold_) c["fusion_threshold_bytes"] = *o.fusion_threshold_;
+  if (o.clip_norm_) c["clip_norm"] = *o.clip_norm_;
+  if (o.clip_value_) c["clip_value"] = *o.clip_value_;
   return c;
 }
 
@@ -211,6 +213,8 @@ CompileOptions compile_options_from_config(const std::string& compile_json,
     o.num_inputs(c.value("num_inputs", 1))
         .aggregation_frequency(c.value("aggregation_frequency", 1))
         .compression(compression_from(c.value("compression", std::string("none")), path));
+    if (c.contains("clip_norm")) o.clip_norm(c.at("clip_norm").get<double>());
+    if (c.contains("clip_value")) o.clip_value(c.at("clip_value").get<double>());
     if (c.contains("fusion_threshold_bytes")) {
       o.fusion_threshold_bytes(c.at("fusion_threshold_bytes").get<std::size_t>());
     }

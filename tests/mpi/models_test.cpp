@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -220,6 +221,49 @@ TEST(Models, BatchNormWithSmallMicroBatchesIsWarnedAbout) {
     EXPECT_NE(small.find("below 16 samples"), std::string::npos) << small;
   }
   EXPECT_EQ(large.find("BatchNorm layers"), std::string::npos) << large;
+}
+
+// SGD with learning rate 1 and no momentum moves the weights by exactly the
+// (clipped) global gradient, so one step shows what clipping did.
+std::vector<torch::Tensor> one_step_delta(tnt::CompileOptions options) {
+  torch::manual_seed(4);
+  tnt::Model model(registry_net());
+  model.compile(options.optimizer(tnt::optimizers::SGD(1.0))
+                    .loss(tnt::losses::SparseCategoricalCrossentropy()));
+  model.set_weights(model.get_weights());  // the master's, everywhere
+  const auto before = model.get_weights();  // copies (params_of shares storage)
+  model.fit(train_set(8, false), tnt::FitOptions().epochs(1).steps_per_epoch(1).verbose(0));
+  const auto after = model.get_weights();
+  std::vector<torch::Tensor> delta;
+  for (std::size_t i = 0; i < before.size(); ++i) delta.push_back(after[i] - before[i]);
+  return delta;
+}
+
+double joint_norm(const std::vector<torch::Tensor>& ts) {
+  double sq = 0;
+  for (const auto& t : ts) sq += t.pow(2).sum().item<double>();
+  return std::sqrt(sq);
+}
+
+TEST(Models, GradientClippingActsOnTheGlobalGradient) {
+  const double unclipped = joint_norm(one_step_delta(tnt::CompileOptions()));
+  ASSERT_GT(unclipped, 0.1);
+  // clip_norm: the step's norm is exactly the bound, on every rank.
+  EXPECT_NEAR(joint_norm(one_step_delta(tnt::CompileOptions().clip_norm(0.05))), 0.05, 1e-5);
+  // A bound above the norm changes nothing.
+  EXPECT_NEAR(joint_norm(one_step_delta(tnt::CompileOptions().clip_norm(1e6))), unclipped, 1e-6);
+  // clip_value: no element moves by more than the bound.
+  double largest = 0;
+  for (const auto& d : one_step_delta(tnt::CompileOptions().clip_value(1e-3))) {
+    largest = std::max(largest, d.abs().max().item<double>());
+  }
+  EXPECT_LE(largest, 1e-3 + 1e-7);  // float32 rounding of w - step
+  EXPECT_GT(largest, 0.5e-3);
+  // Part of the compile configuration that Model::save stores.
+  tnt::Model model(registry_net());
+  model.compile(options().clip_norm(2.5));
+  EXPECT_EQ(model.get_compile_config().at("clip_norm"), 2.5);
+  EXPECT_THROW(model.compile(options().clip_norm(0)), tnt::Error);
 }
 
 TEST(Models, CorruptArchitectureNamesTheLayer) {

@@ -54,6 +54,11 @@ struct CompileOptions {
   CompileOptions& compression(dp::Compression v) { compression_ = v; return *this; }
   /// Fusion threshold in bytes; default: TNT_FUSION_THRESHOLD (32 KiB).
   CompileOptions& fusion_threshold_bytes(std::size_t v) { fusion_threshold_ = v; return *this; }
+  /// Keras's clipnorm: before each optimizer step, scale the (global,
+  /// allreduced) gradients so that their joint L2 norm is at most v.
+  CompileOptions& clip_norm(double v) { clip_norm_ = v; return *this; }
+  /// Keras's clipvalue: clamp every gradient element to [-v, v].
+  CompileOptions& clip_value(double v) { clip_value_ = v; return *this; }
 
   optimizers::Factory optimizer_;
   losses::Loss loss_;
@@ -63,6 +68,8 @@ struct CompileOptions {
   int aggregation_frequency_ = 1;
   dp::Compression compression_ = dp::Compression::None;
   std::optional<std::size_t> fusion_threshold_;
+  std::optional<double> clip_norm_;
+  std::optional<double> clip_value_;
 };
 
 /// What fit() takes.

@@ -111,34 +111,6 @@ tnt::metrics::Metric sentence_accuracy() {
       });
 }
 
-// Adam that clips the global gradient norm before each step. tnt::Model
-// calls step() after the allreduce, so every rank clips the same summed
-// gradient and the ranks stay identical. (CompileOptions has no clipping
-// option; a custom optimizer is the place for it.)
-class ClippedAdam : public torch::optim::Adam {
- public:
-  ClippedAdam(const std::vector<torch::Tensor>& params, torch::optim::AdamOptions options,
-              double max_norm)
-      : torch::optim::Adam(params, options), max_norm_(max_norm) {}
-  torch::Tensor step(LossClosure closure = nullptr) override {
-    if (max_norm_ > 0) {
-      for (auto& group : param_groups())
-        torch::nn::utils::clip_grad_norm_(group.params(), max_norm_);
-    }
-    return torch::optim::Adam::step(closure);
-  }
-
- private:
-  double max_norm_;
-};
-
-tnt::optimizers::Factory clipped_adam(double learning_rate, double max_norm) {
-  return tnt::optimizers::custom([=](const std::vector<torch::Tensor>& params) {
-    return std::make_unique<ClippedAdam>(
-        params, torch::optim::AdamOptions(learning_rate).betas({0.9, 0.98}).eps(1e-9), max_norm);
-  });
-}
-
 // The paper's schedule, normalized to a peak of `peak`: linear warm-up over
 // `warmup` optimizer steps, then decay with the inverse square root of the
 // step. A schedule is a plain function of the global optimizer step, which
@@ -312,12 +284,17 @@ int main(int argc, char** argv) {
   const std::int64_t positions = task.max_sequence_length() + 1;
   Seq2SeqTransformer net(params, task.source_vocab_size(), task.target_vocab_size(), positions);
   tnt::Model model{net};  // holds the same module object: no copy
-  model.compile(tnt::CompileOptions()
-                    .num_inputs(2)  // forward(source, decoder_input); then the target
-                    .optimizer(clipped_adam(a.learning_rate, a.clip_norm))
-                    .schedule(inverse_sqrt_warmup(a.learning_rate, a.warmup_steps))
-                    .loss(masked_cross_entropy(task.mean_target_tokens()))
-                    .metrics({token_accuracy(), sentence_accuracy()}));
+  tnt::CompileOptions options =
+      tnt::CompileOptions()
+          .num_inputs(2)  // forward(source, decoder_input); then the target
+          .optimizer(tnt::optimizers::Adam(a.learning_rate, /*beta1=*/0.9, /*beta2=*/0.98,
+                                           /*epsilon=*/1e-9))
+          .schedule(inverse_sqrt_warmup(a.learning_rate, a.warmup_steps))
+          .loss(masked_cross_entropy(task.mean_target_tokens()))
+          .metrics({token_accuracy(), sentence_accuracy()});
+  // Clip the norm of the global (allreduced) gradient before every step.
+  if (a.clip_norm > 0) options.clip_norm(a.clip_norm);
+  model.compile(options);
   // The inference model shares every parameter with the trained one.
   GreedyTranslator translator(net, positions);
   // [end]

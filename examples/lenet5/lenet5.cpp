@@ -19,20 +19,6 @@ namespace {
 
 using tnt_examples::LeNet5;
 
-
-// The checkpoint with the highest epoch number in `dir` ("" if none).
-std::string newest_checkpoint(const std::string& dir) {
-  std::string newest;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("epoch-", 0) == 0 && name.size() > 3 && name.substr(name.size() - 3) == ".pt" &&
-        entry.path().string() > newest) {
-      newest = entry.path().string();  // zero-padded epochs sort as text
-    }
-  }
-  return newest;
-}
-
 struct Args {
   std::int64_t epochs = 8;
   std::int64_t batch_size = 64;
@@ -124,7 +110,7 @@ int main(int argc, char** argv) {
     callbacks.push_back(std::make_shared<tnt::callbacks::ModelCheckpoint>(
         tnt::callbacks::ModelCheckpointOptions(a.checkpoint_dir + "/epoch-{epoch:04d}.pt")));
     if (a.resume) {
-      const std::string newest = newest_checkpoint(a.checkpoint_dir);
+      const std::string newest = tnt::latest_checkpoint(a.checkpoint_dir);  // collective
       if (!newest.empty()) {
         fit.initial_epoch(model.load(newest));
         if (tnt::is_master_rank()) std::cout << "resuming from " << newest << "\n";

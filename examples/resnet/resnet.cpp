@@ -49,6 +49,7 @@ struct Args {
   double momentum = 0.9;
   double weight_decay = 1e-4;
   std::string checkpoint_dir;
+  bool resume = false;
   std::string tensorboard;
   std::string save_weights;
   std::string make_image_folder;
@@ -102,6 +103,7 @@ void add_flags(CLI::App& app, Args& a) {
   app.add_option("--weight-decay", a.weight_decay, "SGD weight decay (L2)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--checkpoint-dir", a.checkpoint_dir, "save a checkpoint after every epoch here");
+  app.add_flag("--resume", a.resume, "continue from the newest checkpoint in --checkpoint-dir");
   app.add_option("--tensorboard", a.tensorboard,
                  "write TensorBoard event files under this directory");
   app.add_option("--save-weights", a.save_weights, "write the trained weights (torch.save format)");
@@ -302,8 +304,16 @@ int main(int argc, char** argv) {
   std::optional<tnt::data::Dataset> val;
   if (data.val) val = data.val->batch(a.batch_size);
   if (val && a.val_freq > 0) fit.validation_data(*val).validation_freq(a.val_freq);
+  if (a.resume && !a.checkpoint_dir.empty()) {
+    // Collective: the master finds the newest file, every rank loads it.
+    const std::string newest = tnt::latest_checkpoint(a.checkpoint_dir);
+    if (!newest.empty()) {
+      fit.initial_epoch(model.load(newest));
+      if (tnt::is_master_rank()) std::cout << "resuming from " << newest << "\n";
+    }
+  }
   tnt::callbacks::History history;
-  if (a.epochs > 0) history = model.fit(train, fit);
+  if (a.epochs > fit.initial_epoch_) history = model.fit(train, fit);
 
   const std::string speed = throughput->report();
   if (tnt::is_master_rank() && !speed.empty())

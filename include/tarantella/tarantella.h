@@ -17,6 +17,7 @@
 #include <tarantella/model/model.h>
 #include <tarantella/model/layers.h>
 #include <tarantella/model/models.h>
+#include <tarantella/model/checkpoints.h>
 #include <tarantella/data/element.h>
 #include <tarantella/data/dataset.h>
 #include <tarantella/data/datasets.h>

@@ -9,8 +9,10 @@
 //   compile: str                 (Model::get_compile_config(), if compiled)
 // so that training stopped after epoch k and resumed from the file with
 // initial_epoch = k ends bitwise equal to an uninterrupted run.
+#include <filesystem>
 #include <mutex>
 #include <sstream>
+#include <tuple>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
@@ -21,6 +23,8 @@
 #include <tarantella/runtime/runtime.h>
 
 #include <nlohmann/json.hpp>
+
+#include <tarantella/model/checkpoints.h>
 
 #include "model/model_impl.h"
 
@@ -155,6 +159,33 @@ std::string broadcast_string(const std::string& text) {
 }
 
 }  // namespace
+
+std::string latest_checkpoint(const std::string& dir) {
+  std::string newest;
+  run_on_master_checked([&] {
+    std::error_code error;
+    if (!std::filesystem::is_directory(dir, error)) return;
+    // (has a number, the first number, name): the largest wins.
+    std::tuple<bool, std::int64_t, std::string> best{false, -1, ""};
+    for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+      if (!entry.is_regular_file(error)) continue;
+      const std::string name = entry.path().filename().string();
+      if (name.size() < 3 || name.compare(name.size() - 3, 3, ".pt") != 0) continue;
+      const auto digit = name.find_first_of("0123456789");
+      std::int64_t number = -1;
+      if (digit != std::string::npos) {
+        const auto end = name.find_first_not_of("0123456789", digit);
+        number = std::stoll(name.substr(digit, std::min<std::size_t>(end - digit, 18)));
+      }
+      std::tuple<bool, std::int64_t, std::string> key{digit != std::string::npos, number, name};
+      if (newest.empty() || key > best) {
+        best = key;
+        newest = entry.path().string();
+      }
+    }
+  });
+  return is_initialized() && get_size() > 1 ? broadcast_string(newest) : newest;
+}
 
 SavedModelDescription read_saved_model_description(const std::string& path) {
   SavedModelDescription d;

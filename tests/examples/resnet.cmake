@@ -42,7 +42,23 @@ tnt_resnet_test(example.resnet_image_folder TIMEOUT 120
           --train-dir ${resnet_work}/images/train --val-dir ${resnet_work}/images/val
           --image-size 16 --batch-size 8 --epochs 1 --workers 2 --verbose 2
           --checkpoint-dir ${resnet_work}/checkpoints --tensorboard ${resnet_work}/tensorboard)
-set_tests_properties(example.resnet_image_folder PROPERTIES FIXTURES_REQUIRED resnet_images)
+set_tests_properties(example.resnet_image_folder PROPERTIES
+                     FIXTURES_REQUIRED "resnet_images;resnet_no_checkpoints"
+                     FIXTURES_SETUP resnet_checkpoint)
+# No checkpoints of an earlier ctest run: the resume test must find epoch 1.
+add_test(NAME example.resnet_clear_checkpoints
+         COMMAND ${CMAKE_COMMAND} -E rm -rf ${resnet_work}/checkpoints)
+set_tests_properties(example.resnet_clear_checkpoints PROPERTIES TIMEOUT 30 LABELS example
+                     FIXTURES_SETUP resnet_no_checkpoints)
+# ... and resumes from the newest checkpoint that run wrote (tnt::latest_checkpoint).
+tnt_resnet_test(example.resnet_resume TIMEOUT 120
+  EXPECT "resuming from .*epoch-0001.pt"
+  COMMAND ${TNT_LAUNCHER} -n 2 -- $<TARGET_FILE:resnet> --model resnet18 --data images
+          --train-dir ${resnet_work}/images/train --val-dir ${resnet_work}/images/val
+          --image-size 16 --batch-size 8 --epochs 2 --workers 2 --verbose 2
+          --checkpoint-dir ${resnet_work}/checkpoints --resume)
+set_tests_properties(example.resnet_resume PROPERTIES FIXTURES_REQUIRED
+                     "resnet_images;resnet_checkpoint")
 
 # (c) ResNet-50 on synthetic data: two steps at 64x64, with a throughput.
 tnt_resnet_test(example.resnet50_synthetic TIMEOUT 120

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -264,6 +265,22 @@ TEST(Models, GradientClippingActsOnTheGlobalGradient) {
   model.compile(options().clip_norm(2.5));
   EXPECT_EQ(model.get_compile_config().at("clip_norm"), 2.5);
   EXPECT_THROW(model.compile(options().clip_norm(0)), tnt::Error);
+}
+
+TEST(Models, LatestCheckpointIsTheHighestEpochOnEveryRank) {
+  const std::string dir = shared_path("latest") + ".d";
+  EXPECT_EQ(tnt::latest_checkpoint(dir), "");  // no directory yet
+  if (tnt::is_master_rank()) {
+    std::filesystem::create_directories(dir);
+    for (const char* name : {"epoch-0002.pt", "epoch-0010.pt", "epoch-0009-loss-0.50.pt",
+                             "epoch-0011.pt.tmp.4242", "notes.txt", "best.pt"}) {
+      std::ofstream(dir + "/" + name) << "x";
+    }
+  }
+  tnt::comm::barrier();
+  EXPECT_EQ(tnt::latest_checkpoint(dir), dir + "/epoch-0010.pt");
+  tnt::comm::barrier();
+  if (tnt::is_master_rank()) std::filesystem::remove_all(dir);
 }
 
 TEST(Models, CorruptArchitectureNamesTheLayer) {

@@ -1,0 +1,21 @@
+// Finding the checkpoint to resume from.
+#pragma once
+
+#include <string>
+
+namespace tnt {
+
+/// The newest checkpoint in `dir`: among its files ending in ".pt" (the
+/// temporary files of an unfinished save, "*.tmp.<pid>", never count), the
+/// one whose first number — the epoch of ModelCheckpoint's "{epoch}"
+/// templates — is the largest; files without a number come before numbered
+/// ones, and ties go to the later name. Returns "" when `dir` does not exist
+/// or holds no checkpoint. Collective: the master looks and every rank gets
+/// its answer, so the directory needs to exist only where the master runs.
+///
+/// Example:
+///   const std::string last = tnt::latest_checkpoint("ckpt");
+///   if (!last.empty()) options.initial_epoch(model.load(last));
+std::string latest_checkpoint(const std::string& dir);
+
+}  // namespace tnt

@@ -55,6 +55,16 @@ T require(const c10::impl::GenericDict& dict, const char* key, const std::string
   return it->value().to<T>();
 }
 
+// The dict of a Model::save file (master rank only).
+c10::impl::GenericDict read_checkpoint(const std::string& path) {
+  const torch::IValue value = load_torch_save_file(path);
+  TNT_CHECK(value.isGenericDict(), "'", path, "' is not a tarantella checkpoint");
+  auto dict = value.toGenericDict();
+  TNT_CHECK(require<std::string>(dict, "format", path) == kFormat, "'", path,
+            "' has an unknown checkpoint format: write it with tnt::Model::save");
+  return dict;
+}
+
 }  // namespace
 
 void Model::save(const std::string& path, bool all_ranks) const {
@@ -95,11 +105,7 @@ std::int64_t Model::load(const std::string& path) {
   torch::Tensor counters = torch::zeros({2}, torch::kInt64);
   torch::Tensor rng;
   run_on_master_checked([&] {
-    const torch::IValue value = load_torch_save_file(path);
-    TNT_CHECK(value.isGenericDict(), "'", path, "' is not a tarantella checkpoint");
-    const auto dict = value.toGenericDict();
-    TNT_CHECK(require<std::string>(dict, "format", path) == kFormat, "'", path,
-              "' has an unknown checkpoint format: write it with tnt::Model::save");
+    const auto dict = read_checkpoint(path);
     copy_weights(*this, require<c10::impl::GenericDict>(dict, "weights", path), path);
     const torch::Tensor opt = require<torch::Tensor>(dict, "optimizer", path);
     std::istringstream in(std::string(static_cast<const char*>(opt.data_ptr()),
@@ -135,30 +141,6 @@ std::int64_t Model::load(const std::string& path) {
 
 std::int64_t Model::epochs_done() const { return impl_->epochs_done; }
 
-namespace {
-
-// The dict of a Model::save file (master rank only).
-c10::impl::GenericDict read_checkpoint(const std::string& path) {
-  const torch::IValue value = load_torch_save_file(path);
-  TNT_CHECK(value.isGenericDict(), "'", path, "' is not a tarantella checkpoint");
-  auto dict = value.toGenericDict();
-  TNT_CHECK(require<std::string>(dict, "format", path) == kFormat, "'", path,
-            "' has an unknown checkpoint format: write it with tnt::Model::save");
-  return dict;
-}
-
-// The master's string on every rank.
-std::string broadcast_string(const std::string& text) {
-  torch::Tensor size = torch::tensor({static_cast<std::int64_t>(text.size())});
-  comm::broadcast(size, get_master_rank());
-  torch::Tensor bytes = is_master_rank() ? to_bytes(text)
-                                         : torch::empty({size.item<std::int64_t>()}, torch::kUInt8);
-  if (bytes.numel() > 0) comm::broadcast(bytes, get_master_rank());
-  return std::string(static_cast<const char*>(bytes.data_ptr()),
-                     static_cast<std::size_t>(bytes.numel()));
-}
-
-}  // namespace
 
 std::string latest_checkpoint(const std::string& dir) {
   std::string newest;
@@ -184,7 +166,7 @@ std::string latest_checkpoint(const std::string& dir) {
       }
     }
   });
-  return is_initialized() && get_size() > 1 ? broadcast_string(newest) : newest;
+  return broadcast_string(newest);
 }
 
 SavedModelDescription read_saved_model_description(const std::string& path) {
@@ -204,11 +186,9 @@ SavedModelDescription read_saved_model_description(const std::string& path) {
                            static_cast<std::size_t>(bytes.numel()));
     }
   });
-  if (is_initialized() && get_size() > 1) {
-    d.architecture = broadcast_string(d.architecture);
-    d.torchscript = broadcast_string(d.torchscript);
-    d.compile = broadcast_string(d.compile);
-  }
+  d.architecture = broadcast_string(d.architecture);
+  d.torchscript = broadcast_string(d.torchscript);
+  d.compile = broadcast_string(d.compile);
   return d;
 }
 
@@ -220,10 +200,8 @@ void load_checkpoint_weights(Model& model, const std::string& path) {
     copy_weights(model, require<c10::impl::GenericDict>(dict, "weights", path), path);
     epochs[0] = require<std::int64_t>(dict, "epochs_done", path);
   });
-  if (is_initialized()) {
-    s.synchronize_state();
-    comm::broadcast(epochs, get_master_rank());
-  }
+  s.synchronize_state();
+  comm::broadcast(epochs, get_master_rank());
   s.epochs_done = epochs[0].item<std::int64_t>();
 }
 

@@ -29,6 +29,17 @@ torch::Device pick_device() {
 
 }  // namespace
 
+std::string broadcast_string(const std::string& text) {
+  torch::Tensor size = torch::tensor({static_cast<std::int64_t>(text.size())});
+  comm::broadcast(size, get_master_rank());
+  torch::Tensor bytes = torch::empty({size.item<std::int64_t>()}, torch::kUInt8);
+  if (bytes.numel() == 0) return {};
+  if (is_master_rank()) std::memcpy(bytes.data_ptr(), text.data(), text.size());
+  comm::broadcast(bytes, get_master_rank());
+  return std::string(static_cast<const char*>(bytes.data_ptr()),
+                     static_cast<std::size_t>(bytes.numel()));
+}
+
 void run_on_master_checked(const std::function<void()>& action) {
   std::string error;
   if (is_master_rank()) {
@@ -39,14 +50,8 @@ void run_on_master_checked(const std::function<void()>& action) {
       if (error.empty()) error = "unknown error";
     }
   }
-  torch::Tensor length = torch::tensor({static_cast<std::int64_t>(error.size())});
-  comm::broadcast(length, get_master_rank());
-  if (length.item<std::int64_t>() == 0) return;
-  torch::Tensor text = torch::zeros({length.item<std::int64_t>()}, torch::kUInt8);
-  if (is_master_rank()) std::memcpy(text.data_ptr(), error.data(), error.size());
-  comm::broadcast(text, get_master_rank());
-  const std::string message(static_cast<const char*>(text.data_ptr()),
-                            static_cast<std::size_t>(text.numel()));
+  const std::string message = broadcast_string(error);
+  if (message.empty()) return;
   if (is_master_rank()) throw Error(message);
   detail::throw_error("the master rank failed: " + message);
 }

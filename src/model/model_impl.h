@@ -77,6 +77,9 @@ void load_checkpoint_weights(Model& model, const std::string& path);
 CompileOptions compile_options_from_config(const std::string& compile_json,
                                            const std::string& path);
 
+/// The master rank's `text` on every rank (two broadcasts). Collective.
+std::string broadcast_string(const std::string& text);
+
 /// Runs `action` on the master rank only; if it throws, every rank throws
 /// the master's message. Collective. Used for file writes and reads.
 void run_on_master_checked(const std::function<void()>& action);

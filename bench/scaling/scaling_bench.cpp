@@ -7,7 +7,8 @@
 //                     data-parallel step ("compute only").
 //   --variant tnt     tnt::Model::fit at the given GLOBAL batch, started by
 //                     `tarantella --hostfile`; fusion, overlap and
-//                     auto-tuning come from the launcher's flags and TNT_*.
+//                     auto-tuning come from the launcher's flags and TNT_*;
+//                     --compression float16/bfloat16 compresses gradients.
 //
 // Models: the 784-4096-4096-10 MLP of bench/train_step (20.0M parameters)
 // and ResNet-18 on 32x32 images (11.2M, resnet18.h). Data are synthetic, a
@@ -38,6 +39,7 @@ using Clock = std::chrono::steady_clock;
 struct Args {
   std::string variant = "plain";
   std::string model = "mlp";
+  std::string compression = "none";
   std::int64_t batch = 256;
   std::int64_t steps = 8;
   std::int64_t distinct_batches = 4;
@@ -131,9 +133,13 @@ void run_tnt(const Args& a) {
   Net net;
   const std::int64_t parameters = parameter_count(*net);
   tnt::Model model{net};
+  const auto compression = a.compression == "float16"    ? tnt::dp::Compression::Float16
+                           : a.compression == "bfloat16" ? tnt::dp::Compression::BFloat16
+                                                         : tnt::dp::Compression::None;
   model.compile(tnt::CompileOptions()
                     .optimizer(tnt::optimizers::SGD(0.01))
-                    .loss(tnt::losses::SparseCategoricalCrossentropy()));
+                    .loss(tnt::losses::SparseCategoricalCrossentropy())
+                    .compression(compression));
   auto timer = std::make_shared<StepTimer>();
   model.fit(train,
             tnt::FitOptions().epochs(1).steps_per_epoch(a.steps).verbose(0).callbacks({timer}));
@@ -154,6 +160,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", a.threads, "intra-op threads (plain)")->check(CLI::PositiveNumber);
   app.add_option("--seed", a.seed, "seed of data and weights");
+  app.add_option("--compression", a.compression, "gradients on the wire (tnt)")
+      ->check(CLI::IsMember({"none", "float16", "bfloat16"}));
   CLI11_PARSE(app, argc, argv);
 
   const bool mlp = a.model == "mlp";

@@ -1,13 +1,13 @@
+#include <tarantella/comm/collectives.h>
 #include <tarantella/dp/gradient_sync.h>
+#include <tarantella/runtime/error.h>
+#include <tarantella/runtime/runtime.h>
+#include <torch/torch.h>
 
 #include <algorithm>
 #include <mutex>
 
-#include <torch/torch.h>
-
-#include <tarantella/comm/collectives.h>
-#include <tarantella/runtime/error.h>
-#include <tarantella/runtime/runtime.h>
+#include "comm/float16.h"
 
 namespace tnt::dp {
 namespace {
@@ -15,11 +15,42 @@ namespace {
 torch::ScalarType wire_dtype(Compression c, torch::ScalarType dtype) {
   if (!c10::isFloatingType(dtype)) return dtype;
   switch (c) {
-    case Compression::None: return dtype;
-    case Compression::Float16: return torch::kFloat16;
-    case Compression::BFloat16: return torch::kBFloat16;
+    case Compression::None:
+      return dtype;
+    case Compression::Float16:
+      return torch::kFloat16;
+    case Compression::BFloat16:
+      return torch::kBFloat16;
   }
   return dtype;
+}
+
+// float32 buckets on the CPU are converted by the vectorized loops of
+// comm/float16.h into a wire buffer kept across steps (a fresh 40 MB tensor
+// per step cost page faults; LibTorch's float16 conversion is scalar).
+bool fast_wire(const torch::Tensor& bucket, torch::ScalarType wire) {
+  return bucket.scalar_type() == torch::kFloat32 && bucket.device().is_cpu() &&
+         (wire == torch::kFloat16 || wire == torch::kBFloat16);
+}
+
+void to_wire(const torch::Tensor& bucket, torch::Tensor& wire) {
+  const auto* in = bucket.data_ptr<float>();
+  auto* out = reinterpret_cast<std::uint16_t*>(wire.data_ptr());
+  if (wire.scalar_type() == torch::kFloat16) {
+    comm::detail::float_to_float16(in, out, bucket.numel());
+  } else {
+    comm::detail::float_to_bfloat16(in, out, bucket.numel());
+  }
+}
+
+void from_wire(const torch::Tensor& wire, torch::Tensor& bucket) {
+  const auto* in = reinterpret_cast<const std::uint16_t*>(wire.data_ptr());
+  auto* out = bucket.data_ptr<float>();
+  if (wire.scalar_type() == torch::kFloat16) {
+    comm::detail::float16_to_float(in, out, bucket.numel());
+  } else {
+    comm::detail::bfloat16_to_float(in, out, bucket.numel());
+  }
 }
 
 }  // namespace
@@ -29,7 +60,7 @@ struct GradientSynchronizer::Impl {
   SyncOptions options;
   std::vector<Bucket> buckets;
   std::vector<torch::Tensor> buffers;
-  std::vector<std::size_t> bucket_of;  // param -> bucket
+  std::vector<std::size_t> bucket_of;   // param -> bucket
   std::vector<std::int64_t> offset_of;  // param -> offset in its bucket
   std::vector<unsigned> hook_ids;
   bool extras_ride = false;  // extras travel in the tail of the last bucket
@@ -44,13 +75,15 @@ struct GradientSynchronizer::Impl {
   bool reduce = false;
   double weight = 0.0;
   torch::Tensor extras;
-  std::vector<char> written;   // per param: has a value in this accumulation cycle
-  std::vector<char> seen;      // per param: hook ran in this step
+  std::vector<char> written;       // per param: has a value in this accumulation cycle
+  std::vector<char> seen;          // per param: hook ran in this step
   std::vector<std::size_t> ready;  // per bucket: params seen in this step
   std::size_t next_to_send = 0;
   std::vector<comm::Handle> handles;
   std::vector<std::chrono::steady_clock::time_point> enqueued;  // per bucket
   std::vector<torch::Tensor> wire;  // per bucket: what was sent (compressed copy or the buffer)
+  std::vector<torch::Tensor>
+      wire_buffers;  // per bucket: kept compressed copy (fast_wire) or undefined
 
   torch::Tensor view(std::size_t p) {
     return buffers[bucket_of[p]].narrow(0, offset_of[p], params[p].numel());
@@ -88,7 +121,12 @@ struct GradientSynchronizer::Impl {
       buffers[b].narrow(0, buckets[b].numel, options.extras_).copy_(extras);
     }
     const auto dtype = wire_dtype(options.compression_, buffers[b].scalar_type());
-    wire[b] = dtype == buffers[b].scalar_type() ? buffers[b] : buffers[b].to(dtype);
+    if (wire_buffers[b].defined()) {
+      to_wire(buffers[b], wire_buffers[b]);
+      wire[b] = wire_buffers[b];
+    } else {
+      wire[b] = dtype == buffers[b].scalar_type() ? buffers[b] : buffers[b].to(dtype);
+    }
     enqueued[b] = std::chrono::steady_clock::now();
     handles[b] = comm::allreduce_async(wire[b], comm::ReduceOp::Sum);
   }
@@ -127,14 +165,21 @@ GradientSynchronizer::GradientSynchronizer(std::vector<torch::Tensor> params, Sy
       s.offset_of[bucket.params[k]] = bucket.offsets[k];
     }
   }
-  s.single_rank = (!is_initialized() || get_size() == 1) &&
-                  options.compression_ == Compression::None;
+  s.single_rank =
+      (!is_initialized() || get_size() == 1) && options.compression_ == Compression::None;
   s.written.assign(s.params.size(), 0);
   s.seen.assign(s.params.size(), 0);
   s.ready.assign(s.buckets.size(), 0);
   s.handles.resize(s.buckets.size());
   s.enqueued.resize(s.buckets.size());
   s.wire.resize(s.buckets.size());
+  s.wire_buffers.resize(s.buckets.size());
+  for (std::size_t b = 0; b < s.buckets.size(); ++b) {
+    const auto dtype = wire_dtype(options.compression_, s.buffers[b].scalar_type());
+    if (fast_wire(s.buffers[b], dtype)) {
+      s.wire_buffers[b] = torch::empty_like(s.buffers[b], s.buffers[b].options().dtype(dtype));
+    }
+  }
   for (std::size_t p = 0; p < s.params.size(); ++p) {
     TNT_CHECK(s.params[p].requires_grad(), "parameter ", p,
               " does not require a gradient: pass only trainable parameters");
@@ -201,7 +246,11 @@ torch::Tensor GradientSynchronizer::finish() {
 
   for (std::size_t b = 0; b < s.buckets.size(); ++b) {
     s.handles[b].wait();
-    if (!s.wire[b].is_same(s.buffers[b])) s.buffers[b].copy_(s.wire[b]);
+    if (s.wire_buffers[b].defined()) {
+      from_wire(s.wire[b], s.buffers[b]);
+    } else if (!s.wire[b].is_same(s.buffers[b])) {
+      s.buffers[b].copy_(s.wire[b]);
+    }
   }
   for (std::size_t p = 0; p < s.params.size(); ++p) {
     s.params[p].mutable_grad() = s.view(p).view(s.params[p].sizes());
@@ -209,7 +258,9 @@ torch::Tensor GradientSynchronizer::finish() {
   std::fill(s.written.begin(), s.written.end(), 0);
   if (s.options.extras_ == 0) return torch::Tensor();
   if (s.extras_ride) {
-    return s.buffers.back().narrow(0, s.buckets.back().numel, s.options.extras_).to(torch::kFloat64);
+    return s.buffers.back()
+        .narrow(0, s.buckets.back().numel, s.options.extras_)
+        .to(torch::kFloat64);
   }
   return extras_handle.wait();
 }

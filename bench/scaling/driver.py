@@ -14,6 +14,8 @@ a fresh job on the two hosts, in an order rotating from round to round:
   nooverlap TNT_OVERLAP=false (allreduce only after backward)
   autotune  --autotune (its trials are dropped: the first
             AUTOTUNE_STEPS steps are not timed)
+  fp16      CompileOptions().compression(Float16): gradients travel as
+            float16 (half the bytes; not the same math, so not a default)
   ddp       PyTorch DistributedDataParallel (gloo), one process per host
 
 Every job runs W warm-up steps and M timed steps; a job's step time is the
@@ -28,13 +30,14 @@ import subprocess
 import sys
 import time
 
-VARIANTS = ["compute", "tnt", "fusion0", "nooverlap", "autotune", "ddp"]
+VARIANTS = ["compute", "tnt", "fusion0", "nooverlap", "autotune", "fp16", "ddp"]
 LABELS = {
     "compute": "compute only (no exchange)",
     "tnt": "tarantella, defaults",
     "fusion0": "tarantella, fusion off",
     "nooverlap": "tarantella, overlap off",
     "autotune": "tarantella, auto-tuned",
+    "fp16": "tarantella, float16 compression",
     "ddp": "PyTorch DDP (gloo)",
 }
 BATCH = {"mlp": 256, "resnet18": 64}  # global; B/2 per host
@@ -109,9 +112,10 @@ class Bench:
             return {"step_ms": statistics.median(r["step_ms"][skip:]), "host": r["host"]}
         flags = {"tnt": [], "fusion0": ["--fusion-threshold", "0"],
                  "nooverlap": ["-x", "TNT_OVERLAP=false"],
-                 "autotune": ["--autotune", "--log-level", "INFO"]}[variant]
+                 "autotune": ["--autotune", "--log-level", "INFO"], "fp16": []}[variant]
+        program = ["--compression", "float16"] if variant == "fp16" else []
         cmd = ([self.a.launcher] + self.flags + ["--no-gpu"] + flags + ["--", self.a.bench,
-               "--variant", "tnt", "--batch-size", str(batch)] + common)
+               "--variant", "tnt", "--batch-size", str(batch)] + common + program)
         proc = self.sh(cmd)
         r = self.result(proc, f"{variant} {model}: $ {' '.join(cmd)}")
         if r["ranks"] != 2:
@@ -233,11 +237,15 @@ def main():
     p.add_argument("--warmup", type=int, default=2, help="untimed steps per job")
     p.add_argument("--steps", type=int, default=5, help="timed steps per job")
     p.add_argument("--json", help="also write every raw result here")
+    p.add_argument("--mlp-batch", type=int, default=BATCH["mlp"],
+                   help="the MLP's global batch (a larger one computes longer per exchange)")
     args = p.parse_args()
+    BATCH["mlp"] = args.mlp_batch
     args.models = args.models.split(",")
     bench = Bench(args)
     start = time.time()
-    print(f"global batch: mlp 256, resnet18 64 (half per host); {args.rounds} rounds; "
+    print(f"global batch: mlp {BATCH['mlp']}, resnet18 {BATCH['resnet18']} (half per host); "
+          f"{args.rounds} rounds; "
           f"{args.warmup} warm-up + {args.steps} timed steps per job "
           f"(+{AUTOTUNE_STEPS} tuning steps for auto-tuned); load average at start "
           f"{os.getloadavg()[0]:.2f}", flush=True)

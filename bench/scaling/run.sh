@@ -8,10 +8,11 @@
 #
 #   bench/scaling/run.sh [--high-priority] [--rounds 2] [--rates 1gbit,10gbit]
 #                        [--models mlp,resnet18] [--steps 5] [--warmup 2] [--json FILE]
+#                        [--mlp-batch 256]
 #
 # Needs root (network namespaces) and Debian's python3-torch; builds nothing:
 #   cmake --build build --target tnt_launcher bench_scaling
-# The build folder is ./build, or $TNT_BUILD_DIR. About 12 minutes on the
+# The build folder is ./build, or $TNT_BUILD_DIR. About 6-9 minutes on the
 # 2-core development machine. --high-priority: see bench/train_step/run.sh
 # (the autogroup nice of this run is set to -19, for a machine shared with
 # compilers). The cluster is taken down at the end, also on failure.

@@ -1,12 +1,13 @@
 #include "comm/dtype.h"
 
-#include <c10/util/BFloat16.h>
-#include <c10/util/Half.h>
-#include <tarantella/runtime/error.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <tarantella/runtime/error.h>
 
 #include "comm/float16.h"
 
@@ -17,14 +18,10 @@ namespace {
 int op_slot(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum:
-    case ReduceOp::Average:
-      return 0;
-    case ReduceOp::Min:
-      return 1;
-    case ReduceOp::Max:
-      return 2;
-    case ReduceOp::Product:
-      return 3;
+    case ReduceOp::Average: return 0;
+    case ReduceOp::Min: return 1;
+    case ReduceOp::Max: return 2;
+    case ReduceOp::Product: return 3;
   }
   return 0;
 }
@@ -73,24 +70,15 @@ void free_ops(MPI_Op (&ops)[4]) {
 
 DType dtype_of(const torch::Tensor& tensor) {
   switch (tensor.scalar_type()) {
-    case torch::kFloat32:
-      return DType::Float32;
-    case torch::kFloat64:
-      return DType::Float64;
-    case torch::kFloat16:
-      return DType::Float16;
-    case torch::kBFloat16:
-      return DType::BFloat16;
-    case torch::kInt32:
-      return DType::Int32;
-    case torch::kInt64:
-      return DType::Int64;
-    case torch::kUInt8:
-      return DType::UInt8;
-    case torch::kBool:
-      return DType::Bool;
-    default:
-      break;
+    case torch::kFloat32: return DType::Float32;
+    case torch::kFloat64: return DType::Float64;
+    case torch::kFloat16: return DType::Float16;
+    case torch::kBFloat16: return DType::BFloat16;
+    case torch::kInt32: return DType::Int32;
+    case torch::kInt64: return DType::Int64;
+    case torch::kUInt8: return DType::UInt8;
+    case torch::kBool: return DType::Bool;
+    default: break;
   }
   TNT_CHECK(false, "collectives do not support dtype ", tensor.scalar_type(),
             ": convert the tensor to float32, float64, float16, bfloat16, int32, int64, uint8 or "
@@ -100,22 +88,14 @@ DType dtype_of(const torch::Tensor& tensor) {
 
 const char* to_string(DType dtype) {
   switch (dtype) {
-    case DType::Float32:
-      return "float32";
-    case DType::Float64:
-      return "float64";
-    case DType::Float16:
-      return "float16";
-    case DType::BFloat16:
-      return "bfloat16";
-    case DType::Int32:
-      return "int32";
-    case DType::Int64:
-      return "int64";
-    case DType::UInt8:
-      return "uint8";
-    case DType::Bool:
-      return "bool";
+    case DType::Float32: return "float32";
+    case DType::Float64: return "float64";
+    case DType::Float16: return "float16";
+    case DType::BFloat16: return "bfloat16";
+    case DType::Int32: return "int32";
+    case DType::Int64: return "int64";
+    case DType::UInt8: return "uint8";
+    case DType::Bool: return "bool";
   }
   return "?";
 }
@@ -143,34 +123,24 @@ MpiTypes::~MpiTypes() {
 
 MPI_Datatype MpiTypes::datatype(DType dtype) const {
   switch (dtype) {
-    case DType::Float32:
-      return MPI_FLOAT;
-    case DType::Float64:
-      return MPI_DOUBLE;
-    case DType::Float16:
-      return half_;
-    case DType::BFloat16:
-      return bfloat_;
-    case DType::Int32:
-      return MPI_INT32_T;
-    case DType::Int64:
-      return MPI_INT64_T;
-    case DType::UInt8:
-      return MPI_UINT8_T;
-    case DType::Bool:
-      return MPI_C_BOOL;
+    case DType::Float32: return MPI_FLOAT;
+    case DType::Float64: return MPI_DOUBLE;
+    case DType::Float16: return half_;
+    case DType::BFloat16: return bfloat_;
+    case DType::Int32: return MPI_INT32_T;
+    case DType::Int64: return MPI_INT64_T;
+    case DType::UInt8: return MPI_UINT8_T;
+    case DType::Bool: return MPI_C_BOOL;
   }
   return MPI_BYTE;
 }
 
 void MpiTypes::check_supported(DType dtype, ReduceOp op) {
   TNT_CHECK(dtype != DType::Bool || op == ReduceOp::Min || op == ReduceOp::Max,
-            "reduce operation '", to_string(op),
-            "' is not defined for bool tensors: use Max for "
+            "reduce operation '", to_string(op), "' is not defined for bool tensors: use Max for "
             "a logical or, Min for a logical and, or convert to an integer dtype");
   TNT_CHECK(op != ReduceOp::Average || is_floating(dtype), "reduce operation 'average' on ",
-            to_string(dtype),
-            " tensors would truncate: use Sum and divide, or convert to a "
+            to_string(dtype), " tensors would truncate: use Sum and divide, or convert to a "
             "floating dtype");
 }
 
@@ -181,30 +151,21 @@ MPI_Op MpiTypes::op(DType dtype, ReduceOp op) const {
   if (dtype == DType::Bool) return op == ReduceOp::Min ? MPI_LAND : MPI_LOR;
   switch (op) {
     case ReduceOp::Sum:
-    case ReduceOp::Average:
-      return MPI_SUM;
-    case ReduceOp::Min:
-      return MPI_MIN;
-    case ReduceOp::Max:
-      return MPI_MAX;
-    case ReduceOp::Product:
-      return MPI_PROD;
+    case ReduceOp::Average: return MPI_SUM;
+    case ReduceOp::Min: return MPI_MIN;
+    case ReduceOp::Max: return MPI_MAX;
+    case ReduceOp::Product: return MPI_PROD;
   }
   return MPI_SUM;
 }
 
 const char* to_string(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum:
-      return "sum";
-    case ReduceOp::Average:
-      return "average";
-    case ReduceOp::Min:
-      return "min";
-    case ReduceOp::Max:
-      return "max";
-    case ReduceOp::Product:
-      return "product";
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Average: return "average";
+    case ReduceOp::Min: return "min";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Product: return "product";
   }
   return "?";
 }

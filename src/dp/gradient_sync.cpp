@@ -1,11 +1,13 @@
-#include <tarantella/comm/collectives.h>
 #include <tarantella/dp/gradient_sync.h>
-#include <tarantella/runtime/error.h>
-#include <tarantella/runtime/runtime.h>
-#include <torch/torch.h>
 
 #include <algorithm>
 #include <mutex>
+
+#include <torch/torch.h>
+
+#include <tarantella/comm/collectives.h>
+#include <tarantella/runtime/error.h>
+#include <tarantella/runtime/runtime.h>
 
 #include "comm/float16.h"
 
@@ -15,12 +17,9 @@ namespace {
 torch::ScalarType wire_dtype(Compression c, torch::ScalarType dtype) {
   if (!c10::isFloatingType(dtype)) return dtype;
   switch (c) {
-    case Compression::None:
-      return dtype;
-    case Compression::Float16:
-      return torch::kFloat16;
-    case Compression::BFloat16:
-      return torch::kBFloat16;
+    case Compression::None: return dtype;
+    case Compression::Float16: return torch::kFloat16;
+    case Compression::BFloat16: return torch::kBFloat16;
   }
   return dtype;
 }
@@ -60,7 +59,7 @@ struct GradientSynchronizer::Impl {
   SyncOptions options;
   std::vector<Bucket> buckets;
   std::vector<torch::Tensor> buffers;
-  std::vector<std::size_t> bucket_of;   // param -> bucket
+  std::vector<std::size_t> bucket_of;  // param -> bucket
   std::vector<std::int64_t> offset_of;  // param -> offset in its bucket
   std::vector<unsigned> hook_ids;
   bool extras_ride = false;  // extras travel in the tail of the last bucket
@@ -75,15 +74,14 @@ struct GradientSynchronizer::Impl {
   bool reduce = false;
   double weight = 0.0;
   torch::Tensor extras;
-  std::vector<char> written;       // per param: has a value in this accumulation cycle
-  std::vector<char> seen;          // per param: hook ran in this step
+  std::vector<char> written;   // per param: has a value in this accumulation cycle
+  std::vector<char> seen;      // per param: hook ran in this step
   std::vector<std::size_t> ready;  // per bucket: params seen in this step
   std::size_t next_to_send = 0;
   std::vector<comm::Handle> handles;
   std::vector<std::chrono::steady_clock::time_point> enqueued;  // per bucket
   std::vector<torch::Tensor> wire;  // per bucket: what was sent (compressed copy or the buffer)
-  std::vector<torch::Tensor>
-      wire_buffers;  // per bucket: kept compressed copy (fast_wire) or undefined
+  std::vector<torch::Tensor> wire_buffers;  // per bucket: kept compressed copy, or undefined
 
   torch::Tensor view(std::size_t p) {
     return buffers[bucket_of[p]].narrow(0, offset_of[p], params[p].numel());
@@ -165,8 +163,8 @@ GradientSynchronizer::GradientSynchronizer(std::vector<torch::Tensor> params, Sy
       s.offset_of[bucket.params[k]] = bucket.offsets[k];
     }
   }
-  s.single_rank =
-      (!is_initialized() || get_size() == 1) && options.compression_ == Compression::None;
+  s.single_rank = (!is_initialized() || get_size() == 1) &&
+                  options.compression_ == Compression::None;
   s.written.assign(s.params.size(), 0);
   s.seen.assign(s.params.size(), 0);
   s.ready.assign(s.buckets.size(), 0);
@@ -258,9 +256,7 @@ torch::Tensor GradientSynchronizer::finish() {
   std::fill(s.written.begin(), s.written.end(), 0);
   if (s.options.extras_ == 0) return torch::Tensor();
   if (s.extras_ride) {
-    return s.buffers.back()
-        .narrow(0, s.buckets.back().numel, s.options.extras_)
-        .to(torch::kFloat64);
+    return s.buffers.back().narrow(0, s.buckets.back().numel, s.options.extras_).to(torch::kFloat64);
   }
   return extras_handle.wait();
 }

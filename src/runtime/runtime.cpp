@@ -2,17 +2,20 @@
 // MPI calls happen on the engine thread, one at a time), communicators, the
 // thread count, the BLAS check, the engine. Shutdown is a collective with a
 // check: every rank must reach it, or the job is aborted so no rank hangs.
-#include <ATen/Parallel.h>
-#include <fmt/format.h>
-#include <mpi.h>
-#include <tarantella/comm/comm_engine.h>
-#include <tarantella/runtime/error.h>
-#include <tarantella/runtime/logging.h>
 #include <tarantella/runtime/runtime.h>
+
+#include <mpi.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <exception>
+
+#include <ATen/Parallel.h>
+#include <fmt/format.h>
+
+#include <tarantella/comm/comm_engine.h>
+#include <tarantella/runtime/error.h>
+#include <tarantella/runtime/logging.h>
 
 #include "comm/communicator.h"
 #include "comm/mpi_check.h"
@@ -44,14 +47,10 @@ namespace {
 
 const char* thread_level_name(int level) {
   switch (level) {
-    case MPI_THREAD_SINGLE:
-      return "MPI_THREAD_SINGLE";
-    case MPI_THREAD_FUNNELED:
-      return "MPI_THREAD_FUNNELED";
-    case MPI_THREAD_SERIALIZED:
-      return "MPI_THREAD_SERIALIZED";
-    case MPI_THREAD_MULTIPLE:
-      return "MPI_THREAD_MULTIPLE";
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
   }
   return "unknown";
 }
@@ -104,8 +103,8 @@ void set_thread_count(const Config& config, int local_size) {
   const int threads = detail::decide_num_threads(config, cores, local_size);
   at::set_num_threads(threads);
   log::info(fmt::format("{} intra-op threads ({} cores, {} ranks on this node{})", threads, cores,
-                        local_size,
-                        config.num_threads ? ", set by OMP_NUM_THREADS/TNT_NUM_THREADS" : ""));
+                        local_size, config.num_threads ? ", set by OMP_NUM_THREADS/TNT_NUM_THREADS"
+                                                       : ""));
 }
 
 void check_blas() {
@@ -152,9 +151,8 @@ Runtime::Runtime(int argc, char** argv) : impl_(std::make_unique<Impl>()) {
     throw;
   }
   const comm::Communicator& c = *impl_->communicator;
-  impl_->view = {c.rank(),       c.size(),       c.local_rank(),
-                 c.local_size(), &impl_->config, impl_->communicator.get(),
-                 nullptr};
+  impl_->view = {c.rank(), c.size(), c.local_rank(), c.local_size(), &impl_->config,
+                 impl_->communicator.get(), nullptr};
   detail::configure_logging(c.rank(), impl_->config);
   set_thread_count(impl_->config, c.local_size());
   check_blas();

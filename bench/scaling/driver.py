@@ -226,10 +226,65 @@ def scaling_tables(runs, models, params):
     return "\n".join(out)
 
 
+def plot_svg(runs, models, params, path):
+    """Predicted speed-up vs. nodes (log-log), the model's columns as lines,
+    ideal scaling dashed, the Tarantella manual's published points as dots."""
+    rate = "10gbit" if "10gbit" in runs else next(iter(runs))
+    nodes = [1, 2, 4, 8, 16, 32, 64, 96, 128, 256]
+    colors = {"mlp": "#1f77b4", "resnet18": "#d62728"}
+    dashes = {"measured": "", 10.0: "7,3", 25.0: "2,2"}
+    W, H, L, R, T, B = 780, 480, 70, 300, 30, 60
+    import math
+    def x(n):
+        return L + (W - L - R) * math.log2(n) / 8
+    def y(s):
+        return H - B - (H - T - B) * math.log2(max(s, 1)) / 8
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
+           f'font-family="sans-serif" font-size="12">',
+           f'<rect width="{W}" height="{H}" fill="white"/>',
+           f'<text x="{L}" y="18" font-size="14">Predicted speed-up vs. nodes '
+           f'(model of docs/scaling.md, inputs measured at {rate})</text>']
+    for k in range(9):
+        v = 2 ** k
+        out.append(f'<line x1="{x(v):.1f}" y1="{T}" x2="{x(v):.1f}" y2="{H - B}" stroke="#eee"/>')
+        out.append(f'<line x1="{L}" y1="{y(v):.1f}" x2="{W - R}" y2="{y(v):.1f}" stroke="#eee"/>')
+        out.append(f'<text x="{x(v):.1f}" y="{H - B + 16}" text-anchor="middle">{v}</text>')
+        out.append(f'<text x="{L - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v}x</text>')
+    out.append(f'<text x="{(L + W - R) / 2}" y="{H - 18}" text-anchor="middle">nodes</text>')
+    out.append(f'<line x1="{x(1)}" y1="{y(1)}" x2="{x(256)}" y2="{y(256)}" stroke="#bbb"/>')
+    legend = [("ideal (N x)", "#bbb", "")]
+    for model in models:
+        inp = model_inputs(runs[rate], model, params)
+        for bw in ("measured", 10.0, 25.0):
+            gbit = inp["eff_gbit"] if bw == "measured" else bw
+            pts = " ".join(f"{x(n):.1f},{y(n * inp['t_c'] / predict(inp, n, gbit)):.1f}"
+                           for n in nodes)
+            out.append(f'<polyline points="{pts}" fill="none" stroke="{colors.get(model, "#000")}" '
+                       f'stroke-width="2" stroke-dasharray="{dashes[bw]}"/>')
+            label = (f"{model}, as measured ({gbit:.1f} Gbit/s)" if bw == "measured"
+                     else f"{model}, {bw:.0f} Gbit/s line rate")
+            legend.append((label, colors.get(model, "#000"), dashes[bw]))
+    for k, (n, text) in enumerate(PUBLISHED.items()):
+        s_pub = float(text.split("x")[0])
+        out.append(f'<circle cx="{x(n):.1f}" cy="{y(s_pub):.1f}" r="5" fill="#2ca02c"/>')
+        dy = -12 if k == 0 else 22  # first label above its dot, the next below
+        out.append(f'<text x="{x(n) - 8:.1f}" y="{y(s_pub) + dy:.1f}" text-anchor="end" '
+                   f'fill="#2ca02c">Tarantella manual: {text}</text>')
+    for i, (label, color, dash) in enumerate(legend):
+        ly = T + 20 + 18 * i
+        out.append(f'<line x1="{W - R + 12}" y1="{ly}" x2="{W - R + 40}" y2="{ly}" stroke="{color}" '
+                   f'stroke-width="2" stroke-dasharray="{dash}"/>')
+        out.append(f'<text x="{W - R + 46}" y="{ly + 4}">{label}</text>')
+    out.append("</svg>")
+    with open(path + ".tmp", "w") as f:
+        f.write("\n".join(out) + "\n")
+    os.replace(path + ".tmp", path)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     for name in ["cluster", "launcher", "bench", "ddp", "probe"]:
-        p.add_argument(f"--{name}", required=True)
+        p.add_argument(f"--{name}")
     p.add_argument("--python", default="/usr/bin/python3")
     p.add_argument("--rates", default="1gbit,10gbit")
     p.add_argument("--models", default="mlp,resnet18")
@@ -237,11 +292,25 @@ def main():
     p.add_argument("--warmup", type=int, default=2, help="untimed steps per job")
     p.add_argument("--steps", type=int, default=5, help="timed steps per job")
     p.add_argument("--json", help="also write every raw result here")
+    p.add_argument("--plot", help="also draw the predicted speed-up as an SVG here")
+    p.add_argument("--from-json", help="measure nothing: print the tables (and --plot) of a "
+                   "previous run's --json file")
     p.add_argument("--mlp-batch", type=int, default=BATCH["mlp"],
                    help="the MLP's global batch (a larger one computes longer per exchange)")
     args = p.parse_args()
     BATCH["mlp"] = args.mlp_batch
     args.models = args.models.split(",")
+    params = {"mlp": 20037642, "resnet18": 11181642}
+    if args.from_json:
+        with open(args.from_json) as f:
+            runs = json.load(f)
+        print(step_table(runs, args.models) + "\n\n" + scaling_tables(runs, args.models, params))
+        if args.plot:
+            plot_svg(runs, args.models, params, args.plot)
+        return
+    missing = [n for n in ["cluster", "launcher", "bench", "ddp", "probe"] if not getattr(args, n)]
+    if missing:
+        p.error("needs --" + ", --".join(missing) + " (run.sh passes them)")
     bench = Bench(args)
     start = time.time()
     print(f"global batch: mlp {BATCH['mlp']}, resnet18 {BATCH['resnet18']} (half per host); "
@@ -255,7 +324,6 @@ def main():
             runs[rate] = bench.rate_run(rate)
     finally:
         subprocess.run(bench.cluster + ["down"], check=False)
-    params = {"mlp": 20037642, "resnet18": 11181642}
     print(f"wall time {time.time() - start:.0f} s; load average at end {os.getloadavg()[0]:.2f}\n")
     print(step_table(runs, args.models))
     print()
@@ -269,6 +337,8 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(runs, f, indent=1)
+    if args.plot:
+        plot_svg(runs, args.models, params, args.plot)
 
 
 if __name__ == "__main__":

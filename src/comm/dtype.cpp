@@ -28,27 +28,30 @@ int op_slot(ReduceOp op) {
 
 // Reductions on 16-bit floats: widen to float, combine, round back — the
 // same rounding a float16 tensor addition in LibTorch performs. Sums (what
-// compressed gradients need) take the vectorized loops of float16.h: the
-// scalar conversions made float16 compression slower than none (bench/scaling).
+// compressed gradients need) are the loops of float16.h, vectorized: the
+// scalar ones made float16 compression slower than none (bench/scaling).
 template <typename T, int Slot>
 void reduce16(void* in, void* inout, int* len, MPI_Datatype*) {
   if constexpr (Slot == 0) {
     const auto* a = static_cast<const std::uint16_t*>(in);
     auto* b = static_cast<std::uint16_t*>(inout);
-    if constexpr (std::is_same_v<T, c10::Half>) return detail::sum_float16(a, b, *len);
-    if constexpr (std::is_same_v<T, c10::BFloat16>) return detail::sum_bfloat16(a, b, *len);
-  }
-  const T* a = static_cast<const T*>(in);
-  T* b = static_cast<T*>(inout);
-  for (int i = 0; i < *len; ++i) {
-    const float x = static_cast<float>(a[i]);
-    const float y = static_cast<float>(b[i]);
-    float r = 0.0f;
-    if constexpr (Slot == 0) r = x + y;
-    if constexpr (Slot == 1) r = std::min(x, y);
-    if constexpr (Slot == 2) r = std::max(x, y);
-    if constexpr (Slot == 3) r = x * y;
-    b[i] = static_cast<T>(r);
+    if constexpr (std::is_same_v<T, c10::Half>) {
+      detail::sum_float16(a, b, *len);
+    } else {
+      detail::sum_bfloat16(a, b, *len);
+    }
+  } else {
+    const T* a = static_cast<const T*>(in);
+    T* b = static_cast<T*>(inout);
+    for (int i = 0; i < *len; ++i) {
+      const float x = static_cast<float>(a[i]);
+      const float y = static_cast<float>(b[i]);
+      float r = 0.0f;
+      if constexpr (Slot == 1) r = std::min(x, y);
+      if constexpr (Slot == 2) r = std::max(x, y);
+      if constexpr (Slot == 3) r = x * y;
+      b[i] = static_cast<T>(r);
+    }
   }
 }
 

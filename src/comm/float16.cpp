@@ -104,7 +104,7 @@ __attribute__((target("avx2,f16c"))) void float16_to_float_avx2(const std::uint1
 
 }  // namespace
 
-bool vector_sum16_available() {
+bool vector16_available() {
 #ifdef TNT_X86_VECTOR
   static const bool available = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
   return available;
@@ -123,21 +123,21 @@ void sum_bfloat16_scalar(const std::uint16_t* in, std::uint16_t* inout, std::int
 
 void float_to_float16(const float* in, std::uint16_t* out, std::int64_t n) {
 #ifdef TNT_X86_VECTOR
-  if (vector_sum16_available()) return float_to_float16_avx2(in, out, n);
+  if (vector16_available()) return float_to_float16_avx2(in, out, n);
 #endif
   for (std::int64_t i = 0; i < n; ++i) out[i] = c10::Half(in[i]).x;
 }
 
 void float_to_bfloat16(const float* in, std::uint16_t* out, std::int64_t n) {
 #ifdef TNT_X86_VECTOR
-  if (vector_sum16_available()) return float_to_bfloat16_avx2(in, out, n);
+  if (vector16_available()) return float_to_bfloat16_avx2(in, out, n);
 #endif
   for (std::int64_t i = 0; i < n; ++i) out[i] = c10::BFloat16(in[i]).x;
 }
 
 void float16_to_float(const std::uint16_t* in, float* out, std::int64_t n) {
 #ifdef TNT_X86_VECTOR
-  if (vector_sum16_available()) return float16_to_float_avx2(in, out, n);
+  if (vector16_available()) return float16_to_float_avx2(in, out, n);
 #endif
   for (std::int64_t i = 0; i < n; ++i) {
     out[i] = static_cast<float>(c10::Half(in[i], c10::Half::from_bits()));
@@ -146,7 +146,7 @@ void float16_to_float(const std::uint16_t* in, float* out, std::int64_t n) {
 
 void bfloat16_to_float(const std::uint16_t* in, float* out, std::int64_t n) {
 #ifdef TNT_X86_VECTOR
-  if (vector_sum16_available()) return bfloat16_to_float_avx2(in, out, n);
+  if (vector16_available()) return bfloat16_to_float_avx2(in, out, n);
 #endif
   for (std::int64_t i = 0; i < n; ++i) {
     out[i] = static_cast<float>(c10::BFloat16(in[i], c10::BFloat16::from_bits()));
@@ -155,14 +155,14 @@ void bfloat16_to_float(const std::uint16_t* in, float* out, std::int64_t n) {
 
 void sum_float16(const std::uint16_t* in, std::uint16_t* inout, std::int64_t n) {
 #ifdef TNT_X86_VECTOR
-  if (vector_sum16_available()) return sum_float16_avx2(in, inout, n);
+  if (vector16_available()) return sum_float16_avx2(in, inout, n);
 #endif
   sum_float16_scalar(in, inout, n);
 }
 
 void sum_bfloat16(const std::uint16_t* in, std::uint16_t* inout, std::int64_t n) {
 #ifdef TNT_X86_VECTOR
-  if (vector_sum16_available()) return sum_bfloat16_avx2(in, inout, n);
+  if (vector16_available()) return sum_bfloat16_avx2(in, inout, n);
 #endif
   sum_bfloat16_scalar(in, inout, n);
 }

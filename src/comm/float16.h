@@ -28,7 +28,7 @@ void float_to_bfloat16(const float* in, std::uint16_t* out, std::int64_t n);
 void float16_to_float(const std::uint16_t* in, float* out, std::int64_t n);
 void bfloat16_to_float(const std::uint16_t* in, float* out, std::int64_t n);
 
-/// Whether sum_float16 / sum_bfloat16 take the vector path on this CPU.
-bool vector_sum16_available();
+/// Whether the functions above take the vector path on this CPU.
+bool vector16_available();
 
 }  // namespace tnt::comm::detail

@@ -118,11 +118,11 @@ struct GradientSynchronizer::Impl {
     if (extras_ride && b + 1 == buckets.size()) {
       buffers[b].narrow(0, buckets[b].numel, options.extras_).copy_(extras);
     }
-    const auto dtype = wire_dtype(options.compression_, buffers[b].scalar_type());
     if (wire_buffers[b].defined()) {
       to_wire(buffers[b], wire_buffers[b]);
       wire[b] = wire_buffers[b];
     } else {
+      const auto dtype = wire_dtype(options.compression_, buffers[b].scalar_type());
       wire[b] = dtype == buffers[b].scalar_type() ? buffers[b] : buffers[b].to(dtype);
     }
     enqueued[b] = std::chrono::steady_clock::now();

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <exception>
+#include <string>
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
@@ -55,10 +56,6 @@ const char* thread_level_name(int level) {
   return "unknown";
 }
 
-// 4 MiB (the largest piece a float32 collective sends, communicator.cpp)
-// plus room for OpenMPI's headers.
-constexpr const char* kTcpEagerLimit = "4259840";
-
 // Starts MPI unless the program already did; returns whether we own it.
 bool start_mpi(int argc, char** argv) {
   int initialized = 0;
@@ -79,9 +76,11 @@ bool start_mpi(int argc, char** argv) {
     // 80 MB allreduce ran at half the link (1.25 s instead of 0.67 s at
     // 1 Gbit/s, 90 ms instead of 71 ms at 10 Gbit/s; bench/scaling). Our
     // collectives move at most 4 MiB (kMaxChunk float32) per call, so an
-    // eager limit just above that sends every piece without the handshake.
-    setenv("OMPI_MCA_btl_tcp_eager_limit", kTcpEagerLimit, /*overwrite=*/0);
-    setenv("OMPI_MCA_btl_tcp_max_send_size", kTcpEagerLimit, /*overwrite=*/0);
+    // eager limit just above that (64 KiB of room for OpenMPI's headers)
+    // sends every piece without the handshake.
+    const std::string eager_limit = std::to_string(comm::kMaxChunk * sizeof(float) + 65536);
+    setenv("OMPI_MCA_btl_tcp_eager_limit", eager_limit.c_str(), /*overwrite=*/0);
+    setenv("OMPI_MCA_btl_tcp_max_send_size", eager_limit.c_str(), /*overwrite=*/0);
     comm::check_mpi(MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided),
                     "MPI_Init_thread");
   }

@@ -114,9 +114,9 @@ Phases tnt_loop(const Args& a, const torch::Tensor& x, const torch::Tensor& y) {
       tnt::data::distribute(tnt::data::Dataset::from_tensor_slices({x, y}).batch(a.batch));
   Net net;
   std::vector<torch::Tensor> params = net->parameters();
-  tnt::dp::broadcast_tensors(params, 0);
+  tnt::dp::broadcast_tensors(tnt::world(), params, 0);
   torch::optim::SGD optimizer(params, torch::optim::SGDOptions(0.01));
-  tnt::dp::GradientSynchronizer sync(params, tnt::dp::SyncOptions().extras_numel(2));
+  tnt::dp::GradientSynchronizer sync(tnt::world(), params, tnt::dp::SyncOptions().extras_numel(2));
   Phases phases;
   auto it = dist.iterate(0);
   for (std::int64_t step = 0; step < a.warmup + a.steps; ++step) {

@@ -1,6 +1,5 @@
 #include "callbacks/callback_list.h"
 
-#include <tarantella/runtime/runtime.h>
 
 namespace tnt::callbacks {
 namespace {
@@ -10,19 +9,20 @@ const Logs& pick(const Callback& cb, const Logs& global, const Logs& local) {
 const Logs kNoLogs;
 }  // namespace
 
-CallbackList::CallbackList(std::vector<CallbackPtr> callbacks, Model* model, const Params& params)
-    : callbacks_(std::move(callbacks)) {
+CallbackList::CallbackList(std::vector<CallbackPtr> callbacks, Model* model, const Params& params,
+                           bool master)
+    : callbacks_(std::move(callbacks)), master_(master) {
   for (auto& cb : callbacks_) {
     cb->set_model(model);
     cb->set_params(params);
+    cb->set_master(master);
   }
 }
 
 template <typename Fn>
 void CallbackList::each(Fn fn) {
-  const bool master = !is_initialized() || is_master_rank();
   for (auto& cb : callbacks_) {
-    if (cb->run_on_all_ranks || master) fn(*cb);
+    if (cb->run_on_all_ranks || master_) fn(*cb);
   }
 }
 

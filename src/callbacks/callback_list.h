@@ -12,7 +12,10 @@ namespace tnt::callbacks {
 
 class CallbackList {
  public:
-  CallbackList(std::vector<CallbackPtr> callbacks, Model* model, const Params& params);
+  /// `master`: whether this rank is the master of the model's group; the
+  /// callbacks that run on the master only run here only then.
+  CallbackList(std::vector<CallbackPtr> callbacks, Model* model, const Params& params,
+               bool master);
 
   void train_begin();
   void train_end(const Logs& global, const Logs& local);
@@ -34,6 +37,7 @@ class CallbackList {
   void each(Fn fn);
 
   std::vector<CallbackPtr> callbacks_;
+  bool master_;
 };
 
 }  // namespace tnt::callbacks

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include <tarantella/callbacks/builtins.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 namespace tnt::callbacks {
 

@@ -1,6 +1,6 @@
 #include <tarantella/callbacks/builtins.h>
 #include <tarantella/model/model.h>
-#include <tarantella/runtime/logging.h>
+#include <tarantella/base/logging.h>
 
 #include "callbacks/monitor.h"
 

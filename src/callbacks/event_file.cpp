@@ -1,7 +1,7 @@
 #include "callbacks/event_file.h"
 
 #include <fmt/format.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 #include <unistd.h>
 
 #include <atomic>

@@ -1,6 +1,6 @@
 #include "callbacks/event_writer.h"
 
-#include <tarantella/runtime/logging.h>
+#include <tarantella/base/logging.h>
 
 #include <chrono>
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include <tarantella/callbacks/builtins.h>
-#include <tarantella/runtime/logging.h>
+#include <tarantella/base/logging.h>
 
 #include "callbacks/lr_access.h"
 #include "callbacks/monitor.h"

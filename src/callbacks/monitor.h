@@ -7,7 +7,7 @@
 #include <string>
 
 #include <tarantella/callbacks/builtins.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 namespace tnt::callbacks::detail {
 

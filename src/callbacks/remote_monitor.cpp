@@ -2,8 +2,8 @@
 // failure is a warning, so a dashboard that is down never stops training.
 #include <fmt/format.h>
 #include <tarantella/callbacks/remote_monitor.h>
-#include <tarantella/runtime/error.h>
-#include <tarantella/runtime/logging.h>
+#include <tarantella/base/error.h>
+#include <tarantella/base/logging.h>
 #include <tarantella/runtime/runtime.h>
 
 #include "callbacks/remote_monitor_http.h"
@@ -19,7 +19,7 @@ RemoteMonitor::RemoteMonitor(RemoteMonitorOptions options) : options_(std::move(
 
 void RemoteMonitor::on_epoch_end(std::int64_t epoch, const Logs& logs) {
   // The dispatcher may already skip other ranks; checked here as well.
-  if (!run_on_all_ranks && !is_master_rank()) return;
+  if (!run_on_all_ranks && !master()) return;
   const detail::HttpRequest request = detail::epoch_request(options_, epoch, logs);
   const detail::HttpResult result = detail::http_post(request, options_.timeout_seconds_);
   if (!result.ok) {

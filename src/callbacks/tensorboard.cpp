@@ -4,7 +4,7 @@
 // run without validation has no empty validation/ folder.
 #include <fmt/format.h>
 #include <tarantella/callbacks/tensorboard.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 #include <tarantella/runtime/runtime.h>
 
 #include <chrono>
@@ -91,7 +91,7 @@ TensorBoard::~TensorBoard() = default;
 
 // The dispatcher may already skip this callback on other ranks; the check
 // here keeps that true whoever calls the hooks.
-bool TensorBoard::writes_on_this_rank() const { return run_on_all_ranks || is_master_rank(); }
+bool TensorBoard::writes_on_this_rank() const { return run_on_all_ranks || master(); }
 
 std::string TensorBoard::rank_log_dir() const {
   if (!writes_on_this_rank()) return "";

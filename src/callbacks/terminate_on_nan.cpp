@@ -2,7 +2,7 @@
 
 #include <tarantella/callbacks/builtins.h>
 #include <tarantella/model/model.h>
-#include <tarantella/runtime/logging.h>
+#include <tarantella/base/logging.h>
 
 namespace tnt::callbacks {
 

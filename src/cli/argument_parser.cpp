@@ -12,6 +12,8 @@
 #include "shell_words.h"
 #include "tarantella/version.h"
 
+#include <tarantella/base/env_contract.h>
+
 namespace tnt::cli {
 namespace {
 
@@ -133,10 +135,11 @@ std::string parse_log_level(const std::string& text) {
 
 std::uint64_t parse_fusion_threshold(const std::string& text) {
   const auto value = parse_unsigned(text);
-  if (!value) {
+  if (!value || *value > static_cast<std::uint64_t>(env::kMaxFusionThresholdKib)) {
     throw LauncherError("--fusion-threshold '" + text +
-                        "': give the bucket size as a whole number of KiB, 0 or more "
-                        "(0 = one allreduce per tensor)");
+                        "': give the bucket size as a whole number of KiB from 0 to " +
+                        std::to_string(env::kMaxFusionThresholdKib) +
+                        " (0 = one allreduce per tensor)");
   }
   return *value;
 }

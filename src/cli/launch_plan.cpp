@@ -9,6 +9,8 @@
 #include "rank_exec_options.h"
 #include "thread_rule.h"
 
+#include <tarantella/base/env_contract.h>
+
 namespace tnt::cli {
 namespace {
 
@@ -55,21 +57,21 @@ MpirunCommand& place(MpirunCommand& command, const LaunchOptions& options, int p
 
 void export_tarantella_settings(MpirunCommand& command, const LaunchOptions& options,
                                 const NodeFacts& facts, bool use_gpu) {
-  command.export_value("TNT_USE_GPU", bool_text(use_gpu));
-  if (options.log_level()) command.export_value("TNT_LOG_LEVEL", *options.log_level());
-  command.export_value("TNT_LOG_ON_ALL_DEVICES", bool_text(options.log_on_all_devices()));
-  command.export_value("TNT_OUTPUT_ON_ALL_DEVICES", bool_text(options.output_on_all_devices()));
+  command.export_value(env::kUseGpu, bool_text(use_gpu));
+  if (options.log_level()) command.export_value(env::kLogLevel, *options.log_level());
+  command.export_value(env::kLogOnAllDevices, bool_text(options.log_on_all_devices()));
+  command.export_value(env::kOutputOnAllDevices, bool_text(options.output_on_all_devices()));
   if (options.fusion_threshold_kib()) {
-    command.export_value("TNT_FUSION_THRESHOLD", std::to_string(*options.fusion_threshold_kib()));
+    command.export_value(env::kFusionThreshold, std::to_string(*options.fusion_threshold_kib()));
   }
   // Files are named absolutely: ranks may start in another directory.
   if (options.timeline_file()) {
-    command.export_value("TNT_TIMELINE",
+    command.export_value(env::kTimeline,
                          absolute_path(*options.timeline_file(), facts.current_dir()));
   }
-  if (options.autotune()) command.export_value("TNT_AUTOTUNE", "true");
+  if (options.autotune()) command.export_value(env::kAutotune, "true");
   if (options.autotune_log_file()) {
-    command.export_value("TNT_AUTOTUNE_LOG",
+    command.export_value(env::kAutotuneLog,
                          absolute_path(*options.autotune_log_file(), facts.current_dir()));
   }
 }

@@ -3,11 +3,12 @@
 
 #include <algorithm>
 
+#include <tarantella/base/env_contract.h>
+
 namespace tnt::cli {
 
 int threads_per_rank(int cores_on_node, int ranks_on_node) {
-  if (ranks_on_node < 1) ranks_on_node = 1;
-  return std::max(1, cores_on_node / ranks_on_node);
+  return env::threads_per_rank(cores_on_node, ranks_on_node);
 }
 
 }  // namespace tnt::cli

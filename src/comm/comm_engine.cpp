@@ -1,6 +1,6 @@
 #include <tarantella/comm/comm_engine.h>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 namespace tnt::comm {
 

@@ -1,4 +1,5 @@
 #include "comm/dtype.h"
+#include "comm/mpi_types.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -7,7 +8,7 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include "comm/float16.h"
 
@@ -138,7 +139,7 @@ MPI_Datatype MpiTypes::datatype(DType dtype) const {
   return MPI_BYTE;
 }
 
-void MpiTypes::check_supported(DType dtype, ReduceOp op) {
+void check_supported(DType dtype, ReduceOp op) {
   TNT_CHECK(dtype != DType::Bool || op == ReduceOp::Min || op == ReduceOp::Max,
             "reduce operation '", to_string(op), "' is not defined for bool tensors: use Max for "
             "a logical or, Min for a logical and, or convert to an integer dtype");

@@ -1,16 +1,12 @@
-// Private: how tensor dtypes and reduce operations map onto MPI. MPI has no
-// 16-bit float types, so float16 and bfloat16 travel as 2-byte contiguous
-// types with user-defined reduction functions; MpiTypes owns those handles
-// between MPI_Init and MPI_Finalize.
+// Private: the dtypes collectives support, named independently of any
+// backend (MPI's mapping is in mpi_types.h).
 #pragma once
-
-#include <mpi.h>
 
 #include <cstdint>
 
 #include <torch/types.h>
 
-#include <tarantella/comm/collectives.h>
+#include <tarantella/comm/reduce_op.h>
 
 namespace tnt::comm {
 
@@ -20,27 +16,8 @@ enum class DType : std::int32_t { Float32, Float64, Float16, BFloat16, Int32, In
 DType dtype_of(const torch::Tensor& tensor);
 const char* to_string(DType dtype);
 bool is_floating(DType dtype);
-
-/// MPI datatypes and reduction operations for every supported DType.
-class MpiTypes {
- public:
-  MpiTypes();  // requires MPI to be initialized
-  ~MpiTypes();
-  MpiTypes(const MpiTypes&) = delete;
-  MpiTypes& operator=(const MpiTypes&) = delete;
-
-  MPI_Datatype datatype(DType dtype) const;
-  /// The MPI operation for `op` on `dtype` (Average reduces with Sum);
-  /// throws tnt::Error when the combination makes no sense (e.g. sum of bool).
-  MPI_Op op(DType dtype, ReduceOp op) const;
-  /// Throws like op() without returning anything (checked before sending).
-  static void check_supported(DType dtype, ReduceOp op);
-
- private:
-  MPI_Datatype half_ = MPI_DATATYPE_NULL;
-  MPI_Datatype bfloat_ = MPI_DATATYPE_NULL;
-  MPI_Op half_ops_[4] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
-  MPI_Op bfloat_ops_[4] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
-};
+/// Throws tnt::Error when `op` makes no sense on `dtype` (e.g. a sum of
+/// bool, an average of integers).
+void check_supported(DType dtype, ReduceOp op);
 
 }  // namespace tnt::comm

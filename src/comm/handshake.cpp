@@ -1,12 +1,9 @@
 #include "comm/handshake.h"
 
 #include <chrono>
-#include <map>
-#include <sstream>
 #include <thread>
 
-#include <tarantella/comm/collectives.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include "comm/dtype.h"
 #include "comm/mpi_check.h"
@@ -43,93 +40,7 @@ Clock::time_point deadline_after(double seconds) {
                             std::chrono::duration<double>(seconds));
 }
 
-std::string rank_list(const std::vector<int>& ranks) {
-  std::ostringstream out;
-  out << (ranks.size() == 1 ? "rank " : "ranks ");
-  for (std::size_t i = 0; i < ranks.size(); ++i) out << (i ? "," : "") << ranks[i];
-  return out.str();
-}
-
-// The fields that must agree for `kind`, as a comparable string.
-std::string signature(const Descriptor& d) {
-  const auto kind = static_cast<Collective>(d.collective);
-  if (kind == Collective::Barrier || kind == Collective::Finalize) return describe(d);
-  if (kind == Collective::Allgatherv) {
-    // Dimension 0 may differ; everything else must match.
-    Descriptor row = d;
-    row.numel = 0;
-    row.sizes[0] = 0;
-    return describe(row);
-  }
-  return describe(d);
-}
-
 }  // namespace
-
-const char* to_string(Collective c) {
-  switch (c) {
-    case Collective::Allreduce: return "allreduce";
-    case Collective::Broadcast: return "broadcast";
-    case Collective::Allgather: return "allgather";
-    case Collective::Allgatherv: return "allgatherv";
-    case Collective::ReduceScatter: return "reduce_scatter";
-    case Collective::Barrier: return "barrier";
-    case Collective::Finalize: return "runtime shutdown";
-  }
-  return "?";
-}
-
-std::string describe(const Descriptor& d) {
-  std::ostringstream out;
-  const auto kind = static_cast<Collective>(d.collective);
-  out << to_string(kind);
-  if (d.op >= 0) out << "(" << to_string(static_cast<ReduceOp>(d.op)) << ")";
-  if (d.root >= 0) out << "(root " << d.root << ")";
-  if (kind == Collective::Barrier || kind == Collective::Finalize) return out.str();
-  if (d.dtype >= 0) out << " " << to_string(static_cast<DType>(d.dtype));
-  out << " [";
-  for (int i = 0; i < d.ndim && i < kMaxDims; ++i) out << (i ? ", " : "") << d.sizes[i];
-  if (d.ndim > kMaxDims) out << ", ...";
-  out << "]";
-  return out.str();
-}
-
-std::string check_table(const std::vector<Descriptor>& table) {
-  std::vector<int> missing, failed;
-  std::map<std::string, std::vector<int>> groups;  // signature -> ranks
-  for (int r = 0; r < static_cast<int>(table.size()); ++r) {
-    if (!table[r].arrived) {
-      missing.push_back(r);
-    } else if (table[r].failed) {
-      failed.push_back(r);
-    } else {
-      groups[signature(table[r])].push_back(r);
-    }
-  }
-  const long long seq = table.empty() ? 0 : table[0].seq;
-  if (!missing.empty()) {
-    return detail::concat("collective #", seq, " (", describe(table[0]), " on rank 0): ",
-                          rank_list(missing),
-                          " did not arrive within the timeout (TNT_COMM_TIMEOUT): the rank is "
-                          "stuck, far behind, or called a different number of collectives");
-  }
-  if (!failed.empty()) {
-    return detail::concat("collective #", seq, ": ", rank_list(failed),
-                          " rejected its arguments (see that rank's error above); no data was "
-                          "exchanged");
-  }
-  if (groups.size() <= 1) return "";
-  std::ostringstream out;
-  out << "collective #" << seq << " mismatch across ranks: ";
-  bool first = true;
-  for (const auto& [sig, ranks] : groups) {
-    out << (first ? "" : "; ") << rank_list(ranks) << " called " << sig;
-    first = false;
-  }
-  out << ". Every rank must call the same collectives in the same order with the same "
-         "operation, dtype, shape and root";
-  return out.str();
-}
 
 Handshake::Handshake(MPI_Comm control, int rank, int size, double timeout_seconds)
     : control_(control), rank_(rank), size_(size), timeout_seconds_(timeout_seconds) {}

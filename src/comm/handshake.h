@@ -22,46 +22,11 @@
 
 #include <mpi.h>
 
-#include <cstdint>
-#include <string>
 #include <vector>
 
+#include "comm/descriptor.h"
+
 namespace tnt::comm {
-
-enum class Collective : std::int32_t {
-  Allreduce,
-  Broadcast,
-  Allgather,
-  Allgatherv,
-  ReduceScatter,
-  Barrier,
-  Finalize
-};
-const char* to_string(Collective c);
-
-constexpr int kMaxDims = 8;
-
-/// What one rank is about to do. Trivially copyable: sent as raw bytes.
-struct Descriptor {
-  std::int64_t seq = 0;
-  std::int32_t collective = 0;
-  std::int32_t op = -1;      ///< ReduceOp, or -1 where none applies
-  std::int32_t dtype = -1;   ///< DType, or -1 where none applies
-  std::int32_t root = -1;    ///< broadcast root, or -1
-  std::int32_t ndim = 0;
-  std::int32_t arrived = 1;  ///< set to 0 by the master for a missing rank
-  std::int32_t failed = 0;   ///< 1: the rank rejected its own arguments
-  std::int32_t pad = 0;
-  std::int64_t numel = 0;
-  std::int64_t sizes[kMaxDims] = {};
-};
-
-/// Human-readable form, e.g. "allreduce(sum) float32 [2, 3]".
-std::string describe(const Descriptor& d);
-
-/// The verdict on a complete table: empty if consistent, else the message
-/// every rank raises. Pure, so all ranks reach the same conclusion.
-std::string check_table(const std::vector<Descriptor>& table);
 
 class Handshake {
  public:

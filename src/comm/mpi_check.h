@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 namespace tnt::comm {
 

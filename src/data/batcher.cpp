@@ -5,7 +5,7 @@
 
 #include <torch/torch.h>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include "data/element_ops.h"
 

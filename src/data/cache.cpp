@@ -6,7 +6,7 @@
 // in order as far as any pass has read.
 #include <mutex>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include "data/element_ops.h"
 #include "data/nodes.h"

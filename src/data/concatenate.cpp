@@ -1,7 +1,7 @@
 // concatenate: the first input's elements, then the second's, both read with
 // the same pass key. Two batched inputs with the same batch size stay
 // splittable: every rank splits each of their batches the same way.
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include "data/index_runs.h"
 #include "data/nodes.h"

@@ -11,7 +11,7 @@
 #include <torch/torch.h>
 
 #include <tarantella/data/dataset.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 namespace tnt::data {
 namespace {

@@ -7,19 +7,12 @@
 #include <torch/torch.h>
 
 #include <tarantella/data/idx.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include "data/batcher.h"
 #include "data/nodes.h"
 
 namespace tnt::data {
-
-namespace {
-std::atomic<std::uint64_t> g_default_shuffle_seed{kDefaultShuffleSeed};
-}  // namespace
-
-std::uint64_t default_shuffle_seed() { return g_default_shuffle_seed.load(); }
-void set_default_shuffle_seed(std::uint64_t seed) { g_default_shuffle_seed.store(seed); }
 
 using detail::NodePtr;
 
@@ -87,7 +80,7 @@ Dataset Dataset::filter(FilterPredicate predicate) const {
 }
 Dataset Dataset::shuffle(std::int64_t buffer_size, std::optional<std::uint64_t> seed,
                          bool reshuffle_each_iteration) const {
-  return Dataset(detail::make_shuffle(node_, buffer_size, seed.value_or(default_shuffle_seed()),
+  return Dataset(detail::make_shuffle(node_, buffer_size, seed,
                                       reshuffle_each_iteration));
 }
 Dataset Dataset::batch(std::int64_t batch_size, bool drop_remainder) const {

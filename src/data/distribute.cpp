@@ -2,7 +2,9 @@
 // into one rank's micro-batches (the design is at the top of distribute.h).
 #include <tarantella/data/distribute.h>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
+#include <tuple>
+
 #include <tarantella/runtime/runtime.h>
 
 #include "data/batcher.h"
@@ -31,17 +33,25 @@ std::optional<MicroBatch> DistributedDataset::Iterator::next() {
 
 namespace {
 
-int resolve(const std::optional<int>& given, int (*from_runtime)(), int fallback) {
-  if (given) return *given;
-  return tnt::is_initialized() ? from_runtime() : fallback;
+// Rank and size: given explicitly, else the group's, else the world's (the
+// public API's default), else a single process.
+std::pair<int, int> resolve(const DistributeOptions& options) {
+  comm::ProcessGroup group = options.group();
+  if (!group.valid() && tnt::is_initialized()) group = tnt::world();
+  if (group.valid()) {
+    TNT_CHECK(group.is_member(), "distribute: this rank is not a member of the ", group.describe(),
+              ": distribute a dataset only on the ranks of its group");
+  }
+  const int rank = options.rank().value_or(group.valid() ? group.rank() : 0);
+  const int size = options.size().value_or(group.valid() ? group.size() : 1);
+  return {rank, size};
 }
 
 }  // namespace
 
 DistributedDataset::DistributedDataset(const Dataset& dataset, DistributeOptions options)
     : pipeline_(dataset), split_(options.enabled()) {
-  size_ = resolve(options.size(), &tnt::get_size, 1);
-  rank_ = resolve(options.rank(), &tnt::get_rank, 0);
+  std::tie(rank_, size_) = resolve(options);
   TNT_CHECK(size_ >= 1, "distribute: size ", size_, " is invalid: use the number of ranks (>= 1)");
   TNT_CHECK(rank_ >= 0 && rank_ < size_, "distribute: rank ", rank_, " is not in 0..", size_ - 1,
             ": use a rank below the size");

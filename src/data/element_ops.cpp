@@ -4,7 +4,7 @@
 
 #include <torch/torch.h>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 namespace tnt::data::detail {
 

@@ -1,7 +1,7 @@
 // filter: keeps the elements a predicate accepts. Its output positions depend
 // on sample content, so it is sequential (no random access) and it computes
 // every sample it reads; nodes above it stay lazy (see node.h).
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include "data/nodes.h"
 

@@ -14,7 +14,7 @@
 
 #include <torch/torch.h>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 namespace tnt::data {
 namespace {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <deque>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include "data/element_ops.h"
 #include "data/micro_batch.h"

@@ -9,7 +9,7 @@
 // previous micro-batch; for its first one, one sample of the global batch is
 // computed to learn the shapes.
 #include <tarantella/data/distribute.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include "data/batcher.h"
 #include "data/element_ops.h"

@@ -1,6 +1,6 @@
 #include <torch/torch.h>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include "data/micro_batch.h"
 

@@ -6,7 +6,7 @@
 #include <torch/torch.h>
 
 #include <tarantella/data/idx.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 namespace tnt::data::datasets {
 namespace {

@@ -1,6 +1,6 @@
 #include "data/node.h"
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include "data/element_ops.h"
 

@@ -22,7 +22,8 @@ NodePtr make_generator(GeneratorFunction generator, std::int64_t size);
 // one file each
 NodePtr make_map(NodePtr input, MapFunction fn, const MapOptions& options);
 NodePtr make_filter(NodePtr input, FilterPredicate predicate);
-NodePtr make_shuffle(NodePtr input, std::int64_t buffer_size, std::uint64_t seed, bool reshuffle);
+NodePtr make_shuffle(NodePtr input, std::int64_t buffer_size, std::optional<std::uint64_t> seed,
+                     bool reshuffle);
 NodePtr make_batch(NodePtr input, std::shared_ptr<const Batcher> batcher);
 NodePtr make_unbatch(NodePtr input);
 NodePtr make_repeat(NodePtr input, std::int64_t count);

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include "data/nodes.h"
 

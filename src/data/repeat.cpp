@@ -3,7 +3,7 @@
 // epoch. With random access, element i is element i mod n of pass i / n.
 #include <map>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include "data/index_runs.h"
 #include "data/nodes.h"

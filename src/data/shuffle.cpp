@@ -4,7 +4,7 @@
 // it; otherwise its buffer holds deferred elements.
 #include <sstream>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include "data/nodes.h"
 #include "data/shuffle_order.h"
@@ -60,11 +60,18 @@ class ShuffleStream final : public Stream {
 
 class ShuffleNode final : public Node {
  public:
-  ShuffleNode(NodePtr input, std::int64_t capacity, std::uint64_t seed, bool reshuffle)
+  ShuffleNode(NodePtr input, std::int64_t capacity, std::optional<std::uint64_t> seed,
+              bool reshuffle)
       : input_(std::move(input)), capacity_(capacity), seed_(seed), reshuffle_(reshuffle) {}
   std::string name() const override {
     std::ostringstream out;
-    out << "shuffle(" << capacity_ << ", seed=" << seed_ << (reshuffle_ ? "" : ", fixed") << ")";
+    out << "shuffle(" << capacity_ << ", seed=";
+    if (seed_) {
+      out << *seed_;
+    } else {
+      out << "default";
+    }
+    out << (reshuffle_ ? "" : ", fixed") << ")";
     return out.str();
   }
   std::vector<NodePtr> inputs() const override { return {input_}; }
@@ -87,17 +94,21 @@ class ShuffleNode final : public Node {
 
  private:
   std::uint64_t pass_seed(PassKey key) const {
-    return reshuffle_ ? mix64(seed_ ^ mix64(key)) : mix64(seed_);
+    // Without a seed of its own: the default in force now, so tnt::set_seed
+    // reaches a dataset built before it.
+    const std::uint64_t seed = seed_.value_or(default_shuffle_seed());
+    return reshuffle_ ? mix64(seed ^ mix64(key)) : mix64(seed);
   }
   NodePtr input_;
   std::int64_t capacity_;
-  std::uint64_t seed_;
+  std::optional<std::uint64_t> seed_;
   bool reshuffle_;
 };
 
 }  // namespace
 
-NodePtr make_shuffle(NodePtr input, std::int64_t buffer_size, std::uint64_t seed, bool reshuffle) {
+NodePtr make_shuffle(NodePtr input, std::int64_t buffer_size, std::optional<std::uint64_t> seed,
+                     bool reshuffle) {
   TNT_CHECK(buffer_size >= 1, "shuffle: buffer_size ", buffer_size,
             " is invalid: use at least 1 (the dataset size for a uniform shuffle)");
   return std::make_shared<ShuffleNode>(std::move(input), buffer_size, seed, reshuffle);

@@ -3,7 +3,7 @@
 // is what lets batches and micro-batches read only the samples they need.
 #include <torch/torch.h>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include "data/element_ops.h"
 #include "data/nodes.h"

@@ -4,7 +4,7 @@
 // deferred computations and dropped).
 #include <limits>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include "data/nodes.h"
 

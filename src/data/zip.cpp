@@ -1,7 +1,7 @@
 // zip: element i is the tensors of element i of every input, concatenated
 // into one tuple; ends with the shortest input. All inputs see the same pass
 // key, so equal shuffles below them stay aligned.
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include "data/nodes.h"
 

@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <mutex>
 
+#include <c10/util/strides.h>
 #include <torch/torch.h>
 
-#include <tarantella/comm/collectives.h>
-#include <tarantella/runtime/error.h>
-#include <tarantella/runtime/runtime.h>
+#include <tarantella/base/error.h>
 
 #include "comm/float16.h"
 
@@ -52,9 +51,22 @@ void from_wire(const torch::Tensor& wire, torch::Tensor& bucket) {
   }
 }
 
+// A tensor over `bucket`'s memory at `offset` with `sizes`, that autograd
+// does not know as a view: the optimizer reads the reduced gradient without
+// a copy, and the textbook `optimizer.zero_grad()` (detach_() then zero_())
+// works on it — on a real view, detach_() fails ("Can't detach views
+// in-place").
+torch::Tensor alias_of(const torch::Tensor& bucket, std::int64_t offset, at::IntArrayRef sizes) {
+  torch::Tensor out = torch::empty({0}, bucket.options());
+  out.set_(bucket.storage(), bucket.storage_offset() + offset, sizes,
+           c10::contiguous_strides(sizes));
+  return out;
+}
+
 }  // namespace
 
 struct GradientSynchronizer::Impl {
+  comm::ProcessGroup group;
   std::vector<torch::Tensor> params;
   SyncOptions options;
   std::vector<Bucket> buckets;
@@ -126,7 +138,7 @@ struct GradientSynchronizer::Impl {
       wire[b] = dtype == buffers[b].scalar_type() ? buffers[b] : buffers[b].to(dtype);
     }
     enqueued[b] = std::chrono::steady_clock::now();
-    handles[b] = comm::allreduce_async(wire[b], comm::ReduceOp::Sum);
+    handles[b] = group.allreduce_async(wire[b], comm::ReduceOp::Sum);
   }
 
   void fill_and_send_rest() {
@@ -143,16 +155,24 @@ struct GradientSynchronizer::Impl {
   }
 };
 
-GradientSynchronizer::GradientSynchronizer(std::vector<torch::Tensor> params, SyncOptions options)
+GradientSynchronizer::GradientSynchronizer(comm::ProcessGroup group,
+                                           std::vector<torch::Tensor> params, SyncOptions options)
     : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
+  TNT_CHECK(group.is_member(), "GradientSynchronizer: this rank is not a member of the ",
+            group.describe(), ": build it on a group this rank belongs to");
+  s.group = std::move(group);
   s.params = std::move(params);
   s.options = options;
   s.buckets = plan_buckets(s.params, options.threshold_);
   s.bucket_of.resize(s.params.size());
   s.offset_of.resize(s.params.size());
+  // Only float32 and float64 carry the extras exactly enough: float16 counts
+  // stop being exact at 2048 samples, bfloat16 at 256.
   s.extras_ride = options.extras_ > 0 && options.compression_ == Compression::None &&
-                  !s.buckets.empty() && c10::isFloatingType(s.buckets.back().dtype);
+                  !s.buckets.empty() &&
+                  (s.buckets.back().dtype == torch::kFloat32 ||
+                   s.buckets.back().dtype == torch::kFloat64);
   for (std::size_t b = 0; b < s.buckets.size(); ++b) {
     const Bucket& bucket = s.buckets[b];
     const bool tail = s.extras_ride && b + 1 == s.buckets.size();
@@ -163,8 +183,7 @@ GradientSynchronizer::GradientSynchronizer(std::vector<torch::Tensor> params, Sy
       s.offset_of[bucket.params[k]] = bucket.offsets[k];
     }
   }
-  s.single_rank = (!is_initialized() || get_size() == 1) &&
-                  options.compression_ == Compression::None;
+  s.single_rank = s.group.size() == 1 && options.compression_ == Compression::None;
   s.written.assign(s.params.size(), 0);
   s.seen.assign(s.params.size(), 0);
   s.ready.assign(s.buckets.size(), 0);
@@ -238,7 +257,7 @@ torch::Tensor GradientSynchronizer::finish() {
   s.fill_and_send_rest();
   comm::Handle extras_handle;
   if (s.options.extras_ > 0 && !s.extras_ride) {
-    extras_handle = comm::allreduce_async(s.extras.clone(), comm::ReduceOp::Sum);
+    extras_handle = s.group.allreduce_async(s.extras.clone(), comm::ReduceOp::Sum);
   }
   lock.unlock();
 
@@ -251,7 +270,8 @@ torch::Tensor GradientSynchronizer::finish() {
     }
   }
   for (std::size_t p = 0; p < s.params.size(); ++p) {
-    s.params[p].mutable_grad() = s.view(p).view(s.params[p].sizes());
+    s.params[p].mutable_grad() =
+        alias_of(s.buffers[s.bucket_of[p]], s.offset_of[p], s.params[p].sizes());
   }
   std::fill(s.written.begin(), s.written.end(), 0);
   if (s.options.extras_ == 0) return torch::Tensor();

@@ -5,9 +5,7 @@
 
 #include <torch/torch.h>
 
-#include <tarantella/comm/collectives.h>
-#include <tarantella/runtime/error.h>
-#include <tarantella/runtime/runtime.h>
+#include <tarantella/base/error.h>
 
 namespace tnt::dp {
 namespace {
@@ -55,14 +53,15 @@ std::string first_difference(const std::vector<std::string>& master,
 
 }  // namespace
 
-void check_same_structure(const NamedTensors& tensors, const std::string& what) {
+void check_same_structure(const comm::ProcessGroup& group, const NamedTensors& tensors,
+                          const std::string& what) {
   const std::vector<std::string> mine = describe_each(tensors);
   const std::string text = join(mine);
   // Everyone gathers everyone's description (once per fit; a few KiB), so
   // every rank can name the same first difference.
   const torch::Tensor lengths =
-      comm::allgather(torch::tensor({static_cast<std::int64_t>(text.size())}));
-  const torch::Tensor all = comm::allgatherv(bytes_of(text));
+      group.allgather(torch::tensor({static_cast<std::int64_t>(text.size())}));
+  const torch::Tensor all = group.allgatherv(bytes_of(text));
   const auto* base = static_cast<const char*>(all.data_ptr());
   std::vector<std::string> texts;
   std::int64_t offset = 0;
@@ -81,42 +80,38 @@ void check_same_structure(const NamedTensors& tensors, const std::string& what) 
   }
 }
 
-void broadcast_tensors(const std::vector<torch::Tensor>& tensors, int root) {
+void broadcast_tensors(const comm::ProcessGroup& group, const std::vector<torch::Tensor>& tensors,
+                       int root) {
   // One flat buffer per dtype keeps this to a handful of collectives.
   std::map<torch::ScalarType, std::vector<torch::Tensor>> by_dtype;
   for (const auto& t : tensors) by_dtype[t.scalar_type()].push_back(t);
-  for (auto& [dtype, group] : by_dtype) {
+  for (auto& [dtype, same] : by_dtype) {
     std::vector<torch::Tensor> flat;
-    for (const auto& t : group) flat.push_back(t.detach().reshape({-1}).cpu());
+    for (const auto& t : same) flat.push_back(t.detach().reshape({-1}).cpu());
     torch::Tensor buffer = torch::cat(flat);
-    comm::broadcast(buffer, root);
+    group.broadcast(buffer, root);
     std::int64_t offset = 0;
     torch::NoGradGuard no_grad;
-    for (auto& t : group) {
+    for (auto& t : same) {
       t.detach().copy_(buffer.narrow(0, offset, t.numel()).view(t.sizes()));
       offset += t.numel();
     }
   }
 }
 
-void broadcast_optimizer_state(torch::optim::Optimizer& optimizer, int root) {
+void broadcast_optimizer_state(const comm::ProcessGroup& group,
+                               torch::optim::Optimizer& optimizer, int root) {
   std::string bytes;
-  if (get_rank() == root) {
+  if (group.rank() == root) {
     torch::serialize::OutputArchive archive;
     optimizer.save(archive);
     std::ostringstream out;
     archive.save_to(out);
     bytes = out.str();
   }
-  torch::Tensor size = torch::tensor({static_cast<std::int64_t>(bytes.size())});
-  comm::broadcast(size, root);
-  torch::Tensor payload = get_rank() == root
-                              ? bytes_of(bytes)
-                              : torch::empty({size.item<std::int64_t>()}, torch::kUInt8);
-  comm::broadcast(payload, root);
-  if (get_rank() != root) {
-    std::istringstream in(std::string(static_cast<const char*>(payload.data_ptr()),
-                                      static_cast<std::size_t>(payload.numel())));
+  bytes = group.broadcast_string(bytes, root);
+  if (group.rank() != root) {
+    std::istringstream in(bytes);
     torch::serialize::InputArchive archive;
     archive.load_from(in);
     optimizer.load(archive);

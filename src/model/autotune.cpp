@@ -5,9 +5,8 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include <tarantella/comm/collectives.h>
-#include <tarantella/runtime/error.h>
-#include <tarantella/runtime/logging.h>
+#include <tarantella/base/error.h>
+#include <tarantella/base/logging.h>
 #include <tarantella/runtime/runtime.h>
 
 #include "model/model_impl.h"
@@ -23,9 +22,10 @@ std::string human(std::size_t bytes) {
 
 }  // namespace
 
-AutoTuner::AutoTuner(std::vector<std::size_t> candidates, int warmup_steps, int measured_steps,
-                     std::string log_path)
-    : candidates_(std::move(candidates)),
+AutoTuner::AutoTuner(comm::ProcessGroup group, std::vector<std::size_t> candidates,
+                     int warmup_steps, int measured_steps, std::string log_path)
+    : group_(std::move(group)),
+      candidates_(std::move(candidates)),
       warmup_(warmup_steps),
       measured_(measured_steps),
       log_path_(std::move(log_path)) {
@@ -49,7 +49,7 @@ bool AutoTuner::record(double seconds) {
   if (step_in_trial_ < warmup_ + measured_) return false;
   // The trial is over: the slowest rank's time decides, on every rank alike.
   torch::Tensor t = torch::tensor({elapsed_}, torch::kFloat64);
-  comm::allreduce(t, comm::ReduceOp::Max);
+  group_.allreduce(t, comm::ReduceOp::Max);
   mean_step_s_.push_back(t.item<double>() / measured_);
   log::debug(fmt::format("autotune: threshold {}: {:.3f} ms/step", human(candidates_[index_]),
                          mean_step_s_.back() * 1e3));
@@ -68,7 +68,7 @@ bool AutoTuner::record(double seconds) {
   }
   log::info(fmt::format("autotune: fusion threshold {} chosen ({:.2f} ms/step; trials: {})",
                         human(candidates_[chosen_]), mean_step_s_[chosen_] * 1e3, trials));
-  if (!log_path_.empty() && is_master_rank()) {
+  if (!log_path_.empty() && group_.is_master()) {
     std::string csv = "threshold_bytes,mean_step_ms,chosen\n";
     for (std::size_t i = 0; i < candidates_.size(); ++i) {
       csv += fmt::format("{},{:.4f},{}\n", candidates_[i], mean_step_s_[i] * 1e3,

@@ -15,25 +15,28 @@
 #include <string>
 #include <vector>
 
+#include <tarantella/comm/process_group.h>
+
 namespace tnt {
 
 class AutoTuner {
  public:
-  AutoTuner(std::vector<std::size_t> candidates, int warmup_steps, int measured_steps,
-            std::string log_path);
+  /// Trials agree over `group` (the model's ranks).
+  AutoTuner(comm::ProcessGroup group, std::vector<std::size_t> candidates, int warmup_steps,
+            int measured_steps, std::string log_path);
   /// The candidates used by default: 0 (one allreduce per tensor), 16 KiB ...
   /// 16 MiB in factors of 4.
   static std::vector<std::size_t> default_candidates();
 
   /// The threshold for the next step.
   std::size_t threshold() const;
-  bool done() const { return done_; }
   /// After an optimizer step that took `seconds` on this rank. Collective
   /// (every rank calls it for every step while tuning). Returns true when
   /// the threshold for the next step differs from this one.
   bool record(double seconds);
 
  private:
+  comm::ProcessGroup group_;
   std::vector<std::size_t> candidates_;
   int warmup_, measured_;
   std::string log_path_;

@@ -18,8 +18,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include <tarantella/comm/collectives.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 #include <tarantella/runtime/runtime.h>
 
 #include <nlohmann/json.hpp>
@@ -93,10 +92,10 @@ void Model::save(const std::string& path, bool all_ranks) const {
   };
   if (all_ranks) {
     write();
-    comm::barrier();
+    s.group.barrier();
     return;
   }
-  run_on_master_checked(write);
+  run_on_master_checked(s.group, write);
 }
 
 std::int64_t Model::load(const std::string& path) {
@@ -104,7 +103,7 @@ std::int64_t Model::load(const std::string& path) {
   s.require_compiled("load()");
   torch::Tensor counters = torch::zeros({2}, torch::kInt64);
   torch::Tensor rng;
-  run_on_master_checked([&] {
+  run_on_master_checked(s.group, [&] {
     const auto dict = read_checkpoint(path);
     copy_weights(*this, require<c10::impl::GenericDict>(dict, "weights", path), path);
     const torch::Tensor opt = require<torch::Tensor>(dict, "optimizer", path);
@@ -124,11 +123,11 @@ std::int64_t Model::load(const std::string& path) {
     rng = require<torch::Tensor>(dict, "rng_state", path);
   });
   s.synchronize_state();  // weights, buffers and optimizer state to all ranks
-  comm::broadcast(counters, get_master_rank());
+  s.group.broadcast(counters);
   torch::Tensor rng_size = torch::tensor({rng.defined() ? rng.numel() : 0});
-  comm::broadcast(rng_size, get_master_rank());
+  s.group.broadcast(rng_size);
   if (!rng.defined()) rng = torch::empty({rng_size.item<std::int64_t>()}, torch::kUInt8);
-  comm::broadcast(rng, get_master_rank());
+  s.group.broadcast(rng);
   at::Generator generator = at::detail::getDefaultCPUGenerator();  // shares the state
   {
     std::lock_guard<std::mutex> lock(generator.mutex());
@@ -143,8 +142,12 @@ std::int64_t Model::epochs_done() const { return impl_->epochs_done; }
 
 
 std::string latest_checkpoint(const std::string& dir) {
+  return latest_checkpoint(dir, default_group());
+}
+
+std::string latest_checkpoint(const std::string& dir, const comm::ProcessGroup& group) {
   std::string newest;
-  run_on_master_checked([&] {
+  run_on_master_checked(group, [&] {
     std::error_code error;
     if (!std::filesystem::is_directory(dir, error)) return;
     // (has a number, the first number, name): the largest wins.
@@ -166,12 +169,13 @@ std::string latest_checkpoint(const std::string& dir) {
       }
     }
   });
-  return broadcast_string(newest);
+  return group.broadcast_string(newest);
 }
 
-SavedModelDescription read_saved_model_description(const std::string& path) {
+SavedModelDescription read_saved_model_description(const comm::ProcessGroup& group,
+                                                   const std::string& path) {
   SavedModelDescription d;
-  run_on_master_checked([&] {
+  run_on_master_checked(group, [&] {
     const auto dict = read_checkpoint(path);
     auto text = [&](const char* key) {
       auto it = dict.find(key);
@@ -186,22 +190,22 @@ SavedModelDescription read_saved_model_description(const std::string& path) {
                            static_cast<std::size_t>(bytes.numel()));
     }
   });
-  d.architecture = broadcast_string(d.architecture);
-  d.torchscript = broadcast_string(d.torchscript);
-  d.compile = broadcast_string(d.compile);
+  d.architecture = group.broadcast_string(d.architecture);
+  d.torchscript = group.broadcast_string(d.torchscript);
+  d.compile = group.broadcast_string(d.compile);
   return d;
 }
 
 void load_checkpoint_weights(Model& model, const std::string& path) {
   Model::Impl& s = ModelInternals::of(model);
   torch::Tensor epochs = torch::zeros({1}, torch::kInt64);
-  run_on_master_checked([&] {
+  run_on_master_checked(s.group, [&] {
     const auto dict = read_checkpoint(path);
     copy_weights(model, require<c10::impl::GenericDict>(dict, "weights", path), path);
     epochs[0] = require<std::int64_t>(dict, "epochs_done", path);
   });
   s.synchronize_state();
-  comm::broadcast(epochs, get_master_rank());
+  s.group.broadcast(epochs);
   s.epochs_done = epochs[0].item<std::int64_t>();
 }
 

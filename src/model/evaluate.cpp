@@ -2,10 +2,9 @@
 // global batch. evaluate() sums the loss/metric state locally and reduces it
 // once at the end (exact global metrics, one collective); predict() gathers
 // the outputs once at the end and puts them back into dataset order.
-#include <tarantella/comm/collectives.h>
 #include <tarantella/data/dataset.h>
 #include <tarantella/data/distribute.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 #include <tarantella/runtime/runtime.h>
 
 #include "model/model_impl.h"
@@ -15,10 +14,11 @@
 namespace tnt {
 namespace {
 
-data::DistributedDataset distribute_for(const data::Dataset& dataset, bool enabled,
+data::DistributedDataset distribute_for(const comm::ProcessGroup& group,
+                                        const data::Dataset& dataset, bool enabled,
                                         const std::optional<std::int64_t>& micro_batch) {
   data::DistributeOptions d;
-  d.enabled(enabled);
+  d.group(group).enabled(enabled);
   if (micro_batch) d.micro_batch_size(*micro_batch);
   return data::distribute(dataset, d);
 }
@@ -29,14 +29,15 @@ std::map<std::string, double> Model::evaluate(const data::Dataset& dataset,
                                               EvaluateOptions options) {
   Impl& s = *impl_;
   s.require_compiled("evaluate()");
-  const auto dist = distribute_for(dataset, options.distribute_, options.micro_batch_size_);
-  callbacks::CallbackList cbs(options.callbacks_, this, {1, dist.cardinality(), options.verbose_});
+  const auto dist = distribute_for(s.group, dataset, options.distribute_, options.micro_batch_size_);
+  callbacks::CallbackList cbs(options.callbacks_, this, {1, dist.cardinality(), options.verbose_},
+                              s.group.is_master());
   cbs.test_begin();
   torch::NoGradGuard no_grad;
   s.net->train(false);
   std::vector<double> state(static_cast<std::size_t>(s.state_size()), 0.0);
   detail::ProgressBar bar(dist.cardinality(), options.verbose_,
-                          is_master_rank() || config().output_on_all_devices);
+                          s.group.is_master() || s.config.output_on_all_devices);
   auto it = dist.iterate(0);
   std::int64_t step = 0;
   for (std::optional<data::MicroBatch> mb; (mb = it.next()); ++step) {
@@ -50,7 +51,7 @@ std::map<std::string, double> Model::evaluate(const data::Dataset& dataset,
     bar.update(step + 1, {});
     cbs.test_batch_end(step, s.logs_of(state));
   }
-  const Logs logs = s.logs_of(allreduce_state(state));
+  const Logs logs = s.logs_of(allreduce_state(s.group, state));
   bar.finish(logs);
   cbs.test_end(logs, s.logs_of(state));
   return logs;
@@ -58,8 +59,9 @@ std::map<std::string, double> Model::evaluate(const data::Dataset& dataset,
 
 torch::Tensor Model::predict(const data::Dataset& dataset, PredictOptions options) {
   Impl& s = *impl_;
-  const auto dist = distribute_for(dataset, true, options.micro_batch_size_);
-  callbacks::CallbackList cbs(options.callbacks_, this, {1, dist.cardinality(), 0});
+  const auto dist = distribute_for(s.group, dataset, true, options.micro_batch_size_);
+  callbacks::CallbackList cbs(options.callbacks_, this, {1, dist.cardinality(), 0},
+                              s.group.is_master());
   cbs.predict_begin();
   torch::NoGradGuard no_grad;
   s.net->train(false);
@@ -76,14 +78,14 @@ torch::Tensor Model::predict(const data::Dataset& dataset, PredictOptions option
   }
   TNT_CHECK(!outputs.empty(), "predict() on an empty dataset: there is nothing to predict");
   const torch::Tensor mine = torch::cat(outputs);
-  const torch::Tensor all = comm::allgatherv(mine);
-  const torch::Tensor all_sizes = comm::allgather(torch::tensor(sizes));
+  const torch::Tensor all = s.group.allgatherv(mine);
+  const torch::Tensor all_sizes = s.group.allgather(torch::tensor(sizes));
   cbs.predict_end();
-  if (!is_master_rank() && !options.on_all_ranks_) return torch::Tensor();
+  if (!s.group.is_master() && !options.on_all_ranks_) return torch::Tensor();
 
   // `all` holds rank 0's outputs for every step, then rank 1's, ...; the
   // dataset order is step 0 of ranks 0..N-1, then step 1, ...
-  const int n = get_size();
+  const int n = s.group.size();
   const auto steps = static_cast<std::int64_t>(sizes.size());
   const auto* sz = all_sizes.data_ptr<std::int64_t>();
   std::vector<std::int64_t> rank_start(static_cast<std::size_t>(n), 0);

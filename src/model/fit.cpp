@@ -10,12 +10,11 @@
 #include <fmt/format.h>
 
 #include <tarantella/callbacks/builtins.h>
-#include <tarantella/comm/collectives.h>
 #include <tarantella/data/dataset.h>
 #include <tarantella/data/distribute.h>
 #include <tarantella/dp/state_sync.h>
-#include <tarantella/runtime/error.h>
-#include <tarantella/runtime/logging.h>
+#include <tarantella/base/error.h>
+#include <tarantella/base/logging.h>
 #include <tarantella/runtime/runtime.h>
 
 #include "callbacks/callback_list.h"
@@ -80,10 +79,27 @@ void record_step(Timeline* timeline, OverlapMeter& overlap, const dp::GradientSy
 }
 
 // The global sample count of a step when the user distributed by hand.
-std::int64_t manual_global_size(std::int64_t local) {
+std::int64_t manual_global_size(const comm::ProcessGroup& group, std::int64_t local) {
   torch::Tensor n = torch::tensor({local});
-  comm::allreduce(n);
+  group.allreduce(n);
   return n.item<std::int64_t>();
+}
+
+// The learning-rate callbacks set the optimizer's rate each epoch; a
+// compile-time schedule sets it every step and would silently win.
+void check_no_lr_conflict(const CompileOptions& compiled,
+                          const std::vector<callbacks::CallbackPtr>& list) {
+  if (!compiled.schedule_) return;
+  for (const auto& cb : list) {
+    const bool plateau = std::dynamic_pointer_cast<callbacks::ReduceLROnPlateau>(cb) != nullptr;
+    const bool scheduler =
+        std::dynamic_pointer_cast<callbacks::LearningRateScheduler>(cb) != nullptr;
+    TNT_CHECK(!plateau && !scheduler, "fit(): the model was compiled with a learning-rate "
+              "schedule (CompileOptions().schedule(...)), which sets the rate every step and "
+              "would silently override the ",
+              plateau ? "ReduceLROnPlateau" : "LearningRateScheduler",
+              " callback: use one of the two (compile without schedule, or drop the callback)");
+  }
 }
 
 }  // namespace
@@ -100,19 +116,24 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
             ") must be greater than initial_epoch (", options.initial_epoch_, ")");
   TNT_CHECK(options.validation_freq_ >= 1, "validation_freq must be at least 1, got ",
             options.validation_freq_);
+  check_no_lr_conflict(*s.options, options.callbacks_);
   data::DistributeOptions distribute;
-  distribute.enabled(options.distribute_);
+  distribute.group(s.group).enabled(options.distribute_);
   if (options.micro_batch_size_) distribute.micro_batch_size(*options.micro_batch_size_);
   const data::DistributedDataset dist = data::distribute(train, distribute);
   s.synchronize_state();
-  if (config().autotune && !s.autotuner) {
-    s.autotuner = std::make_shared<AutoTuner>(AutoTuner::default_candidates(), /*warmup=*/1,
-                                              /*measured=*/4, config().autotune_log_path);
+  if (s.config.autotune && !s.autotuner) {
+    s.autotuner = std::make_shared<AutoTuner>(s.group, AutoTuner::default_candidates(),
+                                              /*warmup=*/1, /*measured=*/4,
+                                              s.config.autotune_log_path);
   }
   dp::GradientSynchronizer* sync = &s.synchronizer();
-  Timeline* timeline = Timeline::get();  // collective on first use
+  if (!s.config.timeline_path.empty() && !s.timeline) {
+    s.timeline = std::make_unique<Timeline>(s.group, s.config.timeline_path);  // collective
+  }
+  Timeline* timeline = s.timeline.get();
   // With distribute_dataset(false) the dataset's batch is already this rank's.
-  warn_small_batchnorm(*s.net, options.distribute_ ? dist.global_batch_size() / get_size()
+  warn_small_batchnorm(*s.net, options.distribute_ ? dist.global_batch_size() / s.group.size()
                                                    : dist.global_batch_size());
 
   const int k = s.options->aggregation_frequency_;
@@ -125,7 +146,8 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
   std::vector<callbacks::CallbackPtr> list = options.callbacks_;
   if (options.verbose_ > 0) list.push_back(std::make_shared<callbacks::ProgbarLogger>(options.verbose_));
   list.push_back(history);
-  callbacks::CallbackList cbs(list, this, {options.epochs_, steps_total, options.verbose_});
+  callbacks::CallbackList cbs(list, this, {options.epochs_, steps_total, options.verbose_},
+                              s.group.is_master());
   stop_training = false;
   cbs.train_begin();
 
@@ -147,7 +169,7 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
       const auto data_end = Clock::now();
       cbs.train_batch_begin(step);
       const std::int64_t global =
-          options.distribute_ ? mb->global_size : manual_global_size(mb->local_size);
+          options.distribute_ ? mb->global_size : manual_global_size(s.group, mb->local_size);
       // Accumulation cycles are k micro-steps; the last one of an epoch may
       // be shorter, and its gradients are averaged over its real length.
       const std::int64_t cycle_start = step - step % k;
@@ -212,7 +234,7 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
     // master's are shared so that every rank evaluates the same model.
     std::vector<torch::Tensor> buffers;
     for (const auto& [name, b] : s.net->named_buffers()) buffers.push_back(b);
-    if (!buffers.empty()) dp::broadcast_tensors(buffers, get_master_rank());
+    if (!buffers.empty()) dp::broadcast_tensors(s.group, buffers);
 
     if (options.validation_data_ && (epoch + 1) % options.validation_freq_ == 0) {
       EvaluateOptions eval;
@@ -228,7 +250,7 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
     // Callbacks decide from global values, but agree anyway: no rank may
     // leave the loop alone.
     torch::Tensor stop = torch::tensor({stop_training ? 1 : 0}, torch::kInt32);
-    comm::allreduce(stop, comm::ReduceOp::Max);
+    s.group.allreduce(stop, comm::ReduceOp::Max);
     stop_training = stop.item<int>() != 0;
   }
   cbs.train_end(logs, local_logs);

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 namespace tnt::layers {
 namespace {

@@ -1,6 +1,8 @@
 #include <tarantella/model/losses.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 #include <torch/torch.h>
+
+#include <utility>
 
 #include "model/describe.h"
 
@@ -16,6 +18,27 @@ Loss described(Loss loss, std::string config) {
   loss.config = std::move(config);
   return loss;
 }
+
+// Rounding slack of the range checks below.
+constexpr double kRangeTolerance = 1e-6;
+
+// The smallest and largest value of `p` (one device-to-host copy). NaN
+// propagates, so a diverged model (NaN outputs) passes the checks below: that
+// is TerminateOnNaN's business, not a wrong input.
+std::pair<double, double> value_range(const torch::Tensor& p) {
+  const torch::Tensor d = p.detach();
+  const torch::Tensor r = torch::stack({d.min(), d.max()}).to(torch::kCPU, torch::kDouble);
+  return {r[0].item<double>(), r[1].item<double>()};
+}
+
+// from_logits(false): the input must be probabilities. Taking the log of a
+// negative value (e.g. log_softmax outputs) would silently train nothing.
+void check_probabilities(const char* loss, const torch::Tensor& p, const char* fix) {
+  if (p.numel() == 0) return;  // an empty batch: nothing to check
+  const auto [lo, hi] = value_range(p);
+  TNT_CHECK(!(lo < -kRangeTolerance || hi > 1 + kRangeTolerance), loss, " got values in [", lo,
+            ", ", hi, "], which are not probabilities: ", fix);
+}
 }  // namespace
 
 Loss SparseCategoricalCrossentropy(LossOptions o) {
@@ -27,6 +50,11 @@ Loss SparseCategoricalCrossentropy(LossOptions o) {
                                     " (scores [B, C], labels [B])");
                           const torch::Tensor labels = t.to(torch::kLong);
                           if (o.from_logits_) return F::cross_entropy(p, labels);
+                          check_probabilities(
+                              "SparseCategoricalCrossentropy(from_logits=false)", p,
+                              "for log_softmax outputs use tnt::losses::NLLLoss() (or "
+                              "from_logits(true), which gives the same loss on log-probabilities), "
+                              "for raw scores use from_logits(true), the default");
                           return F::nll_loss(p.clamp_min(1e-7).log(), labels);
                         }},
                    describe("SparseCategoricalCrossentropy", {{"from_logits", o.from_logits_}}));
@@ -36,6 +64,12 @@ Loss CategoricalCrossentropy(LossOptions o) {
   return described(Loss{"categorical_crossentropy",
                         [o](const torch::Tensor& p, const torch::Tensor& t) {
                           check_same_shape("categorical_crossentropy", p, t);
+                          if (!o.from_logits_) {
+                            check_probabilities(
+                                "CategoricalCrossentropy(from_logits=false)", p,
+                                "for raw scores or log_softmax outputs use from_logits(true), the "
+                                "default (log_softmax leaves log-probabilities unchanged)");
+                          }
                           const torch::Tensor log_p =
                               o.from_logits_ ? torch::log_softmax(p, -1) : p.clamp_min(1e-7).log();
                           return -(t * log_p).sum(-1).mean();
@@ -49,9 +83,31 @@ Loss BinaryCrossentropy(LossOptions o) {
                           check_same_shape("binary_crossentropy", p, t);
                           const torch::Tensor target = t.to(p.scalar_type());
                           if (o.from_logits_) return F::binary_cross_entropy_with_logits(p, target);
+                          check_probabilities("BinaryCrossentropy(from_logits=false)", p,
+                                              "for raw scores use from_logits(true), the default; "
+                                              "for probabilities apply sigmoid in forward()");
                           return F::binary_cross_entropy(p.clamp(1e-7, 1 - 1e-7), target);
                         }},
                    describe("BinaryCrossentropy", {{"from_logits", o.from_logits_}}));
+}
+
+Loss NLLLoss() {
+  return described(
+      Loss{"nll_loss",
+           [](const torch::Tensor& p, const torch::Tensor& t) {
+             TNT_CHECK(p.dim() == t.dim() + 1, "NLLLoss: predictions ", p.sizes(),
+                       " need one dimension more than the integer targets ", t.sizes(),
+                       " (log-probabilities [B, C], labels [B])");
+             if (p.numel() > 0) {
+               const double hi = value_range(p).second;
+               TNT_CHECK(!(hi > kRangeTolerance), "NLLLoss got values up to ", hi,
+                         ", which are not log-probabilities (those are <= 0): end forward() "
+                         "with torch::log_softmax(x, 1), or for raw scores use "
+                         "tnt::losses::SparseCategoricalCrossentropy()");
+             }
+             return F::nll_loss(p, t.to(torch::kLong));
+           }},
+      describe("NLLLoss", nlohmann::json::object()));
 }
 
 Loss MeanSquaredError() {

@@ -1,5 +1,5 @@
 #include <tarantella/model/metrics.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 #include <torch/torch.h>
 
 #include "model/describe.h"

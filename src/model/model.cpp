@@ -6,43 +6,39 @@
 
 #include <fmt/format.h>
 
-#include <tarantella/comm/collectives.h>
+#include <tarantella/comm/in_process.h>
 #include <tarantella/dp/state_sync.h>
-#include <tarantella/runtime/error.h>
-#include <tarantella/runtime/logging.h>
+#include <tarantella/base/error.h>
+#include <tarantella/base/logging.h>
 #include <tarantella/runtime/runtime.h>
 
 #include "model/autotune.h"
+#include "model/timeline.h"
 
 namespace tnt {
 namespace {
 
-torch::Device pick_device() {
-  const bool allowed = !is_initialized() || config().use_gpu.value_or(true);
-  if (allowed && torch::cuda::is_available()) {
-    const int local = is_initialized() ? get_local_rank() : 0;
-    return torch::Device(torch::kCUDA,
-                         static_cast<c10::DeviceIndex>(local % torch::cuda::device_count()));
+torch::Device pick_device(const Config& config, const comm::ProcessGroup& group) {
+  if (config.use_gpu.value_or(true) && torch::cuda::is_available()) {
+    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(
+                                           group.local_rank() % torch::cuda::device_count()));
   }
   return torch::Device(torch::kCPU);
 }
 
 }  // namespace
 
-std::string broadcast_string(const std::string& text) {
-  torch::Tensor size = torch::tensor({static_cast<std::int64_t>(text.size())});
-  comm::broadcast(size, get_master_rank());
-  torch::Tensor bytes = torch::empty({size.item<std::int64_t>()}, torch::kUInt8);
-  if (bytes.numel() == 0) return {};
-  if (is_master_rank()) std::memcpy(bytes.data_ptr(), text.data(), text.size());
-  comm::broadcast(bytes, get_master_rank());
-  return std::string(static_cast<const char*>(bytes.data_ptr()),
-                     static_cast<std::size_t>(bytes.numel()));
+comm::ProcessGroup default_group() {
+  if (is_initialized()) return world();
+  return comm::make_in_process_group(1).front();
 }
 
-void run_on_master_checked(const std::function<void()>& action) {
+Model::Impl::Impl() = default;
+Model::Impl::~Impl() = default;
+
+void run_on_master_checked(const comm::ProcessGroup& group, const std::function<void()>& action) {
   std::string error;
-  if (is_master_rank()) {
+  if (group.is_master()) {
     try {
       action();
     } catch (const std::exception& e) {
@@ -50,15 +46,16 @@ void run_on_master_checked(const std::function<void()>& action) {
       if (error.empty()) error = "unknown error";
     }
   }
-  const std::string message = broadcast_string(error);
+  const std::string message = group.broadcast_string(error);
   if (message.empty()) return;
-  if (is_master_rank()) throw Error(message);
+  if (group.is_master()) throw Error(message);
   detail::throw_error("the master rank failed: " + message);
 }
 
-std::vector<double> allreduce_state(const std::vector<double>& local) {
+std::vector<double> allreduce_state(const comm::ProcessGroup& group,
+                                    const std::vector<double>& local) {
   torch::Tensor t = torch::tensor(local, torch::kFloat64);
-  comm::allreduce(t);
+  group.allreduce(t);
   return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
 }
 
@@ -127,13 +124,13 @@ Logs Model::Impl::logs_of(const std::vector<double>& state, const std::string& p
 void Model::Impl::synchronize_state() {
   const NamedTensorList params = net->named_parameters();
   const NamedTensorList buffers = net->named_buffers();
-  dp::check_same_structure(params, "parameters");
-  dp::check_same_structure(buffers, "buffers");
+  dp::check_same_structure(group, params, "parameters");
+  dp::check_same_structure(group, buffers, "buffers");
   std::vector<torch::Tensor> all;
   for (const auto& [name, t] : params) all.push_back(t);
   for (const auto& [name, t] : buffers) all.push_back(t);
-  dp::broadcast_tensors(all, get_master_rank());
-  if (optimizer) dp::broadcast_optimizer_state(*optimizer, get_master_rank());
+  dp::broadcast_tensors(group, all);
+  if (optimizer) dp::broadcast_optimizer_state(group, *optimizer);
 }
 
 dp::GradientSynchronizer& Model::Impl::retune() {
@@ -149,13 +146,14 @@ dp::GradientSynchronizer& Model::Impl::synchronizer() {
   if (!sync) {
     const std::size_t threshold =
         threshold_override ? *threshold_override
-                           : options->fusion_threshold_.value_or(config().fusion_threshold_bytes);
+                           : options->fusion_threshold_.value_or(config.fusion_threshold_bytes);
     sync = std::make_unique<dp::GradientSynchronizer>(
-        trainable, dp::SyncOptions()
+        group, trainable,
+        dp::SyncOptions()
                        .fusion_threshold_bytes(threshold)
                        .compression(options->compression_)
                        .extras_numel(state_size())
-                       .overlap(config().overlap));
+                       .overlap(config.overlap));
     log::debug(fmt::format("{} gradient buckets (fusion threshold {} bytes)",
                            sync->buckets().size(), threshold));
   }
@@ -166,12 +164,23 @@ torch::Tensor Model::Impl::forward(const std::vector<torch::Tensor>& inputs) {
   return net->forward(inputs);
 }
 
-Model::Model(std::shared_ptr<ModuleAdapter> adapter) : impl_(std::make_unique<Impl>()) {
+Model::Model(std::shared_ptr<ModuleAdapter> adapter) : Model(std::move(adapter), default_group()) {}
+
+Model::Model(std::shared_ptr<ModuleAdapter> adapter, comm::ProcessGroup group)
+    : impl_(std::make_unique<Impl>()) {
   TNT_CHECK(adapter != nullptr, "tnt::Model needs a network, got a null pointer");
+  TNT_CHECK(group.valid(), "tnt::Model needs a process group, got an empty handle: pass "
+                           "tnt::world() or a group made by split()/subgroup()");
+  TNT_CHECK(group.is_member(), "tnt::Model: this rank is not a member of the ", group.describe(),
+            ": build the model only on the ranks of its group (check group.is_member())");
+  impl_->group = std::move(group);
+  impl_->config = is_initialized() ? tnt::config() : Config::from_env();
   impl_->net = std::move(adapter);
-  impl_->device = pick_device();
+  impl_->device = pick_device(impl_->config, impl_->group);
   impl_->net->to(impl_->device);
 }
+
+const comm::ProcessGroup& Model::group() const { return impl_->group; }
 
 Model::~Model() = default;
 Model::Model(Model&&) noexcept = default;
@@ -246,7 +255,7 @@ torch::Device Model::device() const { return impl_->device; }
 void Model::summary() const { summary(std::cout); }
 
 void Model::summary(std::ostream& out) const {
-  if (is_initialized() && !is_master_rank()) return;
+  if (!impl_->group.is_master()) return;
   std::int64_t trainable = 0, frozen = 0;
   out << fmt::format("Model: {}\n{:<40} {:<20} {:>12}\n", impl_->net->type_name(), "parameter",
                      "shape", "count");

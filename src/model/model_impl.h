@@ -13,14 +13,26 @@
 
 #include <tarantella/data/element.h>
 #include <tarantella/dp/gradient_sync.h>
+#include <tarantella/base/config.h>
 #include <tarantella/model/model.h>
 
 namespace tnt {
 
 using Logs = callbacks::Logs;
 class AutoTuner;
+class Timeline;
+
+/// The public API's default group: the world of the running runtime, or a
+/// one-rank group when there is none (a model used without tnt::Runtime).
+comm::ProcessGroup default_group();
 
 struct Model::Impl {
+  Impl();
+  ~Impl();
+  /// The ranks this model trains on; every collective below uses it.
+  comm::ProcessGroup group;
+  /// The runtime's configuration (or the environment's without a runtime).
+  Config config;
   std::shared_ptr<ModuleAdapter> net;
   torch::Device device{torch::kCPU};
   std::optional<CompileOptions> options;
@@ -32,6 +44,7 @@ struct Model::Impl {
   /// The fusion threshold chosen by auto-tuning (TNT_AUTOTUNE), if any.
   std::optional<std::size_t> threshold_override;
   std::shared_ptr<AutoTuner> autotuner;  // while/after tuning (TNT_AUTOTUNE)
+  std::unique_ptr<Timeline> timeline;    // TNT_TIMELINE: made by the first fit()
 
   void require_compiled(const char* caller) const;
   /// Inputs and target of an element: (inputs..., target).
@@ -67,8 +80,9 @@ struct SavedModelDescription {
   std::string torchscript;   // a TorchScript module's bytes
   std::string compile;       // Model::get_compile_config(), if compiled
 };
-/// Collective; errors name the file, on every rank.
-SavedModelDescription read_saved_model_description(const std::string& path);
+/// Collective over `group`; errors name the file, on every rank.
+SavedModelDescription read_saved_model_description(const comm::ProcessGroup& group,
+                                                   const std::string& path);
 /// Restores weights, buffers and completed epochs from a Model::save file
 /// (not the optimizer: for uncompiled models). Collective.
 void load_checkpoint_weights(Model& model, const std::string& path);
@@ -77,15 +91,13 @@ void load_checkpoint_weights(Model& model, const std::string& path);
 CompileOptions compile_options_from_config(const std::string& compile_json,
                                            const std::string& path);
 
-/// The master rank's `text` on every rank (two broadcasts). Collective.
-std::string broadcast_string(const std::string& text);
+/// Runs `action` on the group's master only; if it throws, every rank
+/// throws the master's message. Collective. Used for file writes and reads.
+void run_on_master_checked(const comm::ProcessGroup& group, const std::function<void()>& action);
 
-/// Runs `action` on the master rank only; if it throws, every rank throws
-/// the master's message. Collective. Used for file writes and reads.
-void run_on_master_checked(const std::function<void()>& action);
-
-/// Sums a float64 state vector over ranks (blocking).
-std::vector<double> allreduce_state(const std::vector<double>& local);
+/// Sums a float64 state vector over the group's ranks (blocking).
+std::vector<double> allreduce_state(const comm::ProcessGroup& group,
+                                    const std::vector<double>& local);
 
 /// Copies the entries of a weight dict into the model's parameters and
 /// buffers; missing, extra or mis-shaped entries are errors naming `path`.

@@ -9,7 +9,7 @@
 #include <torch/torch.h>
 
 #include <tarantella/model/layers.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include "model/model_impl.h"
 
@@ -96,6 +96,7 @@ losses::Loss loss_from(const json& j, const std::string& path) {
   if (name == "MeanSquaredError") return losses::MeanSquaredError();
   if (name == "MeanAbsoluteError") return losses::MeanAbsoluteError();
   if (name == "Huber") return losses::Huber(options);
+  if (name == "NLLLoss") return losses::NLLLoss();
   unknown("loss", name, path);
 }
 
@@ -249,7 +250,7 @@ Model clone_model(const Model& model) {
 }
 
 Model load_model(const std::string& path, bool compile) {
-  const SavedModelDescription d = read_saved_model_description(path);
+  const SavedModelDescription d = read_saved_model_description(default_group(), path);
   Model model = model_from_description(d, path);
   if (compile && !d.compile.empty()) {
     model.compile(compile_options_from_config(d.compile, path));

@@ -1,5 +1,5 @@
 #include <tarantella/model/optimizers.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 #include <torch/torch.h>
 
 #include "model/describe.h"

@@ -1,5 +1,5 @@
 #include <tarantella/model/schedules.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include <algorithm>
 #include <cmath>

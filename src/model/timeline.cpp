@@ -11,9 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include <tarantella/comm/collectives.h>
-#include <tarantella/runtime/config.h>
-#include <tarantella/runtime/logging.h>
+#include <tarantella/base/config.h>
+#include <tarantella/base/logging.h>
 #include <tarantella/runtime/runtime.h>
 
 #include "model/model_impl.h"
@@ -40,7 +39,8 @@ struct Timeline::Impl {
   };
 
   std::string path;
-  int rank = 0;
+  comm::ProcessGroup group;
+  int rank = 0;  // world rank: the trace's process id
   std::int64_t origin_us = 0;
 
   std::mutex mutex;
@@ -106,12 +106,13 @@ struct Timeline::Impl {
   }
 };
 
-Timeline::Timeline(std::string path) : impl_(std::make_unique<Impl>()) {
+Timeline::Timeline(comm::ProcessGroup group, std::string path) : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
+  s.group = std::move(group);
   s.path = std::move(path);
-  s.rank = get_rank();
+  s.rank = s.group.world_ranks()[static_cast<std::size_t>(s.group.rank())];
   torch::Tensor now = torch::tensor({micros(Clock::now())}, torch::kInt64);
-  comm::allreduce(now, comm::ReduceOp::Min);
+  s.group.allreduce(now, comm::ReduceOp::Min);
   s.origin_us = now.item<std::int64_t>();
   s.writer = std::thread([this] { impl_->run(); });
 }
@@ -141,11 +142,11 @@ void Timeline::write() {
       torch::from_blob(const_cast<char*>(mine.data()), {static_cast<std::int64_t>(mine.size())},
                        torch::kUInt8)
           .clone();
-  const torch::Tensor all = comm::allgatherv(bytes);
-  if (!is_master_rank()) return;
+  const torch::Tensor all = s.group.allgatherv(bytes);
+  if (!s.group.is_master()) return;
   std::string body(static_cast<const char*>(all.data_ptr()), static_cast<std::size_t>(all.numel()));
   std::string trace = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  for (int r = 0; r < get_size(); ++r) {
+  for (int r : s.group.world_ranks()) {
     trace += fmt::format(
         R"({{"name":"process_name","ph":"M","pid":{0},"args":{{"name":"rank {0}"}}}},)"
         "\n"
@@ -162,16 +163,6 @@ void Timeline::write() {
   trace += R"({"name":"trace_end","ph":"M","pid":0,"args":{}}]})";
   trace += "\n";
   write_atomically(s.path, std::vector<char>(trace.begin(), trace.end()));
-}
-
-Timeline* Timeline::get() {
-  static std::once_flag once;
-  static std::unique_ptr<Timeline> timeline;
-  std::call_once(once, [] {
-    const std::string& path = config().timeline_path;
-    if (!path.empty()) timeline = std::make_unique<Timeline>(path);
-  });
-  return timeline.get();
 }
 
 void OverlapMeter::add(Timeline::Clock::time_point compute_begin,

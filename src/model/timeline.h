@@ -20,6 +20,8 @@
 #include <memory>
 #include <string>
 
+#include <tarantella/comm/process_group.h>
+
 namespace tnt {
 
 class Timeline {
@@ -27,9 +29,9 @@ class Timeline {
   using Clock = std::chrono::steady_clock;
   enum Track { kCompute = 0, kAllreduce = 1 };
 
-  /// Collective (agrees on the time origin). `path` is where the master
-  /// writes the trace.
-  explicit Timeline(std::string path);
+  /// Collective over `group` (agrees on the time origin). `path` is where
+  /// the group's master writes the trace; tracks are named by world rank.
+  Timeline(comm::ProcessGroup group, std::string path);
   ~Timeline();
   Timeline(const Timeline&) = delete;
   Timeline& operator=(const Timeline&) = delete;
@@ -42,9 +44,6 @@ class Timeline {
   /// everything recorded so far. Collective.
   void write();
 
-  /// The process-wide timeline if TNT_TIMELINE is set, else nullptr.
-  /// Created on first use (collective then: call it on every rank).
-  static Timeline* get();
 
  private:
   struct Impl;

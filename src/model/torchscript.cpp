@@ -4,7 +4,7 @@
 
 #include <torch/script.h>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 namespace tnt {
 namespace {

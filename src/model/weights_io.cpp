@@ -15,8 +15,7 @@
 #include <fmt/format.h>
 #include <torch/csrc/jit/serialization/unpickler.h>
 
-#include <tarantella/comm/collectives.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 #include <tarantella/runtime/runtime.h>
 
 #include "model/model_impl.h"
@@ -84,10 +83,10 @@ void Model::save_weights(const std::string& path, bool all_ranks) const {
   };
   if (all_ranks) {
     write();
-    comm::barrier();
+    impl_->group.barrier();
     return;
   }
-  run_on_master_checked(write);  // no rank returns before the file is complete
+  run_on_master_checked(impl_->group, write);  // no rank returns before the file is complete
 }
 
 torch::IValue load_torch_save_file(const std::string& path) {
@@ -122,7 +121,7 @@ void copy_weights(Model& model, const c10::impl::GenericDict& dict, const std::s
 }
 
 void Model::load_weights(const std::string& path) {
-  run_on_master_checked([&] {
+  run_on_master_checked(impl_->group, [&] {
     const torch::IValue value = load_torch_save_file(path);
     TNT_CHECK(value.isGenericDict(), "'", path, "' holds a ", value.tagKind(),
               ", not a dict of tensors (save with torch.save(model.state_dict(), path))");

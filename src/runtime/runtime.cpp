@@ -1,10 +1,8 @@
-// Runtime start-up and shutdown. Start: MPI (thread level SERIALIZED: all
-// MPI calls happen on the engine thread, one at a time), communicators, the
-// thread count, the BLAS check, the engine. Shutdown is a collective with a
+// Runtime start-up and shutdown. Start: MPI (comm::MpiSession), the world
+// group (its communicator and engine thread), the thread count, the BLAS
+// check. Shutdown is a collective with a
 // check: every rank must reach it, or the job is aborted so no rank hangs.
 #include <tarantella/runtime/runtime.h>
-
-#include <mpi.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -14,88 +12,18 @@
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
 
-#include <tarantella/comm/comm_engine.h>
-#include <tarantella/runtime/error.h>
-#include <tarantella/runtime/logging.h>
+#include <tarantella/base/error.h>
+#include <tarantella/base/logging.h>
 
-#include "comm/communicator.h"
-#include "comm/mpi_check.h"
-#include "runtime/state.h"
-#include "runtime/threads.h"
+#include "base/threads.h"
+#include "comm/mpi_session.h"
 
 namespace tnt {
-namespace detail {
-namespace {
-std::atomic<const RuntimeView*> g_view{nullptr};
-}
-
-const RuntimeView* runtime_view() { return g_view.load(); }
-
-const RuntimeView& require_runtime(const char* caller) {
-  const RuntimeView* view = g_view.load();
-  if (view == nullptr) {
-    throw Error(concat("[tarantella] ", caller,
-                       " needs a running runtime: create `tnt::Runtime runtime(argc, argv);` at "
-                       "the start of main"));
-  }
-  return *view;
-}
-
-void register_runtime(const RuntimeView* view) { g_view.store(view); }
-}  // namespace detail
-
 namespace {
 
-const char* thread_level_name(int level) {
-  switch (level) {
-    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
-    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
-    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
-    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
-  }
-  return "unknown";
-}
-
-// Starts MPI unless the program already did; returns whether we own it.
-bool start_mpi(int argc, char** argv) {
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  int provided = MPI_THREAD_SINGLE;
-  if (initialized) {
-    MPI_Query_thread(&provided);
-  } else {
-    // OpenMPI's blocking collectives spin while waiting for a peer; with a
-    // rank per core the spinning engine thread steals the core its rank's
-    // backward pass needs (measured: LeNet-5 1 -> 2 ranks 1.33x spinning,
-    // 1.86x yielding; bench/train_step). The user's own setting wins.
-    setenv("OMPI_MCA_mpi_yield_when_idle", "1", /*overwrite=*/0);
-    // Between hosts (the TCP transport), messages above the eager limit
-    // (64 KiB by default) wait for the receiver's go-ahead, and that small
-    // reply queues behind the receiver's own outgoing data on the same
-    // socket: the two directions of a ring allreduce take turns, and an
-    // 80 MB allreduce ran at half the link (1.25 s instead of 0.67 s at
-    // 1 Gbit/s, 90 ms instead of 71 ms at 10 Gbit/s; bench/scaling). Our
-    // collectives move at most 4 MiB (kMaxChunk float32) per call, so an
-    // eager limit just above that (64 KiB of room for OpenMPI's headers)
-    // sends every piece without the handshake.
-    const std::string eager_limit = std::to_string(comm::kMaxChunk * sizeof(float) + 65536);
-    setenv("OMPI_MCA_btl_tcp_eager_limit", eager_limit.c_str(), /*overwrite=*/0);
-    setenv("OMPI_MCA_btl_tcp_max_send_size", eager_limit.c_str(), /*overwrite=*/0);
-    comm::check_mpi(MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided),
-                    "MPI_Init_thread");
-  }
-  if (provided < MPI_THREAD_SERIALIZED) {
-    if (!initialized) MPI_Finalize();
-    throw Error(fmt::format(
-        "[tarantella] the MPI library provides only {}, but Tarantella's communication thread "
-        "needs MPI_THREAD_SERIALIZED or higher: {}",
-        thread_level_name(provided),
-        initialized ? "initialize MPI with MPI_Init_thread(..., MPI_THREAD_SERIALIZED, ...) or "
-                      "let tnt::Runtime initialize it"
-                    : "use an MPI build with thread support (Debian's OpenMPI has it)"));
-  }
-  return !initialized;
-}
+// The alive runtime, for the public rank API and the public API's default
+// group. Library code below the public API is given its group instead.
+std::atomic<Runtime::Impl*> g_runtime{nullptr};
 
 void set_thread_count(const Config& config, int local_size) {
   const int cores = detail::available_cores();
@@ -124,42 +52,29 @@ void check_blas() {
 
 struct Runtime::Impl {
   Config config;
-  bool owns_mpi = false;
-  std::unique_ptr<comm::Communicator> communicator;
-  std::unique_ptr<comm::CommEngine> engine;
-  detail::RuntimeView view;
+  std::unique_ptr<comm::MpiSession> mpi;
+  comm::ProcessGroup world;
 
   [[noreturn]] void abort_job(const std::string& why) {
     log::error(why + "; aborting every rank of the job so that none is left waiting");
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    std::_Exit(1);
+    comm::MpiSession::abort_job(1);
   }
 };
 
 Runtime::Runtime(int argc, char** argv) : impl_(std::make_unique<Impl>()) {
-  TNT_CHECK(detail::runtime_view() == nullptr,
+  TNT_CHECK(g_runtime.load() == nullptr,
             "a tnt::Runtime is already alive in this process: create exactly one, at the start "
             "of main");
   impl_->config = Config::from_env();
-  impl_->owns_mpi = start_mpi(argc, argv);
-  try {
-    impl_->communicator =
-        std::make_unique<comm::Communicator>(MPI_COMM_WORLD, impl_->config.comm_timeout_seconds);
-  } catch (...) {
-    if (impl_->owns_mpi) MPI_Finalize();
-    throw;
-  }
-  const comm::Communicator& c = *impl_->communicator;
-  impl_->view = {c.rank(), c.size(), c.local_rank(), c.local_size(), &impl_->config,
-                 impl_->communicator.get(), nullptr};
-  detail::configure_logging(c.rank(), impl_->config);
-  set_thread_count(impl_->config, c.local_size());
+  impl_->mpi = std::make_unique<comm::MpiSession>(argc, argv);
+  impl_->world = comm::ProcessGroup(impl_->mpi->world(impl_->config.comm_timeout_seconds));
+  const comm::ProcessGroup& w = impl_->world;
+  log::configure(w.rank(), impl_->config);
+  set_thread_count(impl_->config, w.local_size());
   check_blas();
-  impl_->engine = std::make_unique<comm::CommEngine>();
-  impl_->view.engine = impl_->engine.get();
-  detail::register_runtime(&impl_->view);
-  log::info(fmt::format("runtime started: rank {} of {}, local rank {} of {}", c.rank(), c.size(),
-                        c.local_rank(), c.local_size()));
+  g_runtime.store(impl_.get());
+  log::info(fmt::format("runtime started: rank {} of {}, local rank {} of {}", w.rank(), w.size(),
+                        w.local_rank(), w.local_size()));
 }
 
 Runtime::~Runtime() {
@@ -167,37 +82,42 @@ Runtime::~Runtime() {
   if (std::uncaught_exceptions() > 0) {
     impl.abort_job("tnt::Runtime is being destroyed by an exception");
   }
-  if (impl.communicator->broken()) {
+  if (impl.world.broken()) {
     impl.abort_job("a collective timed out earlier");
   }
   try {
-    comm::Communicator* c = impl.communicator.get();
-    impl.engine
-        ->enqueue("runtime shutdown",
-                  [c] {
-                    c->finalize_check();
-                    return torch::Tensor();
-                  })
-        .wait();
+    impl.world.finalize_check();
   } catch (const std::exception& e) {
     impl.abort_job(e.what());
   }
-  detail::register_runtime(nullptr);
-  impl.engine.reset();
-  impl.communicator.reset();
-  if (impl.owns_mpi) MPI_Finalize();
+  g_runtime.store(nullptr);
+  impl.world = comm::ProcessGroup();  // joins the engine, frees the communicators
+  impl.mpi.reset();
 }
 
 const Config& Runtime::config() const { return impl_->config; }
-comm::CommEngine& Runtime::engine() { return *impl_->engine; }
+const comm::ProcessGroup& Runtime::world() const { return impl_->world; }
 
-int get_rank() { return detail::require_runtime("tnt::get_rank()").rank; }
-int get_size() { return detail::require_runtime("tnt::get_size()").size; }
+namespace {
+Runtime::Impl& require_runtime(const char* caller) {
+  Runtime::Impl* rt = g_runtime.load();
+  if (rt == nullptr) {
+    throw Error(detail::concat("[tarantella] ", caller,
+                               " needs a running runtime: create `tnt::Runtime runtime(argc, "
+                               "argv);` at the start of main"));
+  }
+  return *rt;
+}
+}  // namespace
+
+const comm::ProcessGroup& world() { return require_runtime("tnt::world()").world; }
+int get_rank() { return require_runtime("tnt::get_rank()").world.rank(); }
+int get_size() { return require_runtime("tnt::get_size()").world.size(); }
 int get_master_rank() { return 0; }
 bool is_master_rank() { return get_rank() == get_master_rank(); }
-int get_local_rank() { return detail::require_runtime("tnt::get_local_rank()").local_rank; }
-int get_local_size() { return detail::require_runtime("tnt::get_local_size()").local_size; }
-bool is_initialized() { return detail::runtime_view() != nullptr; }
-const Config& config() { return *detail::require_runtime("tnt::config()").config; }
+int get_local_rank() { return require_runtime("tnt::get_local_rank()").world.local_rank(); }
+int get_local_size() { return require_runtime("tnt::get_local_size()").world.local_size(); }
+bool is_initialized() { return g_runtime.load() != nullptr; }
+const Config& config() { return require_runtime("tnt::config()").config; }
 
 }  // namespace tnt

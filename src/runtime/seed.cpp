@@ -7,8 +7,8 @@
 #include <ATen/Context.h>
 #include <torch/torch.h>
 
-#include <tarantella/data/dataset.h>
-#include <tarantella/runtime/logging.h>
+#include <tarantella/base/default_seed.h>
+#include <tarantella/base/logging.h>
 
 namespace tnt {
 namespace {
@@ -17,7 +17,7 @@ std::atomic<bool> g_seed_set{false};
 
 void set_seed(std::uint64_t seed, bool deterministic) {
   torch::manual_seed(seed);  // the CPU generator and, where present, CUDA's
-  data::set_default_shuffle_seed(seed);
+  set_default_shuffle_seed(seed);
   std::srand(static_cast<unsigned>(seed));
   if (deterministic) {
     at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);

@@ -71,7 +71,7 @@ std::vector<torch::Tensor> distributed(const std::vector<std::int64_t>& batches,
                                        std::vector<double>* extras_out = nullptr) {
   Net net = make_net();
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(lr).momentum(0.9));
-  tnt::dp::GradientSynchronizer sync(trainable(net), options.extras_numel(2));
+  tnt::dp::GradientSynchronizer sync(tnt::world(), trainable(net), options.extras_numel(2));
   for (std::size_t s = 0; s < batches.size(); ++s) {
     auto [x, y] = global_batch(static_cast<int>(s), batches[s]);
     auto [start, n] = my_slice(batches[s]);
@@ -148,7 +148,7 @@ TEST(GradientSync, AccumulationOfTwoHalvesEqualsOneStepOnTheWholeBatch) {
   const auto expected = serial({b}, 0.1);
   Net net = make_net();
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
-  tnt::dp::GradientSynchronizer sync(trainable(net), tnt::dp::SyncOptions());
+  tnt::dp::GradientSynchronizer sync(tnt::world(), trainable(net), tnt::dp::SyncOptions());
   auto [x, y] = global_batch(0, b);
   for (int half = 0; half < 2; ++half) {
     // Each micro-step is a global batch of 6 samples; weights n_r / (6 * 2).
@@ -183,7 +183,7 @@ TEST(GradientSync, FirstBucketAllreduceStartsBeforeBackwardEnds) {
   torch::manual_seed(3);
   torch::nn::Sequential net;
   for (int i = 0; i < 12; ++i) net->push_back(torch::nn::Linear(256, 256));
-  tnt::dp::GradientSynchronizer sync(net->parameters(),
+  tnt::dp::GradientSynchronizer sync(tnt::world(), net->parameters(),
                                      tnt::dp::SyncOptions().fusion_threshold_bytes(256 * 1024));
   ASSERT_GE(sync.buckets().size(), 6u);
   const torch::Tensor x = torch::randn({128, 256});
@@ -207,7 +207,7 @@ TEST(GradientSync, DifferentModelsOnDifferentRanksFailEverywhere) {
   tnt::dp::NamedTensors named;
   for (const auto& item : net->named_parameters()) named.emplace_back(item.key(), item.value());
   try {
-    tnt::dp::check_same_structure(named, "parameters");
+    tnt::dp::check_same_structure(tnt::world(), named, "parameters");
     FAIL() << "no error on rank " << tnt::get_rank();
   } catch (const tnt::Error& e) {
     const std::string m = e.what();
@@ -224,8 +224,8 @@ TEST(StateSync, BroadcastMakesEveryRankHoldTheMastersWeightsAndOptimizerState) {
   net->forward(torch::randn({4, 6})).sum().backward();
   opt.step();  // creates rank-specific Adam state
   std::vector<torch::Tensor> all = net->parameters();
-  tnt::dp::broadcast_tensors(all);
-  tnt::dp::broadcast_optimizer_state(opt);
+  tnt::dp::broadcast_tensors(tnt::world(), all);
+  tnt::dp::broadcast_optimizer_state(tnt::world(), opt);
   for (const auto& p : net->parameters()) {
     const torch::Tensor g = tnt::comm::allgather(p.detach().unsqueeze(0).contiguous());
     for (int r = 1; r < tnt::get_size(); ++r) ASSERT_TRUE(torch::equal(g[r], g[0]));

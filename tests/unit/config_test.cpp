@@ -2,8 +2,8 @@
 
 #include <map>
 
-#include <tarantella/runtime/config.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/config.h>
+#include <tarantella/base/error.h>
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <tarantella/model/losses.h>
 #include <tarantella/model/metrics.h>
 #include <tarantella/model/schedules.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 namespace {
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "runtime/threads.h"
+#include "base/threads.h"
 
 namespace {
 

@@ -57,6 +57,10 @@ class Callback {
   /// Epochs and steps of the fit() in progress.
   void set_params(const Params& params) { params_ = params; }
   const Params& params() const { return params_; }
+  /// Whether this rank is the master of the model's group (rank 0 of its
+  /// process set); set by fit/evaluate/predict.
+  void set_master(bool master) { master_ = master; }
+  bool master() const { return master_; }
 
   /// true (default): the logs are global values, aggregated over ranks
   /// exactly (the serial run's numbers); false: this rank's own values.
@@ -68,6 +72,7 @@ class Callback {
  private:
   Model* model_ = nullptr;
   Params params_;
+  bool master_ = true;
 };
 
 using CallbackPtr = std::shared_ptr<Callback>;

@@ -25,6 +25,7 @@
 // is destroyed, also when iteration stops early.
 #pragma once
 
+#include <tarantella/base/default_seed.h>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -45,13 +46,11 @@ class Node;
 class Stream;
 }  // namespace detail
 
-/// The shuffle seed used when Dataset::shuffle is given none, so that every
-/// rank (and every run) shuffles the same way; tnt::set_seed replaces it.
-constexpr std::uint64_t kDefaultShuffleSeed = 0x7a7a2e11a5eedULL;
-/// The current default shuffle seed (kDefaultShuffleSeed unless
-/// set_default_shuffle_seed or tnt::set_seed changed it).
-std::uint64_t default_shuffle_seed();
-void set_default_shuffle_seed(std::uint64_t seed);
+// The default shuffle seed (kDefaultShuffleSeed, default_shuffle_seed(),
+// set_default_shuffle_seed()) lives in <tarantella/base/default_seed.h>.
+using tnt::default_shuffle_seed;
+using tnt::kDefaultShuffleSeed;
+using tnt::set_default_shuffle_seed;
 
 /// A function applied to every element by Dataset::map.
 /// Example: tnt::data::MapFunction scale = [](Element e) { e[0] = e[0] / 255; return e; };
@@ -150,7 +149,9 @@ class Dataset {
   /// Buffered shuffle as in tf.data: a buffer of `buffer_size` elements from
   /// which each output is drawn at random (buffer_size >= cardinality gives a
   /// uniform shuffle). The order is a pure function of (seed, epoch), or of
-  /// the seed alone when reshuffle_each_iteration is false.
+  /// the seed alone when reshuffle_each_iteration is false. Without a seed,
+  /// the default seed in force when each pass starts (tnt::set_seed sets
+  /// it, also for datasets built before the call).
   Dataset shuffle(std::int64_t buffer_size, std::optional<std::uint64_t> seed = std::nullopt,
                   bool reshuffle_each_iteration = true) const;
   /// Stacks `batch_size` consecutive elements along a new first dimension; the

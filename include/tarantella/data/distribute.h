@@ -39,6 +39,7 @@
 #include <string>
 #include <utility>
 
+#include <tarantella/comm/process_group.h>
 #include <tarantella/data/dataset.h>
 
 namespace tnt::data {
@@ -61,8 +62,9 @@ struct MicroBatch {
   std::int64_t step = 0;
 };
 
-/// How a dataset is distributed. Unset rank and size come from the running
-/// tnt::Runtime (tnt::get_rank(), tnt::get_size()), or 0 and 1 without one.
+/// How a dataset is distributed: over a process group (its rank and size),
+/// or over an explicit rank and size. With neither, over the world group of
+/// the running tnt::Runtime, or as rank 0 of 1 without one.
 ///
 /// Example:
 ///   auto dist = tnt::data::distribute(ds, tnt::data::DistributeOptions().rank(1).size(4));
@@ -77,6 +79,12 @@ class DistributeOptions {
   }
   DistributeOptions& size(int n) {
     size_ = n;
+    return *this;
+  }
+  /// Distribute over the ranks of `group` (e.g. a process set made with
+  /// tnt::world().subgroup({...})): rank and size are the group's.
+  DistributeOptions& group(comm::ProcessGroup g) {
+    group_ = std::move(g);
     return *this;
   }
   /// The per-rank batch size m. For an unbatched dataset the global batch is
@@ -94,12 +102,14 @@ class DistributeOptions {
     return *this;
   }
 
+  const comm::ProcessGroup& group() const { return group_; }
   const std::optional<int>& rank() const { return rank_; }
   const std::optional<int>& size() const { return size_; }
   const std::optional<std::int64_t>& micro_batch_size() const { return micro_batch_size_; }
   bool enabled() const { return enabled_; }
 
  private:
+  comm::ProcessGroup group_;
   std::optional<int> rank_;
   std::optional<int> size_;
   std::optional<std::int64_t> micro_batch_size_;

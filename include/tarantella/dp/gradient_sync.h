@@ -22,7 +22,7 @@
 
 #include <torch/types.h>
 
-#include <tarantella/comm/comm_engine.h>
+#include <tarantella/comm/process_group.h>
 #include <tarantella/dp/bucket_plan.h>
 
 namespace tnt::dp {
@@ -37,7 +37,11 @@ enum class Compression { None, Float16, BFloat16 };
 struct SyncOptions {
   SyncOptions& fusion_threshold_bytes(std::size_t v) { threshold_ = v; return *this; }
   SyncOptions& compression(Compression v) { compression_ = v; return *this; }
-  /// Number of float64 values (loss and metric state) that ride along.
+  /// Number of float64 values (loss and metric state) summed over ranks with
+  /// the gradients. They ride in the tail of the last bucket when its dtype
+  /// holds them exactly (float64, or float32: integer counts exact up to
+  /// 2^24 per step); otherwise (16-bit parameters, compression) they go as
+  /// one float64 allreduce right behind the last bucket.
   SyncOptions& extras_numel(std::int64_t v) { extras_ = v; return *this; }
   /// false: no allreduce starts before backward has finished (finish()
   /// sends every bucket) — the "overlap off" baseline of benchmarks.
@@ -49,10 +53,10 @@ struct SyncOptions {
   bool overlap_ = true;
 };
 
-/// Synchronizes gradients of `params` across ranks.
+/// Synchronizes gradients of `params` across the ranks of `group`.
 ///
 /// Example:
-///   tnt::dp::GradientSynchronizer sync(params, tnt::dp::SyncOptions());
+///   tnt::dp::GradientSynchronizer sync(tnt::world(), params, tnt::dp::SyncOptions());
 ///   // after forward: loss and metric state of this step are known
 ///   sync.begin_step(double(n_local) / n_global, /*reduce=*/true, state_increment);
 ///   loss.backward();
@@ -60,7 +64,8 @@ struct SyncOptions {
 ///   optimizer.step();
 class GradientSynchronizer {
  public:
-  GradientSynchronizer(std::vector<torch::Tensor> params, SyncOptions options);
+  GradientSynchronizer(comm::ProcessGroup group, std::vector<torch::Tensor> params,
+                       SyncOptions options);
   /// Removes the hooks; waits for any bucket still in flight.
   ~GradientSynchronizer();
   GradientSynchronizer(const GradientSynchronizer&) = delete;

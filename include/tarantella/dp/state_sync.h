@@ -12,6 +12,8 @@
 
 #include <torch/types.h>
 
+#include <tarantella/comm/process_group.h>
+
 namespace torch::optim {
 class Optimizer;
 }
@@ -20,19 +22,26 @@ namespace tnt::dp {
 
 using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 
-/// Collective. Throws tnt::Error on every rank if any rank's tensors differ
-/// in number, names, shapes or dtypes from the master rank's.
+/// Collective over `group`. Throws tnt::Error on every rank if any rank's
+/// tensors differ in number, names, shapes or dtypes from rank 0's.
 ///
-/// Example: tnt::dp::check_same_structure(named_parameters, "parameters");
-void check_same_structure(const NamedTensors& tensors, const std::string& what);
+/// Example: tnt::dp::check_same_structure(tnt::world(), named_parameters, "parameters");
+void check_same_structure(const comm::ProcessGroup& group, const NamedTensors& tensors,
+                          const std::string& what);
 
-/// Collective. Overwrites every rank's tensors with the master rank's (one
-/// broadcast per dtype, not per tensor). Tensors are updated in place.
-void broadcast_tensors(const std::vector<torch::Tensor>& tensors, int root = 0);
+/// Collective over `group`. Overwrites every rank's tensors with `root`'s
+/// (one broadcast per dtype, not per tensor). Tensors are updated in place.
+///
+/// Example: tnt::dp::broadcast_tensors(tnt::world(), model->parameters());
+void broadcast_tensors(const comm::ProcessGroup& group, const std::vector<torch::Tensor>& tensors,
+                       int root = 0);
 
-/// Collective. Gives every rank the master rank's optimizer state (momentum
-/// buffers, Adam moments, step counts, learning rates), for any
+/// Collective over `group`. Gives every rank `root`'s optimizer state
+/// (momentum buffers, Adam moments, step counts, learning rates), for any
 /// torch::optim optimizer, through its own serialization.
-void broadcast_optimizer_state(torch::optim::Optimizer& optimizer, int root = 0);
+///
+/// Example: tnt::dp::broadcast_optimizer_state(tnt::world(), optimizer);
+void broadcast_optimizer_state(const comm::ProcessGroup& group,
+                               torch::optim::Optimizer& optimizer, int root = 0);
 
 }  // namespace tnt::dp

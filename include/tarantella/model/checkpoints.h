@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include <tarantella/comm/process_group.h>
+
 namespace tnt {
 
 /// The newest checkpoint in `dir`: among its files ending in ".pt" (the
@@ -17,5 +19,7 @@ namespace tnt {
 ///   const std::string last = tnt::latest_checkpoint("ckpt");
 ///   if (!last.empty()) options.initial_epoch(model.load(last));
 std::string latest_checkpoint(const std::string& dir);
+/// The same over `group` (its rank 0 looks), e.g. for a model on a process set.
+std::string latest_checkpoint(const std::string& dir, const comm::ProcessGroup& group);
 
 }  // namespace tnt

@@ -4,7 +4,11 @@
 //
 // Note: unlike Keras, the cross-entropy losses take logits by default
 // (from_logits = true), the convention of PyTorch models; pass
-// LossOptions().from_logits(false) for probabilities.
+// LossOptions().from_logits(false) for probabilities. A network that ends in
+// log_softmax (PyTorch's C++ MNIST example) outputs log-probabilities: train
+// it with NLLLoss(). With from_logits(false) the cross-entropy losses check
+// that their input lies in [0, 1] and throw a tnt::Error naming the observed
+// range otherwise, instead of silently taking the log of negative values.
 #pragma once
 
 #include <functional>
@@ -41,14 +45,33 @@ struct Loss {
   std::string config;
 };
 
-/// Integer class labels [B] against scores [B, C].
+/// Input: logits [B, C] (raw scores, the default), or with from_logits(false)
+/// probabilities [B, C] (softmax outputs; values outside [0, 1] throw a
+/// tnt::Error). Target: integer class indices [B] in [0, C) (any dtype,
+/// converted to int64).
 Loss SparseCategoricalCrossentropy(LossOptions options = LossOptions());
-/// One-hot (or soft) labels [B, C] against scores [B, C].
+/// Input: logits [B, C] (the default), or with from_logits(false)
+/// probabilities [B, C] (values outside [0, 1] throw a tnt::Error).
+/// Target: one-hot or soft labels [B, C] (each row a distribution).
 Loss CategoricalCrossentropy(LossOptions options = LossOptions());
-/// Labels in {0, 1} (float) against scores of the same shape.
+/// Input: logits (the default), or with from_logits(false) probabilities
+/// (sigmoid outputs; values outside [0, 1] throw a tnt::Error), any shape.
+/// Target: labels in [0, 1] (float, usually 0 or 1) of the same shape.
 Loss BinaryCrossentropy(LossOptions options = LossOptions());
+/// Negative log-likelihood, for networks that end in log_softmax.
+/// Input: log-probabilities [B, C] (log_softmax outputs, all <= 0; a positive
+/// value throws a tnt::Error, since raw scores belong to
+/// SparseCategoricalCrossentropy()). Target: integer class indices [B] in
+/// [0, C) (converted to int64). The mean over the batch, as
+/// torch::nn::functional::nll_loss.
+/// Example: model.compile(tnt::CompileOptions().optimizer(...).loss(tnt::losses::NLLLoss()))
+Loss NLLLoss();
+/// Input: values (any shape). Target: values of the same shape.
 Loss MeanSquaredError();
+/// Input: values (any shape). Target: values of the same shape.
 Loss MeanAbsoluteError();
+/// Input: values (any shape). Target: values of the same shape; `delta`
+/// (LossOptions().delta) is where the loss turns from quadratic to linear.
 Loss Huber(LossOptions options = LossOptions());
 
 }  // namespace tnt::losses

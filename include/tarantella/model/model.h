@@ -16,6 +16,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <tarantella/callbacks/callback.h>
+#include <tarantella/comm/process_group.h>
 #include <tarantella/dp/gradient_sync.h>
 #include <tarantella/model/losses.h>
 #include <tarantella/model/metrics.h>
@@ -125,10 +126,14 @@ struct PredictOptions {
   std::vector<callbacks::CallbackPtr> callbacks_;
 };
 
-/// A network trained data-parallel across all ranks.
+/// A network trained data-parallel across the ranks of a process group: the
+/// world group by default, or a process set (two models can train at the
+/// same time on disjoint groups). Rank 0 of the group is its master: it
+/// logs, prints progress and writes files.
 ///
 /// Example:
 ///   tnt::Model model(LeNet5());
+///   tnt::Model on_pair(LeNet5(), tnt::world().subgroup({0, 1}));   // ranks 0 and 1 only
 ///   model.compile(...);
 ///   auto history = model.fit(train, tnt::FitOptions().epochs(5));
 ///   auto results = model.evaluate(test);   // {"loss": ..., "sparse_categorical_accuracy": ...}
@@ -136,7 +141,14 @@ class Model {
  public:
   template <typename M, typename = decltype(make_adapter(std::declval<M>()))>
   explicit Model(M module) : Model(make_adapter(std::move(module))) {}
+  /// A model trained on the ranks of `group` only; every collective of the
+  /// model (fit, evaluate, predict, save, load) involves just those ranks.
+  /// A rank outside the group cannot build it (a tnt::Error says so).
+  template <typename M, typename = decltype(make_adapter(std::declval<M>()))>
+  Model(M module, comm::ProcessGroup group)
+      : Model(make_adapter(std::move(module)), std::move(group)) {}
   explicit Model(std::shared_ptr<ModuleAdapter> adapter);
+  Model(std::shared_ptr<ModuleAdapter> adapter, comm::ProcessGroup group);
   ~Model();
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
@@ -198,6 +210,8 @@ class Model {
 
   torch::optim::Optimizer& optimizer();
   torch::Device device() const;
+  /// The ranks this model trains on.
+  const comm::ProcessGroup& group() const;
   /// Set by a callback to end fit() after the current epoch, on every rank.
   bool stop_training = false;
 

@@ -1,7 +1,8 @@
 // Type erasure for the wrapped network: tnt::Model trains anything that can
 // list its parameters and buffers and run forward — a C++ torch::nn::Module
-// (holder or shared_ptr) with forward(x), forward(x, y), forward(x, y, z) or
-// forward(std::vector<Tensor>), or a TorchScript module (torchscript.h).
+// (holder, shared_ptr or plain value) with forward(x), forward(x, y),
+// forward(x, y, z) or forward(std::vector<Tensor>), or a TorchScript module
+// (torchscript.h).
 #pragma once
 
 #include <memory>
@@ -14,7 +15,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 namespace torch::jit {
 struct Module;
@@ -128,6 +129,22 @@ class NnModuleAdapter : public ModuleAdapter {
 template <typename T>
 struct is_module_holder : std::is_base_of<torch::nn::ModuleHolder<typename T::ContainedType>, T> {};
 
+/// A forward() that NnModuleAdapter can call.
+template <typename M>
+constexpr bool has_supported_forward_v =
+    has_forward<M, void, const std::vector<torch::Tensor>&>::value ||
+    has_forward<M, void, torch::Tensor>::value ||
+    has_forward<M, void, torch::Tensor, torch::Tensor>::value ||
+    has_forward<M, void, torch::Tensor, torch::Tensor, torch::Tensor>::value;
+
+/// A module passed by value: a class derived from torch::nn::Module itself
+/// (holders and shared_ptrs are not derived from it).
+template <typename M>
+constexpr bool is_value_module_v = std::is_base_of_v<torch::nn::Module, M>;
+
+template <typename M>
+constexpr bool dependent_false_v = false;
+
 }  // namespace detail
 
 /// Wraps a module holder (e.g. torch::nn::Linear, a TORCH_MODULE type) or a
@@ -139,6 +156,43 @@ std::shared_ptr<ModuleAdapter> make_adapter(std::shared_ptr<M> module) {
 template <typename Holder, typename = typename Holder::ContainedType>
 std::shared_ptr<ModuleAdapter> make_adapter(Holder holder) {
   return make_adapter(holder.ptr());
+}
+/// Wraps a plain value module, as PyTorch's C++ examples write them:
+///   struct Net : torch::nn::Module { ... torch::Tensor forward(torch::Tensor x); };
+///   Net net;
+///   tnt::Model model{net};      // or tnt::Model model{Net()}
+/// The model owns its own Net object, copied (or moved) from the argument
+/// into a shared_ptr (LibTorch needs modules owned by a shared_ptr).
+/// What that copy shares with the caller's `net`: copying (and moving: it
+/// has no move constructor) a torch::nn::Module copies the *handles* of its
+/// registered parameters, buffers and submodules, and holder members such as
+/// `torch::nn::Linear fc` point to the same LinearImpl, so both objects use
+/// the same tensors and submodule objects. The model changes them in place
+/// (optimizer steps, set_weights, loading, the broadcast from the master
+/// rank, to(device) via set_data), so after fit() the caller's `net` holds
+/// the trained weights, on the model's device. Not shared: the top-level
+/// object's plain members and its own training flag (net.eval() still
+/// switches the shared submodules). After `tnt::Model model{std::move(net)}`
+/// `net`'s holder members are empty: don't use it. For an independent copy,
+/// derive Net from torch::nn::Cloneable<Net> and use tnt::clone_model().
+template <typename M, std::enable_if_t<detail::is_value_module_v<M> &&
+                                           detail::has_supported_forward_v<M>,
+                                       int> = 0>
+std::shared_ptr<ModuleAdapter> make_adapter(M module) {
+  return make_adapter(std::make_shared<M>(std::move(module)));
+}
+/// A value module without a forward() tnt::Model can call: a readable
+/// error instead of a runtime one (the adapter only passes tensors).
+template <typename M, std::enable_if_t<detail::is_value_module_v<M> &&
+                                           !detail::has_supported_forward_v<M>,
+                                       int> = 0>
+std::shared_ptr<ModuleAdapter> make_adapter(M) {
+  static_assert(detail::dependent_false_v<M>,
+                "tnt::Model needs a torch::nn::Module (holder or value) with a forward(), a "
+                "tnt::layers model or a TorchScript module: this module has no "
+                "forward(Tensor), forward(Tensor, Tensor), forward(Tensor, Tensor, Tensor) or "
+                "forward(const std::vector<Tensor>&)");
+  return nullptr;
 }
 /// Wraps a TorchScript module (see torchscript.h).
 std::shared_ptr<ModuleAdapter> make_adapter(const torch::jit::Module& module);

@@ -1,17 +1,14 @@
-// The runtime: starts and stops MPI (RAII), owns the communicator and the
-// background communication engine, and answers rank queries. Works under the
+// The runtime: starts and stops MPI (RAII), owns the world process group
+// (its communicator and engine thread), and answers rank queries. Works under the
 // `tarantella` launcher, under a plain `mpirun`, and as a single process.
 #pragma once
 
 #include <memory>
 
-#include <tarantella/runtime/config.h>
+#include <tarantella/base/config.h>
+#include <tarantella/comm/process_group.h>
 
 namespace tnt {
-
-namespace comm {
-class CommEngine;
-}
 
 /// Starts the Tarantella runtime for the lifetime of the object. Create one
 /// at the top of main, before any other Tarantella call.
@@ -33,8 +30,8 @@ class Runtime {
 
   /// The configuration resolved at start-up.
   const Config& config() const;
-  /// The engine that runs this rank's collectives.
-  comm::CommEngine& engine();
+  /// The group of every rank of the job.
+  const comm::ProcessGroup& world() const;
 
   struct Impl;
 
@@ -42,6 +39,11 @@ class Runtime {
   std::unique_ptr<Impl> impl_;
 };
 
+/// The world group: every rank of the job. The default group of the public
+/// API (tnt::Model, distribute, the free collectives); split it into
+/// process sets with world().split(...) or world().subgroup({...}).
+/// Throws if no Runtime is alive.
+const comm::ProcessGroup& world();
 /// This rank's number in 0..get_size()-1. Throws if no Runtime is alive.
 int get_rank();
 /// The number of ranks in the job.

@@ -10,7 +10,8 @@ namespace tnt {
 ///  * LibTorch's default CPU generator (and every CUDA generator, if any),
 ///    so weight initialization, dropout and random tensors repeat;
 ///  * the seed that Dataset::shuffle uses when given none
-///    (tnt::data::default_shuffle_seed());
+///    (tnt::default_shuffle_seed()); a shuffle reads it at every pass, so
+///    datasets built before set_seed follow it too;
 ///  * the C library's rand() (srand), for user code that still uses it;
 /// and, when `deterministic`, switches LibTorch to deterministic algorithms
 /// (at::globalContext().setDeterministicAlgorithms, and cuDNN's

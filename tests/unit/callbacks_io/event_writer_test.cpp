@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 #include <unistd.h>
 
 #include <chrono>

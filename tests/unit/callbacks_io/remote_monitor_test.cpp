@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <tarantella/callbacks/remote_monitor.h>
 #include <tarantella/callbacks/tensorboard.h>
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include <chrono>
 #include <cmath>

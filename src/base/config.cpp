@@ -1,13 +1,14 @@
 // Resolves TNT_* environment variables into one Config. Each parser names
 // the variable, the bad value and what would be accepted.
-#include <tarantella/runtime/config.h>
+#include <tarantella/base/config.h>
+#include <tarantella/base/env_contract.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <limits>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 namespace tnt {
 namespace {
@@ -87,28 +88,28 @@ Config Config::from_lookup(const Lookup& lookup) {
   auto with = [&](const char* var, auto apply) {
     if (auto raw = lookup(var)) apply(std::string(var), *raw);
   };
-  with("TNT_LOG_LEVEL", [&](auto v, auto r) { c.log_level = parse_level(v, r); });
-  with("TNT_LOG_ON_ALL_DEVICES", [&](auto v, auto r) { c.log_on_all_devices = parse_bool(v, r); });
-  with("TNT_OUTPUT_ON_ALL_DEVICES",
+  with(env::kLogLevel, [&](auto v, auto r) { c.log_level = parse_level(v, r); });
+  with(env::kLogOnAllDevices, [&](auto v, auto r) { c.log_on_all_devices = parse_bool(v, r); });
+  with(env::kOutputOnAllDevices,
        [&](auto v, auto r) { c.output_on_all_devices = parse_bool(v, r); });
-  with("TNT_TENSORBOARD_ON_ALL_DEVICES",
+  with(env::kTensorboardOnAllDevices,
        [&](auto v, auto r) { c.tensorboard_on_all_devices = parse_bool(v, r); });
-  with("TNT_FUSION_THRESHOLD", [&](auto v, auto r) {
-    const long long kib = parse_integer(v, r, 0, 1LL << 30, "a fusion threshold in KiB");
+  with(env::kFusionThreshold, [&](auto v, auto r) {
+    const long long kib = parse_integer(v, r, 0, env::kMaxFusionThresholdKib, "a fusion threshold in KiB");
     c.fusion_threshold_bytes = static_cast<std::size_t>(kib) * 1024;
   });
-  with("TNT_COMM_TIMEOUT", [&](auto v, auto r) { c.comm_timeout_seconds = parse_seconds(v, r); });
+  with(env::kCommTimeout, [&](auto v, auto r) { c.comm_timeout_seconds = parse_seconds(v, r); });
   with("OMP_NUM_THREADS", [&](auto v, auto r) {
     c.num_threads = static_cast<int>(parse_integer(v, r, 1, 4096, "a thread count"));
   });
-  with("TNT_NUM_THREADS", [&](auto v, auto r) {
+  with(env::kNumThreads, [&](auto v, auto r) {
     c.num_threads = static_cast<int>(parse_integer(v, r, 1, 4096, "a thread count"));
   });
-  with("TNT_USE_GPU", [&](auto v, auto r) { c.use_gpu = parse_bool(v, r); });
-  with("TNT_OVERLAP", [&](auto v, auto r) { c.overlap = parse_bool(v, r); });
-  with("TNT_TIMELINE", [&](auto, auto r) { c.timeline_path = trim(r); });
-  with("TNT_AUTOTUNE", [&](auto v, auto r) { c.autotune = parse_bool(v, r); });
-  with("TNT_AUTOTUNE_LOG", [&](auto, auto r) { c.autotune_log_path = trim(r); });
+  with(env::kUseGpu, [&](auto v, auto r) { c.use_gpu = parse_bool(v, r); });
+  with(env::kOverlap, [&](auto v, auto r) { c.overlap = parse_bool(v, r); });
+  with(env::kTimeline, [&](auto, auto r) { c.timeline_path = trim(r); });
+  with(env::kAutotune, [&](auto v, auto r) { c.autotune = parse_bool(v, r); });
+  with(env::kAutotuneLog, [&](auto, auto r) { c.autotune_log_path = trim(r); });
   return c;
 }
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include <tarantella/runtime/config.h>
+#include <tarantella/base/config.h>
 
 namespace tnt::detail {
 

@@ -1,6 +1,6 @@
 // Log lines go to stderr, one write per line so lines of concurrent threads
 // and ranks do not interleave mid-line.
-#include <tarantella/runtime/logging.h>
+#include <tarantella/base/logging.h>
 
 #include <atomic>
 #include <cstdio>
@@ -10,9 +10,8 @@
 
 #include <fmt/format.h>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
-#include "runtime/state.h"
 
 namespace tnt {
 namespace {
@@ -46,16 +45,16 @@ void configure_from_env_once() {
 
 }  // namespace
 
-namespace detail {
-void configure_logging(int rank, const Config& config) {
+namespace log {
+
+void configure(int rank, const Config& config) {
   state().rank = rank;
   state().level = static_cast<int>(config.log_level);
   state().all_ranks = config.log_on_all_devices;
   state().configured = true;
 }
-}  // namespace detail
 
-namespace log {
+int process_rank() { return state().rank.load(); }
 
 bool enabled(LogLevel level) {
   configure_from_env_once();

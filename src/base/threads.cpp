@@ -1,4 +1,6 @@
-#include "runtime/threads.h"
+#include "base/threads.h"
+
+#include <tarantella/base/env_contract.h>
 
 #include <dlfcn.h>
 #include <sched.h>
@@ -21,7 +23,7 @@ int available_cores() {
 
 int decide_num_threads(const Config& config, int cores, int local_size) {
   if (config.num_threads) return std::max(1, *config.num_threads);
-  return std::max(1, cores / std::max(1, local_size));
+  return env::threads_per_rank(cores, local_size);
 }
 
 BlasInfo detect_blas() {

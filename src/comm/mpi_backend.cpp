@@ -1,9 +1,9 @@
-#include "comm/communicator.h"
+#include "comm/mpi_backend.h"
 
 #include <climits>
 #include <numeric>
 
-#include <tarantella/runtime/error.h>
+#include <tarantella/base/error.h>
 
 #include "comm/mpi_check.h"
 
@@ -30,18 +30,13 @@ int as_count(std::int64_t n, const char* what) {
   return static_cast<int>(n);
 }
 
-// The micro-batch rule: the first `total mod n` parts get one more.
-std::vector<std::int64_t> split_rows(std::int64_t total, int n) {
-  std::vector<std::int64_t> rows(n, total / n);
-  for (int r = 0; r < total % n; ++r) ++rows[r];
-  return rows;
-}
-
 }  // namespace
 
-Communicator::Communicator(MPI_Comm world, double timeout_seconds)
-    : data_(duplicate(world)),
-      control_(duplicate(world)),
+MpiBackend::MpiBackend(MPI_Comm comm, double timeout_seconds, bool threads_multiple)
+    : data_(duplicate(comm)),
+      control_(duplicate(comm)),
+      timeout_seconds_(timeout_seconds),
+      threads_multiple_(threads_multiple),
       handshake_(control_, 0, 1, timeout_seconds) {
   MPI_Comm_rank(data_, &rank_);
   MPI_Comm_size(data_, &size_);
@@ -54,41 +49,19 @@ Communicator::Communicator(MPI_Comm world, double timeout_seconds)
   handshake_ = Handshake(control_, rank_, size_, timeout_seconds);
 }
 
-Communicator::~Communicator() {
+MpiBackend::~MpiBackend() {
   if (broken()) return;  // peers may still reference these; the job aborts
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;  // a group handle outlived the runtime: nothing to free
   if (data_ != MPI_COMM_NULL) MPI_Comm_free(&data_);
   if (control_ != MPI_COMM_NULL) MPI_Comm_free(&control_);
 }
 
-std::optional<std::string> Communicator::validate(const torch::Tensor& tensor,
-                                                  std::optional<ReduceOp> op) const {
-  try {
-    TNT_CHECK(tensor.defined(), "collective called with an undefined tensor: pass a tensor");
-    TNT_CHECK(tensor.is_contiguous(), "collectives need contiguous tensors, got one with sizes ",
-              tensor.sizes(), " and strides ", tensor.strides(), ": call .contiguous() first");
-    const DType dtype = dtype_of(tensor);
-    if (op) MpiTypes::check_supported(dtype, *op);
-  } catch (const Error& e) {
-    return std::string(e.what());
-  }
-  return std::nullopt;
-}
-
-std::vector<Descriptor> Communicator::agree(Collective kind, const torch::Tensor* tensor,
+std::vector<Descriptor> MpiBackend::agree(Collective kind, const torch::Tensor* tensor,
                                             std::optional<ReduceOp> op, int root,
                                             const std::optional<std::string>& local_error) {
-  Descriptor d;
-  d.seq = seq_++;
-  d.collective = static_cast<std::int32_t>(kind);
-  d.op = op ? static_cast<std::int32_t>(*op) : -1;
-  d.root = root;
-  d.failed = local_error ? 1 : 0;
-  if (tensor != nullptr && !local_error) {
-    d.dtype = static_cast<std::int32_t>(dtype_of(*tensor));
-    d.ndim = static_cast<std::int32_t>(tensor->dim());
-    d.numel = tensor->numel();
-    for (int i = 0; i < d.ndim && i < kMaxDims; ++i) d.sizes[i] = tensor->size(i);
-  }
+  const Descriptor d = describe_call(seq_++, kind, tensor, op, root, local_error.has_value());
   try {
     return handshake_.agree(d);
   } catch (const MismatchError&) {
@@ -97,7 +70,7 @@ std::vector<Descriptor> Communicator::agree(Collective kind, const torch::Tensor
   }
 }
 
-torch::Tensor Communicator::allreduce(torch::Tensor tensor, ReduceOp op) {
+torch::Tensor MpiBackend::allreduce(torch::Tensor tensor, ReduceOp op) {
   agree(Collective::Allreduce, &tensor, op, -1, validate(tensor, op));
   torch::Tensor host = to_host(tensor);
   const DType dtype = dtype_of(host);
@@ -115,7 +88,7 @@ torch::Tensor Communicator::allreduce(torch::Tensor tensor, ReduceOp op) {
   return tensor;
 }
 
-torch::Tensor Communicator::broadcast(torch::Tensor tensor, int root) {
+torch::Tensor MpiBackend::broadcast(torch::Tensor tensor, int root) {
   std::optional<std::string> error = validate(tensor, std::nullopt);
   if (!error && (root < 0 || root >= size_)) {
     error = detail::concat("broadcast root ", root, " is not a rank of this job (0..", size_ - 1,
@@ -133,7 +106,7 @@ torch::Tensor Communicator::broadcast(torch::Tensor tensor, int root) {
   return tensor;
 }
 
-torch::Tensor Communicator::allgather(torch::Tensor tensor) {
+torch::Tensor MpiBackend::allgather(torch::Tensor tensor) {
   std::optional<std::string> error = validate(tensor, std::nullopt);
   if (!error && tensor.dim() == 0) {
     error = "allgather needs a tensor with at least one dimension: use tensor.reshape({1})";
@@ -153,7 +126,7 @@ torch::Tensor Communicator::allgather(torch::Tensor tensor) {
   return out.to(tensor.device());
 }
 
-torch::Tensor Communicator::allgatherv(torch::Tensor tensor) {
+torch::Tensor MpiBackend::allgatherv(torch::Tensor tensor) {
   std::optional<std::string> error = validate(tensor, std::nullopt);
   if (!error && tensor.dim() == 0) {
     error = "allgatherv needs a tensor with at least one dimension: use tensor.reshape({1})";
@@ -180,7 +153,7 @@ torch::Tensor Communicator::allgatherv(torch::Tensor tensor) {
   return out.to(tensor.device());
 }
 
-torch::Tensor Communicator::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
+torch::Tensor MpiBackend::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
   std::optional<std::string> error = validate(tensor, op);
   if (!error && tensor.dim() == 0) {
     error = "reduce_scatter needs a tensor with at least one dimension: use tensor.reshape({1})";
@@ -204,14 +177,34 @@ torch::Tensor Communicator::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
   return out.to(tensor.device());
 }
 
-void Communicator::barrier() {
+void MpiBackend::barrier() {
   // The handshake alone is a barrier: the master answers only once every
   // rank has arrived.
   agree(Collective::Barrier, nullptr, std::nullopt, -1, std::nullopt);
 }
 
-void Communicator::finalize_check() {
+void MpiBackend::finalize_check() {
   agree(Collective::Finalize, nullptr, std::nullopt, -1, std::nullopt);
+}
+
+std::unique_ptr<Backend> MpiBackend::split(int color, int key) {
+  // Each group has an engine thread of its own; two engines may call MPI at
+  // the same time only under MPI_THREAD_MULTIPLE.
+  const std::optional<std::string> error =
+      threads_multiple_
+          ? std::nullopt
+          : std::optional<std::string>(
+                "process sets need an MPI library with MPI_THREAD_MULTIPLE (each group runs its "
+                "own communication thread); this one provides less: use Debian's OpenMPI, or "
+                "train on the world group only");
+  agree(Collective::Split, nullptr, std::nullopt, -1, error);
+  MPI_Comm part = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split(data_, color < 0 ? MPI_UNDEFINED : color, key, &part),
+            "MPI_Comm_split");
+  if (part == MPI_COMM_NULL) return nullptr;
+  auto out = std::make_unique<MpiBackend>(part, timeout_seconds_, threads_multiple_);
+  MPI_Comm_free(&part);
+  return out;
 }
 
 }  // namespace tnt::comm

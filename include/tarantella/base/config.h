@@ -1,0 +1,63 @@
+// All TNT_* configuration of a run, resolved once from the environment into
+// one immutable value. The launcher only sets environment variables; this is
+// the single place that reads and validates them.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace tnt {
+
+enum class LogLevel { Debug = 0, Info = 1, Warning = 2, Error = 3 };
+
+/// The resolved configuration. Build it with Config::from_env(); the running
+/// runtime's copy is tnt::config().
+///
+/// Example:
+///   auto cfg = tnt::Config::from_env();
+///   std::cout << cfg.fusion_threshold_bytes;
+struct Config {
+  /// TNT_LOG_LEVEL: DEBUG, INFO, WARNING or ERROR (default WARNING).
+  LogLevel log_level = LogLevel::Warning;
+  /// TNT_LOG_ON_ALL_DEVICES: log on every rank, not only the master rank.
+  bool log_on_all_devices = false;
+  /// TNT_OUTPUT_ON_ALL_DEVICES: progress bars and other output on every rank.
+  bool output_on_all_devices = false;
+  /// TNT_TENSORBOARD_ON_ALL_DEVICES: TensorBoard event files on every rank.
+  bool tensorboard_on_all_devices = false;
+  /// TNT_FUSION_THRESHOLD in KiB (default 32 KiB); 0 = one allreduce per tensor.
+  std::size_t fusion_threshold_bytes = 32 * 1024;
+  /// TNT_COMM_TIMEOUT in seconds (default 300): how long a collective waits
+  /// for every rank to arrive before it fails naming the missing ranks.
+  double comm_timeout_seconds = 300.0;
+  /// TNT_NUM_THREADS, else OMP_NUM_THREADS: LibTorch intra-op threads of this
+  /// rank. Unset: cores of the node divided by ranks on the node, at least 1.
+  std::optional<int> num_threads;
+  /// TNT_USE_GPU: false forces CPU; unset means "use a GPU when LibTorch has one".
+  std::optional<bool> use_gpu;
+  /// TNT_OVERLAP (default true): start each bucket's allreduce during
+  /// backward; false waits until backward has finished (for comparisons).
+  bool overlap = true;
+  /// TNT_TIMELINE: write a Chrome-trace / Perfetto JSON timeline of every
+  /// rank's steps to this file (launcher: --timeline FILE). Empty: none.
+  std::string timeline_path;
+  /// TNT_AUTOTUNE: pick the fusion threshold by measuring the first steps of
+  /// training (launcher: --autotune).
+  bool autotune = false;
+  /// TNT_AUTOTUNE_LOG: also write the auto-tuning trials to this file (CSV).
+  std::string autotune_log_path;
+
+  /// Reads the variables through `lookup` (returns nullopt for unset ones).
+  /// A malformed value throws tnt::Error naming the variable and the value.
+  static Config from_lookup(
+      const std::function<std::optional<std::string>(const std::string&)>& lookup);
+  /// Reads the process environment.
+  static Config from_env();
+};
+
+/// Text name of a level ("DEBUG", ...).
+const char* to_string(LogLevel level);
+
+}  // namespace tnt

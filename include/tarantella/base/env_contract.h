@@ -1,0 +1,34 @@
+// The contract between the `tarantella` launcher and the runtime: the
+// environment variables the launcher exports and the runtime reads, their
+// limits, and the thread rule both apply. One header, with no LibTorch and
+// no MPI, so the launcher (which links neither) and Config share it and can
+// never disagree about a name or a bound.
+#pragma once
+
+#include <algorithm>
+
+namespace tnt::env {
+
+inline constexpr const char kUseGpu[] = "TNT_USE_GPU";
+inline constexpr const char kLogLevel[] = "TNT_LOG_LEVEL";
+inline constexpr const char kLogOnAllDevices[] = "TNT_LOG_ON_ALL_DEVICES";
+inline constexpr const char kOutputOnAllDevices[] = "TNT_OUTPUT_ON_ALL_DEVICES";
+inline constexpr const char kTensorboardOnAllDevices[] = "TNT_TENSORBOARD_ON_ALL_DEVICES";
+/// Gradient bucket size in KiB, 0..kMaxFusionThresholdKib.
+inline constexpr const char kFusionThreshold[] = "TNT_FUSION_THRESHOLD";
+inline constexpr long long kMaxFusionThresholdKib = 1LL << 30;
+inline constexpr const char kCommTimeout[] = "TNT_COMM_TIMEOUT";
+inline constexpr const char kNumThreads[] = "TNT_NUM_THREADS";
+inline constexpr const char kOverlap[] = "TNT_OVERLAP";
+inline constexpr const char kTimeline[] = "TNT_TIMELINE";
+inline constexpr const char kAutotune[] = "TNT_AUTOTUNE";
+inline constexpr const char kAutotuneLog[] = "TNT_AUTOTUNE_LOG";
+
+/// The thread rule: ranks on one node share its cores equally, at least one
+/// thread each, unless the user set OMP_NUM_THREADS / TNT_NUM_THREADS.
+/// Example: threads_per_rank(2, 2) == 1; threads_per_rank(2, 1) == 2.
+constexpr int threads_per_rank(int cores_on_node, int ranks_on_node) {
+  return std::max(1, cores_on_node / std::max(1, ranks_on_node));
+}
+
+}  // namespace tnt::env

@@ -1,0 +1,77 @@
+// Private: the MPI backend of a ProcessGroup, the only owner of MPI
+// communicators. Runs collectives on the calling thread (the group's engine
+// thread); each one is a handshake (see handshake.h) followed by the payload
+// as a blocking MPI collective on a separate communicator, which runs at the
+// MPI library's full speed.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <torch/types.h>
+
+#include <tarantella/comm/backend.h>
+
+#include "comm/handshake.h"
+#include "comm/mpi_types.h"
+
+namespace tnt::comm {
+
+/// Elements per MPI call: large collectives go in pieces of this many. MPI
+/// counts are int, so large payloads go in pieces anyway; pieces of 4 MiB (of
+/// float32) also reduce faster than one huge message over shared memory (an
+/// 80 MB gradient: 21 ms in 4 MiB pieces vs 34 ms whole; bench/train_step).
+/// The runtime sizes OpenMPI's TCP eager limit after it (runtime.cpp).
+constexpr std::int64_t kMaxChunk = 1LL << 20;
+
+class MpiBackend final : public Backend {
+ public:
+  /// Duplicates `comm` (MPI must be initialized) so that our traffic never
+  /// matches a user's own MPI calls. `threads_multiple`: MPI runs at
+  /// MPI_THREAD_MULTIPLE, so groups split from this one may have engine
+  /// threads of their own.
+  MpiBackend(MPI_Comm comm, double timeout_seconds, bool threads_multiple);
+  ~MpiBackend() override;
+  MpiBackend(const MpiBackend&) = delete;
+  MpiBackend& operator=(const MpiBackend&) = delete;
+
+  std::string name() const override { return "mpi"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int local_rank() const override { return local_rank_; }
+  int local_size() const override { return local_size_; }
+  bool broken() const override { return handshake_.broken(); }
+
+  torch::Tensor allreduce(torch::Tensor tensor, ReduceOp op) override;
+  torch::Tensor broadcast(torch::Tensor tensor, int root) override;
+  torch::Tensor allgather(torch::Tensor tensor) override;
+  torch::Tensor allgatherv(torch::Tensor tensor) override;
+  torch::Tensor reduce_scatter(torch::Tensor tensor, ReduceOp op) override;
+  void barrier() override;
+  void finalize_check() override;
+  std::unique_ptr<Backend> split(int color, int key) override;
+
+ private:
+  /// Runs the handshake; when `local_error` is set, raises it after the
+  /// others were told (so no rank waits for this one).
+  std::vector<Descriptor> agree(Collective kind, const torch::Tensor* tensor,
+                                std::optional<ReduceOp> op, int root,
+                                const std::optional<std::string>& local_error);
+
+  MPI_Comm data_ = MPI_COMM_NULL;
+  MPI_Comm control_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+  int local_rank_ = 0;
+  int local_size_ = 1;
+  double timeout_seconds_;
+  bool threads_multiple_;
+  std::int64_t seq_ = 0;
+  MpiTypes types_;
+  Handshake handshake_;
+};
+
+}  // namespace tnt::comm

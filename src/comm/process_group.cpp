@@ -1,0 +1,254 @@
+// ProcessGroup: every collective becomes a request on the group's own
+// engine, which calls the backend on its one thread. split() first agrees on
+// every rank's (color, key) through a checked allgather, so a rank that
+// calls split while another calls something else gets the usual mismatch
+// error, and every rank can compute the new group's world ranks itself.
+#include <tarantella/comm/process_group.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <optional>
+#include <sstream>
+
+#include <tarantella/base/error.h>
+
+#include "comm/descriptor.h"
+
+namespace tnt::comm {
+
+struct ProcessGroup::State {
+  // Members: the backend and its engine. Non-members: neither.
+  std::unique_ptr<Backend> backend;
+  std::vector<int> world_ranks;
+  int my_world_rank = -1;
+  std::string backend_name;
+  std::string origin;  // for a non-member: how it came to be one
+  // Declared last: destroyed first, so queued requests still find the backend.
+  std::unique_ptr<CommEngine> engine;
+};
+
+namespace {
+
+std::vector<int> identity(int n) {
+  std::vector<int> v(static_cast<std::size_t>(n));
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
+
+std::string join(const std::vector<int>& v) {
+  std::ostringstream out;
+  for (std::size_t i = 0; i < v.size(); ++i) out << (i ? "," : "") << v[i];
+  return out.str();
+}
+
+std::string with_op(const char* name, ReduceOp op) {
+  return std::string(name) + "(" + to_string(op) + ")";
+}
+
+}  // namespace
+
+ProcessGroup::ProcessGroup(std::unique_ptr<Backend> backend, std::vector<int> world_ranks) {
+  TNT_CHECK(backend != nullptr, "ProcessGroup needs a backend, got a null pointer");
+  auto state = std::make_shared<State>();
+  const int n = backend->size();
+  if (world_ranks.empty()) world_ranks = identity(n);
+  TNT_CHECK(static_cast<int>(world_ranks.size()) == n, "ProcessGroup: ", world_ranks.size(),
+            " world ranks given for a backend of ", n, " ranks");
+  state->my_world_rank = world_ranks[static_cast<std::size_t>(backend->rank())];
+  state->world_ranks = std::move(world_ranks);
+  state->backend_name = backend->name();
+  state->backend = std::move(backend);
+  state->engine = std::make_unique<CommEngine>();
+  state_ = std::move(state);
+}
+
+bool ProcessGroup::is_member() const { return state_ && state_->backend; }
+int ProcessGroup::rank() const { return is_member() ? state_->backend->rank() : -1; }
+int ProcessGroup::size() const {
+  return state_ ? static_cast<int>(state_->world_ranks.size()) : 0;
+}
+int ProcessGroup::local_rank() const { return is_member() ? state_->backend->local_rank() : -1; }
+int ProcessGroup::local_size() const { return is_member() ? state_->backend->local_size() : 0; }
+bool ProcessGroup::broken() const { return is_member() && state_->backend->broken(); }
+
+const std::vector<int>& ProcessGroup::world_ranks() const {
+  static const std::vector<int> none;
+  return state_ ? state_->world_ranks : none;
+}
+
+std::string ProcessGroup::describe() const {
+  if (!state_) return "an empty process group handle";
+  std::ostringstream out;
+  out << "group of " << size() << (size() == 1 ? " rank" : " ranks") << " (world ranks "
+      << join(state_->world_ranks) << ") over " << state_->backend_name;
+  return out.str();
+}
+
+ProcessGroup::State& ProcessGroup::member(const char* caller) const {
+  TNT_CHECK(state_ != nullptr, caller,
+            " on an empty ProcessGroup handle: use tnt::world() or a group made by split() or "
+            "subgroup()");
+  TNT_CHECK(state_->backend != nullptr, "world rank ", state_->my_world_rank, " called ", caller,
+            " on a process group it is not a member of (", describe(), state_->origin,
+            "): call a group's collectives only on its ranks (check group.is_member())");
+  return *state_;
+}
+
+template <typename Fn>
+static Handle submit(ProcessGroup::State& s, std::string name, Fn fn) {
+  Backend* backend = s.backend.get();
+  return s.engine->enqueue(std::move(name), [backend, fn] { return fn(*backend); });
+}
+
+Handle ProcessGroup::allreduce_async(torch::Tensor tensor, ReduceOp op) const {
+  return submit(member("allreduce"), with_op("allreduce", op),
+                [tensor, op](Backend& b) { return b.allreduce(tensor, op); });
+}
+
+Handle ProcessGroup::broadcast_async(torch::Tensor tensor, int root) const {
+  return submit(member("broadcast"), "broadcast",
+                [tensor, root](Backend& b) { return b.broadcast(tensor, root); });
+}
+
+Handle ProcessGroup::allgather_async(torch::Tensor tensor) const {
+  return submit(member("allgather"), "allgather",
+                [tensor](Backend& b) { return b.allgather(tensor); });
+}
+
+Handle ProcessGroup::allgatherv_async(torch::Tensor tensor) const {
+  return submit(member("allgatherv"), "allgatherv",
+                [tensor](Backend& b) { return b.allgatherv(tensor); });
+}
+
+Handle ProcessGroup::reduce_scatter_async(torch::Tensor tensor, ReduceOp op) const {
+  return submit(member("reduce_scatter"), with_op("reduce_scatter", op),
+                [tensor, op](Backend& b) { return b.reduce_scatter(tensor, op); });
+}
+
+Handle ProcessGroup::barrier_async() const {
+  return submit(member("barrier"), "barrier", [](Backend& b) {
+    b.barrier();
+    return torch::Tensor();
+  });
+}
+
+torch::Tensor ProcessGroup::allreduce(torch::Tensor tensor, ReduceOp op) const {
+  return allreduce_async(std::move(tensor), op).wait();
+}
+torch::Tensor ProcessGroup::broadcast(torch::Tensor tensor, int root) const {
+  return broadcast_async(std::move(tensor), root).wait();
+}
+torch::Tensor ProcessGroup::allgather(torch::Tensor tensor) const {
+  return allgather_async(std::move(tensor)).wait();
+}
+torch::Tensor ProcessGroup::allgatherv(torch::Tensor tensor) const {
+  return allgatherv_async(std::move(tensor)).wait();
+}
+torch::Tensor ProcessGroup::reduce_scatter(torch::Tensor tensor, ReduceOp op) const {
+  return reduce_scatter_async(std::move(tensor), op).wait();
+}
+void ProcessGroup::barrier() const { barrier_async().wait(); }
+
+void ProcessGroup::finalize_check() const {
+  submit(member("runtime shutdown"), "runtime shutdown", [](Backend& b) {
+    b.finalize_check();
+    return torch::Tensor();
+  }).wait();
+}
+
+std::string ProcessGroup::broadcast_string(const std::string& text, int root) const {
+  torch::Tensor size = torch::tensor({static_cast<std::int64_t>(text.size())});
+  broadcast(size, root);
+  torch::Tensor bytes = torch::empty({size.item<std::int64_t>()}, torch::kUInt8);
+  if (bytes.numel() == 0) return {};
+  if (rank() == root) std::memcpy(bytes.data_ptr(), text.data(), text.size());
+  broadcast(bytes, root);
+  return std::string(static_cast<const char*>(bytes.data_ptr()),
+                     static_cast<std::size_t>(bytes.numel()));
+}
+
+ProcessGroup ProcessGroup::split(int color, int key) const {
+  State& s = member("split");
+  // Everyone's (color, key), checked like any collective.
+  const torch::Tensor all =
+      allgather(torch::tensor({static_cast<std::int64_t>(std::max(color, -1)),
+                               static_cast<std::int64_t>(key)}));
+  const auto* v = all.data_ptr<std::int64_t>();
+  std::vector<int> members;  // this group's ranks with my color, by (key, rank)
+  if (color >= 0) {
+    for (int r = 0; r < size(); ++r) {
+      if (v[2 * r] == color) members.push_back(r);
+    }
+    std::stable_sort(members.begin(), members.end(),
+                     [v](int a, int b) { return v[2 * a + 1] < v[2 * b + 1]; });
+  }
+  auto out = std::make_shared<std::unique_ptr<Backend>>();
+  Backend* backend = s.backend.get();
+  s.engine
+      ->enqueue("split",
+                [backend, out, color, key] {
+                  *out = backend->split(color, key);
+                  return torch::Tensor();
+                })
+      .wait();
+  std::vector<int> world;
+  for (int r : members) world.push_back(s.world_ranks[static_cast<std::size_t>(r)]);
+  if (color < 0) {
+    auto state = std::make_shared<State>();
+    state->my_world_rank = s.my_world_rank;
+    state->backend_name = s.backend_name;
+    state->origin = "; this rank passed a negative color to split()";
+    return ProcessGroup(std::move(state));
+  }
+  TNT_CHECK(*out != nullptr && (*out)->size() == static_cast<int>(world.size()),
+            "split(): the backend formed a group of ", *out ? (*out)->size() : 0,
+            " ranks where ", world.size(), " were expected");
+  return ProcessGroup(std::move(*out), std::move(world));
+}
+
+ProcessGroup ProcessGroup::subgroup(const std::vector<int>& ranks) const {
+  member("subgroup");
+  std::optional<std::string> problem;
+  std::vector<char> seen(static_cast<std::size_t>(std::max(size(), 0)), 0);
+  for (int r : ranks) {
+    if (r < 0 || r >= size()) {
+      problem = detail::concat("subgroup(): rank ", r, " is not a rank of this ", describe(),
+                               ": pass ranks in 0..", size() - 1);
+      break;
+    }
+    if (seen[static_cast<std::size_t>(r)]++) {
+      problem = detail::concat("subgroup(): rank ", r, " is listed twice: list each rank once");
+      break;
+    }
+  }
+  if (!problem && ranks.empty()) problem = "subgroup(): the list of ranks is empty: pass at least one";
+  // The same list on every rank: compare a fingerprint of it through the
+  // checked allgather of split().
+  std::uint64_t fingerprint = 1469598103934665603ULL;
+  for (int r : ranks) fingerprint = (fingerprint ^ static_cast<std::uint64_t>(r + 1)) * 1099511628211ULL;
+  const torch::Tensor mine = torch::tensor(
+      {static_cast<std::int64_t>(fingerprint >> 1), static_cast<std::int64_t>(problem ? 1 : 0)});
+  const torch::Tensor all = allgather(mine);
+  for (int r = 0; r < size(); ++r) {
+    if (all[2 * r + 1].item<std::int64_t>() != 0) {
+      if (problem) detail::throw_error(*problem);
+      detail::throw_error(detail::concat("subgroup(): rank ", r,
+                                         " rejected its list of ranks (see its error)"));
+    }
+    TNT_CHECK(all[2 * r].item<std::int64_t>() == all[0].item<std::int64_t>(),
+              "subgroup(): rank ", r, " passed a different list of ranks than rank 0 (this rank: ",
+              join(ranks), "): every rank of the group must pass the same list");
+  }
+  const auto it = std::find(ranks.begin(), ranks.end(), rank());
+  const bool in = it != ranks.end();
+  ProcessGroup group =
+      split(in ? 0 : -1, in ? static_cast<int>(std::distance(ranks.begin(), it)) : 0);
+  if (!in) {
+    for (int r : ranks) group.state_->world_ranks.push_back(world_ranks()[static_cast<std::size_t>(r)]);
+    group.state_->origin = "";
+  }
+  return group;
+}
+
+}  // namespace tnt::comm

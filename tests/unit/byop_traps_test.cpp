@@ -1,0 +1,126 @@
+// "Bring your own LibTorch program": the traps a network written for plain
+// LibTorch (PyTorch's C++ MNIST example: a value module ending in
+// log_softmax) falls into, and what Tarantella does about them. Single
+// process, no MPI: a tnt::Model without a runtime trains on a one-rank group.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include <tarantella/tarantella.h>
+
+namespace {
+
+namespace L = tnt::losses;
+namespace F = torch::nn::functional;
+
+// A plain value module, not a TORCH_MODULE holder.
+struct ValueNet : torch::nn::Module {
+  ValueNet() : fc(register_module("fc", torch::nn::Linear(4, 3))) {}
+  torch::Tensor forward(torch::Tensor x) { return torch::log_softmax(fc(x), 1); }
+  torch::nn::Linear fc;
+};
+
+static_assert(std::is_constructible_v<tnt::Model, ValueNet>,
+              "a value module with forward(Tensor) wraps");
+static_assert(!std::is_constructible_v<tnt::Model, int>,
+              "Model's constructor template stays SFINAE-constrained");
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const tnt::Error& e) {
+    return e.what();
+  }
+  return "(no tnt::Error thrown)";
+}
+
+TEST(ByopTraps, NLLLossEqualsTorchNllLoss) {
+  torch::manual_seed(1);
+  const torch::Tensor log_p = torch::log_softmax(torch::randn({16, 5}), 1);
+  const torch::Tensor target = torch::randint(0, 5, {16}, torch::kLong);
+  const L::Loss loss = L::NLLLoss();
+  EXPECT_FALSE(loss.name.empty());
+  EXPECT_NE(loss.config.find("NLLLoss"), std::string::npos) << loss.config;
+  EXPECT_NEAR(loss(log_p, target).item<double>(), F::nll_loss(log_p, target).item<double>(),
+              1e-6);
+}
+
+TEST(ByopTraps, NLLLossRefusesRawScores) {
+  const torch::Tensor scores = torch::tensor({{2.0, -1.0, 0.5}, {0.1, 0.3, 3.0}});
+  const std::string msg = message_of([&] { L::NLLLoss()(scores, torch::tensor({0, 2})); });
+  EXPECT_NE(msg.find("not log-probabilities"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("SparseCategoricalCrossentropy"), std::string::npos) << msg;
+}
+
+TEST(ByopTraps, ProbabilityLossRefusesLogProbabilities) {
+  torch::manual_seed(2);
+  const torch::Tensor log_p = torch::log_softmax(torch::randn({8, 4}), 1);
+  const torch::Tensor target = torch::randint(0, 4, {8}, torch::kLong);
+  const L::Loss loss = L::SparseCategoricalCrossentropy(L::LossOptions().from_logits(false));
+  EXPECT_THROW(loss(log_p, target), tnt::Error);
+  const std::string msg = message_of([&] { loss(log_p, target); });
+  EXPECT_NE(msg.find("NLLLoss"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("not probabilities"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("from_logits(true)"), std::string::npos) << msg;
+
+  const L::Loss categorical = L::CategoricalCrossentropy(L::LossOptions().from_logits(false));
+  const torch::Tensor one_hot = F::one_hot(target, 4).to(torch::kFloat);
+  EXPECT_THROW(categorical(log_p, one_hot), tnt::Error);
+}
+
+TEST(ByopTraps, ProbabilityLossAcceptsSoftmaxOutputs) {
+  torch::manual_seed(3);
+  const torch::Tensor p = torch::softmax(torch::randn({8, 4}, torch::kDouble), 1);
+  const torch::Tensor target = torch::randint(0, 4, {8}, torch::kLong);
+  const L::Loss loss = L::SparseCategoricalCrossentropy(L::LossOptions().from_logits(false));
+  torch::Tensor value;
+  EXPECT_NO_THROW(value = loss(p, target));
+  const double expected = (-p.gather(1, target.unsqueeze(1)).log()).mean().item<double>();
+  EXPECT_NEAR(value.item<double>(), expected, 1e-6);
+
+  const L::Loss categorical = L::CategoricalCrossentropy(L::LossOptions().from_logits(false));
+  EXPECT_NO_THROW(categorical(p, F::one_hot(target, 4).to(torch::kDouble)));
+}
+
+TEST(ByopTraps, ValueModuleWraps) {
+  tnt::Model model{ValueNet()};
+  const torch::Tensor x = torch::randn({5, 4});
+  const torch::Tensor y = model.forward({x});
+  EXPECT_EQ(y.sizes().vec(), (std::vector<std::int64_t>{5, 3}));
+  EXPECT_EQ(model.named_parameters().size(), 2u);  // fc.weight, fc.bias
+}
+
+// The copy the model owns shares the caller's parameter tensors (see
+// make_adapter in module_adapter.h): after training, the caller's object
+// holds the trained weights.
+TEST(ByopTraps, ValueModuleCopySharesParametersWithTheCaller) {
+  torch::manual_seed(4);
+  ValueNet net;
+  tnt::Model model{net};
+  const auto params = model.named_parameters();
+  ASSERT_EQ(params.size(), 2u);
+  EXPECT_TRUE(params[0].second.is_same(net.fc->weight));
+  EXPECT_TRUE(params[1].second.is_same(net.fc->bias));
+
+  // A learnable problem: the label is the largest of the first 3 features.
+  const torch::Tensor x = torch::randn({64, 4});
+  const torch::Tensor labels = x.narrow(1, 0, 3).argmax(1);
+  const auto train = tnt::data::Dataset::from_tensor_slices({x, labels}).batch(16);
+  model.compile(tnt::CompileOptions()
+                    .optimizer(tnt::optimizers::SGD(0.5))
+                    .loss(tnt::losses::NLLLoss()));
+  const double before = model.evaluate(train, tnt::EvaluateOptions().verbose(0)).at("loss");
+  model.fit(train, tnt::FitOptions().epochs(10).verbose(0));
+  const double after = model.evaluate(train, tnt::EvaluateOptions().verbose(0)).at("loss");
+  EXPECT_LT(after, before);
+  EXPECT_TRUE(torch::equal(model.named_parameters()[0].second.detach().cpu(),
+                           net.fc->weight.detach().cpu()));
+}
+
+}  // namespace

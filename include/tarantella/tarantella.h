@@ -22,6 +22,7 @@
 #include <tarantella/dp/bucket_plan.h>
 #include <tarantella/dp/gradient_sync.h>
 #include <tarantella/dp/state_sync.h>
+#include <tarantella/dp/distributed_optimizer.h>
 #include <tarantella/callbacks/callback.h>
 #include <tarantella/callbacks/remote_monitor.h>
 #include <tarantella/callbacks/tensorboard.h>
@@ -44,3 +45,5 @@
 #include <tarantella/data/csv.h>
 #include <tarantella/data/map_options.h>
 #include <tarantella/data/padding_options.h>
+#include <tarantella/data/batch_share.h>
+#include <tarantella/data/torch_data.h>

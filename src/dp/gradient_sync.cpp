@@ -85,6 +85,9 @@ struct GradientSynchronizer::Impl {
   bool armed = false;
   bool reduce = false;
   double weight = 0.0;
+  // begin_step with a weight source: asked once, at the first hook (or at
+  // finish() if no gradient came), when the step's batch is known.
+  std::function<double()> weight_source;
   torch::Tensor extras;
   std::vector<char> written;   // per param: has a value in this accumulation cycle
   std::vector<char> seen;      // per param: hook ran in this step
@@ -99,17 +102,34 @@ struct GradientSynchronizer::Impl {
     return buffers[bucket_of[p]].narrow(0, offset_of[p], params[p].numel());
   }
 
+  bool nothing_written() const {
+    return std::none_of(written.begin(), written.end(), [](char w) { return w != 0; });
+  }
+
+  void resolve_weight() {
+    if (!weight_source) return;
+    weight = weight_source();
+    weight_source = nullptr;
+    bypass = single_rank && reduce && weight == 1.0 && nothing_written();
+  }
+
   void on_gradient(std::size_t p, const torch::Tensor& grad) {
     std::lock_guard<std::mutex> lock(mutex);
-    if (!armed || bypass) return;  // not a training step of ours, or nothing to reduce
+    if (!armed) return;  // not a training step of ours
+    resolve_weight();
+    if (bypass) return;  // one rank: autograd's own .grad is the answer
     torch::Tensor target = view(p);
     const torch::Tensor flat = grad.reshape({-1});
-    if (written[p]) {
+    if (weight == 0.0) {
+      // A rank without samples: its (possibly NaN, the mean of nothing)
+      // gradient counts as zeros.
+      if (!written[p]) target.zero_();
+    } else if (written[p]) {
       target.add_(flat, weight);
     } else {
       at::mul_out(target, flat, torch::scalar_tensor(weight, flat.options()));
-      written[p] = 1;
     }
+    written[p] = 1;
     if (seen[p]) return;
     seen[p] = 1;
     const std::size_t b = bucket_of[p];
@@ -219,9 +239,21 @@ GradientSynchronizer::~GradientSynchronizer() {
   }
 }
 
+void GradientSynchronizer::begin_step(std::function<double()> weight_source, bool reduce) {
+  TNT_CHECK(static_cast<bool>(weight_source), "begin_step() needs a weight source");
+  TNT_CHECK(impl_->options.extras_ == 0, "begin_step() with a weight source carries no extra "
+            "values, but the synchronizer was built with extras_numel(", impl_->options.extras_,
+            "): pass them with begin_step(weight, reduce, extras)");
+  begin_step(0.0, reduce);
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->bypass = false;
+  impl_->weight_source = std::move(weight_source);
+}
+
 void GradientSynchronizer::begin_step(double weight, bool reduce, const torch::Tensor& extras) {
   Impl& s = *impl_;
   std::lock_guard<std::mutex> lock(s.mutex);
+  s.weight_source = nullptr;
   TNT_CHECK(!reduce || s.options.extras_ == 0 ||
                 (extras.defined() && extras.numel() == s.options.extras_),
             "begin_step() needs ", s.options.extras_, " extra values, got ",
@@ -233,8 +265,7 @@ void GradientSynchronizer::begin_step(double weight, bool reduce, const torch::T
   s.armed = true;
   s.reduce = reduce;
   s.weight = weight;
-  s.bypass = s.single_rank && reduce && weight == 1.0 &&
-             std::none_of(s.written.begin(), s.written.end(), [](char w) { return w != 0; });
+  s.bypass = s.single_rank && reduce && weight == 1.0 && s.nothing_written();
   std::fill(s.seen.begin(), s.seen.end(), 0);
   std::fill(s.ready.begin(), s.ready.end(), 0);
   s.next_to_send = 0;
@@ -244,6 +275,7 @@ torch::Tensor GradientSynchronizer::finish() {
   Impl& s = *impl_;
   std::unique_lock<std::mutex> lock(s.mutex);
   TNT_CHECK(s.armed, "GradientSynchronizer::finish() without begin_step()");
+  s.resolve_weight();
   s.armed = false;
   if (s.bypass) {
     // As on N ranks, a parameter without a gradient gets zeros.
@@ -279,6 +311,11 @@ torch::Tensor GradientSynchronizer::finish() {
     return s.buffers.back().narrow(0, s.buckets.back().numel, s.options.extras_).to(torch::kFloat64);
   }
   return extras_handle.wait();
+}
+
+bool GradientSynchronizer::armed() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->armed;
 }
 
 const std::vector<Bucket>& GradientSynchronizer::buckets() const { return impl_->buckets; }

@@ -9,17 +9,12 @@
 
 #include <tarantella/tarantella.h>
 
+#include "../support/weights.h"
+
 namespace {
 
-struct NetImpl : torch::nn::Module {
-  NetImpl() {
-    fc1 = register_module("fc1", torch::nn::Linear(6, 16));
-    fc2 = register_module("fc2", torch::nn::Linear(16, 4));
-  }
-  torch::Tensor forward(const torch::Tensor& x) { return fc2(torch::tanh(fc1(x))); }
-  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
-};
-TORCH_MODULE(Net);
+using Net = tnt_test::SmallNet;
+using tnt_test::max_rel_diff;
 
 Net make_net(std::uint64_t seed) {
   torch::manual_seed(seed);
@@ -63,14 +58,6 @@ std::vector<torch::Tensor> train_on(const tnt::comm::ProcessGroup& group, std::u
   return w;
 }
 
-double max_rel_diff(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
-  double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double scale = std::max(1.0, a[i].abs().max().item<double>());
-    worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>() / scale);
-  }
-  return worst;
-}
 
 class ProcessSets : public ::testing::Test {
  protected:

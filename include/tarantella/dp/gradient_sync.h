@@ -17,6 +17,7 @@
 #include <chrono>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -77,6 +78,12 @@ class GradientSynchronizer {
   /// adds to the same buckets. `extras` (extras_numel values, e.g. loss and
   /// metric state) are summed over ranks along with the last bucket.
   void begin_step(double weight, bool reduce, const torch::Tensor& extras = torch::Tensor());
+  /// The same, with the weight asked of `weight_source` once, when the first
+  /// gradient arrives (or at finish()): for loops that arm the hooks before
+  /// the step's batch is drawn (DistributedOptimizer). No extras.
+  void begin_step(std::function<double()> weight_source, bool reduce);
+  /// Whether begin_step() was called and finish() not yet.
+  bool armed() const;
   /// After backward: sends the buckets not yet sent (parameters without a
   /// gradient count as zeros), waits for all, sets every .grad to the
   /// reduced gradient, and returns the float64 sum over ranks of the extras

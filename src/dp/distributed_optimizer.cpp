@@ -1,0 +1,112 @@
+// DistributedOptimizer (see the header): the wrapped optimizer steps on
+// gradients that a GradientSynchronizer summed over the group. Our own
+// param_groups() are copies of the wrapped one's (the same parameter
+// tensors, cloned options), so zero_grad() and learning-rate changes made
+// through the torch::optim::Optimizer interface reach the wrapped optimizer:
+// step() copies the options over before stepping.
+#include <tarantella/dp/distributed_optimizer.h>
+
+#include <torch/torch.h>
+
+#include <tarantella/base/config.h>
+#include <tarantella/base/error.h>
+#include <tarantella/comm/in_process.h>
+#include <tarantella/dp/state_sync.h>
+#include <tarantella/runtime/runtime.h>
+
+namespace tnt::dp {
+namespace {
+
+std::vector<torch::optim::OptimizerParamGroup> groups_of(const torch::optim::Optimizer* o) {
+  TNT_CHECK(o != nullptr, "DistributedOptimizer needs an optimizer, got a null pointer");
+  std::vector<torch::optim::OptimizerParamGroup> out;
+  for (const auto& g : o->param_groups()) out.emplace_back(g);
+  return out;
+}
+
+std::unique_ptr<torch::optim::OptimizerOptions> defaults_of(const torch::optim::Optimizer* o) {
+  TNT_CHECK(o != nullptr, "DistributedOptimizer needs an optimizer, got a null pointer");
+  return o->defaults().clone();
+}
+
+// The public API's default: the world group, or one rank without a runtime.
+comm::ProcessGroup resolve(const comm::ProcessGroup& given) {
+  if (given.valid()) return given;
+  if (is_initialized()) return world();
+  return comm::make_in_process_group(1).front();
+}
+
+}  // namespace
+
+DistributedOptimizer::DistributedOptimizer(std::unique_ptr<torch::optim::Optimizer> optimizer,
+                                           DistributedOptimizerOptions options)
+    : torch::optim::Optimizer(groups_of(optimizer.get()), defaults_of(optimizer.get())),
+      inner_(std::move(optimizer)),
+      group_(resolve(options.group())),
+      share_(options.share()) {
+  TNT_CHECK(group_.is_member(), "DistributedOptimizer: this rank is not a member of the ",
+            group_.describe(), ": build it only on the ranks of its group");
+  std::vector<torch::Tensor> params;
+  for (const auto& g : inner_->param_groups()) {
+    for (const auto& p : g.params()) {
+      if (p.requires_grad()) params.push_back(p);
+    }
+  }
+  // Every rank starts from rank 0's weights and optimizer state.
+  broadcast_tensors(group_, params);
+  broadcast_optimizer_state(group_, *inner_);
+  const Config config = is_initialized() ? tnt::config() : Config::from_env();
+  sync_ = std::make_unique<GradientSynchronizer>(
+      group_, params,
+      SyncOptions()
+          .fusion_threshold_bytes(options.fusion_threshold_bytes().value_or(
+              config.fusion_threshold_bytes))
+          .overlap(config.overlap));
+  arm();
+}
+
+DistributedOptimizer::~DistributedOptimizer() = default;
+
+void DistributedOptimizer::arm() {
+  const auto share = share_;
+  const int ranks = group_.size();
+  sync_->begin_step(
+      [share, ranks] {
+        if (!share) return 1.0 / ranks;
+        const auto [local, global] = share->get();
+        TNT_CHECK(global > 0, "DistributedOptimizer: the loader has not handed out a batch yet, "
+                              "so this rank's share is unknown: draw the batch before backward()");
+        return static_cast<double>(local) / static_cast<double>(global);
+      },
+      /*reduce=*/true);
+}
+
+torch::Tensor DistributedOptimizer::step(LossClosure closure) {
+  TNT_CHECK(!closure, "DistributedOptimizer::step() takes no closure: a closure re-runs forward "
+                      "and backward, which would send the gradients again; call backward() "
+                      "yourself, then step()");
+  sync_->finish();
+  auto& ours = param_groups();
+  auto& theirs = inner_->param_groups();
+  for (std::size_t i = 0; i < ours.size() && i < theirs.size(); ++i) {
+    theirs[i].set_options(ours[i].options().clone());
+  }
+  torch::Tensor out = inner_->step();
+  arm();
+  return out;
+}
+
+void DistributedOptimizer::save(torch::serialize::OutputArchive& archive) const {
+  inner_->save(archive);
+}
+
+void DistributedOptimizer::load(torch::serialize::InputArchive& archive) {
+  inner_->load(archive);
+  auto& ours = param_groups();
+  const auto& theirs = inner_->param_groups();
+  for (std::size_t i = 0; i < ours.size() && i < theirs.size(); ++i) {
+    ours[i].set_options(theirs[i].options().clone());
+  }
+}
+
+}  // namespace tnt::dp

@@ -43,6 +43,10 @@ LAYERS = [
     ("runtime",),
     ("data",),
     ("dp",),
+    # File formats: atomic writes, torch.save reading (no Model knowledge).
+    ("io",),
+    # One training step as a unit, timeline, auto-tuning, progress bar.
+    ("train",),
     # One level: the Model facade and the callbacks that see it.
     ("model", "callbacks"),
     ("cli",),

@@ -3,7 +3,7 @@
 #include <tarantella/callbacks/builtins.h>
 #include <tarantella/runtime/runtime.h>
 
-#include "model/progress_bar.h"
+#include "train/progress_bar.h"
 
 namespace tnt::callbacks {
 

@@ -25,6 +25,8 @@
 
 #include <tarantella/model/checkpoints.h>
 
+#include "io/atomic_file.h"
+#include "io/torch_save.h"
 #include "model/model_impl.h"
 
 namespace tnt {

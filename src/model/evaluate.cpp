@@ -9,7 +9,8 @@
 
 #include "model/model_impl.h"
 #include "callbacks/callback_list.h"
-#include "model/progress_bar.h"
+#include "train/progress_bar.h"
+#include "train/train_step.h"
 
 namespace tnt {
 namespace {
@@ -45,7 +46,7 @@ std::map<std::string, double> Model::evaluate(const data::Dataset& dataset,
     if (mb->local_size > 0) {
       const torch::Tensor output = s.forward(s.inputs_of(mb->tensors));
       const torch::Tensor target = s.target_of(mb->tensors);
-      accumulate(state, s.state_of(output, target, s.options->loss_(output, target),
+      train::accumulate(state, s.state_of(output, target, s.options->loss_(output, target),
                                    mb->local_size));
     }
     bar.update(step + 1, {});

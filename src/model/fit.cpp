@@ -1,12 +1,9 @@
-// The training loop of tnt::Model::fit. One step on rank r:
-//   forward on its micro-batch (n_r samples) -> mean loss, loss/metric state
-//   begin_step(weight n_r / B, extras = state)  -> hooks armed
-//   backward -> buckets fill and leave for allreduce while backward runs
-//   finish() -> summed gradients in .grad, global state back
-//   optimizer step (with the scheduled learning rate)
-// A rank with an empty micro-batch (a short last batch smaller than the
-// number of ranks) skips forward/backward and contributes zeros, so every
-// rank runs the same collectives.
+// The epoch loop of tnt::Model::fit around the training step of
+// train/train_step.h (forward, armed backward, summed gradients, clip,
+// learning rate, optimizer): distribution of the dataset over the model's
+// group, accumulation cycles, auto-tuning between cycles, the timeline and
+// overlap meter, callbacks with global and local logs, BatchNorm buffers
+// shared after each epoch, validation, and the stop vote.
 #include <fmt/format.h>
 
 #include <tarantella/callbacks/builtins.h>
@@ -18,9 +15,10 @@
 #include <tarantella/runtime/runtime.h>
 
 #include "callbacks/callback_list.h"
-#include "model/autotune.h"
 #include "model/model_impl.h"
-#include "model/timeline.h"
+#include "train/autotune.h"
+#include "train/timeline.h"
+#include "train/train_step.h"
 
 namespace tnt {
 namespace {
@@ -39,44 +37,9 @@ void warn_small_batchnorm(ModuleAdapter& net, std::int64_t micro_batch) {
   }
 }
 
-using Clock = std::chrono::steady_clock;
+using train::Clock;
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-// The moments of one training step, in order.
-struct StepTimes {
-  Clock::time_point data_begin, data_end, forward_begin, backward_begin, backward_end, sync_end,
-      step_end;
-};
-
-// Adds a step to the timeline (if any) and its allreduces to the overlap
-// meter: how much of each bucket's allreduce ran while backward did.
-void record_step(Timeline* timeline, OverlapMeter& overlap, const dp::GradientSynchronizer& sync,
-                 bool reduce, const StepTimes& t) {
-  const auto& handles = sync.last_handles();
-  const auto& enqueued = sync.last_enqueued();
-  if (reduce) {
-    for (std::size_t b = 0; b < handles.size(); ++b) {
-      if (!handles[b].valid()) continue;
-      const auto started = handles[b].started();
-      const auto finished = handles[b].finished();
-      if (!started || !finished) continue;
-      overlap.add(t.backward_begin, t.backward_end, *started, *finished);
-      if (timeline) {
-        const std::string name = fmt::format("allreduce bucket {}", b);
-        timeline->instant(Timeline::kAllreduce, "enqueue bucket " + std::to_string(b),
-                          enqueued[b]);
-        timeline->slice(Timeline::kAllreduce, name, *started, *finished);
-      }
-    }
-  }
-  if (!timeline) return;
-  timeline->slice(Timeline::kCompute, "wait for data", t.data_begin, t.data_end);
-  timeline->slice(Timeline::kCompute, "forward", t.forward_begin, t.backward_begin);
-  timeline->slice(Timeline::kCompute, "backward", t.backward_begin, t.backward_end);
-  timeline->slice(Timeline::kCompute, "wait for gradients", t.backward_end, t.sync_end);
-  if (reduce) timeline->slice(Timeline::kCompute, "optimizer step", t.sync_end, t.step_end);
-}
 
 // The global sample count of a step when the user distributed by hand.
 std::int64_t manual_global_size(const comm::ProcessGroup& group, std::int64_t local) {
@@ -132,6 +95,16 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
     s.timeline = std::make_unique<Timeline>(s.group, s.config.timeline_path);  // collective
   }
   Timeline* timeline = s.timeline.get();
+  train::TrainStep step_unit(
+      {[&s](const data::Element& e) { return s.forward(s.inputs_of(e)); },
+       [&s](const data::Element& e) { return s.target_of(e); },
+       [&s](const torch::Tensor& output, const torch::Tensor& target) {
+         return s.options->loss_(output, target);
+       },
+       [&s](const torch::Tensor& output, const torch::Tensor& target, const torch::Tensor& loss,
+            std::int64_t samples) { return s.state_of(output, target, loss, samples); }},
+      s.trainable, *s.optimizer,
+      {s.options->clip_norm_, s.options->clip_value_, s.options->schedule_.fn});
   // With distribute_dataset(false) the dataset's batch is already this rank's.
   warn_small_batchnorm(*s.net, options.distribute_ ? dist.global_batch_size() / s.group.size()
                                                    : dist.global_batch_size());
@@ -177,45 +150,17 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
           steps_total > 0 ? std::min<std::int64_t>(k, steps_total - cycle_start) : k;
       const bool reduce = (step + 1) % k == 0 || (steps_total > 0 && step + 1 == steps_total);
       if (s.autotuner && step == cycle_start) sync = &s.retune();  // only between cycles
-      const auto forward_begin = Clock::now();
-      torch::Tensor loss;
-      if (mb->local_size > 0) {
-        const torch::Tensor output = s.forward(s.inputs_of(mb->tensors));
-        const torch::Tensor target = s.target_of(mb->tensors);
-        loss = s.options->loss_(output, target);
-        accumulate(pending, s.state_of(output, target, loss, mb->local_size));
-      }
       const double weight =
           static_cast<double>(mb->local_size) / static_cast<double>(global * cycle);
-      sync->begin_step(weight, reduce, torch::tensor(pending, torch::kFloat64));
-      const auto backward_begin = Clock::now();
-      if (loss.defined()) loss.backward();
-      const auto backward_end = Clock::now();
-      const torch::Tensor step_state = sync->finish();
-      const auto sync_end = Clock::now();
-      if (reduce) {
-        // Gradients are the global ones here, identical on every rank, so
-        // clipping agrees everywhere (as in serial training).
-        if (s.options->clip_norm_) {
-          torch::nn::utils::clip_grad_norm_(s.trainable, *s.options->clip_norm_);
-        }
-        if (s.options->clip_value_) {
-          torch::nn::utils::clip_grad_value_(s.trainable, *s.options->clip_value_);
-        }
-        if (s.options->schedule_) {
-          const double lr = s.options->schedule_(s.optimizer_steps);
-          for (auto& group : s.optimizer->param_groups()) group.options().set_lr(lr);
-        }
-        s.optimizer->step();
-        ++s.optimizer_steps;
-      }
-      const auto step_end = Clock::now();
-      record_step(timeline, overlap, *sync, reduce,
-                  {data_begin, data_end, forward_begin, backward_begin, backward_end, sync_end,
-                   step_end});
+      const train::StepResult r = step_unit.run(*mb, *sync, weight, reduce, pending,
+                                                s.optimizer_steps, data_begin, data_end);
+      train::record_step(timeline, overlap, *sync, reduce, r.times);
+      const torch::Tensor& step_state = r.global_state;
+      const auto forward_begin = r.times.forward_begin;
+      const auto step_end = r.times.step_end;
       if (!reduce) continue;
       if (s.autotuner) s.autotuner->record(seconds(step_end - forward_begin));
-      accumulate(global_state, step_state);
+      train::accumulate(global_state, step_state);
       for (std::size_t i = 0; i < n_state; ++i) local_state[i] += pending[i];
       std::fill(pending.begin(), pending.end(), 0.0);
       logs = s.logs_of(global_state);

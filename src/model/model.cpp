@@ -12,8 +12,8 @@
 #include <tarantella/base/logging.h>
 #include <tarantella/runtime/runtime.h>
 
-#include "model/autotune.h"
-#include "model/timeline.h"
+#include "train/autotune.h"
+#include "train/timeline.h"
 
 namespace tnt {
 namespace {
@@ -59,12 +59,6 @@ std::vector<double> allreduce_state(const comm::ProcessGroup& group,
   return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
 }
 
-void accumulate(std::vector<double>& into, const torch::Tensor& values) {
-  const torch::Tensor v = values.to(torch::kFloat64).contiguous();
-  TNT_CHECK(static_cast<std::int64_t>(into.size()) == v.numel(), "state of ", v.numel(),
-            " values does not fit ", into.size());
-  for (std::size_t i = 0; i < into.size(); ++i) into[i] += v.data_ptr<double>()[i];
-}
 
 void Model::Impl::require_compiled(const char* caller) const {
   TNT_CHECK(options.has_value(), caller, " needs a compiled model: call model.compile(...) first");

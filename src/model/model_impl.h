@@ -103,13 +103,6 @@ std::vector<double> allreduce_state(const comm::ProcessGroup& group,
 /// buffers; missing, extra or mis-shaped entries are errors naming `path`.
 void copy_weights(Model& model, const c10::impl::GenericDict& dict, const std::string& path);
 
-/// Reads a torch.save-format file into an IValue (see pickle_rewrite.h).
-torch::IValue load_torch_save_file(const std::string& path);
 
-/// Writes bytes to `path` through a temporary file and a rename.
-void write_atomically(const std::string& path, const std::vector<char>& bytes);
-
-/// Adds a tensor's float64 values into `into` (sizes must match).
-void accumulate(std::vector<double>& into, const torch::Tensor& values);
 
 }  // namespace tnt

@@ -11,61 +11,17 @@
 
 #include <unistd.h>
 
-#include <caffe2/serialize/inline_container.h>
 #include <fmt/format.h>
-#include <torch/csrc/jit/serialization/unpickler.h>
 
 #include <tarantella/base/error.h>
 #include <tarantella/runtime/runtime.h>
 
+#include "io/atomic_file.h"
+#include "io/torch_save.h"
 #include "model/model_impl.h"
-#include "model/pickle_rewrite.h"
 
 namespace tnt {
-
-void write_atomically(const std::string& path, const std::vector<char>& bytes) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  std::FILE* out = std::fopen(tmp.c_str(), "wb");
-  TNT_CHECK(out != nullptr, "cannot write '", tmp,
-            "': check that the directory exists and is writable");
-  const bool written = std::fwrite(bytes.data(), 1, bytes.size(), out) == bytes.size() &&
-                       std::fflush(out) == 0 && ::fsync(::fileno(out)) == 0;
-  const bool closed = std::fclose(out) == 0;
-  if (!written || !closed) {
-    std::remove(tmp.c_str());
-    TNT_CHECK(false, "writing '", tmp, "' failed (disk full?)");
-  }
-  // The data is on disk before the rename: a crash leaves the old file or
-  // the new one, never a half-written one under `path`.
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    TNT_CHECK(false, "cannot rename '", tmp, "' to '", path, "'");
-  }
-}
-
 namespace {
-
-// What torch::pickle_load does for a zip archive, with the pickle made
-// digestible first (see pickle_rewrite.h).
-torch::IValue load_torch_save(const std::string& path) {
-  caffe2::serialize::PyTorchStreamReader reader(path);
-  const auto record = reader.getRecord("data.pkl");
-  std::string pickle(static_cast<const char*>(std::get<0>(record).get()), std::get<1>(record));
-  if (auto rewritten = detail::rewrite_ordered_dicts(pickle)) pickle = std::move(*rewritten);
-  std::size_t pos = 0;
-  torch::jit::Unpickler unpickler(
-      [&](char* buffer, std::size_t len) -> std::size_t {
-        len = std::min(len, pickle.size() - pos);
-        std::memcpy(buffer, pickle.data() + pos, len);
-        pos += len;
-        return len;
-      },
-      nullptr, nullptr,
-      [&](const std::string& name) { return std::get<0>(reader.getRecord("data/" + name)); },
-      c10::nullopt);
-  unpickler.set_version(reader.version());
-  return unpickler.parse_ivalue();
-}
 
 NamedTensorList all_weights(const Model& model) {
   NamedTensorList all = model.named_parameters();
@@ -89,15 +45,6 @@ void Model::save_weights(const std::string& path, bool all_ranks) const {
   run_on_master_checked(impl_->group, write);  // no rank returns before the file is complete
 }
 
-torch::IValue load_torch_save_file(const std::string& path) {
-  TNT_CHECK(std::ifstream(path).good(), "cannot open '", path, "': check the path");
-  try {
-    return load_torch_save(path);
-  } catch (const std::exception& e) {
-    throw Error(fmt::format("'{}' is not a readable torch.save file (truncated or corrupt?): {}",
-                            path, std::string(e.what()).substr(0, 300)));
-  }
-}
 
 void copy_weights(Model& model, const c10::impl::GenericDict& dict, const std::string& path) {
   std::set<std::string> used;

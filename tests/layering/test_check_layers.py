@@ -35,7 +35,7 @@ class CheckLayersTest(unittest.TestCase):
         })
         self.assertEqual(rc, 1, out)
         self.assertIn("src/data/x.cpp:3:", out)
-        self.assertIn("src folder 'data' (level 3) includes 'model' (level 5), "
+        self.assertIn("src folder 'data' (level 3) includes 'model' (level 7), "
                       "which is above it", out)
 
     def test_downward_and_same_level_includes_pass(self):

@@ -4,7 +4,7 @@
 // it as {'a': 1, 'b': {'c': 2}} (the _metadata is left out).
 #include <gtest/gtest.h>
 
-#include "model/pickle_rewrite.h"
+#include "io/pickle_rewrite.h"
 
 namespace {
 

@@ -3,8 +3,8 @@
 // end by tests/mpi/check_timeline.py).
 #include <gtest/gtest.h>
 
-#include "model/autotune.h"
-#include "model/timeline.h"
+#include "train/autotune.h"
+#include "train/timeline.h"
 
 namespace {
 

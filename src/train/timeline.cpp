@@ -1,4 +1,4 @@
-#include "model/timeline.h"
+#include "train/timeline.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -13,9 +13,8 @@
 
 #include <tarantella/base/config.h>
 #include <tarantella/base/logging.h>
-#include <tarantella/runtime/runtime.h>
 
-#include "model/model_impl.h"
+#include "io/atomic_file.h"
 
 namespace tnt {
 namespace {

@@ -1,4 +1,4 @@
-#include "model/autotune.h"
+#include "train/autotune.h"
 
 #include <algorithm>
 
@@ -7,9 +7,8 @@
 
 #include <tarantella/base/error.h>
 #include <tarantella/base/logging.h>
-#include <tarantella/runtime/runtime.h>
 
-#include "model/model_impl.h"
+#include "io/atomic_file.h"
 
 namespace tnt {
 namespace {

@@ -1,4 +1,4 @@
-#include "model/progress_bar.h"
+#include "train/progress_bar.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "model/pickle_rewrite.h"
+#include "io/pickle_rewrite.h"
 
 #include <cstdint>
 #include <cstring>

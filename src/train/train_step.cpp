@@ -1,0 +1,93 @@
+#include "train/train_step.h"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <tarantella/base/error.h>
+
+namespace tnt::train {
+
+TrainStep::TrainStep(StepModel model, std::vector<torch::Tensor> trainable,
+                     torch::optim::Optimizer& optimizer, StepRules rules)
+    : model_(std::move(model)),
+      trainable_(std::move(trainable)),
+      optimizer_(optimizer),
+      rules_(std::move(rules)) {}
+
+StepResult TrainStep::run(const data::MicroBatch& mb, dp::GradientSynchronizer& sync,
+                          double weight, bool reduce, std::vector<double>& pending,
+                          std::int64_t& optimizer_steps, Clock::time_point data_begin,
+                          Clock::time_point data_end) {
+  StepResult result;
+  StepTimes& t = result.times;
+  t.data_begin = data_begin;
+  t.data_end = data_end;
+  t.forward_begin = Clock::now();
+  torch::Tensor loss;
+  // A rank with an empty micro-batch (a short last batch smaller than the
+  // number of ranks) skips forward/backward and contributes zeros, so every
+  // rank runs the same collectives.
+  if (mb.local_size > 0) {
+    const torch::Tensor output = model_.forward(mb.tensors);
+    const torch::Tensor target = model_.target(mb.tensors);
+    loss = model_.loss(output, target);
+    accumulate(pending, model_.state(output, target, loss, mb.local_size));
+  }
+  sync.begin_step(weight, reduce, torch::tensor(pending, torch::kFloat64));
+  t.backward_begin = Clock::now();
+  if (loss.defined()) loss.backward();
+  t.backward_end = Clock::now();
+  result.global_state = sync.finish();
+  t.sync_end = Clock::now();
+  if (reduce) {
+    // Gradients are the global ones here, identical on every rank, so
+    // clipping agrees everywhere (as in serial training).
+    if (rules_.clip_norm) torch::nn::utils::clip_grad_norm_(trainable_, *rules_.clip_norm);
+    if (rules_.clip_value) torch::nn::utils::clip_grad_value_(trainable_, *rules_.clip_value);
+    if (rules_.schedule) {
+      const double lr = rules_.schedule(optimizer_steps);
+      for (auto& group : optimizer_.param_groups()) group.options().set_lr(lr);
+    }
+    optimizer_.step();
+    ++optimizer_steps;
+    result.stepped = true;
+  }
+  t.step_end = Clock::now();
+  return result;
+}
+
+void record_step(Timeline* timeline, OverlapMeter& overlap, const dp::GradientSynchronizer& sync,
+                 bool reduce, const StepTimes& t) {
+  const auto& handles = sync.last_handles();
+  const auto& enqueued = sync.last_enqueued();
+  if (reduce) {
+    for (std::size_t b = 0; b < handles.size(); ++b) {
+      if (!handles[b].valid()) continue;
+      const auto started = handles[b].started();
+      const auto finished = handles[b].finished();
+      if (!started || !finished) continue;
+      overlap.add(t.backward_begin, t.backward_end, *started, *finished);
+      if (timeline) {
+        const std::string name = fmt::format("allreduce bucket {}", b);
+        timeline->instant(Timeline::kAllreduce, "enqueue bucket " + std::to_string(b),
+                          enqueued[b]);
+        timeline->slice(Timeline::kAllreduce, name, *started, *finished);
+      }
+    }
+  }
+  if (!timeline) return;
+  timeline->slice(Timeline::kCompute, "wait for data", t.data_begin, t.data_end);
+  timeline->slice(Timeline::kCompute, "forward", t.forward_begin, t.backward_begin);
+  timeline->slice(Timeline::kCompute, "backward", t.backward_begin, t.backward_end);
+  timeline->slice(Timeline::kCompute, "wait for gradients", t.backward_end, t.sync_end);
+  if (reduce) timeline->slice(Timeline::kCompute, "optimizer step", t.sync_end, t.step_end);
+}
+
+void accumulate(std::vector<double>& into, const torch::Tensor& values) {
+  const torch::Tensor v = values.to(torch::kFloat64).contiguous();
+  TNT_CHECK(static_cast<std::int64_t>(into.size()) == v.numel(), "state of ", v.numel(),
+            " values does not fit ", into.size());
+  for (std::size_t i = 0; i < into.size(); ++i) into[i] += v.data_ptr<double>()[i];
+}
+
+}  // namespace tnt::train

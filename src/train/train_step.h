@@ -1,0 +1,108 @@
+// Private: one training step as a unit. On rank r, for its micro-batch of
+// n_r samples of a global batch of B:
+//   forward -> mean loss and loss/metric state (skipped when n_r = 0)
+//   begin_step(weight n_r / (B * cycle), extras = state) -> hooks armed
+//   backward -> buckets leave for the allreduce while backward runs
+//   finish() -> summed gradients in .grad, the global state back
+//   (when the accumulation cycle ends) clip, learning rate, optimizer step
+// and the step's moments on the timeline and the overlap meter.
+//
+// train/ sits below the Model facade: what the step needs of the model
+// (forward, loss, state) comes in as plain functions, so the epoch loop
+// (model/fit.cpp: callbacks, validation, stop vote) and tests can drive it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include <torch/types.h>
+
+#include <tarantella/data/distribute.h>
+#include <tarantella/dp/gradient_sync.h>
+
+#include "train/timeline.h"
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace tnt::train {
+
+/// What a step needs of the model.
+struct StepModel {
+  /// The network's output for a micro-batch's element (inputs on device).
+  std::function<torch::Tensor(const data::Element&)> forward;
+  /// The target of a micro-batch's element (on device).
+  std::function<torch::Tensor(const data::Element&)> target;
+  /// The mean loss of a batch.
+  std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)> loss;
+  /// The float64 loss/metric state increment of a batch:
+  /// (output, target, mean loss, samples).
+  std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                              std::int64_t)>
+      state;
+};
+
+/// What happens after the gradients are summed (Keras's clipnorm/clipvalue,
+/// a learning rate per optimizer step).
+struct StepRules {
+  std::optional<double> clip_norm;
+  std::optional<double> clip_value;
+  std::function<double(std::int64_t)> schedule;  ///< optimizer step -> rate, or empty
+};
+
+using Clock = std::chrono::steady_clock;
+
+/// The moments of one step, in order.
+struct StepTimes {
+  Clock::time_point data_begin, data_end, forward_begin, backward_begin, backward_end, sync_end,
+      step_end;
+};
+
+/// One step's outcome.
+struct StepResult {
+  /// The global (summed over ranks) state of the cycle when it ended here;
+  /// undefined in the middle of an accumulation cycle.
+  torch::Tensor global_state;
+  bool stepped = false;  ///< the optimizer stepped (end of an accumulation cycle)
+  StepTimes times;
+};
+
+/// Runs steps of one model.
+///
+/// Example:
+///   tnt::train::TrainStep step(model_fns, trainable, optimizer, rules);
+///   auto r = step.run(*mb, sync, weight, reduce, pending, times_so_far);
+class TrainStep {
+ public:
+  TrainStep(StepModel model, std::vector<torch::Tensor> trainable,
+            torch::optim::Optimizer& optimizer, StepRules rules);
+
+  /// One micro-step on `mb` with `weight` (n_r / (B * cycle)); this rank's
+  /// state increment is added to `pending` (the cycle's state so far, which
+  /// rides with the gradients; the caller clears it when the cycle ends).
+  /// `optimizer_steps` counts optimizer steps (the schedule's clock) and is
+  /// advanced when the optimizer steps (`reduce`: the cycle ends here).
+  StepResult run(const data::MicroBatch& mb, dp::GradientSynchronizer& sync, double weight,
+                 bool reduce, std::vector<double>& pending, std::int64_t& optimizer_steps,
+                 Clock::time_point data_begin, Clock::time_point data_end);
+
+ private:
+  StepModel model_;
+  std::vector<torch::Tensor> trainable_;
+  torch::optim::Optimizer& optimizer_;
+  StepRules rules_;
+};
+
+/// Adds a step to the timeline (if any) and its allreduces to the overlap
+/// meter: how much of each bucket's allreduce ran while backward did.
+void record_step(Timeline* timeline, OverlapMeter& overlap, const dp::GradientSynchronizer& sync,
+                 bool reduce, const StepTimes& t);
+
+/// Adds a float64 state tensor into `into` (sizes must match).
+void accumulate(std::vector<double>& into, const torch::Tensor& values);
+
+}  // namespace tnt::train

@@ -32,4 +32,19 @@ void ProgbarLogger::on_epoch_end(std::int64_t, const Logs& logs) {
   bar_.reset();
 }
 
+void ProgbarLogger::on_test_begin(const Logs&) {
+  bar_ = std::make_unique<Bar>(Bar{::tnt::detail::ProgressBar(params().steps, verbose_, true)});
+}
+
+void ProgbarLogger::on_test_batch_end(std::int64_t batch, const Logs&) {
+  // Per-step values of an evaluation are this rank's partial sums: the bar
+  // shows progress only, and the global result at the end.
+  if (bar_) bar_->bar.update(batch + 1, {});
+}
+
+void ProgbarLogger::on_test_end(const Logs& logs) {
+  if (bar_) bar_->bar.finish(logs);
+  bar_.reset();
+}
+
 }  // namespace tnt::callbacks

@@ -2,6 +2,7 @@
 // global batch. evaluate() sums the loss/metric state locally and reduces it
 // once at the end (exact global metrics, one collective); predict() gathers
 // the outputs once at the end and puts them back into dataset order.
+#include <tarantella/callbacks/builtins.h>
 #include <tarantella/data/dataset.h>
 #include <tarantella/data/distribute.h>
 #include <tarantella/base/error.h>
@@ -9,7 +10,6 @@
 
 #include "model/model_impl.h"
 #include "callbacks/callback_list.h"
-#include "train/progress_bar.h"
 #include "train/train_step.h"
 
 namespace tnt {
@@ -31,14 +31,17 @@ std::map<std::string, double> Model::evaluate(const data::Dataset& dataset,
   Impl& s = *impl_;
   s.require_compiled("evaluate()");
   const auto dist = distribute_for(s.group, dataset, options.distribute_, options.micro_batch_size_);
-  callbacks::CallbackList cbs(options.callbacks_, this, {1, dist.cardinality(), options.verbose_},
+  // One progress path: the bar is the ProgbarLogger callback, as in fit().
+  std::vector<callbacks::CallbackPtr> list = options.callbacks_;
+  if (options.verbose_ > 0) {
+    list.push_back(std::make_shared<callbacks::ProgbarLogger>(options.verbose_));
+  }
+  callbacks::CallbackList cbs(list, this, {1, dist.cardinality(), options.verbose_},
                               s.group.is_master());
   cbs.test_begin();
   torch::NoGradGuard no_grad;
   s.net->train(false);
   std::vector<double> state(static_cast<std::size_t>(s.state_size()), 0.0);
-  detail::ProgressBar bar(dist.cardinality(), options.verbose_,
-                          s.group.is_master() || s.config.output_on_all_devices);
   auto it = dist.iterate(0);
   std::int64_t step = 0;
   for (std::optional<data::MicroBatch> mb; (mb = it.next()); ++step) {
@@ -49,11 +52,9 @@ std::map<std::string, double> Model::evaluate(const data::Dataset& dataset,
       train::accumulate(state, s.state_of(output, target, s.options->loss_(output, target),
                                    mb->local_size));
     }
-    bar.update(step + 1, {});
     cbs.test_batch_end(step, s.logs_of(state));
   }
   const Logs logs = s.logs_of(allreduce_state(s.group, state));
-  bar.finish(logs);
   cbs.test_end(logs, s.logs_of(state));
   return logs;
 }

@@ -330,6 +330,27 @@ TEST(ModelOnAGroup, AScheduleAndAnLrCallbackAreRefusedTogether) {
   }
 }
 
+// One progress path: evaluate() draws its bar through the ProgbarLogger
+// callback, as fit() does; verbose(0) prints nothing.
+TEST(ModelOnAGroup, EvaluateShowsProgressThroughTheCallback) {
+  tnt::Model model(make_net_locked());
+  model.compile(tnt::CompileOptions()
+                    .optimizer(tnt::optimizers::SGD(0.05))
+                    .loss(tnt::losses::SparseCategoricalCrossentropy()));
+  const auto data = tnt::data::Dataset::from_tensor_slices(
+                        {torch::randn({8, 6}), torch::randint(0, 4, {8})})
+                        .batch(4);
+  testing::internal::CaptureStdout();
+  const auto logs = model.evaluate(data, tnt::EvaluateOptions().verbose(1));
+  const std::string shown = testing::internal::GetCapturedStdout();
+  EXPECT_NE(shown.find("loss"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("2/2"), std::string::npos) << shown;
+  testing::internal::CaptureStdout();
+  model.evaluate(data, tnt::EvaluateOptions().verbose(0));
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
+  EXPECT_EQ(logs.count("loss"), 1u);
+}
+
 TEST(DefaultSeed, ADatasetBuiltBeforeTheSeedFollowsIt) {
   const auto ds = tnt::data::Dataset::from_tensor_slices({torch::arange(50)}).shuffle(50);
   auto first = [&] { return (*ds.iterate(0).next())[0].item<std::int64_t>(); };

@@ -54,6 +54,10 @@ class ProgbarLogger : public Callback {
   void on_epoch_begin(std::int64_t epoch, const Logs& logs) override;
   void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
   void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
+  /// evaluate() shows its progress through the same bar.
+  void on_test_begin(const Logs& logs) override;
+  void on_test_batch_end(std::int64_t batch, const Logs& logs) override;
+  void on_test_end(const Logs& logs) override;
 
  private:
   int verbose_;

@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
     }
   }
   fit.callbacks(callbacks);
-  if (fit.initial_epoch_ < a.epochs) model.fit(train, fit);
+  if (fit.initial_epoch() < a.epochs) model.fit(train, fit);
 
   const auto results = model.evaluate(test);
   if (tnt::is_master_rank()) {

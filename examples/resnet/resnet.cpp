@@ -313,7 +313,7 @@ int main(int argc, char** argv) {
     }
   }
   tnt::callbacks::History history;
-  if (a.epochs > fit.initial_epoch_) history = model.fit(train, fit);
+  if (a.epochs > fit.initial_epoch()) history = model.fit(train, fit);
 
   const std::string speed = throughput->report();
   if (tnt::is_master_rank() && !speed.empty())

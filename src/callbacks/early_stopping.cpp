@@ -7,28 +7,28 @@
 namespace tnt::callbacks {
 
 EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : o_(std::move(options)) {
-  TNT_CHECK(o_.patience_ >= 0, "EarlyStopping patience must be >= 0, got ", o_.patience_);
+  TNT_CHECK(o_.patience() >= 0, "EarlyStopping patience must be >= 0, got ", o_.patience());
 }
 
 void EarlyStopping::on_train_begin(const Logs&) {
   wait_ = 0;
   stopped_epoch_ = 0;
   best_weights_.clear();
-  const bool max = detail::maximize(o_.mode_, o_.monitor_);
-  best_ = o_.baseline_ ? *o_.baseline_ : detail::worst(max);
+  const bool max = detail::maximize(o_.mode(), o_.monitor());
+  best_ = o_.baseline() ? *o_.baseline() : detail::worst(max);
 }
 
 void EarlyStopping::on_epoch_end(std::int64_t epoch, const Logs& logs) {
-  const bool max = detail::maximize(o_.mode_, o_.monitor_);
-  const double current = detail::monitored(logs, o_.monitor_, "EarlyStopping");
+  const bool max = detail::maximize(o_.mode(), o_.monitor());
+  const double current = detail::monitored(logs, o_.monitor(), "EarlyStopping");
   ++wait_;
-  if (detail::improved(max, current, best_, o_.min_delta_)) {
+  if (detail::improved(max, current, best_, o_.min_delta())) {
     best_ = current;
     wait_ = 0;
-    if (o_.restore_) best_weights_ = model()->get_weights();
+    if (o_.restore_best_weights()) best_weights_ = model()->get_weights();
     return;
   }
-  if (wait_ > o_.patience_ && epoch > 0) {
+  if (wait_ > o_.patience() && epoch > 0) {
     stopped_epoch_ = epoch;
     model()->stop_training = true;
   }
@@ -39,7 +39,7 @@ void EarlyStopping::on_train_end(const Logs&) {
     log::info("EarlyStopping: stopped after epoch " + std::to_string(stopped_epoch_ + 1));
   }
   // Collective (set_weights broadcasts): every rank runs this callback.
-  if (o_.restore_ && !best_weights_.empty()) model()->set_weights(best_weights_);
+  if (o_.restore_best_weights() && !best_weights_.empty()) model()->set_weights(best_weights_);
 }
 
 }  // namespace tnt::callbacks

@@ -26,37 +26,37 @@ void LearningRateScheduler::on_epoch_begin(std::int64_t epoch, const Logs&) {
 void LearningRateScheduler::on_epoch_end(std::int64_t, const Logs&) {}
 
 ReduceLROnPlateau::ReduceLROnPlateau(ReduceLROnPlateauOptions options) : o_(std::move(options)) {
-  TNT_CHECK(o_.factor_ > 0 && o_.factor_ < 1, "ReduceLROnPlateau factor must be in (0, 1), got ",
-            o_.factor_);
+  TNT_CHECK(o_.factor() > 0 && o_.factor() < 1, "ReduceLROnPlateau factor must be in (0, 1), got ",
+            o_.factor());
 }
 
 void ReduceLROnPlateau::on_train_begin(const Logs&) {
   wait_ = 0;
   cooldown_left_ = 0;
-  best_ = detail::worst(detail::maximize(o_.mode_, o_.monitor_));
+  best_ = detail::worst(detail::maximize(o_.mode(), o_.monitor()));
 }
 
 void ReduceLROnPlateau::on_epoch_end(std::int64_t epoch, const Logs& logs) {
-  const bool max = detail::maximize(o_.mode_, o_.monitor_);
-  const double current = detail::monitored(logs, o_.monitor_, "ReduceLROnPlateau");
+  const bool max = detail::maximize(o_.mode(), o_.monitor());
+  const double current = detail::monitored(logs, o_.monitor(), "ReduceLROnPlateau");
   if (cooldown_left_ > 0) {
     --cooldown_left_;
     wait_ = 0;
   }
-  if (detail::improved(max, current, best_, o_.min_delta_)) {
+  if (detail::improved(max, current, best_, o_.min_delta())) {
     best_ = current;
     wait_ = 0;
     return;
   }
-  if (cooldown_left_ > 0 || ++wait_ < o_.patience_) return;
+  if (cooldown_left_ > 0 || ++wait_ < o_.patience()) return;
   const double old_lr = detail::get_lr(*model());
-  const double new_lr = std::max(old_lr * o_.factor_, o_.min_lr_);
+  const double new_lr = std::max(old_lr * o_.factor(), o_.min_lr());
   if (new_lr < old_lr) {
     detail::set_lr(*model(), new_lr);
     log::info(fmt::format("epoch {}: ReduceLROnPlateau lowers the learning rate to {}", epoch + 1,
                           new_lr));
   }
-  cooldown_left_ = o_.cooldown_;
+  cooldown_left_ = o_.cooldown();
   wait_ = 0;
 }
 

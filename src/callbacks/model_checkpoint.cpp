@@ -34,35 +34,35 @@ std::string format_filepath(const std::string& pattern, std::int64_t epoch, cons
 }
 
 ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options) : o_(std::move(options)) {
-  TNT_CHECK(!o_.filepath_.empty(), "ModelCheckpoint needs a file path");
+  TNT_CHECK(!o_.filepath().empty(), "ModelCheckpoint needs a file path");
   // Saving is collective: every rank calls it, the master writes.
   run_on_all_ranks = true;
 }
 
 void ModelCheckpoint::on_train_begin(const Logs&) {
-  best_ = detail::worst(detail::maximize(o_.mode_, o_.monitor_));
+  best_ = detail::worst(detail::maximize(o_.mode(), o_.monitor()));
   batches_ = 0;
 }
 
 void ModelCheckpoint::on_epoch_begin(std::int64_t epoch, const Logs&) { epoch_ = epoch; }
 
 void ModelCheckpoint::on_train_batch_end(std::int64_t, const Logs& logs) {
-  if (o_.save_freq_batches_ > 0 && ++batches_ % o_.save_freq_batches_ == 0) save(epoch_, logs);
+  if (o_.save_freq_batches() > 0 && ++batches_ % o_.save_freq_batches() == 0) save(epoch_, logs);
 }
 
 void ModelCheckpoint::on_epoch_end(std::int64_t epoch, const Logs& logs) {
-  if (o_.save_freq_batches_ == 0) save(epoch, logs);
+  if (o_.save_freq_batches() == 0) save(epoch, logs);
 }
 
 void ModelCheckpoint::save(std::int64_t epoch, const Logs& logs) {
-  if (o_.save_best_only_) {
-    const bool max = detail::maximize(o_.mode_, o_.monitor_);
-    const double current = detail::monitored(logs, o_.monitor_, "ModelCheckpoint");
+  if (o_.save_best_only()) {
+    const bool max = detail::maximize(o_.mode(), o_.monitor());
+    const double current = detail::monitored(logs, o_.monitor(), "ModelCheckpoint");
     if (!detail::improved(max, current, best_, 0.0)) return;
     best_ = current;
   }
-  const std::string path = format_filepath(o_.filepath_, epoch, logs);
-  if (o_.save_weights_only_) {
+  const std::string path = format_filepath(o_.filepath(), epoch, logs);
+  if (o_.save_weights_only()) {
     model()->save_weights(path);
   } else {
     model()->save(path);

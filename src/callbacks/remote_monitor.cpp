@@ -12,8 +12,8 @@
 namespace tnt::callbacks {
 
 RemoteMonitor::RemoteMonitor(RemoteMonitorOptions options) : options_(std::move(options)) {
-  TNT_CHECK(options_.timeout_seconds_ > 0, "RemoteMonitor: timeout_seconds ",
-            options_.timeout_seconds_, " must be positive: a request needs a bound");
+  TNT_CHECK(options_.timeout_seconds() > 0, "RemoteMonitor: timeout_seconds ",
+            options_.timeout_seconds(), " must be positive: a request needs a bound");
   run_on_all_ranks = false;
 }
 
@@ -21,7 +21,7 @@ void RemoteMonitor::on_epoch_end(std::int64_t epoch, const Logs& logs) {
   // The dispatcher may already skip other ranks; checked here as well.
   if (!run_on_all_ranks && !master()) return;
   const detail::HttpRequest request = detail::epoch_request(options_, epoch, logs);
-  const detail::HttpResult result = detail::http_post(request, options_.timeout_seconds_);
+  const detail::HttpResult result = detail::http_post(request, options_.timeout_seconds());
   if (!result.ok) {
     log::warning(fmt::format(
         "RemoteMonitor: could not send the logs of epoch {} to {}: {}; training goes on", epoch,

@@ -53,17 +53,17 @@ std::string form_encode(const std::string& text) {
 HttpRequest epoch_request(const RemoteMonitorOptions& options, std::int64_t epoch,
                           const Logs& logs) {
   HttpRequest request;
-  request.url = options.root_ + options.path_;
+  request.url = options.root() + options.path();
   const std::string payload = epoch_payload(epoch, logs);
   request.body =
-      options.send_as_json_ ? payload : form_encode(options.field_) + "=" + form_encode(payload);
+      options.send_as_json() ? payload : form_encode(options.field()) + "=" + form_encode(payload);
   bool has_content_type = false;
-  for (const auto& [name, value] : options.headers_) {
+  for (const auto& [name, value] : options.headers()) {
     has_content_type = has_content_type || same_ignoring_case(name, "Content-Type");
     request.headers.push_back(name + ": " + value);
   }
   if (!has_content_type) {
-    request.headers.push_back(options.send_as_json_
+    request.headers.push_back(options.send_as_json()
                                   ? "Content-Type: application/json"
                                   : "Content-Type: application/x-www-form-urlencoded");
   }

@@ -80,7 +80,7 @@ struct TensorBoard::Writers {
 };
 
 TensorBoard::TensorBoard(TensorBoardOptions options) : options_(std::move(options)) {
-  TNT_CHECK(!options_.log_dir_.empty(),
+  TNT_CHECK(!options_.log_dir().empty(),
             "TensorBoard: the log_dir is empty: pass the folder the event files go to");
   const bool all_devices = tensorboard_on_all_devices();
   run_on_all_ranks = all_devices;
@@ -95,8 +95,8 @@ bool TensorBoard::writes_on_this_rank() const { return run_on_all_ranks || maste
 
 std::string TensorBoard::rank_log_dir() const {
   if (!writes_on_this_rank()) return "";
-  if (!run_on_all_ranks) return options_.log_dir_;
-  return (std::filesystem::path(options_.log_dir_) / fmt::format("rank_{}", get_rank())).string();
+  if (!run_on_all_ranks) return options_.log_dir();
+  return (std::filesystem::path(options_.log_dir()) / fmt::format("rank_{}", get_rank())).string();
 }
 
 void TensorBoard::on_train_begin(const Logs&) {
@@ -105,7 +105,7 @@ void TensorBoard::on_train_begin(const Logs&) {
   if (!writes_on_this_rank()) return;
   auto writers = std::make_unique<Writers>();
   writers->dir = rank_log_dir();
-  writers->suffix = options_.filename_suffix_;
+  writers->suffix = options_.filename_suffix();
   writers->train = std::make_unique<detail::EventWriter>(
       (std::filesystem::path(writers->dir) / "train").string(), writers->suffix);
   writers_ = std::move(writers);
@@ -118,7 +118,7 @@ void TensorBoard::on_epoch_begin(std::int64_t, const Logs&) {
 
 void TensorBoard::on_train_batch_end(std::int64_t, const Logs& logs) {
   ++batches_seen_;
-  if (!writers_ || options_.update_freq_ == 0 || batches_seen_ % options_.update_freq_ != 0) {
+  if (!writers_ || options_.update_freq() == 0 || batches_seen_ % options_.update_freq() != 0) {
     return;
   }
   for (const auto& [name, value] : logs) {
@@ -137,7 +137,7 @@ void TensorBoard::on_epoch_end(std::int64_t epoch, const Logs& logs) {
       writers_->train->add_scalar("epoch_" + name, value, epoch);
     }
   }
-  if (options_.write_steps_per_second_) {
+  if (options_.write_steps_per_second()) {
     const double seconds = seconds_now() - epoch_start_seconds_;
     const auto steps = static_cast<double>(batches_seen_ - epoch_first_batch_);
     writers_->train->add_scalar("epoch_steps_per_second", seconds > 0 ? steps / seconds : 0.0,

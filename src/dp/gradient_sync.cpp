@@ -139,7 +139,7 @@ struct GradientSynchronizer::Impl {
   // Buckets leave strictly in bucket order, so every rank enqueues the same
   // sequence of collectives whatever order its gradients appeared in.
   void send_ready_in_order(bool backward_done = false) {
-    if (!reduce || (!options.overlap_ && !backward_done)) return;
+    if (!reduce || (!options.overlap() && !backward_done)) return;
     while (next_to_send < buckets.size() &&
            ready[next_to_send] == buckets[next_to_send].params.size()) {
       send(next_to_send++);
@@ -148,13 +148,13 @@ struct GradientSynchronizer::Impl {
 
   void send(std::size_t b) {
     if (extras_ride && b + 1 == buckets.size()) {
-      buffers[b].narrow(0, buckets[b].numel, options.extras_).copy_(extras);
+      buffers[b].narrow(0, buckets[b].numel, options.extras_numel()).copy_(extras);
     }
     if (wire_buffers[b].defined()) {
       to_wire(buffers[b], wire_buffers[b]);
       wire[b] = wire_buffers[b];
     } else {
-      const auto dtype = wire_dtype(options.compression_, buffers[b].scalar_type());
+      const auto dtype = wire_dtype(options.compression(), buffers[b].scalar_type());
       wire[b] = dtype == buffers[b].scalar_type() ? buffers[b] : buffers[b].to(dtype);
     }
     enqueued[b] = std::chrono::steady_clock::now();
@@ -184,26 +184,26 @@ GradientSynchronizer::GradientSynchronizer(comm::ProcessGroup group,
   s.group = std::move(group);
   s.params = std::move(params);
   s.options = options;
-  s.buckets = plan_buckets(s.params, options.threshold_);
+  s.buckets = plan_buckets(s.params, options.fusion_threshold_bytes());
   s.bucket_of.resize(s.params.size());
   s.offset_of.resize(s.params.size());
   // Only float32 and float64 carry the extras exactly enough: float16 counts
   // stop being exact at 2048 samples, bfloat16 at 256.
-  s.extras_ride = options.extras_ > 0 && options.compression_ == Compression::None &&
+  s.extras_ride = options.extras_numel() > 0 && options.compression() == Compression::None &&
                   !s.buckets.empty() &&
                   (s.buckets.back().dtype == torch::kFloat32 ||
                    s.buckets.back().dtype == torch::kFloat64);
   for (std::size_t b = 0; b < s.buckets.size(); ++b) {
     const Bucket& bucket = s.buckets[b];
     const bool tail = s.extras_ride && b + 1 == s.buckets.size();
-    const std::int64_t size = bucket.numel + (tail ? options.extras_ : 0);
+    const std::int64_t size = bucket.numel + (tail ? options.extras_numel() : 0);
     s.buffers.push_back(torch::zeros({size}, s.params[bucket.params[0]].options()));
     for (std::size_t k = 0; k < bucket.params.size(); ++k) {
       s.bucket_of[bucket.params[k]] = b;
       s.offset_of[bucket.params[k]] = bucket.offsets[k];
     }
   }
-  s.single_rank = s.group.size() == 1 && options.compression_ == Compression::None;
+  s.single_rank = s.group.size() == 1 && options.compression() == Compression::None;
   s.written.assign(s.params.size(), 0);
   s.seen.assign(s.params.size(), 0);
   s.ready.assign(s.buckets.size(), 0);
@@ -212,7 +212,7 @@ GradientSynchronizer::GradientSynchronizer(comm::ProcessGroup group,
   s.wire.resize(s.buckets.size());
   s.wire_buffers.resize(s.buckets.size());
   for (std::size_t b = 0; b < s.buckets.size(); ++b) {
-    const auto dtype = wire_dtype(options.compression_, s.buffers[b].scalar_type());
+    const auto dtype = wire_dtype(options.compression(), s.buffers[b].scalar_type());
     if (fast_wire(s.buffers[b], dtype)) {
       s.wire_buffers[b] = torch::empty_like(s.buffers[b], s.buffers[b].options().dtype(dtype));
     }
@@ -241,8 +241,8 @@ GradientSynchronizer::~GradientSynchronizer() {
 
 void GradientSynchronizer::begin_step(std::function<double()> weight_source, bool reduce) {
   TNT_CHECK(static_cast<bool>(weight_source), "begin_step() needs a weight source");
-  TNT_CHECK(impl_->options.extras_ == 0, "begin_step() with a weight source carries no extra "
-            "values, but the synchronizer was built with extras_numel(", impl_->options.extras_,
+  TNT_CHECK(impl_->options.extras_numel() == 0, "begin_step() with a weight source carries no extra "
+            "values, but the synchronizer was built with extras_numel(", impl_->options.extras_numel(),
             "): pass them with begin_step(weight, reduce, extras)");
   begin_step(0.0, reduce);
   std::lock_guard<std::mutex> lock(impl_->mutex);
@@ -254,9 +254,9 @@ void GradientSynchronizer::begin_step(double weight, bool reduce, const torch::T
   Impl& s = *impl_;
   std::lock_guard<std::mutex> lock(s.mutex);
   s.weight_source = nullptr;
-  TNT_CHECK(!reduce || s.options.extras_ == 0 ||
-                (extras.defined() && extras.numel() == s.options.extras_),
-            "begin_step() needs ", s.options.extras_, " extra values, got ",
+  TNT_CHECK(!reduce || s.options.extras_numel() == 0 ||
+                (extras.defined() && extras.numel() == s.options.extras_numel()),
+            "begin_step() needs ", s.options.extras_numel(), " extra values, got ",
             extras.defined() ? extras.numel() : 0);
   s.extras = extras.defined() ? extras.to(torch::kFloat64).reshape({-1}) : extras;
   // .grad must be undefined during backward: autograd then hands the new
@@ -282,13 +282,13 @@ torch::Tensor GradientSynchronizer::finish() {
     for (auto& p : s.params) {
       if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
     }
-    return s.options.extras_ > 0 ? s.extras.clone() : torch::Tensor();
+    return s.options.extras_numel() > 0 ? s.extras.clone() : torch::Tensor();
   }
   for (auto& p : s.params) p.mutable_grad().reset();
   if (!s.reduce) return torch::Tensor();
   s.fill_and_send_rest();
   comm::Handle extras_handle;
-  if (s.options.extras_ > 0 && !s.extras_ride) {
+  if (s.options.extras_numel() > 0 && !s.extras_ride) {
     extras_handle = s.group.allreduce_async(s.extras.clone(), comm::ReduceOp::Sum);
   }
   lock.unlock();
@@ -306,9 +306,9 @@ torch::Tensor GradientSynchronizer::finish() {
         alias_of(s.buffers[s.bucket_of[p]], s.offset_of[p], s.params[p].sizes());
   }
   std::fill(s.written.begin(), s.written.end(), 0);
-  if (s.options.extras_ == 0) return torch::Tensor();
+  if (s.options.extras_numel() == 0) return torch::Tensor();
   if (s.extras_ride) {
-    return s.buffers.back().narrow(0, s.buckets.back().numel, s.options.extras_).to(torch::kFloat64);
+    return s.buffers.back().narrow(0, s.buckets.back().numel, s.options.extras_numel()).to(torch::kFloat64);
   }
   return extras_handle.wait();
 }

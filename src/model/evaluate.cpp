@@ -30,13 +30,13 @@ std::map<std::string, double> Model::evaluate(const data::Dataset& dataset,
                                               EvaluateOptions options) {
   Impl& s = *impl_;
   s.require_compiled("evaluate()");
-  const auto dist = distribute_for(s.group, dataset, options.distribute_, options.micro_batch_size_);
+  const auto dist = distribute_for(s.group, dataset, options.distribute_dataset(), options.micro_batch_size());
   // One progress path: the bar is the ProgbarLogger callback, as in fit().
-  std::vector<callbacks::CallbackPtr> list = options.callbacks_;
-  if (options.verbose_ > 0) {
-    list.push_back(std::make_shared<callbacks::ProgbarLogger>(options.verbose_));
+  std::vector<callbacks::CallbackPtr> list = options.callbacks();
+  if (options.verbose() > 0) {
+    list.push_back(std::make_shared<callbacks::ProgbarLogger>(options.verbose()));
   }
-  callbacks::CallbackList cbs(list, this, {1, dist.cardinality(), options.verbose_},
+  callbacks::CallbackList cbs(list, this, {1, dist.cardinality(), options.verbose()},
                               s.group.is_master());
   cbs.test_begin();
   torch::NoGradGuard no_grad;
@@ -49,7 +49,7 @@ std::map<std::string, double> Model::evaluate(const data::Dataset& dataset,
     if (mb->local_size > 0) {
       const torch::Tensor output = s.forward(s.inputs_of(mb->tensors));
       const torch::Tensor target = s.target_of(mb->tensors);
-      train::accumulate(state, s.state_of(output, target, s.options->loss_(output, target),
+      train::accumulate(state, s.state_of(output, target, s.options->loss()(output, target),
                                    mb->local_size));
     }
     cbs.test_batch_end(step, s.logs_of(state));
@@ -61,8 +61,8 @@ std::map<std::string, double> Model::evaluate(const data::Dataset& dataset,
 
 torch::Tensor Model::predict(const data::Dataset& dataset, PredictOptions options) {
   Impl& s = *impl_;
-  const auto dist = distribute_for(s.group, dataset, true, options.micro_batch_size_);
-  callbacks::CallbackList cbs(options.callbacks_, this, {1, dist.cardinality(), 0},
+  const auto dist = distribute_for(s.group, dataset, true, options.micro_batch_size());
+  callbacks::CallbackList cbs(options.callbacks(), this, {1, dist.cardinality(), 0},
                               s.group.is_master());
   cbs.predict_begin();
   torch::NoGradGuard no_grad;
@@ -83,7 +83,7 @@ torch::Tensor Model::predict(const data::Dataset& dataset, PredictOptions option
   const torch::Tensor all = s.group.allgatherv(mine);
   const torch::Tensor all_sizes = s.group.allgather(torch::tensor(sizes));
   cbs.predict_end();
-  if (!s.group.is_master() && !options.on_all_ranks_) return torch::Tensor();
+  if (!s.group.is_master() && !options.on_all_ranks()) return torch::Tensor();
 
   // `all` holds rank 0's outputs for every step, then rank 1's, ...; the
   // dataset order is step 0 of ranks 0..N-1, then step 1, ...

@@ -52,7 +52,7 @@ std::int64_t manual_global_size(const comm::ProcessGroup& group, std::int64_t lo
 // compile-time schedule sets it every step and would silently win.
 void check_no_lr_conflict(const CompileOptions& compiled,
                           const std::vector<callbacks::CallbackPtr>& list) {
-  if (!compiled.schedule_) return;
+  if (!compiled.schedule()) return;
   for (const auto& cb : list) {
     const bool plateau = std::dynamic_pointer_cast<callbacks::ReduceLROnPlateau>(cb) != nullptr;
     const bool scheduler =
@@ -75,14 +75,14 @@ FitOptions& FitOptions::validation_data(const data::Dataset& v) {
 callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
   Impl& s = *impl_;
   s.require_compiled("fit()");
-  TNT_CHECK(options.epochs_ > options.initial_epoch_, "fit(): epochs (", options.epochs_,
-            ") must be greater than initial_epoch (", options.initial_epoch_, ")");
-  TNT_CHECK(options.validation_freq_ >= 1, "validation_freq must be at least 1, got ",
-            options.validation_freq_);
-  check_no_lr_conflict(*s.options, options.callbacks_);
+  TNT_CHECK(options.epochs() > options.initial_epoch(), "fit(): epochs (", options.epochs(),
+            ") must be greater than initial_epoch (", options.initial_epoch(), ")");
+  TNT_CHECK(options.validation_freq() >= 1, "validation_freq must be at least 1, got ",
+            options.validation_freq());
+  check_no_lr_conflict(*s.options, options.callbacks());
   data::DistributeOptions distribute;
-  distribute.group(s.group).enabled(options.distribute_);
-  if (options.micro_batch_size_) distribute.micro_batch_size(*options.micro_batch_size_);
+  distribute.group(s.group).enabled(options.distribute_dataset());
+  if (options.micro_batch_size()) distribute.micro_batch_size(*options.micro_batch_size());
   const data::DistributedDataset dist = data::distribute(train, distribute);
   s.synchronize_state();
   if (s.config.autotune && !s.autotuner) {
@@ -99,33 +99,33 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
       {[&s](const data::Element& e) { return s.forward(s.inputs_of(e)); },
        [&s](const data::Element& e) { return s.target_of(e); },
        [&s](const torch::Tensor& output, const torch::Tensor& target) {
-         return s.options->loss_(output, target);
+         return s.options->loss()(output, target);
        },
        [&s](const torch::Tensor& output, const torch::Tensor& target, const torch::Tensor& loss,
             std::int64_t samples) { return s.state_of(output, target, loss, samples); }},
       s.trainable, *s.optimizer,
-      {s.options->clip_norm_, s.options->clip_value_, s.options->schedule_.fn});
+      {s.options->clip_norm(), s.options->clip_value(), s.options->schedule().fn});
   // With distribute_dataset(false) the dataset's batch is already this rank's.
-  warn_small_batchnorm(*s.net, options.distribute_ ? dist.global_batch_size() / s.group.size()
+  warn_small_batchnorm(*s.net, options.distribute_dataset() ? dist.global_batch_size() / s.group.size()
                                                    : dist.global_batch_size());
 
-  const int k = s.options->aggregation_frequency_;
+  const int k = s.options->aggregation_frequency();
   std::int64_t steps_total = dist.cardinality();
-  if (options.steps_per_epoch_) {
-    steps_total = steps_total < 0 ? *options.steps_per_epoch_
-                                  : std::min(steps_total, *options.steps_per_epoch_);
+  if (options.steps_per_epoch()) {
+    steps_total = steps_total < 0 ? *options.steps_per_epoch()
+                                  : std::min(steps_total, *options.steps_per_epoch());
   }
   auto history = std::make_shared<callbacks::History>();
-  std::vector<callbacks::CallbackPtr> list = options.callbacks_;
-  if (options.verbose_ > 0) list.push_back(std::make_shared<callbacks::ProgbarLogger>(options.verbose_));
+  std::vector<callbacks::CallbackPtr> list = options.callbacks();
+  if (options.verbose() > 0) list.push_back(std::make_shared<callbacks::ProgbarLogger>(options.verbose()));
   list.push_back(history);
-  callbacks::CallbackList cbs(list, this, {options.epochs_, steps_total, options.verbose_},
+  callbacks::CallbackList cbs(list, this, {options.epochs(), steps_total, options.verbose()},
                               s.group.is_master());
   stop_training = false;
   cbs.train_begin();
 
   Logs logs, local_logs;
-  for (std::int64_t epoch = options.initial_epoch_; epoch < options.epochs_ && !stop_training;
+  for (std::int64_t epoch = options.initial_epoch(); epoch < options.epochs() && !stop_training;
        ++epoch) {
     cbs.epoch_begin(epoch);
     s.net->train(true);
@@ -135,14 +135,14 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
     auto it = dist.iterate(epoch);
     OverlapMeter overlap;
     for (std::int64_t step = 0;; ++step) {
-      if (stop_training || (options.steps_per_epoch_ && step >= *options.steps_per_epoch_)) break;
+      if (stop_training || (options.steps_per_epoch() && step >= *options.steps_per_epoch())) break;
       const auto data_begin = Clock::now();
       std::optional<data::MicroBatch> mb = it.next();
       if (!mb) break;
       const auto data_end = Clock::now();
       cbs.train_batch_begin(step);
       const std::int64_t global =
-          options.distribute_ ? mb->global_size : manual_global_size(s.group, mb->local_size);
+          options.distribute_dataset() ? mb->global_size : manual_global_size(s.group, mb->local_size);
       // Accumulation cycles are k micro-steps; the last one of an epoch may
       // be shorter, and its gradients are averaged over its real length.
       const std::int64_t cycle_start = step - step % k;
@@ -181,11 +181,11 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
     for (const auto& [name, b] : s.net->named_buffers()) buffers.push_back(b);
     if (!buffers.empty()) dp::broadcast_tensors(s.group, buffers);
 
-    if (options.validation_data_ && (epoch + 1) % options.validation_freq_ == 0) {
+    if (options.validation_data() && (epoch + 1) % options.validation_freq() == 0) {
       EvaluateOptions eval;
-      eval.distribute_dataset(options.distribute_val_);
-      if (options.val_micro_batch_size_) eval.micro_batch_size(*options.val_micro_batch_size_);
-      for (const auto& [name, value] : evaluate(*options.validation_data_, eval)) {
+      eval.distribute_dataset(options.distribute_validation_dataset());
+      if (options.validation_micro_batch_size()) eval.micro_batch_size(*options.validation_micro_batch_size());
+      for (const auto& [name, value] : evaluate(*options.validation_data(), eval)) {
         logs["val_" + name] = value;
         local_logs["val_" + name] = value;  // evaluation logs are global
       }

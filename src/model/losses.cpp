@@ -49,7 +49,7 @@ Loss SparseCategoricalCrossentropy(LossOptions o) {
                                     " need one dimension more than the integer targets ", t.sizes(),
                                     " (scores [B, C], labels [B])");
                           const torch::Tensor labels = t.to(torch::kLong);
-                          if (o.from_logits_) return F::cross_entropy(p, labels);
+                          if (o.from_logits()) return F::cross_entropy(p, labels);
                           check_probabilities(
                               "SparseCategoricalCrossentropy(from_logits=false)", p,
                               "for log_softmax outputs use tnt::losses::NLLLoss() (or "
@@ -57,24 +57,24 @@ Loss SparseCategoricalCrossentropy(LossOptions o) {
                               "for raw scores use from_logits(true), the default");
                           return F::nll_loss(p.clamp_min(1e-7).log(), labels);
                         }},
-                   describe("SparseCategoricalCrossentropy", {{"from_logits", o.from_logits_}}));
+                   describe("SparseCategoricalCrossentropy", {{"from_logits", o.from_logits()}}));
 }
 
 Loss CategoricalCrossentropy(LossOptions o) {
   return described(Loss{"categorical_crossentropy",
                         [o](const torch::Tensor& p, const torch::Tensor& t) {
                           check_same_shape("categorical_crossentropy", p, t);
-                          if (!o.from_logits_) {
+                          if (!o.from_logits()) {
                             check_probabilities(
                                 "CategoricalCrossentropy(from_logits=false)", p,
                                 "for raw scores or log_softmax outputs use from_logits(true), the "
                                 "default (log_softmax leaves log-probabilities unchanged)");
                           }
                           const torch::Tensor log_p =
-                              o.from_logits_ ? torch::log_softmax(p, -1) : p.clamp_min(1e-7).log();
+                              o.from_logits() ? torch::log_softmax(p, -1) : p.clamp_min(1e-7).log();
                           return -(t * log_p).sum(-1).mean();
                         }},
-                   describe("CategoricalCrossentropy", {{"from_logits", o.from_logits_}}));
+                   describe("CategoricalCrossentropy", {{"from_logits", o.from_logits()}}));
 }
 
 Loss BinaryCrossentropy(LossOptions o) {
@@ -82,13 +82,13 @@ Loss BinaryCrossentropy(LossOptions o) {
                         [o](const torch::Tensor& p, const torch::Tensor& t) {
                           check_same_shape("binary_crossentropy", p, t);
                           const torch::Tensor target = t.to(p.scalar_type());
-                          if (o.from_logits_) return F::binary_cross_entropy_with_logits(p, target);
+                          if (o.from_logits()) return F::binary_cross_entropy_with_logits(p, target);
                           check_probabilities("BinaryCrossentropy(from_logits=false)", p,
                                               "for raw scores use from_logits(true), the default; "
                                               "for probabilities apply sigmoid in forward()");
                           return F::binary_cross_entropy(p.clamp(1e-7, 1 - 1e-7), target);
                         }},
-                   describe("BinaryCrossentropy", {{"from_logits", o.from_logits_}}));
+                   describe("BinaryCrossentropy", {{"from_logits", o.from_logits()}}));
 }
 
 Loss NLLLoss() {
@@ -133,9 +133,9 @@ Loss Huber(LossOptions o) {
                         [o](const torch::Tensor& p, const torch::Tensor& t) {
                           check_same_shape("huber", p, t);
                           return F::huber_loss(p, t.to(p.scalar_type()),
-                                               F::HuberLossFuncOptions().delta(o.delta_));
+                                               F::HuberLossFuncOptions().delta(o.delta()));
                         }},
-                   describe("Huber", {{"delta", o.delta_}}));
+                   describe("Huber", {{"delta", o.delta()}}));
 }
 
 }  // namespace tnt::losses

@@ -65,7 +65,7 @@ void Model::Impl::require_compiled(const char* caller) const {
 }
 
 std::vector<torch::Tensor> Model::Impl::inputs_of(const data::Element& e) const {
-  const int n = options ? options->num_inputs_ : 1;
+  const int n = options ? options->num_inputs() : 1;
   TNT_CHECK(static_cast<int>(e.size()) >= n, "a dataset element has ", e.size(),
             " tensors but the model takes ", n, " input(s): check CompileOptions().num_inputs()");
   std::vector<torch::Tensor> in;
@@ -74,7 +74,7 @@ std::vector<torch::Tensor> Model::Impl::inputs_of(const data::Element& e) const 
 }
 
 torch::Tensor Model::Impl::target_of(const data::Element& e) const {
-  const int n = options->num_inputs_;
+  const int n = options->num_inputs();
   TNT_CHECK(static_cast<int>(e.size()) > n, "a dataset element has ", e.size(),
             " tensors: training and evaluation need (inputs..., target) with ", n,
             " input(s) and a target");
@@ -83,7 +83,7 @@ torch::Tensor Model::Impl::target_of(const data::Element& e) const {
 
 std::int64_t Model::Impl::state_size() const {
   std::int64_t n = 2;
-  for (const auto& m : options->metrics_) n += m.state_size;
+  for (const auto& m : options->metrics()) n += m.state_size;
   return n;
 }
 
@@ -93,7 +93,7 @@ torch::Tensor Model::Impl::state_of(const torch::Tensor& output, const torch::Te
   std::vector<torch::Tensor> parts;
   parts.push_back(torch::stack({mean_loss.detach().to(torch::kFloat64).cpu() * samples,
                                 torch::tensor(static_cast<double>(samples), torch::kFloat64)}));
-  for (const auto& m : options->metrics_) {
+  for (const auto& m : options->metrics()) {
     const torch::Tensor s = m.update(output.detach(), target).to(torch::kFloat64).cpu().reshape({-1});
     TNT_CHECK(s.numel() == m.state_size, "metric '", m.name, "' returned ", s.numel(),
               " state values, declared ", m.state_size);
@@ -106,7 +106,7 @@ Logs Model::Impl::logs_of(const std::vector<double>& state, const std::string& p
   Logs logs;
   logs[prefix + "loss"] = state[1] > 0 ? state[0] / state[1] : 0.0;
   std::size_t at = 2;
-  for (const auto& m : options->metrics_) {
+  for (const auto& m : options->metrics()) {
     std::vector<double> s(state.begin() + static_cast<std::ptrdiff_t>(at),
                           state.begin() + static_cast<std::ptrdiff_t>(at + m.state_size));
     logs[prefix + m.name] = m.result(s);
@@ -140,12 +140,12 @@ dp::GradientSynchronizer& Model::Impl::synchronizer() {
   if (!sync) {
     const std::size_t threshold =
         threshold_override ? *threshold_override
-                           : options->fusion_threshold_.value_or(config.fusion_threshold_bytes);
+                           : options->fusion_threshold_bytes().value_or(config.fusion_threshold_bytes);
     sync = std::make_unique<dp::GradientSynchronizer>(
         group, trainable,
         dp::SyncOptions()
                        .fusion_threshold_bytes(threshold)
-                       .compression(options->compression_)
+                       .compression(options->compression())
                        .extras_numel(state_size())
                        .overlap(config.overlap));
     log::debug(fmt::format("{} gradient buckets (fusion threshold {} bytes)",
@@ -181,18 +181,18 @@ Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
 
 void Model::compile(CompileOptions options) {
-  TNT_CHECK(static_cast<bool>(options.optimizer_),
+  TNT_CHECK(static_cast<bool>(options.optimizer()),
             "compile() needs an optimizer: CompileOptions().optimizer(tnt::optimizers::SGD(0.01))");
-  TNT_CHECK(static_cast<bool>(options.loss_),
+  TNT_CHECK(static_cast<bool>(options.loss()),
             "compile() needs a loss: CompileOptions().loss(tnt::losses::MeanSquaredError())");
-  TNT_CHECK(options.num_inputs_ >= 1, "num_inputs must be at least 1, got ", options.num_inputs_);
-  TNT_CHECK(options.aggregation_frequency_ >= 1, "aggregation_frequency must be at least 1, got ",
-            options.aggregation_frequency_);
-  TNT_CHECK(!options.clip_norm_ || *options.clip_norm_ > 0, "clip_norm must be positive, got ",
-            options.clip_norm_.value_or(0));
-  TNT_CHECK(!options.clip_value_ || *options.clip_value_ > 0, "clip_value must be positive, got ",
-            options.clip_value_.value_or(0));
-  for (const auto& m : options.metrics_) {
+  TNT_CHECK(options.num_inputs() >= 1, "num_inputs must be at least 1, got ", options.num_inputs());
+  TNT_CHECK(options.aggregation_frequency() >= 1, "aggregation_frequency must be at least 1, got ",
+            options.aggregation_frequency());
+  TNT_CHECK(!options.clip_norm() || *options.clip_norm() > 0, "clip_norm must be positive, got ",
+            options.clip_norm().value_or(0));
+  TNT_CHECK(!options.clip_value() || *options.clip_value() > 0, "clip_value must be positive, got ",
+            options.clip_value().value_or(0));
+  for (const auto& m : options.metrics()) {
     TNT_CHECK(m.update && m.result && m.state_size > 0, "metric '", m.name,
               "' needs an update function, a result function and a positive state size");
   }
@@ -200,7 +200,7 @@ void Model::compile(CompileOptions options) {
   for (const auto& [name, p] : impl_->net->named_parameters()) {
     if (p.requires_grad()) impl_->trainable.push_back(p);
   }
-  impl_->optimizer = options.optimizer_(impl_->trainable);
+  impl_->optimizer = options.optimizer()(impl_->trainable);
   impl_->options = std::move(options);
   impl_->sync.reset();
   impl_->optimizer_steps = 0;

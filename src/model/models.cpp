@@ -176,22 +176,22 @@ nlohmann::json Model::get_compile_config() const {
   const CompileOptions& o = *impl_->options;
   json metrics = json::array();
   json metric_names = json::array();
-  for (const auto& m : o.metrics_) {
+  for (const auto& m : o.metrics()) {
     metrics.push_back(parsed_or_null(m.config));
     metric_names.push_back(m.name);
   }
-  json c = {{"optimizer", parsed_or_null(o.optimizer_.config)},
-            {"loss", parsed_or_null(o.loss_.config)},
-            {"loss_name", o.loss_.name},
+  json c = {{"optimizer", parsed_or_null(o.optimizer().config)},
+            {"loss", parsed_or_null(o.loss().config)},
+            {"loss_name", o.loss().name},
             {"metrics", metrics},
             {"metric_names", metric_names},
-            {"num_inputs", o.num_inputs_},
-            {"aggregation_frequency", o.aggregation_frequency_},
-            {"compression", compression_name(o.compression_)}};
-  if (o.schedule_) c["schedule"] = parsed_or_null(o.schedule_.config);
-  if (o.fusion_threshold_) c["fusion_threshold_bytes"] = *o.fusion_threshold_;
-  if (o.clip_norm_) c["clip_norm"] = *o.clip_norm_;
-  if (o.clip_value_) c["clip_value"] = *o.clip_value_;
+            {"num_inputs", o.num_inputs()},
+            {"aggregation_frequency", o.aggregation_frequency()},
+            {"compression", compression_name(o.compression())}};
+  if (o.schedule()) c["schedule"] = parsed_or_null(o.schedule().config);
+  if (o.fusion_threshold_bytes()) c["fusion_threshold_bytes"] = *o.fusion_threshold_bytes();
+  if (o.clip_norm()) c["clip_norm"] = *o.clip_norm();
+  if (o.clip_value()) c["clip_value"] = *o.clip_value();
   return c;
 }
 

@@ -13,6 +13,7 @@
 
 #include <torch/types.h>
 
+#include <tarantella/base/arg.h>
 #include <tarantella/callbacks/callback.h>
 
 namespace tnt::callbacks {
@@ -80,18 +81,12 @@ class CSVLogger : public Callback {
 };
 
 struct EarlyStoppingOptions {
-  EarlyStoppingOptions& monitor(std::string v) { monitor_ = std::move(v); return *this; }
-  EarlyStoppingOptions& min_delta(double v) { min_delta_ = v; return *this; }
-  EarlyStoppingOptions& patience(int v) { patience_ = v; return *this; }
-  EarlyStoppingOptions& mode(Mode v) { mode_ = v; return *this; }
-  EarlyStoppingOptions& baseline(double v) { baseline_ = v; return *this; }
-  EarlyStoppingOptions& restore_best_weights(bool v) { restore_ = v; return *this; }
-  std::string monitor_ = "val_loss";
-  double min_delta_ = 0.0;
-  int patience_ = 0;
-  Mode mode_ = Mode::Auto;
-  std::optional<double> baseline_;
-  bool restore_ = false;
+  TNT_ARG(std::string, monitor) = "val_loss";
+  TNT_ARG(double, min_delta) = 0.0;
+  TNT_ARG(int, patience) = 0;
+  TNT_ARG(Mode, mode) = Mode::Auto;
+  TNT_ARG(std::optional<double>, baseline);
+  TNT_ARG(bool, restore_best_weights) = false;
 };
 
 /// Stops training when the monitored value stops improving.
@@ -126,20 +121,13 @@ class LearningRateScheduler : public Callback {
 };
 
 struct ReduceLROnPlateauOptions {
-  ReduceLROnPlateauOptions& monitor(std::string v) { monitor_ = std::move(v); return *this; }
-  ReduceLROnPlateauOptions& factor(double v) { factor_ = v; return *this; }
-  ReduceLROnPlateauOptions& patience(int v) { patience_ = v; return *this; }
-  ReduceLROnPlateauOptions& mode(Mode v) { mode_ = v; return *this; }
-  ReduceLROnPlateauOptions& min_delta(double v) { min_delta_ = v; return *this; }
-  ReduceLROnPlateauOptions& cooldown(int v) { cooldown_ = v; return *this; }
-  ReduceLROnPlateauOptions& min_lr(double v) { min_lr_ = v; return *this; }
-  std::string monitor_ = "val_loss";
-  double factor_ = 0.1;
-  int patience_ = 10;
-  Mode mode_ = Mode::Auto;
-  double min_delta_ = 1e-4;
-  int cooldown_ = 0;
-  double min_lr_ = 0.0;
+  TNT_ARG(std::string, monitor) = "val_loss";
+  TNT_ARG(double, factor) = 0.1;
+  TNT_ARG(int, patience) = 10;
+  TNT_ARG(Mode, mode) = Mode::Auto;
+  TNT_ARG(double, min_delta) = 1e-4;
+  TNT_ARG(int, cooldown) = 0;
+  TNT_ARG(double, min_lr) = 0.0;
 };
 
 /// Multiplies the learning rate by `factor` after `patience` epochs without
@@ -161,18 +149,16 @@ struct ModelCheckpointOptions {
   /// File name template: {epoch} (1-based) and log values, with optional
   /// format specs, e.g. "ckpt/weights.{epoch:02d}-{val_loss:.2f}.pt".
   explicit ModelCheckpointOptions(std::string filepath) : filepath_(std::move(filepath)) {}
-  ModelCheckpointOptions& monitor(std::string v) { monitor_ = std::move(v); return *this; }
-  ModelCheckpointOptions& mode(Mode v) { mode_ = v; return *this; }
-  ModelCheckpointOptions& save_best_only(bool v) { save_best_only_ = v; return *this; }
-  ModelCheckpointOptions& save_weights_only(bool v) { save_weights_only_ = v; return *this; }
+  const std::string& filepath() const { return filepath_; }
+  TNT_ARG(std::string, monitor) = "val_loss";
+  TNT_ARG(Mode, mode) = Mode::Auto;
+  TNT_ARG(bool, save_best_only) = false;
+  TNT_ARG(bool, save_weights_only) = false;
   /// Save every `n` batches instead of at each epoch end.
-  ModelCheckpointOptions& save_freq_batches(std::int64_t n) { save_freq_batches_ = n; return *this; }
+  TNT_ARG(std::int64_t, save_freq_batches) = 0;
+
+ private:
   std::string filepath_;
-  std::string monitor_ = "val_loss";
-  Mode mode_ = Mode::Auto;
-  bool save_best_only_ = false;
-  bool save_weights_only_ = false;
-  std::int64_t save_freq_batches_ = 0;
 };
 
 /// Saves the model (Model::save) or its weights during training. Saving is

@@ -4,6 +4,8 @@
 // the same numbers a serial run would produce.
 #pragma once
 
+#include <tarantella/base/arg.h>
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -83,16 +85,14 @@ using CallbackPtr = std::shared_ptr<Callback>;
 ///   auto cb = tnt::callbacks::wrap(std::make_shared<MyCallback>(),
 ///                                  tnt::callbacks::WrapOptions().aggregate_logs(false));
 struct WrapOptions {
-  WrapOptions& aggregate_logs(bool v) { aggregate_logs_ = v; return *this; }
-  WrapOptions& run_on_all_ranks(bool v) { run_on_all_ranks_ = v; return *this; }
-  bool aggregate_logs_ = true;
-  bool run_on_all_ranks_ = true;
+  TNT_ARG(bool, aggregate_logs) = true;
+  TNT_ARG(bool, run_on_all_ranks) = true;
 };
 
 /// Sets the options on `callback` and returns it.
 inline CallbackPtr wrap(CallbackPtr callback, const WrapOptions& options) {
-  callback->aggregate_logs = options.aggregate_logs_;
-  callback->run_on_all_ranks = options.run_on_all_ranks_;
+  callback->aggregate_logs = options.aggregate_logs();
+  callback->run_on_all_ranks = options.run_on_all_ranks();
   return callback;
 }
 

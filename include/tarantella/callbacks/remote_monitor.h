@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include <tarantella/base/arg.h>
 #include <tarantella/callbacks/callback.h>
 
 namespace tnt::callbacks {
@@ -19,29 +20,21 @@ namespace tnt::callbacks {
 ///   tnt::callbacks::RemoteMonitorOptions().root("http://dashboard:8080").send_as_json(true)
 struct RemoteMonitorOptions {
   /// Scheme, host and port of the server.
-  RemoteMonitorOptions& root(std::string v) { root_ = std::move(v); return *this; }
+  TNT_ARG(std::string, root) = "http://localhost:9000";
   /// Path on the server the logs are posted to.
-  RemoteMonitorOptions& path(std::string v) { path_ = std::move(v); return *this; }
+  TNT_ARG(std::string, path) = "/publish/epoch/end/";
   /// Form field holding the JSON text when send_as_json is false.
-  RemoteMonitorOptions& field(std::string v) { field_ = std::move(v); return *this; }
+  TNT_ARG(std::string, field) = "data";
+ public:
   /// Extra HTTP headers, name -> value.
-  RemoteMonitorOptions& headers(std::map<std::string, std::string> v) {
-    headers_ = std::move(v);
-    return *this;
-  }
+  using Headers = std::map<std::string, std::string>;
+  TNT_ARG(Headers, headers);
   /// true: the body is the JSON object (application/json); false (Keras's
   /// default): a form with one field `field` = the JSON text
   /// (application/x-www-form-urlencoded).
-  RemoteMonitorOptions& send_as_json(bool v) { send_as_json_ = v; return *this; }
+  TNT_ARG(bool, send_as_json) = false;
   /// Upper bound in seconds on one request, connection included.
-  RemoteMonitorOptions& timeout_seconds(double v) { timeout_seconds_ = v; return *this; }
-
-  std::string root_ = "http://localhost:9000";
-  std::string path_ = "/publish/epoch/end/";
-  std::string field_ = "data";
-  std::map<std::string, std::string> headers_;
-  bool send_as_json_ = false;
-  double timeout_seconds_ = 5.0;
+  TNT_ARG(double, timeout_seconds) = 5.0;
 };
 
 /// Posts {"epoch": e, "loss": ..., "<metric>": ..., "val_loss": ...} at the

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include <tarantella/base/arg.h>
 #include <tarantella/callbacks/callback.h>
 
 namespace tnt::callbacks {
@@ -22,28 +23,23 @@ namespace tnt::callbacks {
 ///   tnt::callbacks::TensorBoardOptions("logs/run1").update_freq(10)
 struct TensorBoardOptions {
   explicit TensorBoardOptions(std::string log_dir) : log_dir_(std::move(log_dir)) {}
+  const std::string& log_dir() const { return log_dir_; }
 
   /// "epoch" (default): scalars at the end of every epoch only; "batch":
   /// also after every training batch. Anything else throws tnt::Error.
   TensorBoardOptions& update_freq(const std::string& v);
   /// Also after every `every_n_batches` training batches (at least 1).
   TensorBoardOptions& update_freq(std::int64_t every_n_batches);
-  /// Also write "epoch_steps_per_second" to train/ (Keras's option).
-  TensorBoardOptions& write_steps_per_second(bool v) {
-    write_steps_per_second_ = v;
-    return *this;
-  }
-  /// Appended to every event file name.
-  TensorBoardOptions& filename_suffix(std::string v) {
-    filename_suffix_ = std::move(v);
-    return *this;
-  }
-
-  std::string log_dir_;
   /// Batches between batch-level writes; 0: per epoch only.
+  std::int64_t update_freq() const { return update_freq_; }
+  /// Also write "epoch_steps_per_second" to train/ (Keras's option).
+  TNT_ARG(bool, write_steps_per_second) = false;
+  /// Appended to every event file name.
+  TNT_ARG(std::string, filename_suffix);
+
+ private:
+  std::string log_dir_;
   std::int64_t update_freq_ = 0;
-  bool write_steps_per_second_ = false;
-  std::string filename_suffix_;
 };
 
 /// Writes the training logs as TensorBoard scalars.

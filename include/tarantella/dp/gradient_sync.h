@@ -23,6 +23,7 @@
 
 #include <torch/types.h>
 
+#include <tarantella/base/arg.h>
 #include <tarantella/comm/process_group.h>
 #include <tarantella/dp/bucket_plan.h>
 
@@ -36,22 +37,17 @@ enum class Compression { None, Float16, BFloat16 };
 /// Example:
 ///   tnt::dp::SyncOptions().fusion_threshold_bytes(64 * 1024).extras_numel(3)
 struct SyncOptions {
-  SyncOptions& fusion_threshold_bytes(std::size_t v) { threshold_ = v; return *this; }
-  SyncOptions& compression(Compression v) { compression_ = v; return *this; }
+  TNT_ARG(std::size_t, fusion_threshold_bytes) = 32 * 1024;
+  TNT_ARG(Compression, compression) = Compression::None;
   /// Number of float64 values (loss and metric state) summed over ranks with
   /// the gradients. They ride in the tail of the last bucket when its dtype
   /// holds them exactly (float64, or float32: integer counts exact up to
   /// 2^24 per step); otherwise (16-bit parameters, compression) they go as
   /// one float64 allreduce right behind the last bucket.
-  SyncOptions& extras_numel(std::int64_t v) { extras_ = v; return *this; }
+  TNT_ARG(std::int64_t, extras_numel) = 0;
   /// false: no allreduce starts before backward has finished (finish()
   /// sends every bucket) — the "overlap off" baseline of benchmarks.
-  SyncOptions& overlap(bool v) { overlap_ = v; return *this; }
-
-  std::size_t threshold_ = 32 * 1024;
-  Compression compression_ = Compression::None;
-  std::int64_t extras_ = 0;
-  bool overlap_ = true;
+  TNT_ARG(bool, overlap) = true;
 };
 
 /// Synchronizes gradients of `params` across the ranks of `group`.

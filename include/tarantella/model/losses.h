@@ -11,6 +11,8 @@
 // range otherwise, instead of silently taking the log of negative values.
 #pragma once
 
+#include <tarantella/base/arg.h>
+
 #include <functional>
 #include <string>
 
@@ -21,10 +23,10 @@ namespace tnt::losses {
 /// Options shared by the losses.
 /// Example: tnt::losses::BinaryCrossentropy(tnt::losses::LossOptions().from_logits(false))
 struct LossOptions {
-  LossOptions& from_logits(bool v) { from_logits_ = v; return *this; }
-  LossOptions& delta(double v) { delta_ = v; return *this; }  ///< Huber
-  bool from_logits_ = true;
-  double delta_ = 1.0;
+  /// true (default): the outputs are logits; false: probabilities.
+  TNT_ARG(bool, from_logits) = true;
+  /// Huber's threshold.
+  TNT_ARG(double, delta) = 1.0;
 };
 
 /// A named loss function returning the mean loss of a batch.

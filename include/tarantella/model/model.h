@@ -15,6 +15,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <tarantella/base/arg.h>
 #include <tarantella/callbacks/callback.h>
 #include <tarantella/comm/process_group.h>
 #include <tarantella/dp/gradient_sync.h>
@@ -40,90 +41,67 @@ struct ModelInternals;
 ///                     .loss(tnt::losses::SparseCategoricalCrossentropy())
 ///                     .metrics({tnt::metrics::SparseCategoricalAccuracy()}));
 struct CompileOptions {
-  CompileOptions& optimizer(optimizers::Factory v) { optimizer_ = std::move(v); return *this; }
-  CompileOptions& loss(losses::Loss v) { loss_ = std::move(v); return *this; }
-  CompileOptions& metrics(std::vector<metrics::Metric> v) { metrics_ = std::move(v); return *this; }
+  TNT_ARG(optimizers::Factory, optimizer);
+  TNT_ARG(losses::Loss, loss);
+  TNT_ARG(std::vector<metrics::Metric>, metrics);
   /// Learning rate per global step; overrides the optimizer's rate.
-  CompileOptions& schedule(schedules::Schedule v) { schedule_ = std::move(v); return *this; }
+  TNT_ARG(schedules::Schedule, schedule);
   /// How many leading tensors of a dataset element are inputs (default 1);
   /// the next one is the target.
-  CompileOptions& num_inputs(int v) { num_inputs_ = v; return *this; }
+  TNT_ARG(int, num_inputs) = 1;
   /// Gradient accumulation (Determined's aggregation_frequency): k
   /// micro-steps per optimizer step and allreduce; gradients are averaged.
-  CompileOptions& aggregation_frequency(int v) { aggregation_frequency_ = v; return *this; }
+  TNT_ARG(int, aggregation_frequency) = 1;
   /// Send gradients as float16/bfloat16 (off by default).
-  CompileOptions& compression(dp::Compression v) { compression_ = v; return *this; }
+  TNT_ARG(dp::Compression, compression) = dp::Compression::None;
   /// Fusion threshold in bytes; default: TNT_FUSION_THRESHOLD (32 KiB).
-  CompileOptions& fusion_threshold_bytes(std::size_t v) { fusion_threshold_ = v; return *this; }
+  TNT_ARG(std::optional<std::size_t>, fusion_threshold_bytes);
   /// Keras's clipnorm: before each optimizer step, scale the (global,
   /// allreduced) gradients so that their joint L2 norm is at most v.
-  CompileOptions& clip_norm(double v) { clip_norm_ = v; return *this; }
+  TNT_ARG(std::optional<double>, clip_norm);
   /// Keras's clipvalue: clamp every gradient element to [-v, v].
-  CompileOptions& clip_value(double v) { clip_value_ = v; return *this; }
-
-  optimizers::Factory optimizer_;
-  losses::Loss loss_;
-  std::vector<metrics::Metric> metrics_;
-  schedules::Schedule schedule_;
-  int num_inputs_ = 1;
-  int aggregation_frequency_ = 1;
-  dp::Compression compression_ = dp::Compression::None;
-  std::optional<std::size_t> fusion_threshold_;
-  std::optional<double> clip_norm_;
-  std::optional<double> clip_value_;
+  TNT_ARG(std::optional<double>, clip_value);
 };
 
 /// What fit() takes.
 /// Example: model.fit(train, tnt::FitOptions().epochs(5).validation_data(val).verbose(1));
 struct FitOptions {
-  FitOptions& epochs(std::int64_t v) { epochs_ = v; return *this; }
-  FitOptions& initial_epoch(std::int64_t v) { initial_epoch_ = v; return *this; }
-  FitOptions& steps_per_epoch(std::int64_t v) { steps_per_epoch_ = v; return *this; }
-  FitOptions& validation_data(const data::Dataset& v);
-  FitOptions& validation_freq(std::int64_t v) { validation_freq_ = v; return *this; }
-  FitOptions& callbacks(std::vector<callbacks::CallbackPtr> v) { callbacks_ = std::move(v); return *this; }
+  TNT_ARG(std::int64_t, epochs) = 1;
+  TNT_ARG(std::int64_t, initial_epoch) = 0;
+  TNT_ARG(std::optional<std::int64_t>, steps_per_epoch);
+  TNT_ARG(std::int64_t, validation_freq) = 1;
+  TNT_ARG(std::vector<callbacks::CallbackPtr>, callbacks);
   /// 0 silent, 1 progress bar, 2 one line per epoch (master rank only).
-  FitOptions& verbose(int v) { verbose_ = v; return *this; }
-  FitOptions& micro_batch_size(std::int64_t v) { micro_batch_size_ = v; return *this; }
-  FitOptions& validation_micro_batch_size(std::int64_t v) { val_micro_batch_size_ = v; return *this; }
+  TNT_ARG(int, verbose) = 1;
+  TNT_ARG(std::optional<std::int64_t>, micro_batch_size);
+  TNT_ARG(std::optional<std::int64_t>, validation_micro_batch_size);
   /// false: the dataset is already this rank's share (e.g. shard()).
-  FitOptions& distribute_dataset(bool v) { distribute_ = v; return *this; }
-  FitOptions& distribute_validation_dataset(bool v) { distribute_val_ = v; return *this; }
+  TNT_ARG(bool, distribute_dataset) = true;
+  TNT_ARG(bool, distribute_validation_dataset) = true;
 
-  std::int64_t epochs_ = 1;
-  std::int64_t initial_epoch_ = 0;
-  std::optional<std::int64_t> steps_per_epoch_;
+ public:
+  /// Evaluated after every validation_freq epochs (global values, "val_" logs).
+  FitOptions& validation_data(const data::Dataset& v);
+  const std::shared_ptr<const data::Dataset>& validation_data() const { return validation_data_; }
+
+ private:
   std::shared_ptr<const data::Dataset> validation_data_;
-  std::int64_t validation_freq_ = 1;
-  std::vector<callbacks::CallbackPtr> callbacks_;
-  int verbose_ = 1;
-  std::optional<std::int64_t> micro_batch_size_;
-  std::optional<std::int64_t> val_micro_batch_size_;
-  bool distribute_ = true;
-  bool distribute_val_ = true;
 };
 
 /// What evaluate() takes.
 struct EvaluateOptions {
-  EvaluateOptions& verbose(int v) { verbose_ = v; return *this; }
-  EvaluateOptions& micro_batch_size(std::int64_t v) { micro_batch_size_ = v; return *this; }
-  EvaluateOptions& distribute_dataset(bool v) { distribute_ = v; return *this; }
-  EvaluateOptions& callbacks(std::vector<callbacks::CallbackPtr> v) { callbacks_ = std::move(v); return *this; }
-  int verbose_ = 0;
-  std::optional<std::int64_t> micro_batch_size_;
-  bool distribute_ = true;
-  std::vector<callbacks::CallbackPtr> callbacks_;
+  TNT_ARG(int, verbose) = 0;
+  TNT_ARG(std::optional<std::int64_t>, micro_batch_size);
+  TNT_ARG(bool, distribute_dataset) = true;
+  TNT_ARG(std::vector<callbacks::CallbackPtr>, callbacks);
 };
 
 /// What predict() takes.
 struct PredictOptions {
   /// Return the outputs on every rank, not only the master rank.
-  PredictOptions& on_all_ranks(bool v) { on_all_ranks_ = v; return *this; }
-  PredictOptions& micro_batch_size(std::int64_t v) { micro_batch_size_ = v; return *this; }
-  PredictOptions& callbacks(std::vector<callbacks::CallbackPtr> v) { callbacks_ = std::move(v); return *this; }
-  bool on_all_ranks_ = false;
-  std::optional<std::int64_t> micro_batch_size_;
-  std::vector<callbacks::CallbackPtr> callbacks_;
+  TNT_ARG(bool, on_all_ranks) = false;
+  TNT_ARG(std::optional<std::int64_t>, micro_batch_size);
+  TNT_ARG(std::vector<callbacks::CallbackPtr>, callbacks);
 };
 
 /// A network trained data-parallel across the ranks of a process group: the

@@ -135,10 +135,10 @@ TEST(HttpPost, ServerThatNeverAnswersTimesOut) {
 
 TEST(TensorBoardOptions, UpdateFreqAcceptsEpochBatchOrACount) {
   using tnt::callbacks::TensorBoardOptions;
-  EXPECT_EQ(TensorBoardOptions("d").update_freq_, 0);
-  EXPECT_EQ(TensorBoardOptions("d").update_freq("batch").update_freq_, 1);
-  EXPECT_EQ(TensorBoardOptions("d").update_freq(5).update_freq("epoch").update_freq_, 0);
-  EXPECT_EQ(TensorBoardOptions("d").update_freq(7).update_freq_, 7);
+  EXPECT_EQ(TensorBoardOptions("d").update_freq(), 0);
+  EXPECT_EQ(TensorBoardOptions("d").update_freq("batch").update_freq(), 1);
+  EXPECT_EQ(TensorBoardOptions("d").update_freq(5).update_freq("epoch").update_freq(), 0);
+  EXPECT_EQ(TensorBoardOptions("d").update_freq(7).update_freq(), 7);
   try {
     TensorBoardOptions("d").update_freq("weekly");
     FAIL() << "update_freq 'weekly' accepted";

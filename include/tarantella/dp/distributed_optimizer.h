@@ -15,7 +15,8 @@
 //   * zero_grad() (a no-op here: the hooks already start each step from
 //     fresh gradients) and learning-rate changes through param_groups() work.
 // It is a torch::optim::Optimizer, so functions taking
-// `torch::optim::Optimizer&` accept it. step(closure) is not supported
+// `torch::optim::Optimizer&` accept it. The wrapped optimizer is taken by
+// value (LibTorch optimizers are move-only): pass a temporary or std::move. step(closure) is not supported
 // (closures re-run forward/backward, which would send the gradients twice).
 #pragma once
 

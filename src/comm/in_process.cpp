@@ -154,7 +154,7 @@ class Hub {
         const torch::Tensor all = combine(inputs_, static_cast<ReduceOp>(table_[0].op));
         std::int64_t offset = 0;
         for (std::int64_t rows : split_rows(all.size(0), size_)) {
-          round->parts.push_back(all.narrow(0, offset, rows).clone());
+          round->parts.push_back(all.narrow(0, offset, rows));
           offset += rows;
         }
         break;

@@ -184,14 +184,10 @@ ProcessGroup ProcessGroup::split(int color, int key) const {
                      [v](int a, int b) { return v[2 * a + 1] < v[2 * b + 1]; });
   }
   auto out = std::make_shared<std::unique_ptr<Backend>>();
-  Backend* backend = s.backend.get();
-  s.engine
-      ->enqueue("split",
-                [backend, out, color, key] {
-                  *out = backend->split(color, key);
-                  return torch::Tensor();
-                })
-      .wait();
+  submit(s, "split", [out, color, key](Backend& b) {
+    *out = b.split(color, key);
+    return torch::Tensor();
+  }).wait();
   std::vector<int> world;
   for (int r : members) world.push_back(s.world_ranks[static_cast<std::size_t>(r)]);
   if (color < 0) {

@@ -10,9 +10,10 @@
 
 #include <tarantella/base/config.h>
 #include <tarantella/base/error.h>
-#include <tarantella/comm/in_process.h>
 #include <tarantella/dp/state_sync.h>
 #include <tarantella/runtime/runtime.h>
+
+#include "runtime/default_group.h"
 
 namespace tnt::dp {
 namespace {
@@ -29,20 +30,13 @@ std::unique_ptr<torch::optim::OptimizerOptions> defaults_of(const torch::optim::
   return o->defaults().clone();
 }
 
-// The public API's default: the world group, or one rank without a runtime.
-comm::ProcessGroup resolve(const comm::ProcessGroup& given) {
-  if (given.valid()) return given;
-  if (is_initialized()) return world();
-  return comm::make_in_process_group(1).front();
-}
-
 }  // namespace
 
 DistributedOptimizer::DistributedOptimizer(std::unique_ptr<torch::optim::Optimizer> optimizer,
                                            DistributedOptimizerOptions options)
     : torch::optim::Optimizer(groups_of(optimizer.get()), defaults_of(optimizer.get())),
       inner_(std::move(optimizer)),
-      group_(resolve(options.group())),
+      group_(default_group(options.group())),
       share_(options.share()) {
   TNT_CHECK(group_.is_member(), "DistributedOptimizer: this rank is not a member of the ",
             group_.describe(), ": build it only on the ranks of its group");

@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include <tarantella/comm/in_process.h>
 #include <tarantella/dp/state_sync.h>
 #include <tarantella/base/error.h>
 #include <tarantella/base/logging.h>
@@ -27,11 +26,6 @@ torch::Device pick_device(const Config& config, const comm::ProcessGroup& group)
 }
 
 }  // namespace
-
-comm::ProcessGroup default_group() {
-  if (is_initialized()) return world();
-  return comm::make_in_process_group(1).front();
-}
 
 Model::Impl::Impl() = default;
 Model::Impl::~Impl() = default;

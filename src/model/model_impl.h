@@ -16,15 +16,14 @@
 #include <tarantella/base/config.h>
 #include <tarantella/model/model.h>
 
+#include "runtime/default_group.h"
+
 namespace tnt {
 
 using Logs = callbacks::Logs;
 class AutoTuner;
 class Timeline;
 
-/// The public API's default group: the world of the running runtime, or a
-/// one-rank group when there is none (a model used without tnt::Runtime).
-comm::ProcessGroup default_group();
 
 struct Model::Impl {
   Impl();

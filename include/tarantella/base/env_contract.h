@@ -23,6 +23,12 @@ inline constexpr const char kOverlap[] = "TNT_OVERLAP";
 inline constexpr const char kTimeline[] = "TNT_TIMELINE";
 inline constexpr const char kAutotune[] = "TNT_AUTOTUNE";
 inline constexpr const char kAutotuneLog[] = "TNT_AUTOTUNE_LOG";
+/// "true" when the launcher's standard output is a terminal (and rank 0's
+/// output goes there), "false" otherwise. Ranks' own stdout is always a pipe
+/// under mpirun, so this is how the progress bar knows whether to redraw in
+/// place or, like Keras's, print one line per epoch. Unset: the runtime asks
+/// isatty() itself.
+inline constexpr const char kStdoutIsTerminal[] = "TNT_STDOUT_IS_TERMINAL";
 
 /// The thread rule: ranks on one node share its cores equally, at least one
 /// thread each, unless the user set OMP_NUM_THREADS / TNT_NUM_THREADS.

@@ -29,9 +29,15 @@ std::vector<char*> to_c_array(const std::vector<std::string>& strings) {
   throw std::system_error(errno, std::generic_category(), what);
 }
 
+// The child ends of its stdout and stderr (-1: inherit ours).
+struct ChildOutputs {
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+};
+
 // Everything the child does before exec; async-signal-safe calls only.
 [[noreturn]] void child_main(const SpawnOptions& options, char* const* argv, char* const* envp,
-                             pid_t parent, int output_fd, int error_fd) {
+                             pid_t parent, ChildOutputs outputs, int error_fd) {
   if (options.die_with_parent) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
@@ -40,11 +46,8 @@ std::vector<char*> to_c_array(const std::vector<std::string>& strings) {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (output_fd >= 0) ::dup2(output_fd, STDOUT_FILENO);
-  if (options.stderr_to_dev_null) {
-    const int null_fd = ::open("/dev/null", O_WRONLY);
-    if (null_fd >= 0) ::dup2(null_fd, STDERR_FILENO);
-  }
+  if (outputs.stdout_fd >= 0) ::dup2(outputs.stdout_fd, STDOUT_FILENO);
+  if (outputs.stderr_fd >= 0) ::dup2(outputs.stderr_fd, STDERR_FILENO);
   if (envp != nullptr) {
     ::execvpe(argv[0], argv, envp);
   } else {
@@ -56,7 +59,8 @@ std::vector<char*> to_c_array(const std::vector<std::string>& strings) {
   ::_exit(127);
 }
 
-// Opens what the child's stdout should become; returns {child_fd, parent_read_fd}.
+// Opens what the child's stdout or stderr should become; returns
+// {child_fd, parent_read_fd}, -1 where there is none.
 std::pair<int, int> open_output(OutputMode mode) {
   if (mode == OutputMode::kDevNull) {
     const int fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -100,7 +104,8 @@ Child spawn(const SpawnOptions& options) {
   auto argv = to_c_array(options.argv);
   std::vector<char*> envp;
   if (options.environment) envp = to_c_array(*options.environment);
-  const auto [output_fd, read_fd] = open_output(options.stdout_mode);
+  const auto [stdout_fd, stdout_read_fd] = open_output(options.stdout_mode);
+  const auto [stderr_fd, stderr_read_fd] = open_output(options.stderr_mode);
   int error_pipe[2];
   if (::pipe2(error_pipe, O_CLOEXEC) != 0) throw_errno("pipe2");
   const pid_t parent = ::getpid();
@@ -111,28 +116,32 @@ Child spawn(const SpawnOptions& options) {
   ::sigprocmask(SIG_SETMASK, &all, &previous);
   const pid_t pid = ::fork();
   if (pid == 0) {
-    child_main(options, argv.data(), envp.empty() ? nullptr : envp.data(), parent, output_fd,
-               error_pipe[1]);
+    child_main(options, argv.data(), envp.empty() ? nullptr : envp.data(), parent,
+               ChildOutputs{stdout_fd, stderr_fd}, error_pipe[1]);
   }
   ::sigprocmask(SIG_SETMASK, &previous, nullptr);
   if (pid < 0) throw_errno("fork");
   ::close(error_pipe[1]);
-  if (output_fd >= 0) ::close(output_fd);
+  for (int fd : {stdout_fd, stderr_fd}) {
+    if (fd >= 0) ::close(fd);
+  }
   const int error_number = read_exec_error(error_pipe[0]);
   ::close(error_pipe[0]);
   if (error_number != 0) {
-    if (read_fd >= 0) ::close(read_fd);
+    for (int fd : {stdout_read_fd, stderr_read_fd}) {
+      if (fd >= 0) ::close(fd);
+    }
     wait_for(pid);
     throw SpawnError(options.argv[0], error_number);
   }
-  return Child{pid, read_fd};
+  return Child{pid, stdout_read_fd, stderr_read_fd};
 }
 
 std::string capture_stdout(const std::vector<std::string>& argv) {
   SpawnOptions options;
   options.argv = argv;
   options.stdout_mode = OutputMode::kPipe;
-  options.stderr_to_dev_null = true;
+  options.stderr_mode = OutputMode::kDevNull;
   const Child child = spawn(options);
   std::string output;
   char buffer[4096];

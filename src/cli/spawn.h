@@ -15,7 +15,7 @@
 
 namespace tnt::cli {
 
-/// Where the child's standard output goes.
+/// Where the child's standard output or standard error goes.
 enum class OutputMode { kInherit, kDevNull, kPipe };
 
 /// Example: `SpawnOptions{{"mpirun", "-np", "2", ...}}` with environment set.
@@ -24,15 +24,17 @@ struct SpawnOptions {
   /// Full environment ("NAME=VALUE" entries); nullopt keeps ours.
   std::optional<std::vector<std::string>> environment;
   OutputMode stdout_mode = OutputMode::kInherit;
-  bool stderr_to_dev_null = false;
+  OutputMode stderr_mode = OutputMode::kInherit;
   /// PR_SET_PDEATHSIG(SIGKILL): the child dies when the spawning thread's process does.
   bool die_with_parent = false;
 };
 
-/// A started child. stdout_fd is the read end when stdout_mode is kPipe, else -1.
+/// A started child. stdout_fd / stderr_fd are the read ends of the pipes
+/// when stdout_mode / stderr_mode is kPipe, else -1.
 struct Child {
   pid_t pid = -1;
   int stdout_fd = -1;
+  int stderr_fd = -1;
 };
 
 /// exec failed in the child; error_number is its errno.

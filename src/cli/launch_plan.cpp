@@ -61,6 +61,7 @@ void export_tarantella_settings(MpirunCommand& command, const LaunchOptions& opt
   if (options.log_level()) command.export_value(env::kLogLevel, *options.log_level());
   command.export_value(env::kLogOnAllDevices, bool_text(options.log_on_all_devices()));
   command.export_value(env::kOutputOnAllDevices, bool_text(options.output_on_all_devices()));
+  command.export_value(env::kStdoutIsTerminal, bool_text(facts.stdout_is_terminal()));
   if (options.fusion_threshold_kib()) {
     command.export_value(env::kFusionThreshold, std::to_string(*options.fusion_threshold_kib()));
   }

@@ -86,7 +86,8 @@ NodeFacts detect_node_facts() {
       .effective_uid(::geteuid())
       .omp_num_threads_set(std::getenv("OMP_NUM_THREADS") != nullptr)
       .launcher_path(self_path())
-      .current_dir(current_program_lookup(false).current_dir);
+      .current_dir(current_program_lookup(false).current_dir)
+      .stdout_is_terminal(::isatty(STDOUT_FILENO) == 1);
 }
 
 }  // namespace tnt::cli

@@ -30,6 +30,9 @@ class NodeFacts {
   /// The launcher's working directory (absolute): relative file flags such as
   /// --timeline are resolved against it, because ranks may start elsewhere.
   TNT_CLI_ARG(std::string, current_dir) = "/";
+  /// isatty(STDOUT_FILENO) of the launcher: ranks' own stdout is a pipe
+  /// under mpirun, so they learn it from TNT_STDOUT_IS_TERMINAL.
+  TNT_CLI_ARG(bool, stdout_is_terminal) = false;
 };
 
 /// Probes this node: runs `nvidia-smi -L`, reads the CPU affinity, /sys and

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Exported values reach the ranks intact; only rank 0's stdout is shown,
 # unless --output-on-all-devices, which prefixes each line with its rank.
-# Standard error of every rank is always shown.
+# Standard error of every rank is always shown. Ranks learn whether the
+# launcher's stdout is a terminal.
 source "$(dirname "$0")/lib.sh"
 
 run -n 2 --no-gpu -x "B=two words" -- sh -c 'echo "$B"; echo "err $OMPI_COMM_WORLD_RANK" >&2'
@@ -26,5 +27,22 @@ if [ "$unprefixed" -eq 0 ]; then pass "every line prefixed"; else fail "$unprefi
 run -n 2 --no-gpu --log-level debug --log-on-all-devices --fusion-threshold 0 -- \
   sh -c 'echo "$TNT_LOG_LEVEL $TNT_LOG_ON_ALL_DEVICES $TNT_OUTPUT_ON_ALL_DEVICES $TNT_FUSION_THRESHOLD $TNT_USE_GPU"'
 expect_contains "TNT_* variables reach the ranks" "$OUT" "DEBUG true false 0 false"
+
+# TNT_STDOUT_IS_TERMINAL tells every rank whether the launcher's stdout is a
+# terminal (their own stdout is a pipe under mpirun); -x overrides it.
+SHOW_TERM='echo "$OMPI_COMM_WORLD_RANK term=$TNT_STDOUT_IS_TERMINAL"'
+piped=$("$TARANTELLA" -n 2 --no-gpu --output-on-all-devices -- sh -c "$SHOW_TERM" </dev/null | cat)
+expect_contains "stdout a pipe: rank 0 sees false" "$piped" "[0] 0 term=false"
+expect_contains "stdout a pipe: rank 1 sees false" "$piped" "[1] 1 term=false"
+forced=$("$TARANTELLA" -n 1 --no-gpu -x TNT_STDOUT_IS_TERMINAL=true -- sh -c "$SHOW_TERM" </dev/null | cat)
+expect_contains "-x TNT_STDOUT_IS_TERMINAL wins" "$forced" "0 term=true"
+if command -v script >/dev/null; then
+  tty_out=$(script -qec "$(printf '%q ' "$TARANTELLA" -n 2 --no-gpu --output-on-all-devices \
+    -- sh -c "$SHOW_TERM")" /dev/null </dev/null | tr -d '\r')
+  expect_contains "stdout a terminal: rank 0 sees true" "$tty_out" "[0] 0 term=true"
+  expect_contains "stdout a terminal: rank 1 sees true" "$tty_out" "[1] 1 term=true"
+else
+  echo "SKIP: stdout a terminal: 'script' (bsdutils/util-linux) is not installed"
+fi
 
 finish

@@ -83,6 +83,19 @@ TEST(LaunchPlan, RanksRunThroughTheWrapperWithAnAbsoluteProgram) {
                                       "--", kProgram, "arg"}));
 }
 
+TEST(LaunchPlan, RanksLearnWhetherTheLaunchersStdoutIsATerminal) {
+  const auto piped = build_launch_plan(job(1), cpu_node(), kProgram);
+  EXPECT_EQ(env_value(piped, "TNT_STDOUT_IS_TERMINAL"), "false");
+  EXPECT_TRUE(exported(piped, "TNT_STDOUT_IS_TERMINAL"));
+  const auto terminal = build_launch_plan(job(1), cpu_node().stdout_is_terminal(true), kProgram);
+  EXPECT_EQ(env_value(terminal, "TNT_STDOUT_IS_TERMINAL"), "true");
+  // The user's -x wins, e.g. to force one line per epoch in a terminal.
+  const auto forced = build_launch_plan(job(1).exports({{"TNT_STDOUT_IS_TERMINAL", "false"}}),
+                                        cpu_node().stdout_is_terminal(true), kProgram);
+  EXPECT_EQ(env_value(forced, "TNT_STDOUT_IS_TERMINAL"), "false");
+  EXPECT_TRUE(exported(forced, "TNT_STDOUT_IS_TERMINAL"));
+}
+
 TEST(LaunchPlan, ProgramArgumentsThatLookLikeFlagsStayIntact) {
   const auto options = LaunchOptions().ranks(1).command({"p", "-n", "5", "--", "x y"});
   const auto cmd = rank_command(build_launch_plan(options, cpu_node(), kProgram));
@@ -214,8 +227,9 @@ TEST(LaunchPlan, UserExportsKeepOrderAndValuesAfterOurs) {
   const auto plan = build_launch_plan(options, cpu_node(), kProgram);
   EXPECT_EQ(env_value(plan, "B"), "two words");
   EXPECT_EQ(env_value(plan, "Q"), "it's \"x\"");
-  EXPECT_EQ(exported_names(plan), (Args{"TNT_USE_GPU", "TNT_LOG_ON_ALL_DEVICES",
-                                        "TNT_OUTPUT_ON_ALL_DEVICES", "Z", "B", "Q"}));
+  EXPECT_EQ(exported_names(plan),
+            (Args{"TNT_USE_GPU", "TNT_LOG_ON_ALL_DEVICES", "TNT_OUTPUT_ON_ALL_DEVICES",
+                  "TNT_STDOUT_IS_TERMINAL", "Z", "B", "Q"}));
 }
 
 TEST(LaunchPlan, RepeatedExportKeepsTheLastValueOnce) {

@@ -11,7 +11,6 @@
 // SIGKILLed), we stop the program ourselves: SIGTERM, then SIGKILL.
 #include "rank_exec.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -22,11 +21,15 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <optional>
+#include <stdexcept>
 
 #include "exit_status.h"
-#include "line_prefixer.h"
+#include "launcher_error.h"
 #include "node_facts.h"
+#include "output_files.h"
+#include "output_relay.h"
 #include "rank_exec_options.h"
 #include "signal_pipe.h"
 #include "spawn.h"
@@ -84,29 +87,60 @@ std::vector<std::string> pinned_command(const RankExecCommand& parsed, const Ran
   return command;
 }
 
-OutputMode output_mode(const RankExecOptions& options, const RankIdentity& id) {
-  if (options.output_on_all_devices) return OutputMode::kPipe;
+// With --output-filename every stream goes through us, to be copied into
+// the files; otherwise only a stream whose console text we change does.
+OutputMode stdout_mode(const RankExecOptions& options, const RankIdentity& id) {
+  if (options.output_directory || options.output_on_all_devices) return OutputMode::kPipe;
   return id.rank == 0 ? OutputMode::kInherit : OutputMode::kDevNull;
 }
 
-void write_all(int fd, const std::string& text) {
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // mpirun's end of the pipe is gone: output is lost, not fatal
-    done += static_cast<std::size_t>(n);
+OutputMode stderr_mode(const RankExecOptions& options) {
+  return options.output_directory ? OutputMode::kPipe : OutputMode::kInherit;
+}
+
+// What the console shows of the program's stdout: rank 0's as is, every
+// rank's prefixed with --output-on-all-devices, nothing of other ranks.
+ConsoleSink stdout_console(const RankExecOptions& options, const RankIdentity& id) {
+  if (options.output_on_all_devices) {
+    return ConsoleSink{STDOUT_FILENO, "[" + std::to_string(id.rank) + "] "};
   }
+  return ConsoleSink{id.rank == 0 ? STDOUT_FILENO : -1, std::nullopt};
+}
+
+// DIR/rank.N/stdout and stderr, opened before the program starts so that a
+// rank that cannot write its files fails before it trains.
+struct RankFiles {
+  std::unique_ptr<OutputFile> out;
+  std::unique_ptr<OutputFile> err;
+};
+
+// Throws std::runtime_error naming the path that could not be created.
+RankFiles open_rank_files(const RankExecOptions& options, const RankIdentity& id) {
+  if (!options.output_directory) return {};
+  const std::string dir = rank_output_directory(*options.output_directory, id.rank);
+  if (const auto problem = make_directories(dir)) throw std::runtime_error(*problem);
+  return RankFiles{std::make_unique<OutputFile>(dir + "/stdout", rank_label(id)),
+                   std::make_unique<OutputFile>(dir + "/stderr", rank_label(id))};
+}
+
+std::vector<OutputRelay> relays_for(const Child& child, const RankExecOptions& options,
+                                    const RankIdentity& id, RankFiles files) {
+  std::vector<OutputRelay> relays;
+  if (child.stdout_fd >= 0) {
+    relays.emplace_back(child.stdout_fd, stdout_console(options, id), std::move(files.out));
+  }
+  if (child.stderr_fd >= 0) {
+    relays.emplace_back(child.stderr_fd, ConsoleSink{STDERR_FILENO, std::nullopt},
+                        std::move(files.err));
+  }
+  return relays;
 }
 
 // Waits for the program, relaying its output and passing signals on.
 class ChildWatch {
  public:
-  ChildWatch(const Child& child, const RankIdentity& id, SignalPipe& signals)
-      : child_(child),
-        prefixer_("[" + std::to_string(id.rank) + "] "),
-        signals_(signals),
-        parent_(::getppid()) {}
+  ChildWatch(const Child& child, std::vector<OutputRelay> relays, SignalPipe& signals)
+      : child_(child), relays_(std::move(relays)), signals_(signals), parent_(::getppid()) {}
 
   // Returns the wait status of the program.
   int run() {
@@ -125,39 +159,18 @@ class ChildWatch {
 
  private:
   void wait_for_events() {
-    pollfd fds[2] = {{signals_.fd(), POLLIN, 0}, {child_.stdout_fd, POLLIN, 0}};
-    const int count = child_.stdout_fd >= 0 ? 2 : 1;
-    if (::poll(fds, count, kPollMillis) > 0 && count == 2 && fds[1].revents != 0) relay_output();
-  }
-
-  // One read; returns false at EOF or when nothing is available.
-  bool relay_output() {
-    char buffer[8192];
-    const ssize_t n = ::read(child_.stdout_fd, buffer, sizeof(buffer));
-    if (n > 0) {
-      write_all(STDOUT_FILENO,
-                prefixer_.feed(std::string_view(buffer, static_cast<std::size_t>(n))));
-      return true;
+    std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
+    for (const auto& relay : relays_) fds.push_back({relay.fd(), POLLIN, 0});  // -1: skipped
+    if (::poll(fds.data(), fds.size(), kPollMillis) <= 0) return;
+    for (std::size_t i = 0; i < relays_.size(); ++i) {
+      if (fds[i + 1].revents != 0) relays_[i].relay_once();
     }
-    if (n == 0 || (errno != EINTR && errno != EAGAIN)) close_output();
-    return false;
   }
 
   // After the program exited, its background children may still hold the
-  // pipe open, so read only what is already there instead of waiting for EOF.
+  // pipes open, so each relay copies only what is already there.
   void drain_output() {
-    if (child_.stdout_fd >= 0) {
-      ::fcntl(child_.stdout_fd, F_SETFL, O_NONBLOCK);
-      while (child_.stdout_fd >= 0 && relay_output()) {
-      }
-      close_output();
-    }
-    write_all(STDOUT_FILENO, prefixer_.finish());
-  }
-
-  void close_output() {
-    if (child_.stdout_fd >= 0) ::close(child_.stdout_fd);
-    child_.stdout_fd = -1;
+    for (auto& relay : relays_) relay.finish();
   }
 
   void handle_signals() {
@@ -203,7 +216,7 @@ class ChildWatch {
   }
 
   Child child_;
-  LinePrefixer prefixer_;
+  std::vector<OutputRelay> relays_;
   SignalPipe& signals_;
   const pid_t parent_;
   int stop_signal_ = 0;
@@ -236,10 +249,20 @@ int run_rank_exec(const std::vector<std::string>& args) {
   apply_thread_rule(parsed.options, id);
   ::signal(SIGPIPE, SIG_IGN);  // a vanished reader must not kill us before we report
 
+  RankFiles files;
+  try {
+    files = open_rank_files(parsed.options, id);
+  } catch (const std::runtime_error& error) {
+    std::cerr << "tarantella: " << rank_label(id) << ": --output-filename: " << error.what()
+              << "; the program was not started" << std::endl;
+    return kUsageExitCode;
+  }
+
   SignalPipe signals({SIGINT, SIGTERM, SIGHUP, SIGCHLD});
   SpawnOptions spawn_options;
   spawn_options.argv = pinned_command(parsed, id);
-  spawn_options.stdout_mode = output_mode(parsed.options, id);
+  spawn_options.stdout_mode = stdout_mode(parsed.options, id);
+  spawn_options.stderr_mode = stderr_mode(parsed.options);
   spawn_options.die_with_parent = true;
   Child child;
   try {
@@ -249,7 +272,7 @@ int run_rank_exec(const std::vector<std::string>& args) {
               << " (is it installed at the same path on every host?)" << std::endl;
     return 127;
   }
-  ChildWatch watch(child, id, signals);
+  ChildWatch watch(child, relays_for(child, parsed.options, id, std::move(files)), signals);
   const int status = watch.run();
   return report(id, status, watch.stop_signal());
 }

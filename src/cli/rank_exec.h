@@ -3,7 +3,8 @@
 // It sits between OpenMPI and the user's program to give every rank the same
 // treatment on every host: OMP_NUM_THREADS from the thread rule, optional
 // NUMA pinning through numactl, stdout shown for rank 0 only (or prefixed
-// with the rank for all), stop signals passed on, and a one-line report
+// with the rank for all), with --output-filename a copy of stdout and
+// stderr in DIR/rank.N/, stop signals passed on, and a one-line report
 // naming the rank and host when the program fails.
 #pragma once
 
@@ -14,7 +15,8 @@ namespace tnt::cli {
 
 /// Runs the wrapper for `args` (argv without argv[0], starting with
 /// "--rank-exec") and returns the exit code: the program's own, 128+N when
-/// signal N killed it, 127 when it could not be executed.
+/// signal N killed it, 127 when it could not be executed, kUsageExitCode
+/// when its --output-filename files could not be created.
 int run_rank_exec(const std::vector<std::string>& args);
 
 }  // namespace tnt::cli

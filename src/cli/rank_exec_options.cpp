@@ -12,6 +12,9 @@ const char* const kThreadsAuto = "--threads=auto";
 const char* const kThreadsInherit = "--threads=inherit";
 const char* const kPinCpu = "--pin-cpu";
 const char* const kPinMemory = "--pin-memory";
+// Followed by the directory in the same word, so any path (spaces, '=',
+// a leading '-') stays one argument.
+const std::string kOutputDirectory = "--output-dir=";
 
 // Applies one flag; false when it is not a wrapper flag.
 bool apply_flag(const std::string& flag, RankExecOptions& options) {
@@ -23,6 +26,9 @@ bool apply_flag(const std::string& flag, RankExecOptions& options) {
     options.pin_cpu = true;
   } else if (flag == kPinMemory) {
     options.pin_memory = true;
+  } else if (flag.compare(0, kOutputDirectory.size(), kOutputDirectory) == 0 &&
+             flag.size() > kOutputDirectory.size()) {
+    options.output_directory = flag.substr(kOutputDirectory.size());
   } else {
     return false;
   }
@@ -37,6 +43,7 @@ std::vector<std::string> to_arguments(const RankExecOptions& options) {
   args.push_back(options.set_omp_threads ? kThreadsAuto : kThreadsInherit);
   if (options.pin_cpu) args.push_back(kPinCpu);
   if (options.pin_memory) args.push_back(kPinMemory);
+  if (options.output_directory) args.push_back(kOutputDirectory + *options.output_directory);
   args.push_back("--");
   return args;
 }

@@ -6,6 +6,7 @@
 // drift apart (a round trip is unit-tested).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,10 +23,12 @@ struct RankExecOptions {
   bool set_omp_threads = true;
   bool pin_cpu = false;     ///< numactl --cpunodebind
   bool pin_memory = false;  ///< numactl --membind
+  /// --output-filename, absolute: also copy stdout and stderr to DIR/rank.N/.
+  std::optional<std::string> output_directory;
   bool operator==(const RankExecOptions& o) const {
     return output_on_all_devices == o.output_on_all_devices &&
            set_omp_threads == o.set_omp_threads && pin_cpu == o.pin_cpu &&
-           pin_memory == o.pin_memory;
+           pin_memory == o.pin_memory && output_directory == o.output_directory;
   }
 };
 

@@ -1,5 +1,6 @@
 // Helpers shared by the launcher's unit tests: a self-deleting temp
-// directory and a way to assert on LauncherError messages.
+// directory, reading a file back, and a way to assert on LauncherError
+// messages.
 #pragma once
 
 #include <gmock/gmock.h>
@@ -8,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "launcher_error.h"
@@ -44,6 +46,12 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+/// The whole content of the file at `path` ("" if it cannot be read).
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
 
 /// The message of the LauncherError `f` throws, or "<no error>".
 template <typename F>

@@ -30,7 +30,7 @@ class UsageFormatter : public CLI::Formatter {
 // Raw flag values as CLI11 stores them; converted and checked by to_options().
 struct RawFlags {
   std::string ranks, ranks_per_node, hostfile, assume_gpus;
-  std::string log_level, fusion_threshold, interpreter, timeline, autotune_log;
+  std::string log_level, fusion_threshold, interpreter, timeline, autotune_log, output_dir;
   std::vector<std::string> exports;
   std::vector<std::pair<std::string, std::string>> mca;
   bool no_gpu = false, log_on_all = false, output_on_all = false, autotune = false;
@@ -49,6 +49,7 @@ struct Given {
   CLI::Option* interpreter;
   CLI::Option* timeline;
   CLI::Option* autotune_log;
+  CLI::Option* output_dir;
 };
 
 Given define_flags(CLI::App& app, RawFlags& raw) {
@@ -68,6 +69,11 @@ Given define_flags(CLI::App& app, RawFlags& raw) {
   app.add_flag("--log-on-all-devices", raw.log_on_all, "Log on every rank, not only rank 0");
   app.add_flag("--output-on-all-devices", raw.output_on_all,
                "Show the standard output of every rank, each line prefixed with [rank]");
+  given.output_dir =
+      app.add_option("--output-filename", raw.output_dir,
+                     "Also write each rank's complete stdout and stderr to "
+                     "DIR/rank.N/stdout and DIR/rank.N/stderr (the console is unchanged)")
+          ->type_name("DIR");
   app.add_option("-x", raw.exports, "Export VAR=VALUE to every rank (repeatable)")
       ->type_name("VAR=VALUE");
   given.fusion_threshold =
@@ -144,9 +150,12 @@ std::uint64_t parse_fusion_threshold(const std::string& text) {
   return *value;
 }
 
-std::string file_flag(const std::string& flag, const std::string& text) {
+// A file or directory flag; `kind` and `example` make the message:
+// "--timeline '': give a file name, e.g. --timeline trace.json".
+std::string path_flag(const std::string& flag, const std::string& text, const std::string& kind,
+                      const std::string& example) {
   if (text.empty()) {
-    throw LauncherError(flag + " '': give a file name, e.g. " + flag + " trace.json");
+    throw LauncherError(flag + " '': give a " + kind + ", e.g. " + flag + " " + example);
   }
   return text;
 }
@@ -185,9 +194,15 @@ LaunchOptions to_options(const RawFlags& raw, const Given& given) {
   if (given.fusion_threshold->count()) {
     options.fusion_threshold_kib(parse_fusion_threshold(raw.fusion_threshold));
   }
-  if (given.timeline->count()) options.timeline_file(file_flag("--timeline", raw.timeline));
+  if (given.timeline->count()) {
+    options.timeline_file(path_flag("--timeline", raw.timeline, "file name", "trace.json"));
+  }
   if (given.autotune_log->count()) {
-    options.autotune_log_file(file_flag("--autotune-log", raw.autotune_log));
+    options.autotune_log_file(
+        path_flag("--autotune-log", raw.autotune_log, "file name", "trials.csv"));
+  }
+  if (given.output_dir->count()) {
+    options.output_directory(path_flag("--output-filename", raw.output_dir, "directory", "logs"));
   }
   std::vector<McaParameter> mca;
   for (const auto& [name, value] : raw.mca) mca.push_back(parse_mca_parameter(name, value));

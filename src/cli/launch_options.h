@@ -31,6 +31,9 @@ class LaunchOptions {
   TNT_CLI_ARG(std::optional<std::string>, log_level);
   TNT_CLI_ARG(bool, log_on_all_devices) = false;
   TNT_CLI_ARG(bool, output_on_all_devices) = false;
+  /// --output-filename: the folder for DIR/rank.N/{stdout,stderr}, as typed
+  /// (made absolute by the launch plan).
+  TNT_CLI_ARG(std::optional<std::string>, output_directory);
   /// -x entries in command-line order.
   TNT_CLI_ARG(std::vector<EnvAssignment>, exports);
   TNT_CLI_ARG(std::optional<std::uint64_t>, fusion_threshold_kib);

@@ -77,6 +77,13 @@ void export_tarantella_settings(MpirunCommand& command, const LaunchOptions& opt
   }
 }
 
+// Like --timeline, made absolute here: ranks may start in another directory.
+std::optional<std::string> absolute_output_directory(const LaunchOptions& options,
+                                                     const NodeFacts& facts) {
+  if (!options.output_directory()) return std::nullopt;
+  return absolute_path(*options.output_directory(), facts.current_dir());
+}
+
 std::string placement_note(const LaunchOptions& options, int per_node, bool use_gpu) {
   const std::string where = options.hosts().empty()
                                 ? "this node"
@@ -110,8 +117,10 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& fact
   if (facts.omp_num_threads_set()) command.export_inherited("OMP_NUM_THREADS");
   for (const auto& e : options.exports()) command.export_value(e.name, e.value);
 
+  const auto output_directory = absolute_output_directory(options, facts);
   RankExecOptions wrapper;
   wrapper.output_on_all_devices = options.output_on_all_devices();
+  wrapper.output_directory = output_directory;
   wrapper.set_omp_threads = !keep_threads;
   wrapper.pin_cpu = options.pin_to_socket();
   wrapper.pin_memory = options.pin_memory_to_socket();
@@ -126,6 +135,11 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& fact
   if (!placement.warning.empty()) plan.warnings.push_back(placement.warning);
   plan.notes.push_back(placement_note(options, placement.ranks_per_node, placement.use_gpu));
   plan.notes.push_back(threads_note(keep_threads, facts, placement.ranks_per_node));
+  if (output_directory) {
+    plan.notes.push_back("each rank's stdout and stderr are also written to " + *output_directory +
+                         "/rank.N/stdout and " + *output_directory + "/rank.N/stderr");
+    plan.output_directory = output_directory;
+  }
   return plan;
 }
 

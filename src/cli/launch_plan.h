@@ -6,6 +6,7 @@
 // each flag's effect here, and --dry-run prints exactly this plan.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct LaunchPlan {
   std::vector<std::string> warnings;
   /// Human-readable facts about the decision, shown by --dry-run as comments.
   std::vector<std::string> notes;
+  /// --output-filename made absolute: the launcher creates it and checks that
+  /// it is writable before starting mpirun (not for --dry-run).
+  std::optional<std::string> output_directory;
 };
 
 /// Plans a training run. `program_path` is the resolved program (absolute).

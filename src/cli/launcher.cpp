@@ -13,6 +13,7 @@
 #include "launch_plan.h"
 #include "launcher_error.h"
 #include "node_facts.h"
+#include "output_files.h"
 #include "program_path.h"
 #include "spawn.h"
 #include "supervisor.h"
@@ -30,7 +31,19 @@ std::string failure_reason(const SupervisedResult& result) {
   return WIFEXITED(result.wait_status) ? how + " (the messages above name the failing rank)" : how;
 }
 
+// On the launching node, before mpirun: a bad --output-filename stops the
+// launch at once instead of failing every rank (each rank still creates its
+// own rank.N folder, on whatever host it runs).
+void prepare_output_files(const LaunchPlan& plan) {
+  if (!plan.output_directory) return;
+  if (const auto problem = prepare_output_directory(*plan.output_directory)) {
+    throw LauncherError("--output-filename: " + *problem +
+                        "; give a directory you can create and write to");
+  }
+}
+
 int run_plan(const LaunchPlan& plan) {
+  prepare_output_files(plan);
   print_warnings(plan);
   SupervisedResult result;
   try {

@@ -186,6 +186,16 @@ TEST(ArgumentParser, TimelineAndAutotuneFilesAreKeptAsTyped) {
   EXPECT_TRUE(parse({"--autotune", "--", "p"}).autotune());
 }
 
+TEST(ArgumentParser, OutputFilenameIsKeptAsTyped) {
+  EXPECT_EQ(parse({"--output-filename", "logs/run 1", "--", "p"}).output_directory(), "logs/run 1");
+  EXPECT_EQ(parse({"--output-filename=/abs/logs", "-n", "2", "--", "p"}).output_directory(),
+            "/abs/logs");
+  EXPECT_FALSE(parse({"--", "p"}).output_directory());
+  EXPECT_THAT(parse_error({"--output-filename", "", "--", "p"}),
+              HasSubstr("--output-filename '': give a directory, e.g. --output-filename logs"));
+  EXPECT_THAT(parse_error({"--output-filename", "--", "p"}), HasSubstr("--output-filename"));
+}
+
 TEST(ArgumentParser, AutotuneLogNeedsAutotune) {
   const auto message = parse_error({"--autotune-log", "trials.csv", "--", "p"});
   EXPECT_THAT(message, HasSubstr("--autotune-log trials.csv only applies with --autotune"));
@@ -227,6 +237,8 @@ TEST(ArgumentParser, HelpListsTheFlagsButNotTheHiddenOnes) {
                            "--log-level",
                            "--log-on-all-devices",
                            "--output-on-all-devices",
+                           "--output-filename",
+                           "DIR/rank.N/stdout",
                            "-x",
                            "--fusion-threshold",
                            "--pin-to-socket",

@@ -81,6 +81,22 @@ TEST(LaunchPlan, RanksRunThroughTheWrapperWithAnAbsoluteProgram) {
   const auto plan = build_launch_plan(job(2), cpu_node(), kProgram);
   EXPECT_EQ(rank_command(plan), (Args{kLauncher, "--rank-exec", "--output=rank0", "--threads=auto",
                                       "--", kProgram, "arg"}));
+  EXPECT_FALSE(plan.output_directory);
+}
+
+TEST(LaunchPlan, OutputFilenameIsMadeAbsoluteForTheWrapperAndTheLauncher) {
+  for (const auto& [typed, absolute] :
+       {std::pair<std::string, std::string>{"logs/./run", "/home/me/run/logs/run"},
+        {"/var//logs", "/var/logs"}}) {
+    const auto plan = build_launch_plan(job(2).output_directory(typed), cpu_node(), kProgram);
+    EXPECT_EQ(plan.output_directory, absolute) << typed;
+    EXPECT_EQ(rank_command(plan),
+              (Args{kLauncher, "--rank-exec", "--output=rank0", "--threads=auto",
+                    "--output-dir=" + absolute, "--", kProgram, "arg"}));
+    EXPECT_THAT(plan.notes, ::testing::Contains(
+                                "each rank's stdout and stderr are also written to " + absolute +
+                                "/rank.N/stdout and " + absolute + "/rank.N/stderr"));
+  }
 }
 
 TEST(LaunchPlan, RanksLearnWhetherTheLaunchersStdoutIsATerminal) {

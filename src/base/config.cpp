@@ -110,6 +110,7 @@ Config Config::from_lookup(const Lookup& lookup) {
   with(env::kTimeline, [&](auto, auto r) { c.timeline_path = trim(r); });
   with(env::kAutotune, [&](auto v, auto r) { c.autotune = parse_bool(v, r); });
   with(env::kAutotuneLog, [&](auto, auto r) { c.autotune_log_path = trim(r); });
+  with(env::kStdoutIsTerminal, [&](auto v, auto r) { c.stdout_is_terminal = parse_bool(v, r); });
   return c;
 }
 

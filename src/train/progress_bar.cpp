@@ -1,6 +1,13 @@
 #include "train/progress_bar.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include <fmt/format.h>
+
+#include <tarantella/base/config.h>
+#include <tarantella/base/env_contract.h>
 
 namespace tnt::detail {
 namespace {
@@ -10,10 +17,23 @@ double seconds(std::chrono::steady_clock::duration d) {
 }
 }  // namespace
 
-ProgressBar::ProgressBar(std::int64_t total, int verbose, bool enabled, std::FILE* out)
+bool ProgressBar::output_is_terminal(std::FILE* out) {
+  // Through Config so the value is validated like every other TNT_* variable.
+  const Config told = Config::from_lookup([](const std::string& name) -> std::optional<std::string> {
+    const char* value = name == env::kStdoutIsTerminal ? std::getenv(name.c_str()) : nullptr;
+    if (value == nullptr || *value == '\0') return std::nullopt;
+    return std::string(value);
+  });
+  if (told.stdout_is_terminal) return *told.stdout_is_terminal;
+  return out != nullptr && ::isatty(::fileno(out)) == 1;
+}
+
+ProgressBar::ProgressBar(std::int64_t total, int verbose, bool enabled, std::FILE* out,
+                         std::optional<bool> live)
     : total_(total),
       verbose_(verbose),
       enabled_(enabled && verbose > 0),
+      live_(enabled_ && verbose == 1 && (live ? *live : output_is_terminal(out))),
       out_(out),
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_ - std::chrono::seconds(1)) {}
@@ -36,7 +56,7 @@ std::string ProgressBar::bar(std::int64_t done) const {
 
 void ProgressBar::update(std::int64_t step_done, const std::map<std::string, double>& logs) {
   done_ = step_done;
-  if (!enabled_ || verbose_ != 1) return;
+  if (!live_) return;
   const auto now = std::chrono::steady_clock::now();
   if (now - last_draw_ < std::chrono::milliseconds(100)) return;  // no flood on fast steps
   last_draw_ = now;
@@ -54,7 +74,7 @@ void ProgressBar::finish(const std::map<std::string, double>& logs) {
   const std::string line = fmt::format("{} - {:.0f}s {:.0f}ms/step{}",
                                        verbose_ == 1 ? bar(done_) : fmt::format("{} steps", done_),
                                        elapsed, ms_per_step, format_logs(logs));
-  fmt::print(out_, "{}{}\n", verbose_ == 1 ? "\r" : "", line);
+  fmt::print(out_, "{}{}\n", live_ ? "\r" : "", line);
   std::fflush(out_);
 }
 

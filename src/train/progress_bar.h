@@ -3,22 +3,35 @@
 //   12/938 [>.............................] - ETA: 10s - loss: 0.5312 - accuracy: 0.8125
 // ending in "938/938 [==============================] - 12s 13ms/step - loss: ...";
 // verbose 2: only the final line of each epoch.
+//
+// Redrawing in place needs a terminal. Written to a file or a pipe (a batch
+// job's log), verbose 1 prints only the final bar line of each epoch, as
+// Keras does: one line per epoch instead of ~40 carriage-return updates.
+// Under the launcher every rank's stdout is a pipe, so the launcher says
+// whether its own stdout is a terminal (TNT_STDOUT_IS_TERMINAL).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace tnt::detail {
 
 class ProgressBar {
  public:
-  /// `total` steps (<= 0 if unknown); prints only if `enabled`.
-  ProgressBar(std::int64_t total, int verbose, bool enabled, std::FILE* out = stdout);
+  /// `total` steps (<= 0 if unknown); prints only if `enabled`. `live`:
+  /// redraw in place; nullopt asks output_is_terminal(out).
+  ProgressBar(std::int64_t total, int verbose, bool enabled, std::FILE* out = stdout,
+              std::optional<bool> live = std::nullopt);
   void update(std::int64_t step_done, const std::map<std::string, double>& logs);
   void finish(const std::map<std::string, double>& logs);
+
+  /// TNT_STDOUT_IS_TERMINAL when set (a malformed value throws tnt::Error
+  /// naming it), else whether `out` is a terminal.
+  static bool output_is_terminal(std::FILE* out);
 
  private:
   std::string bar(std::int64_t done) const;
@@ -27,6 +40,7 @@ class ProgressBar {
   std::int64_t total_;
   int verbose_;
   bool enabled_;
+  bool live_;
   std::FILE* out_;
   std::int64_t done_ = 0;
   std::chrono::steady_clock::time_point start_;

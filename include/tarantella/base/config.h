@@ -48,6 +48,9 @@ struct Config {
   bool autotune = false;
   /// TNT_AUTOTUNE_LOG: also write the auto-tuning trials to this file (CSV).
   std::string autotune_log_path;
+  /// TNT_STDOUT_IS_TERMINAL (set by the launcher): whether the output the
+  /// user reads is a terminal. Unset: the progress bar asks isatty().
+  std::optional<bool> stdout_is_terminal;
 
   /// Reads the variables through `lookup` (returns nullopt for unset ones).
   /// A malformed value throws tnt::Error naming the variable and the value.

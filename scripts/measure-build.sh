@@ -28,7 +28,8 @@ echo "cores:               $(nproc)"
 echo "configure:           $(secs "$t0" "$t1") s"
 echo "main job's targets:  $(secs "$t1" "$t2") s"
 echo "whole tree:          $(secs "$t1" "$t3") s ($objects objects)"
-if grep -q "invalid-pch\|Winvalid-pch" "$build.main.log" "$build.all.log"; then
-  echo "WARNING: a precompiled header was rejected:"; grep -h -m3 "invalid-pch" "$build.main.log" "$build.all.log"
+if grep -q "invalid-pch" "$build.main.log" "$build.all.log"; then
+  echo "WARNING: a precompiled header was rejected (the build is slower than it should be):"
+  grep -h -B2 "invalid-pch" "$build.main.log" "$build.all.log" | head -12
 fi
 rm -f "$build.main.log" "$build.all.log"

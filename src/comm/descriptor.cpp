@@ -81,13 +81,13 @@ std::string check_table(const std::vector<Descriptor>& table) {
   }
   const long long seq = table.empty() ? 0 : table[0].seq;
   if (!missing.empty()) {
-    return detail::concat("collective #", seq, " (", describe(table[0]), " on rank 0): ",
+    return ::tnt::detail::concat("collective #", seq, " (", describe(table[0]), " on rank 0): ",
                           ranks_text(missing),
                           " did not arrive within the timeout (TNT_COMM_TIMEOUT): the rank is "
                           "stuck, far behind, or called a different number of collectives");
   }
   if (!failed.empty()) {
-    return detail::concat("collective #", seq, ": ", ranks_text(failed),
+    return ::tnt::detail::concat("collective #", seq, ": ", ranks_text(failed),
                           " rejected its arguments (see that rank's error above); no data was "
                           "exchanged");
   }

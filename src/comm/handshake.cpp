@@ -57,9 +57,9 @@ std::vector<Descriptor> Handshake::agree(Descriptor mine) {
     for (const auto& d : table) timed_out = timed_out || !d.arrived;
     if (timed_out) {
       broken_ = true;
-      throw TimeoutError(detail::concat("[tarantella rank ", rank_, "] ", verdict));
+      throw TimeoutError(::tnt::detail::concat("[tarantella rank ", rank_, "] ", verdict));
     }
-    throw MismatchError(detail::concat("[tarantella rank ", rank_, "] ", verdict));
+    throw MismatchError(::tnt::detail::concat("[tarantella rank ", rank_, "] ", verdict));
   }
   return table;
 }
@@ -134,7 +134,7 @@ std::vector<Descriptor> Handshake::await_verdict(const Descriptor& mine) {
       deadline_after(timeout_seconds_ + grace));
   if (!done) {
     broken_ = true;
-    throw TimeoutError(detail::concat(
+    throw TimeoutError(::tnt::detail::concat(
         "[tarantella rank ", rank_, "] collective #", mine.seq, " (", describe(mine),
         "): the master rank 0 did not confirm within ", timeout_seconds_ + grace,
         " s (TNT_COMM_TIMEOUT): rank 0 is stuck or far behind, or called a different number of "

@@ -109,14 +109,14 @@ class Hub {
       for (int q = 0; q < size_; ++q) {
         if (!present_[static_cast<std::size_t>(q)]) missing.push_back(q);
       }
-      missing_ = detail::concat(
+      missing_ = ::tnt::detail::concat(
           rank_list(missing), " of the in-process group did not arrive within ", timeout_seconds_,
           " s: the rank is stuck, far behind, or called a different number of collectives");
       wake_.notify_all();
     }
     if (rounds_ == mine) {
       // This rank's own timeout, or another's that woke it: both name the missing ranks.
-      throw TimeoutError(detail::concat("[tarantella rank ", rank, "] collective #", d.seq, " (",
+      throw TimeoutError(::tnt::detail::concat("[tarantella rank ", rank, "] collective #", d.seq, " (",
                                         describe(d), "): ", missing_));
     }
     std::shared_ptr<const Round> out = result_;
@@ -131,7 +131,7 @@ class Hub {
 
  private:
   [[noreturn]] void throw_unusable(int rank) const {
-    throw TimeoutError(detail::concat("[tarantella rank ", rank,
+    throw TimeoutError(::tnt::detail::concat("[tarantella rank ", rank,
                                       "] the in-process group is unusable after a collective "
                                       "timed out on another rank (see its error)"));
   }
@@ -226,7 +226,7 @@ class InProcessBackend final : public Backend {
   torch::Tensor broadcast(torch::Tensor tensor, int root) override {
     std::optional<std::string> error = validate(tensor, std::nullopt);
     if (!error && (root < 0 || root >= size())) {
-      error = detail::concat("broadcast root ", root, " is not a rank of this group (0..",
+      error = ::tnt::detail::concat("broadcast root ", root, " is not a rank of this group (0..",
                              size() - 1, "): pass a root in that range");
     }
     const auto round = run(Collective::Broadcast, &tensor, std::nullopt, root, error);
@@ -267,7 +267,7 @@ class InProcessBackend final : public Backend {
   torch::Tensor gather(Collective kind, const torch::Tensor& tensor, const char* name) {
     std::optional<std::string> error = validate(tensor, std::nullopt);
     if (!error && tensor.dim() == 0) {
-      error = detail::concat(name,
+      error = ::tnt::detail::concat(name,
                              " needs a tensor with at least one dimension: use tensor.reshape({1})");
     }
     const auto round = run(kind, &tensor, std::nullopt, -1, error);
@@ -284,7 +284,7 @@ class InProcessBackend final : public Backend {
     auto round = hub_->exchange(rank_, d, std::move(input), color, key);
     if (!round->verdict.empty()) {
       if (local_error) throw Error(*local_error);
-      throw MismatchError(detail::concat("[tarantella rank ", rank_, "] ", round->verdict));
+      throw MismatchError(::tnt::detail::concat("[tarantella rank ", rank_, "] ", round->verdict));
     }
     return round;
   }

@@ -91,7 +91,7 @@ torch::Tensor MpiBackend::allreduce(torch::Tensor tensor, ReduceOp op) {
 torch::Tensor MpiBackend::broadcast(torch::Tensor tensor, int root) {
   std::optional<std::string> error = validate(tensor, std::nullopt);
   if (!error && (root < 0 || root >= size_)) {
-    error = detail::concat("broadcast root ", root, " is not a rank of this job (0..", size_ - 1,
+    error = ::tnt::detail::concat("broadcast root ", root, " is not a rank of this job (0..", size_ - 1,
                            "): pass a root in that range");
   }
   agree(Collective::Broadcast, &tensor, std::nullopt, root, error);

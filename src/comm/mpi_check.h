@@ -16,7 +16,7 @@ inline void check_mpi(int rc, const char* call) {
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(rc, text, &len);
-  detail::throw_error(detail::concat(call, " failed: ", std::string(text, len)));
+  ::tnt::detail::throw_error(::tnt::detail::concat(call, " failed: ", std::string(text, len)));
 }
 
 }  // namespace tnt::comm

@@ -209,12 +209,12 @@ ProcessGroup ProcessGroup::subgroup(const std::vector<int>& ranks) const {
   std::vector<char> seen(static_cast<std::size_t>(std::max(size(), 0)), 0);
   for (int r : ranks) {
     if (r < 0 || r >= size()) {
-      problem = detail::concat("subgroup(): rank ", r, " is not a rank of this ", describe(),
+      problem = ::tnt::detail::concat("subgroup(): rank ", r, " is not a rank of this ", describe(),
                                ": pass ranks in 0..", size() - 1);
       break;
     }
     if (seen[static_cast<std::size_t>(r)]++) {
-      problem = detail::concat("subgroup(): rank ", r, " is listed twice: list each rank once");
+      problem = ::tnt::detail::concat("subgroup(): rank ", r, " is listed twice: list each rank once");
       break;
     }
   }
@@ -228,8 +228,8 @@ ProcessGroup ProcessGroup::subgroup(const std::vector<int>& ranks) const {
   const torch::Tensor all = allgather(mine);
   for (int r = 0; r < size(); ++r) {
     if (all[2 * r + 1].item<std::int64_t>() != 0) {
-      if (problem) detail::throw_error(*problem);
-      detail::throw_error(detail::concat("subgroup(): rank ", r,
+      if (problem) ::tnt::detail::throw_error(*problem);
+      ::tnt::detail::throw_error(::tnt::detail::concat("subgroup(): rank ", r,
                                          " rejected its list of ranks (see its error)"));
     }
     TNT_CHECK(all[2 * r].item<std::int64_t>() == all[0].item<std::int64_t>(),

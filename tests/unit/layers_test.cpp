@@ -11,18 +11,18 @@
 
 namespace {
 
-namespace L = tnt::layers;
+namespace TL = tnt::layers;
 using json = nlohmann::json;
 
-L::Sequential lenet() {
-  return L::Sequential({L::Conv2D(1, 6, 5, 1, "same", "relu"), L::MaxPool2D(2),
-                        L::Conv2D(6, 16, 5, 1, "valid", "relu"), L::AvgPool2D(2), L::Flatten(),
-                        L::Dense(16 * 5 * 5, 120, "relu"), L::BatchNorm(120), L::Dropout(0.25),
-                        L::Dense(120, 10), L::Activation("log_softmax")});
+TL::Sequential lenet() {
+  return TL::Sequential({TL::Conv2D(1, 6, 5, 1, "same", "relu"), TL::MaxPool2D(2),
+                        TL::Conv2D(6, 16, 5, 1, "valid", "relu"), TL::AvgPool2D(2), TL::Flatten(),
+                        TL::Dense(16 * 5 * 5, 120, "relu"), TL::BatchNorm(120), TL::Dropout(0.25),
+                        TL::Dense(120, 10), TL::Activation("log_softmax")});
 }
 
 TEST(Layers, ForwardShapesAndPyTorchStyleNames) {
-  L::Sequential net = lenet();
+  TL::Sequential net = lenet();
   const torch::Tensor out = net->forward(torch::randn({3, 1, 28, 28}));
   EXPECT_EQ(out.sizes(), (std::vector<std::int64_t>{3, 10}));
   // log_softmax: rows sum to one in probability space.
@@ -38,17 +38,17 @@ TEST(Layers, ForwardShapesAndPyTorchStyleNames) {
 
 TEST(Layers, SameAndValidPaddingFollowKeras) {
   for (std::int64_t stride : {1, 2, 3}) {
-    L::Sequential same({L::Conv2D(2, 4, 3, stride, "same")});
+    TL::Sequential same({TL::Conv2D(2, 4, 3, stride, "same")});
     const torch::Tensor y = same->forward(torch::randn({1, 2, 10, 7}));
     EXPECT_EQ(y.size(2), (10 + stride - 1) / stride) << "stride " << stride;
     EXPECT_EQ(y.size(3), (7 + stride - 1) / stride) << "stride " << stride;
   }
-  L::Sequential valid({L::Conv2D(2, 4, 3, 1, "valid")});
+  TL::Sequential valid({TL::Conv2D(2, 4, 3, 1, "valid")});
   EXPECT_EQ(valid->forward(torch::randn({1, 2, 10, 7})).size(2), 8);
 }
 
 TEST(Layers, BatchNormUsesKerasMomentumAndMatchesPyTorch) {
-  L::Sequential ours({L::BatchNorm(4, /*momentum=*/0.9, /*epsilon=*/1e-5)});
+  TL::Sequential ours({TL::BatchNorm(4, /*momentum=*/0.9, /*epsilon=*/1e-5)});
   torch::nn::BatchNorm1d theirs(torch::nn::BatchNorm1dOptions(4).momentum(0.1).eps(1e-5));
   const torch::Tensor x = torch::randn({8, 4}) * 3 + 1;
   EXPECT_TRUE(torch::allclose(ours->forward(x), theirs->forward(x), 1e-5, 1e-6));
@@ -60,19 +60,19 @@ TEST(Layers, BatchNormUsesKerasMomentumAndMatchesPyTorch) {
 }
 
 TEST(Layers, EmbeddingAndLayerNorm) {
-  L::Sequential net({L::Embedding(50, 8), L::LayerNorm({8}), L::Dense(8, 3, "softmax")});
+  TL::Sequential net({TL::Embedding(50, 8), TL::LayerNorm({8}), TL::Dense(8, 3, "softmax")});
   const torch::Tensor y = net->forward(torch::randint(0, 50, {2, 5}));
   EXPECT_EQ(y.sizes(), (std::vector<std::int64_t>{2, 5, 3}));
 }
 
 TEST(Layers, ConfigRoundTripRebuildsTheSameArchitecture) {
-  L::Sequential net = lenet();
+  TL::Sequential net = lenet();
   const json config = net->get_config();
   EXPECT_EQ(config["class_name"], "Sequential");
   EXPECT_EQ(config["config"]["layers"].size(), 10u);
   EXPECT_EQ(config["config"]["layers"][0]["class_name"], "Conv2D");
   EXPECT_EQ(config["config"]["layers"][0]["config"]["padding"], "same");
-  auto rebuilt = L::SequentialImpl::from_config(json::parse(net->config_json()));
+  auto rebuilt = TL::SequentialImpl::from_config(json::parse(net->config_json()));
   EXPECT_EQ(rebuilt->get_config(), config);
   EXPECT_EQ(rebuilt->named_parameters().size(), net->named_parameters().size());
   EXPECT_EQ(rebuilt->forward(torch::randn({2, 1, 28, 28})).sizes(),
@@ -89,32 +89,32 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 TEST(Layers, BadArgumentsAndConfigsNameTheLayerAndTheValue) {
-  EXPECT_NE(error_of([] { L::Dense(4, 0); }).find("units > 0, got 0"), std::string::npos);
-  const std::string act = error_of([] { L::Dense(4, 2, "relux"); });
+  EXPECT_NE(error_of([] { TL::Dense(4, 0); }).find("units > 0, got 0"), std::string::npos);
+  const std::string act = error_of([] { TL::Dense(4, 2, "relux"); });
   EXPECT_NE(act.find("unknown activation 'relux'"), std::string::npos) << act;
   EXPECT_NE(act.find("relu"), std::string::npos) << act;
-  EXPECT_NE(error_of([] { L::Conv2D(1, 2, 3, 1, "full"); }).find("\"full\""), std::string::npos);
-  EXPECT_NE(error_of([] { L::Dropout(1.0); }).find("rate < 1, got 1"), std::string::npos);
-  const std::string shape = error_of([] { L::Sequential({L::Dense(4, 2)})->forward(torch::randn({1, 5})); });
+  EXPECT_NE(error_of([] { TL::Conv2D(1, 2, 3, 1, "full"); }).find("\"full\""), std::string::npos);
+  EXPECT_NE(error_of([] { TL::Dropout(1.0); }).find("rate < 1, got 1"), std::string::npos);
+  const std::string shape = error_of([] { TL::Sequential({TL::Dense(4, 2)})->forward(torch::randn({1, 5})); });
   EXPECT_NE(shape.find("last dimension must be 4"), std::string::npos) << shape;
 
   const std::string missing =
-      error_of([] { L::layer_from_config(json{{"class_name", "Dense"}, {"config", {{"units", 3}}}}); });
+      error_of([] { TL::layer_from_config(json{{"class_name", "Dense"}, {"config", {{"units", 3}}}}); });
   EXPECT_NE(missing.find("Dense"), std::string::npos) << missing;
   EXPECT_NE(missing.find("\"in_features\""), std::string::npos) << missing;
   const std::string wrong_type = error_of([] {
-    L::layer_from_config(
+    TL::layer_from_config(
         json{{"class_name", "Dense"}, {"config", {{"in_features", "four"}, {"units", 3}}}});
   });
   EXPECT_NE(wrong_type.find("wrong type"), std::string::npos) << wrong_type;
-  const std::string unknown = error_of([] { L::layer_from_config(json{{"class_name", "Conv3D"}}); });
+  const std::string unknown = error_of([] { TL::layer_from_config(json{{"class_name", "Conv3D"}}); });
   EXPECT_NE(unknown.find("unknown layer class 'Conv3D'"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("register_layer"), std::string::npos) << unknown;
 }
 
-class ScaleImpl : public L::LayerImpl {
+class ScaleImpl : public TL::LayerImpl {
  public:
-  explicit ScaleImpl(double factor) : L::LayerImpl("Scale"), factor_(factor) {}
+  explicit ScaleImpl(double factor) : TL::LayerImpl("Scale"), factor_(factor) {}
   torch::Tensor forward(const torch::Tensor& x) override { return x * factor_; }
   json get_config() const override { return {{"factor", factor_}}; }
 
@@ -123,16 +123,16 @@ class ScaleImpl : public L::LayerImpl {
 };
 
 TEST(Layers, UserLayersRoundTripOnceRegistered) {
-  L::Sequential net({L::Dense(2, 2), std::make_shared<ScaleImpl>(3.0)});
+  TL::Sequential net({TL::Dense(2, 2), std::make_shared<ScaleImpl>(3.0)});
   const json config = net->get_config();
-  EXPECT_NE(error_of([&] { L::SequentialImpl::from_config(config); }).find("'Scale'"),
+  EXPECT_NE(error_of([&] { TL::SequentialImpl::from_config(config); }).find("'Scale'"),
             std::string::npos);
-  L::register_layer("Scale", [](const json& c) {
+  TL::register_layer("Scale", [](const json& c) {
     return std::make_shared<ScaleImpl>(c.at("factor").get<double>());
   });
-  auto rebuilt = L::SequentialImpl::from_config(config);
+  auto rebuilt = TL::SequentialImpl::from_config(config);
   EXPECT_EQ(rebuilt->get_config(), config);
-  const auto names = L::registered_layers();
+  const auto names = TL::registered_layers();
   EXPECT_NE(std::find(names.begin(), names.end(), "Scale"), names.end());
 }
 

@@ -1,9 +1,13 @@
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 
 #include <fmt/format.h>
 
 #include <tarantella/callbacks/builtins.h>
 #include <tarantella/base/error.h>
+
+#include "base/writable.h"
 
 namespace tnt::callbacks {
 
@@ -14,6 +18,7 @@ CSVLogger::CSVLogger(std::string filename, char separator, bool append)
 
 void CSVLogger::on_train_begin(const Logs&) {
   keys_.clear();
+  ::tnt::detail::check_writable_file(filename_, "CSVLogger");
   if (!append_) {
     std::ofstream out(filename_, std::ios::trunc);
     TNT_CHECK(out.good(), "CSVLogger cannot write '", filename_, "': check the directory");
@@ -21,6 +26,7 @@ void CSVLogger::on_train_begin(const Logs&) {
 }
 
 void CSVLogger::on_epoch_end(std::int64_t epoch, const Logs& logs) {
+  errno = 0;
   std::ofstream out(filename_, std::ios::app);
   TNT_CHECK(out.good(), "CSVLogger cannot write '", filename_, "': check the directory");
   if (keys_.empty()) {
@@ -39,6 +45,13 @@ void CSVLogger::on_epoch_end(std::int64_t epoch, const Logs& logs) {
     out << separator_ << (it == logs.end() ? std::string() : fmt::format("{:.17g}", it->second));
   }
   out << "\n";
+  // A full disk shows only when the buffer is written out: check then, so a
+  // lost row is an error naming the file instead of a silent exit 0.
+  out.flush();
+  const int error = errno;
+  TNT_CHECK(!out.fail(), "CSVLogger could not write epoch ", epoch + 1, " to '", filename_, "'",
+            error != 0 ? fmt::format(" ({})", std::strerror(error)) : std::string(),
+            ": check the free space and permissions of its directory");
 }
 
 }  // namespace tnt::callbacks

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "base/writable.h"
+
 #include <tarantella/callbacks/builtins.h>
 #include <tarantella/model/model.h>
 #include <tarantella/base/logging.h>
@@ -42,6 +44,8 @@ ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options) : o_(std::move(
 void ModelCheckpoint::on_train_begin(const Logs&) {
   best_ = detail::worst(detail::maximize(o_.mode(), o_.monitor()));
   batches_ = 0;
+  // Found now rather than after the first epoch of training.
+  ::tnt::detail::check_writable_file(o_.filepath(), "ModelCheckpoint");
 }
 
 void ModelCheckpoint::on_epoch_begin(std::int64_t epoch, const Logs&) { epoch_ = epoch; }

@@ -1,4 +1,7 @@
 #include <tarantella/model/optimizers.h>
+
+#include <cmath>
+
 #include <tarantella/base/error.h>
 #include <torch/torch.h>
 
@@ -6,6 +9,13 @@
 
 namespace tnt::optimizers {
 namespace optim = torch::optim;
+namespace {
+// NaN passes every "> 0" check written as "reject <= 0", so test finiteness.
+void check_learning_rate(const char* optimizer, double lr) {
+  TNT_CHECK(std::isfinite(lr) && lr >= 0, optimizer, ": learning_rate must be a finite number >= 0, got ",
+            lr);
+}
+}  // namespace
 
 std::unique_ptr<torch::optim::Optimizer> Factory::operator()(
     const std::vector<torch::Tensor>& params) const {
@@ -13,6 +23,7 @@ std::unique_ptr<torch::optim::Optimizer> Factory::operator()(
 }
 
 Factory SGD(double lr, double momentum, bool nesterov, double weight_decay) {
+  check_learning_rate("SGD", lr);
   TNT_CHECK(!nesterov || momentum > 0, "SGD with nesterov=true needs momentum > 0, got ", momentum);
   return Factory(
       [=](const std::vector<torch::Tensor>& params) {
@@ -27,6 +38,7 @@ Factory SGD(double lr, double momentum, bool nesterov, double weight_decay) {
 }
 
 Factory Adam(double lr, double beta1, double beta2, double epsilon, double weight_decay) {
+  check_learning_rate("Adam", lr);
   return Factory(
       [=](const std::vector<torch::Tensor>& params) {
         return std::make_unique<optim::Adam>(
@@ -41,6 +53,7 @@ Factory Adam(double lr, double beta1, double beta2, double epsilon, double weigh
 }
 
 Factory AdamW(double lr, double weight_decay, double beta1, double beta2, double epsilon) {
+  check_learning_rate("AdamW", lr);
   return Factory(
       [=](const std::vector<torch::Tensor>& params) {
         return std::make_unique<optim::AdamW>(
@@ -55,6 +68,7 @@ Factory AdamW(double lr, double weight_decay, double beta1, double beta2, double
 }
 
 Factory RMSprop(double lr, double rho, double momentum, double epsilon) {
+  check_learning_rate("RMSprop", lr);
   return Factory(
       [=](const std::vector<torch::Tensor>& params) {
         return std::make_unique<optim::RMSprop>(
@@ -66,6 +80,7 @@ Factory RMSprop(double lr, double rho, double momentum, double epsilon) {
 }
 
 Factory Adagrad(double lr, double initial_accumulator) {
+  check_learning_rate("Adagrad", lr);
   return Factory(
       [=](const std::vector<torch::Tensor>& params) {
         return std::make_unique<optim::Adagrad>(

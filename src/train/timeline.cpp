@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "base/writable.h"
+
 #include <tarantella/base/config.h>
 #include <tarantella/base/logging.h>
 
@@ -109,6 +111,11 @@ Timeline::Timeline(comm::ProcessGroup group, std::string path) : impl_(std::make
   Impl& s = *impl_;
   s.group = std::move(group);
   s.path = std::move(path);
+  // Found when training starts rather than when the trace is written at the end.
+  // Only the master rank writes it.
+  if (s.group.is_master()) {
+    ::tnt::detail::check_writable_file(s.path, "The timeline (TNT_TIMELINE, --timeline)");
+  }
   s.rank = s.group.world_ranks()[static_cast<std::size_t>(s.group.rank())];
   torch::Tensor now = torch::tensor({micros(Clock::now())}, torch::kInt64);
   s.group.allreduce(now, comm::ReduceOp::Min);

@@ -4,8 +4,12 @@
 // process, no MPI: a tnt::Model without a runtime trains on a one-rank group.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
 #include <functional>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -121,6 +125,80 @@ TEST(ByopTraps, ValueModuleCopySharesParametersWithTheCaller) {
   EXPECT_LT(after, before);
   EXPECT_TRUE(torch::equal(model.named_parameters()[0].second.detach().cpu(),
                            net.fc->weight.detach().cpu()));
+}
+
+// Issue 13, item 8: output paths that cannot be written are found when
+// training starts, not after the first epoch; NaN is not a learning rate.
+struct CountBatches : tnt::callbacks::Callback {
+  int batches = 0;
+  void on_train_batch_end(std::int64_t, const tnt::callbacks::Logs&) override { ++batches; }
+};
+
+TEST(ByopTraps, UnwritableOutputPathsFailBeforeTheFirstBatch) {
+  const std::string file = testing::TempDir() + "tnt_not_a_directory";
+  { std::ofstream(file) << "a regular file"; }
+  const torch::Tensor x = torch::randn({32, 4});
+  const auto train = tnt::data::Dataset::from_tensor_slices({x, x.narrow(1, 0, 3).argmax(1)}).batch(8);
+  for (const auto& [who, callback] :
+       std::vector<std::pair<std::string, tnt::callbacks::CallbackPtr>>{
+           {"ModelCheckpoint", std::make_shared<tnt::callbacks::ModelCheckpoint>(
+                                   tnt::callbacks::ModelCheckpointOptions(file + "/ckpt-{epoch}.pt"))},
+           {"CSVLogger", std::make_shared<tnt::callbacks::CSVLogger>(file + "/log.csv")}}) {
+    SCOPED_TRACE(who);
+    tnt::Model model{ValueNet()};
+    model.compile(tnt::CompileOptions().optimizer(tnt::optimizers::SGD(0.1)).loss(L::NLLLoss()));
+    auto count = std::make_shared<CountBatches>();
+    const std::string message = message_of([&] {
+      model.fit(train, tnt::FitOptions().epochs(1).verbose(0).callbacks({count, callback}));
+    });
+    EXPECT_NE(message.find(who), std::string::npos) << message;
+    EXPECT_NE(message.find(file), std::string::npos) << message;
+    EXPECT_NE(message.find("not a directory"), std::string::npos) << message;
+    EXPECT_EQ(count->batches, 0) << "the error came after training had started";
+  }
+  std::remove(file.c_str());
+}
+
+TEST(ByopTraps, LearningRateMustBeFinite) {
+  for (double lr : {std::nan(""), std::numeric_limits<double>::infinity(), -0.1}) {
+    const std::string message = message_of([&] { tnt::optimizers::SGD(lr); });
+    EXPECT_NE(message.find("SGD: learning_rate must be a finite number >= 0"), std::string::npos)
+        << message;
+    EXPECT_NE(message_of([&] { tnt::optimizers::Adam(lr); }).find("Adam: learning_rate"),
+              std::string::npos);
+  }
+}
+
+// Issue 13, item 7: data that does not fit the model is named as such, not
+// left to LibTorch's bare "Target 5 is out of bounds" or "mat1 and mat2
+// shapes cannot be multiplied".
+TEST(ByopTraps, DataThatDoesNotFitTheModelIsNamed) {
+  const torch::Tensor x = torch::randn({16, 4});
+  {
+    tnt::Model model{ValueNet()};  // 3 classes
+    model.compile(tnt::CompileOptions().optimizer(tnt::optimizers::SGD(0.1)).loss(L::NLLLoss()));
+    const auto labels = torch::arange(16, torch::kLong) % 6;  // 0..5
+    const std::string message = message_of([&] {
+      model.fit(tnt::data::Dataset::from_tensor_slices({x, labels}).batch(16),
+                tnt::FitOptions().verbose(0));
+    });
+    EXPECT_NE(message.find("NLLLoss: a label of this batch is 5, outside the model's 3 classes"),
+              std::string::npos)
+        << message;
+  }
+  {
+    tnt::Model model{ValueNet()};
+    model.compile(tnt::CompileOptions().optimizer(tnt::optimizers::SGD(0.1)).loss(L::NLLLoss()));
+    const auto wrong = torch::randn({16, 5});  // the model takes 4 features
+    const std::string message = message_of([&] {
+      model.fit(tnt::data::Dataset::from_tensor_slices({wrong, torch::zeros({16}, torch::kLong)})
+                    .batch(8),
+                tnt::FitOptions().verbose(0));
+    });
+    EXPECT_NE(message.find("forward() failed on a micro-batch of 8 samples"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("[8, 5]"), std::string::npos) << message;
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <tarantella/callbacks/builtins.h>
 #include <tarantella/model/losses.h>
 #include <tarantella/model/metrics.h>
 #include <tarantella/model/schedules.h>
@@ -122,6 +123,22 @@ TEST(Schedules, WarmUpAndLinearScaling) {
   EXPECT_NEAR(scaled(100), 0.4, 1e-12);
   const auto decayed = S::LinearScalingWarmUp(0.1, 2, 10, S::ExponentialDecay(0.1, 10, 0.5));
   EXPECT_NEAR(decayed(20), 0.2 * 0.25, 1e-12);
+}
+
+// A full disk (/dev/full fails every write with ENOSPC) is an error naming
+// the file, not rows lost behind an exit status 0.
+TEST(CSVLogger, AWriteErrorIsAnErrorNamingTheFile) {
+  tnt::callbacks::CSVLogger log("/dev/full");
+  log.on_train_begin({});
+  try {
+    log.on_epoch_end(0, {{"loss", 0.5}});
+    FAIL() << "no error for a row written to /dev/full";
+  } catch (const tnt::Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("'/dev/full'"), std::string::npos) << message;
+    EXPECT_NE(message.find("epoch 1"), std::string::npos) << message;
+    EXPECT_NE(message.find("No space left on device"), std::string::npos) << message;
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -115,11 +116,29 @@ torch::Tensor read_idx(const std::string& path) {
     count *= static_cast<std::size_t>(shape[d]);
   }
 
-  torch::Tensor out = torch::empty(shape, torch::TensorOptions().dtype(type.dtype));
+  // Memory follows the data that actually arrives, not the header's claim: a
+  // damaged header declaring a terabyte over a small file is found truncated
+  // after reading the file, without allocating the terabyte first (the
+  // uncompressed size of a gzip file is not known before reading it).
   const std::size_t bytes = count * type.bytes;
-  const std::size_t got = read_some(file.get(), out.data_ptr(), bytes, path);
+  auto data = std::make_unique<std::vector<unsigned char>>();
+  constexpr std::size_t kChunk = std::size_t{64} << 20;
+  std::size_t got = 0;
+  while (got < bytes) {
+    const std::size_t want = std::min(kChunk, bytes - got);
+    data->resize(got + want);
+    const std::size_t n = read_some(file.get(), data->data() + got, want, path);
+    got += n;
+    if (n < want) break;
+  }
+  data->resize(got);
   TNT_CHECK(got == bytes, "IDX file ", path, " is truncated: its header declares shape ",
-            out.sizes(), " (", bytes, " bytes of data) but only ", got, " bytes follow");
+            c10::IntArrayRef(shape), " (", bytes, " bytes of data) but only ", got,
+            " bytes follow");
+  auto* owner = data.release();
+  torch::Tensor out = torch::from_blob(
+      owner->data(), shape, [owner](void*) { delete owner; },
+      torch::TensorOptions().dtype(type.dtype));
   unsigned char extra = 0;
   TNT_CHECK(read_some(file.get(), &extra, 1, path) == 0, "IDX file ", path,
             " is longer than its header declares (shape ", out.sizes(),

@@ -39,6 +39,16 @@ void check_probabilities(const char* loss, const torch::Tensor& p, const char* f
   TNT_CHECK(!(lo < -kRangeTolerance || hi > 1 + kRangeTolerance), loss, " got values in [", lo,
             ", ", hi, "], which are not probabilities: ", fix);
 }
+// A label outside [0, C) makes LibTorch's nll_loss fail with a bare
+// "Target 12 is out of bounds"; say which label and how many classes.
+void check_labels(const char* loss, const torch::Tensor& labels, std::int64_t classes) {
+  if (labels.numel() == 0) return;
+  const std::int64_t lo = labels.min().item<std::int64_t>();
+  const std::int64_t hi = labels.max().item<std::int64_t>();
+  TNT_CHECK(lo >= 0 && hi < classes, loss, ": a label of this batch is ", lo < 0 ? lo : hi,
+            ", outside the model's ", classes, " classes (0..", classes - 1,
+            "): check the dataset's labels or the size of the model's last layer");
+}
 }  // namespace
 
 Loss SparseCategoricalCrossentropy(LossOptions o) {
@@ -49,6 +59,7 @@ Loss SparseCategoricalCrossentropy(LossOptions o) {
                                     " need one dimension more than the integer targets ", t.sizes(),
                                     " (scores [B, C], labels [B])");
                           const torch::Tensor labels = t.to(torch::kLong);
+                          check_labels("sparse_categorical_crossentropy", labels, p.size(1));
                           if (o.from_logits()) return F::cross_entropy(p, labels);
                           check_probabilities(
                               "SparseCategoricalCrossentropy(from_logits=false)", p,
@@ -105,7 +116,9 @@ Loss NLLLoss() {
                          "with torch::log_softmax(x, 1), or for raw scores use "
                          "tnt::losses::SparseCategoricalCrossentropy()");
              }
-             return F::nll_loss(p, t.to(torch::kLong));
+             const torch::Tensor labels = t.to(torch::kLong);
+             check_labels("NLLLoss", labels, p.size(1));
+             return F::nll_loss(p, labels);
            }},
       describe("NLLLoss", nlohmann::json::object()));
 }

@@ -28,7 +28,21 @@ StepResult TrainStep::run(const data::MicroBatch& mb, dp::GradientSynchronizer& 
   // number of ranks) skips forward/backward and contributes zeros, so every
   // rank runs the same collectives.
   if (mb.local_size > 0) {
-    const torch::Tensor output = model_.forward(mb.tensors);
+    torch::Tensor output;
+    try {
+      output = model_.forward(mb.tensors);
+    } catch (const c10::Error& e) {
+      // LibTorch's message alone ("mat1 and mat2 shapes cannot be
+      // multiplied") does not say that the data is the likely culprit.
+      std::string shapes;
+      for (const auto& x : mb.tensors) {
+        shapes += (shapes.empty() ? "" : ", ") + ::tnt::detail::concat(x.sizes());
+      }
+      ::tnt::detail::throw_error(::tnt::detail::concat(
+          "the model's forward() failed on a micro-batch of ", mb.local_size,
+          " samples with element tensors of shapes ", shapes, ": ", e.what_without_backtrace(),
+          ": check that the dataset's elements have the shape the model's input expects"));
+    }
     const torch::Tensor target = model_.target(mb.tensors);
     loss = model_.loss(output, target);
     accumulate(pending, model_.state(output, target, loss, mb.local_size));

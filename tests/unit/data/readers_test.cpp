@@ -144,6 +144,16 @@ TEST(Idx, DamagedFilesGiveClearErrors) {
   check("too_long", extra, {"longer than its header declares"});
   Bytes zero_dims = {0, 0, 0x08, 0};
   check("zero_dims", zero_dims, {"0 dimensions"});
+  // A header under the size cap that declares far more than the file holds
+  // (2^38 bytes = 256 GiB over 4 data bytes): found truncated after reading
+  // the file, without first allocating what the header claims.
+  Bytes huge = {0, 0, 0x08, 3};
+  put_u32(huge, 1u << 20);
+  put_u32(huge, 1u << 10);
+  put_u32(huge, 1u << 8);
+  for (int i = 0; i < 4; ++i) huge.push_back(7);
+  check("huge_declared", huge, {"truncated", "[1048576, 1024, 256]", "only 4 bytes"});
+  check("huge_declared.gz", huge, {"truncated", "only 4 bytes"}, true);
 
   // a gzip file whose compressed body is damaged
   const auto gz_path = dir.file("damaged.gz");

@@ -1,12 +1,15 @@
 #include "comm/handshake.h"
 
 #include <chrono>
+#include <string>
 #include <thread>
 
 #include <tarantella/base/error.h>
+#include <tarantella/base/logging.h>
 
 #include "comm/dtype.h"
 #include "comm/mpi_check.h"
+#include "comm/poll.h"
 
 namespace tnt::comm {
 namespace {
@@ -14,31 +17,16 @@ namespace {
 constexpr int kHelloTag = 101;
 constexpr int kVerdictTag = 102;
 
-using Clock = std::chrono::steady_clock;
+constexpr int kProbeTag = 103;
+constexpr int kProbeVerdictTag = 104;
 
-// Polls `done` until it returns true or the deadline passes. Spins with
-// yield for a few microseconds (the common case: peers are right there),
-// then sleeps with a growing interval capped at 1 ms so a long wait costs
-// no CPU.
-template <typename Done>
-bool poll_until(Done done, Clock::time_point deadline) {
-  auto nap = std::chrono::microseconds(10);
-  for (int spin = 0;; ++spin) {
-    if (done()) return true;
-    if (Clock::now() >= deadline) return false;
-    if (spin < 200) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(nap);
-      nap = std::min(nap * 2, std::chrono::microseconds(1000));
-    }
-  }
+// The handshake's waits: yield for 0.2 ms, then naps of up to 1 ms.
+template <typename Done, typename OnSlow>
+bool wait_for(Done done, PollClock::time_point deadline, double timeout_seconds, OnSlow on_slow) {
+  return poll_until(done, deadline, std::chrono::microseconds(200), std::chrono::microseconds(1000),
+                    deadline_after(stall_warning_seconds(timeout_seconds)), on_slow);
 }
 
-Clock::time_point deadline_after(double seconds) {
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                            std::chrono::duration<double>(seconds));
-}
 
 }  // namespace
 
@@ -74,7 +62,7 @@ std::vector<Descriptor> Handshake::collect_as_master(const Descriptor& mine) {
               "MPI_Irecv (handshake)");
   }
   const auto deadline = deadline_after(timeout_seconds_);
-  poll_until(
+  wait_for(
       [&] {
         // Test each request on its own: MPI_Testall leaves completed
         // requests active while others are pending, and a completed one
@@ -88,7 +76,20 @@ std::vector<Descriptor> Handshake::collect_as_master(const Descriptor& mine) {
         }
         return all;
       },
-      deadline);
+      deadline, timeout_seconds_,
+      [&] {
+        // The stall warning (as Horovod's stall inspector): who is missing
+        // from which collective, well before the timeout ends the job.
+        std::vector<int> missing;
+        for (int r = 1; r < size_; ++r) {
+          if (recvs[r - 1] != MPI_REQUEST_NULL) missing.push_back(r);
+        }
+        ::tnt::log::warning(::tnt::detail::concat(
+            "collective #", mine.seq, " (", describe(mine), "): ", rank_list(missing),
+            " not arrived after ", stall_warning_seconds(timeout_seconds_),
+            " s; the job fails if they do not arrive within ", timeout_seconds_,
+            " s (TNT_COMM_TIMEOUT)"));
+      });
   for (int r = 1; r < size_; ++r) {
     MPI_Request& req = recvs[r - 1];
     if (req == MPI_REQUEST_NULL) continue;  // completed
@@ -125,13 +126,13 @@ std::vector<Descriptor> Handshake::await_verdict(const Descriptor& mine) {
   // The master's own deadline runs from its arrival; allow it extra time to
   // name the missing ranks before concluding that the master itself is gone.
   const double grace = 2.0 + 0.1 * timeout_seconds_;
-  const bool done = poll_until(
+  const bool done = wait_for(
       [&] {
         int all = 0;
         check_mpi(MPI_Testall(2, reqs, &all, MPI_STATUSES_IGNORE), "MPI_Testall (handshake)");
         return all != 0;
       },
-      deadline_after(timeout_seconds_ + grace));
+      deadline_after(timeout_seconds_ + grace), timeout_seconds_, [] {});
   if (!done) {
     broken_ = true;
     throw TimeoutError(::tnt::detail::concat(
@@ -141,6 +142,68 @@ std::vector<Descriptor> Handshake::await_verdict(const Descriptor& mine) {
         "collectives"));
   }
   return table;
+}
+
+std::vector<int> Handshake::probe_missing(std::int64_t seq, double seconds) {
+  broken_ = true;
+  if (size_ == 1) return {};
+  const auto deadline = deadline_after(seconds);
+  std::vector<int> missing;
+  if (rank_ == 0) {
+    std::vector<std::int64_t> seqs(size_, -1);
+    std::vector<MPI_Request> recvs(size_ - 1, MPI_REQUEST_NULL);
+    for (int r = 1; r < size_; ++r) {
+      check_mpi(MPI_Irecv(&seqs[r], 1, MPI_INT64_T, r, kProbeTag, control_, &recvs[r - 1]),
+                "MPI_Irecv (probe)");
+    }
+    wait_for(
+        [&] {
+          bool all = true;
+          for (MPI_Request& req : recvs) {
+            if (req == MPI_REQUEST_NULL) continue;
+            int done = 0;
+            check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test (probe)");
+            all = all && done;
+          }
+          return all;
+        },
+        deadline, 1e9, [] {});
+    std::vector<int> present(size_, 1);
+    for (int r = 1; r < size_; ++r) {
+      if (recvs[r - 1] == MPI_REQUEST_NULL) continue;
+      MPI_Cancel(&recvs[r - 1]);
+      MPI_Request_free(&recvs[r - 1]);
+      present[r] = 0;
+      missing.push_back(r);
+    }
+    for (int r = 1; r < size_; ++r) {
+      if (!present[r]) continue;
+      // Small and eager: completes without the receiver's help.
+      MPI_Request req = MPI_REQUEST_NULL;
+      check_mpi(MPI_Isend(present.data(), size_, MPI_INT, r, kProbeVerdictTag, control_, &req),
+                "MPI_Isend (probe verdict)");
+      MPI_Request_free(&req);
+    }
+    return missing;
+  }
+  std::vector<int> present(size_, 0);
+  MPI_Request reqs[2];
+  check_mpi(MPI_Irecv(present.data(), size_, MPI_INT, 0, kProbeVerdictTag, control_, &reqs[1]),
+            "MPI_Irecv (probe verdict)");
+  check_mpi(MPI_Isend(&seq, 1, MPI_INT64_T, 0, kProbeTag, control_, &reqs[0]),
+            "MPI_Isend (probe)");
+  const bool answered = wait_for(
+      [&] {
+        int done = 0;
+        check_mpi(MPI_Test(&reqs[1], &done, MPI_STATUS_IGNORE), "MPI_Test (probe verdict)");
+        return done != 0;
+      },
+      deadline_after(seconds + 0.5), 1e9, [] {});
+  if (!answered) return {0};
+  for (int r = 0; r < size_; ++r) {
+    if (!present[r]) missing.push_back(r);
+  }
+  return missing;
 }
 
 }  // namespace tnt::comm

@@ -22,6 +22,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "comm/descriptor.h"
@@ -36,6 +37,14 @@ class Handshake {
   /// rank). Throws MismatchError, or TimeoutError naming missing ranks.
   std::vector<Descriptor> agree(Descriptor mine);
   bool broken() const { return broken_; }
+
+  /// After the payload of collective #`seq` did not complete in time (every
+  /// rank had agreed to it, so one stopped on the way: SIGSTOP, a hung
+  /// device, a dead link): every rank that can still answer checks in with
+  /// the master within `seconds`. Returns the ranks that did not, as far as
+  /// this rank can tell ({0} when the master itself does not answer). The
+  /// communicator is broken afterwards.
+  std::vector<int> probe_missing(std::int64_t seq, double seconds);
 
  private:
   std::vector<Descriptor> collect_as_master(const Descriptor& mine);

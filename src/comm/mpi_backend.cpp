@@ -1,11 +1,16 @@
 #include "comm/mpi_backend.h"
 
+#include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <numeric>
 
 #include <tarantella/base/error.h>
+#include <tarantella/base/logging.h>
 
 #include "comm/mpi_check.h"
+#include "comm/poll.h"
 
 namespace tnt::comm {
 namespace {
@@ -37,7 +42,16 @@ MpiBackend::MpiBackend(MPI_Comm comm, double timeout_seconds, bool threads_multi
       control_(duplicate(comm)),
       timeout_seconds_(timeout_seconds),
       threads_multiple_(threads_multiple),
-      handshake_(control_, 0, 1, timeout_seconds) {
+      handshake_(control_, 0, 1, timeout_seconds),
+      watchdog_(
+          timeout_seconds, stall_warning_seconds(timeout_seconds),
+          [this](const PayloadWatchdog::Payload& p) {
+            ::tnt::log::warning(::tnt::detail::concat(
+                "collective #", p.seq, " (", p.what, ") has not completed after ",
+                static_cast<int>(p.seconds), " s although every rank agreed to it; the job fails "
+                "if it does not complete within ", timeout_seconds_, " s (TNT_COMM_TIMEOUT)"));
+          },
+          [this](const PayloadWatchdog::Payload& p) { payload_timed_out(p); }) {
   MPI_Comm_rank(data_, &rank_);
   MPI_Comm_size(data_, &size_);
   MPI_Comm local = MPI_COMM_NULL;
@@ -70,6 +84,41 @@ std::vector<Descriptor> MpiBackend::agree(Collective kind, const torch::Tensor* 
   }
 }
 
+void MpiBackend::payload_timed_out(const PayloadWatchdog::Payload& payload) {
+  // The engine thread is blocked inside the payload's MPI call, so the
+  // control communicator is free; with MPI_THREAD_MULTIPLE this thread may
+  // use it to find out who is gone.
+  if (payload.frozen_seconds > timeout_seconds_ / 2) {
+    // This process itself did not run (SIGSTOP, a stalled machine) and has
+    // just been resumed: it is the culprit, and its peers have given up.
+    std::fprintf(stderr,
+                 "[tarantella rank %d] this rank did not run for %.0f s (stopped with SIGSTOP, or "
+                 "its machine stalled) inside collective #%lld (%s); its peers timed out\n",
+                 rank_, payload.frozen_seconds, static_cast<long long>(payload.seq),
+                 payload.what.c_str());
+    std::fflush(nullptr);
+    std::_Exit(1);
+  }
+  std::string verdict = "the rank that stopped could not be determined (MPI without "
+                        "MPI_THREAD_MULTIPLE)";
+  if (threads_multiple_) {
+    const std::vector<int> missing =
+        handshake_.probe_missing(payload.seq, std::min(5.0, 0.5 + 0.1 * timeout_seconds_));
+    verdict = missing.empty() ? std::string("every rank still answers, so MPI itself is stuck")
+                              : ::tnt::detail::concat(rank_list(missing),
+                                                      " stopped answering (stopped, hung, or cut off)");
+  }
+  const std::string message = ::tnt::detail::concat(
+      "[tarantella rank ", rank_, "] collective #", payload.seq, " (", payload.what,
+      ") did not complete within ", timeout_seconds_,
+      " s (TNT_COMM_TIMEOUT) although every rank had agreed to it: ", verdict);
+  std::fprintf(stderr, "%s\n", message.c_str());
+  std::fflush(nullptr);
+  // The blocked MPI call cannot be unwound: end the process; the launcher
+  // then stops the job.
+  std::_Exit(1);
+}
+
 torch::Tensor MpiBackend::allreduce(torch::Tensor tensor, ReduceOp op) {
   agree(Collective::Allreduce, &tensor, op, -1, validate(tensor, op));
   torch::Tensor host = to_host(tensor);
@@ -79,6 +128,7 @@ torch::Tensor MpiBackend::allreduce(torch::Tensor tensor, ReduceOp op) {
   auto* base = static_cast<char*>(host.data_ptr());
   for (std::int64_t done = 0; done < host.numel(); done += kMaxChunk) {
     const auto n = static_cast<int>(std::min(kMaxChunk, host.numel() - done));
+    const PayloadWatch watch(watchdog_, seq_ - 1, "allreduce", host.numel());
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, base + done * host.element_size(), n, type, mpi_op,
                             data_),
               "MPI_Allreduce");
@@ -100,6 +150,7 @@ torch::Tensor MpiBackend::broadcast(torch::Tensor tensor, int root) {
   auto* base = static_cast<char*>(host.data_ptr());
   for (std::int64_t done = 0; done < host.numel(); done += kMaxChunk) {
     const auto n = static_cast<int>(std::min(kMaxChunk, host.numel() - done));
+    const PayloadWatch watch(watchdog_, seq_ - 1, "broadcast", host.numel());
     check_mpi(MPI_Bcast(base + done * host.element_size(), n, type, root, data_), "MPI_Bcast");
   }
   copy_back(tensor, host);
@@ -120,6 +171,7 @@ torch::Tensor MpiBackend::allgather(torch::Tensor tensor) {
     const MPI_Datatype type = types_.datatype(dtype_of(host));
     const int n = as_count(host.numel(), "allgather");
     as_count(out.numel(), "allgather result");
+    const PayloadWatch watch(watchdog_, seq_ - 1, "allgather", host.numel());
     check_mpi(MPI_Allgather(host.data_ptr(), n, type, out.data_ptr(), n, type, data_),
               "MPI_Allgather");
   }
@@ -146,6 +198,7 @@ torch::Tensor MpiBackend::allgatherv(torch::Tensor tensor) {
   torch::Tensor out = torch::empty(shape, host.options());
   if (out.numel() > 0) {
     const MPI_Datatype type = types_.datatype(dtype_of(host));
+    const PayloadWatch watch(watchdog_, seq_ - 1, "allgatherv", out.numel());
     check_mpi(MPI_Allgatherv(host.data_ptr(), counts[rank_], type, out.data_ptr(), counts.data(),
                              displs.data(), type, data_),
               "MPI_Allgatherv");
@@ -169,6 +222,7 @@ torch::Tensor MpiBackend::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
   torch::Tensor out = torch::empty(shape, host.options());
   if (host.numel() > 0) {
     const DType dtype = dtype_of(host);
+    const PayloadWatch watch(watchdog_, seq_ - 1, "reduce_scatter", host.numel());
     check_mpi(MPI_Reduce_scatter(host.data_ptr(), out.data_ptr(), counts.data(),
                                  types_.datatype(dtype), types_.op(dtype, op), data_),
               "MPI_Reduce_scatter");

@@ -16,6 +16,7 @@
 #include <tarantella/comm/backend.h>
 
 #include "comm/handshake.h"
+#include "comm/payload_watchdog.h"
 #include "comm/mpi_types.h"
 
 namespace tnt::comm {
@@ -60,6 +61,9 @@ class MpiBackend final : public Backend {
   std::vector<Descriptor> agree(Collective kind, const torch::Tensor* tensor,
                                 std::optional<ReduceOp> op, int root,
                                 const std::optional<std::string>& local_error);
+  /// The payload ran past the timeout: finds the ranks that no longer
+  /// answer, says so on stderr and ends this process (exit status 1).
+  [[noreturn]] void payload_timed_out(const PayloadWatchdog::Payload& payload);
 
   MPI_Comm data_ = MPI_COMM_NULL;
   MPI_Comm control_ = MPI_COMM_NULL;
@@ -72,6 +76,7 @@ class MpiBackend final : public Backend {
   std::int64_t seq_ = 0;
   MpiTypes types_;
   Handshake handshake_;
+  PayloadWatchdog watchdog_;  // last: its thread stops before the rest goes
 };
 
 }  // namespace tnt::comm

@@ -1,11 +1,17 @@
+// Reading torch.save-format files: a zip archive (archive/data.pkl and one
+// record archive/data/<key> per storage) opened with LibTorch's
+// PyTorchStreamReader, whose zip layer (miniz) checks at open that every
+// stored entry lies inside the file; the pickle is then read by our strict
+// reader (pickle_rewrite.h), never by LibTorch's unpickler, which trusts
+// its input. Every failure becomes one tnt::Error that names the file.
 #include "io/torch_save.h"
 
-#include <cstring>
 #include <fstream>
+#include <tuple>
 
+#include <c10/util/Exception.h>
 #include <caffe2/serialize/inline_container.h>
 #include <fmt/format.h>
-#include <torch/csrc/jit/serialization/unpickler.h>
 
 #include <tarantella/base/error.h>
 
@@ -14,37 +20,57 @@
 namespace tnt {
 namespace {
 
-// What torch::pickle_load does for a zip archive, with the pickle made
-// digestible first (see pickle_rewrite.h).
+// What is wrong with a file that does not even start like a zip archive.
+std::string not_a_zip(const std::string& head) {
+  if (head.empty()) return "is empty";
+  if (static_cast<unsigned char>(head[0]) == 0x80) {  // a bare pickle: PROTO
+    return "is in the legacy format of torch.save before PyTorch 1.6, which is not supported: "
+           "re-save it with a current torch.save";
+  }
+  return "is not a zip archive, so not a torch.save file";
+}
+
 c10::IValue load_torch_save(const std::string& path) {
   caffe2::serialize::PyTorchStreamReader reader(path);
-  const auto record = reader.getRecord("data.pkl");
-  std::string pickle(static_cast<const char*>(std::get<0>(record).get()), std::get<1>(record));
-  if (auto rewritten = detail::rewrite_ordered_dicts(pickle)) pickle = std::move(*rewritten);
-  std::size_t pos = 0;
-  torch::jit::Unpickler unpickler(
-      [&](char* buffer, std::size_t len) -> std::size_t {
-        len = std::min(len, pickle.size() - pos);
-        std::memcpy(buffer, pickle.data() + pos, len);
-        pos += len;
-        return len;
-      },
-      nullptr, nullptr,
-      [&](const std::string& name) { return std::get<0>(reader.getRecord("data/" + name)); },
-      c10::nullopt);
-  unpickler.set_version(reader.version());
-  return unpickler.parse_ivalue();
+  if (!reader.hasRecord("data.pkl")) {
+    throw Error("the archive has no data.pkl (the pickle that torch.save writes)");
+  }
+  at::DataPtr data;
+  std::size_t size = 0;
+  std::tie(data, size) = reader.getRecord("data.pkl");
+  const std::string pickle(static_cast<const char*>(data.get()), size);
+  data.clear();
+  return detail::read_pickle(pickle, [&](const std::string& key) {
+    const std::string name = "data/" + key;
+    if (!reader.hasRecord(name)) {
+      throw Error(fmt::format("the archive has no record '{}' for a storage", name.substr(0, 100)));
+    }
+    auto record = reader.getRecord(name);
+    return std::make_pair(std::move(std::get<0>(record)), std::get<1>(record));
+  });
 }
 
 }  // namespace
 
 c10::IValue load_torch_save_file(const std::string& path) {
-  TNT_CHECK(std::ifstream(path).good(), "cannot open '", path, "': check the path");
+  std::ifstream in(path, std::ios::binary);
+  TNT_CHECK(in.good(), "cannot open '", path, "': check the path");
+  std::string head(4, '\0');
+  head.resize(static_cast<std::size_t>(in.read(&head[0], 4).gcount()));
+  if (head != std::string("PK\x03\x04", 4)) {
+    detail::throw_error(fmt::format("'{}' {}", path, not_a_zip(head)));
+  }
   try {
     return load_torch_save(path);
-  } catch (const std::exception& e) {
-    throw Error(fmt::format("'{}' is not a readable torch.save file (truncated or corrupt?): {}",
-                            path, std::string(e.what()).substr(0, 300)));
+  } catch (const Error& e) {  // ours: says what is wrong
+    detail::throw_error(fmt::format("'{}' is not a valid torch.save file: {}", path, e.what()));
+  } catch (const c10::Error& e) {  // the zip layer: truncated, damaged, or no zip
+    detail::throw_error(
+        fmt::format("'{}' is damaged (truncated?) or not a torch.save zip archive: {}", path,
+                    std::string(e.what_without_backtrace()).substr(0, 300)));
+  } catch (const std::exception& e) {  // e.g. std::bad_alloc
+    detail::throw_error(fmt::format("'{}' could not be read as a torch.save file: {}", path,
+                                    std::string(e.what()).substr(0, 300)));
   }
 }
 

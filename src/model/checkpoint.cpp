@@ -26,6 +26,7 @@
 #include <tarantella/model/checkpoints.h>
 
 #include "io/atomic_file.h"
+#include "io/pickle_rewrite.h"
 #include "io/torch_save.h"
 #include "model/model_impl.h"
 
@@ -48,22 +49,122 @@ std::string optimizer_bytes(torch::optim::Optimizer& optimizer) {
   return out.str();
 }
 
-template <typename T>
-T require(const c10::impl::GenericDict& dict, const char* key, const std::string& path) {
-  auto it = dict.find(key);
-  TNT_CHECK(it != dict.end(), "checkpoint '", path, "' has no '", key,
-            "' entry: it is not a file written by tnt::Model::save");
-  return it->value().to<T>();
+// The entries of a checkpoint, each checked for presence and type before it
+// is used; errors name the file and the entry.
+class Entries {
+ public:
+  Entries(c10::impl::GenericDict dict, std::string path)
+      : dict_(std::move(dict)), path_(std::move(path)) {}
+
+  bool has(const char* key) const { return dict_.find(key) != dict_.end(); }
+
+  c10::IValue get(const char* key) const {
+    auto it = dict_.find(key);
+    TNT_CHECK(it != dict_.end(), "checkpoint '", path_, "' has no '", key,
+              "' entry: it is not a file written by tnt::Model::save");
+    return it->value();
+  }
+
+  std::string str(const char* key) const {
+    const c10::IValue v = get(key);
+    if (!v.isString()) wrong(key, detail::kind_of(v), "a str");
+    return v.toStringRef();
+  }
+
+  // A count of epochs or steps.
+  std::int64_t count(const char* key) const {
+    const c10::IValue v = get(key);
+    if (!v.isInt()) wrong(key, detail::kind_of(v), "an int");
+    if (v.toInt() < 0) wrong(key, std::to_string(v.toInt()), "a count >= 0");
+    return v.toInt();
+  }
+
+  c10::impl::GenericDict dict(const char* key) const {
+    const c10::IValue v = get(key);
+    if (!v.isGenericDict()) wrong(key, detail::kind_of(v), "a dict");
+    return v.toGenericDict();
+  }
+
+  // Bytes stored as a 1-D uint8 tensor (optimizer state, RNG state, TorchScript).
+  torch::Tensor byte_tensor(const char* key) const {
+    const char* expected = "a uint8 tensor (1-D, contiguous)";
+    const c10::IValue v = get(key);
+    if (!v.isTensor()) wrong(key, detail::kind_of(v), expected);
+    const torch::Tensor t = v.toTensor();
+    if (t.scalar_type() != torch::kUInt8) {
+      wrong(key, fmt::format("a {} tensor", c10::toString(t.scalar_type())), expected);
+    }
+    if (t.dim() != 1 || !t.is_contiguous()) {
+      wrong(key,
+            detail::concat("a uint8 tensor of shape ", t.sizes(), " and strides ", t.strides()),
+            expected);
+    }
+    return t;
+  }
+
+  std::string bytes(const char* key) const {
+    const torch::Tensor t = byte_tensor(key);
+    return std::string(static_cast<const char*>(t.data_ptr()), static_cast<std::size_t>(t.numel()));
+  }
+
+ private:
+  [[noreturn]] void wrong(const char* key, const std::string& is, const char* expected) const {
+    detail::throw_error(
+        fmt::format("checkpoint '{}': entry '{}' is {}, expected {} (the file is "
+                    "damaged or was not written by tnt::Model::save)",
+                    path_, key, is, expected));
+  }
+
+  c10::impl::GenericDict dict_;
+  std::string path_;
+};
+
+// The entries of a Model::save file (master rank only).
+Entries read_checkpoint(const std::string& path) {
+  const torch::IValue value = load_torch_save_file(path);
+  TNT_CHECK(value.isGenericDict(), "'", path, "' holds ", detail::kind_of(value),
+            ", not a tarantella checkpoint (a dict)");
+  Entries entries(value.toGenericDict(), path);
+  TNT_CHECK(entries.str("format") == kFormat, "'", path,
+            "' has an unknown checkpoint format: write it with tnt::Model::save");
+  return entries;
 }
 
-// The dict of a Model::save file (master rank only).
-c10::impl::GenericDict read_checkpoint(const std::string& path) {
-  const torch::IValue value = load_torch_save_file(path);
-  TNT_CHECK(value.isGenericDict(), "'", path, "' is not a tarantella checkpoint");
-  auto dict = value.toGenericDict();
-  TNT_CHECK(require<std::string>(dict, "format", path) == kFormat, "'", path,
-            "' has an unknown checkpoint format: write it with tnt::Model::save");
-  return dict;
+// The CPU generator's state from a checkpoint, checked to be one.
+torch::Tensor rng_state(const Entries& entries, const std::string& path) {
+  const torch::Tensor rng = entries.byte_tensor("rng_state");
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  std::int64_t expected = 0;
+  {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    expected = generator.get_state().numel();
+  }
+  TNT_CHECK(rng.numel() == expected, "checkpoint '", path, "': entry 'rng_state' has ", rng.numel(),
+            " bytes, expected ", expected,
+            " (the state of LibTorch's CPU generator): the file is damaged");
+  return rng;
+}
+
+void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::string& bytes,
+                          const std::string& path) {
+  std::istringstream in(bytes);
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(in);
+  } catch (const std::exception& e) {
+    throw Error(
+        fmt::format("checkpoint '{}': entry 'optimizer' is not a readable optimizer "
+                    "state (the file is damaged): {}",
+                    path, std::string(e.what()).substr(0, 200)));
+  }
+  try {
+    optimizer.load(archive);
+  } catch (const std::exception& e) {
+    throw Error(
+        fmt::format("the optimizer state in '{}' does not fit this model's optimizer "
+                    "(compile with the optimizer it was saved with): {}",
+                    path, std::string(e.what()).substr(0, 200)));
+  }
 }
 
 }  // namespace
@@ -106,23 +207,25 @@ std::int64_t Model::load(const std::string& path) {
   torch::Tensor counters = torch::zeros({2}, torch::kInt64);
   torch::Tensor rng;
   run_on_master_checked(s.group, [&] {
-    const auto dict = read_checkpoint(path);
-    copy_weights(*this, require<c10::impl::GenericDict>(dict, "weights", path), path);
-    const torch::Tensor opt = require<torch::Tensor>(dict, "optimizer", path);
-    std::istringstream in(std::string(static_cast<const char*>(opt.data_ptr()),
-                                      static_cast<std::size_t>(opt.numel())));
-    torch::serialize::InputArchive archive;
-    archive.load_from(in);
+    // Every entry is checked before anything changes. If the weights do not
+    // fit after the optimizer state was loaded, the old state is put back.
+    const Entries entries = read_checkpoint(path);
+    const auto weights = entries.dict("weights");
+    const std::string optimizer = entries.bytes("optimizer");
+    const std::int64_t epochs_done = entries.count("epochs_done");
+    const std::int64_t optimizer_steps = entries.count("optimizer_steps");
+    const torch::Tensor state = rng_state(entries, path);
+    const std::string previous = optimizer_bytes(*s.optimizer);
+    load_optimizer_state(*s.optimizer, optimizer, path);
     try {
-      s.optimizer->load(archive);
-    } catch (const std::exception& e) {
-      throw Error(fmt::format("the optimizer state in '{}' does not fit this model's optimizer "
-                              "(compile with the optimizer it was saved with): {}",
-                              path, std::string(e.what()).substr(0, 200)));
+      copy_weights(*this, weights, path);  // checks every entry before it copies one
+    } catch (...) {
+      load_optimizer_state(*s.optimizer, previous, path);
+      throw;
     }
-    counters[0] = require<std::int64_t>(dict, "epochs_done", path);
-    counters[1] = require<std::int64_t>(dict, "optimizer_steps", path);
-    rng = require<torch::Tensor>(dict, "rng_state", path);
+    counters[0] = epochs_done;
+    counters[1] = optimizer_steps;
+    rng = state;
   });
   s.synchronize_state();  // weights, buffers and optimizer state to all ranks
   s.group.broadcast(counters);
@@ -178,19 +281,10 @@ SavedModelDescription read_saved_model_description(const comm::ProcessGroup& gro
                                                    const std::string& path) {
   SavedModelDescription d;
   run_on_master_checked(group, [&] {
-    const auto dict = read_checkpoint(path);
-    auto text = [&](const char* key) {
-      auto it = dict.find(key);
-      return it == dict.end() ? std::string() : it->value().toStringRef();
-    };
-    d.architecture = text("architecture");
-    d.compile = text("compile");
-    auto ts = dict.find("torchscript");
-    if (ts != dict.end()) {
-      const torch::Tensor bytes = ts->value().toTensor();
-      d.torchscript.assign(static_cast<const char*>(bytes.data_ptr()),
-                           static_cast<std::size_t>(bytes.numel()));
-    }
+    const Entries entries = read_checkpoint(path);
+    if (entries.has("architecture")) d.architecture = entries.str("architecture");
+    if (entries.has("compile")) d.compile = entries.str("compile");
+    if (entries.has("torchscript")) d.torchscript = entries.bytes("torchscript");
   });
   d.architecture = group.broadcast_string(d.architecture);
   d.torchscript = group.broadcast_string(d.torchscript);
@@ -202,9 +296,10 @@ void load_checkpoint_weights(Model& model, const std::string& path) {
   Model::Impl& s = ModelInternals::of(model);
   torch::Tensor epochs = torch::zeros({1}, torch::kInt64);
   run_on_master_checked(s.group, [&] {
-    const auto dict = read_checkpoint(path);
-    copy_weights(model, require<c10::impl::GenericDict>(dict, "weights", path), path);
-    epochs[0] = require<std::int64_t>(dict, "epochs_done", path);
+    const Entries entries = read_checkpoint(path);
+    const std::int64_t epochs_done = entries.count("epochs_done");
+    copy_weights(model, entries.dict("weights"), path);
+    epochs[0] = epochs_done;
   });
   s.synchronize_state();
   s.group.broadcast(epochs);

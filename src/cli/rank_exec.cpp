@@ -263,7 +263,7 @@ int run_rank_exec(const std::vector<std::string>& args) {
   spawn_options.argv = pinned_command(parsed, id);
   spawn_options.stdout_mode = stdout_mode(parsed.options, id);
   spawn_options.stderr_mode = stderr_mode(parsed.options);
-  spawn_options.die_with_parent = true;
+  spawn_options.parent_death_signal = SIGKILL;
   Child child;
   try {
     child = spawn(spawn_options);

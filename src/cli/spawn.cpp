@@ -38,8 +38,8 @@ struct ChildOutputs {
 // Everything the child does before exec; async-signal-safe calls only.
 [[noreturn]] void child_main(const SpawnOptions& options, char* const* argv, char* const* envp,
                              pid_t parent, ChildOutputs outputs, int error_fd) {
-  if (options.die_with_parent) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (options.parent_death_signal != 0) {
+    ::prctl(PR_SET_PDEATHSIG, options.parent_death_signal);
     if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
   }
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) ::signal(sig, SIG_DFL);

@@ -25,8 +25,9 @@ struct SpawnOptions {
   std::optional<std::vector<std::string>> environment;
   OutputMode stdout_mode = OutputMode::kInherit;
   OutputMode stderr_mode = OutputMode::kInherit;
-  /// PR_SET_PDEATHSIG(SIGKILL): the child dies when the spawning thread's process does.
-  bool die_with_parent = false;
+  /// PR_SET_PDEATHSIG: the signal the child gets when the spawning thread
+  /// ends (its process dies, even by SIGKILL); 0: none.
+  int parent_death_signal = 0;
 };
 
 /// A started child. stdout_fd / stderr_fd are the read ends of the pipes

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "orphan_guard.h"
 #include "signal_pipe.h"
 #include "spawn.h"
 
@@ -93,7 +94,9 @@ SupervisedResult supervise(const SuperviseOptions& options) {
   SpawnOptions spawn_options;
   spawn_options.argv = options.argv;
   spawn_options.environment = environment_with(options.environment);
+  spawn_options.parent_death_signal = SIGTERM;  // we were SIGKILLed: stop in order
   const Child child = spawn(spawn_options);
+  const OrphanGuard guard(child.pid, options.kill_delay);  // ... or be SIGKILLed
   return MpirunWatch(child.pid, signals, options.kill_delay).run();
 }
 

@@ -6,7 +6,9 @@
 // to the launcher alone (kill PID, a batch system) is passed on to mpirun
 // once. Either way, if mpirun is still alive 5 s after the first signal, it
 // is SIGKILLed; the rank wrappers notice their parent is gone and stop their
-// programs.
+// programs. If the launcher itself is SIGKILLed (OOM killer, batch
+// scheduler), mpirun gets SIGTERM as its parent-death signal, and an
+// OrphanGuard helper SIGKILLs it if it is still alive 5 s later.
 #pragma once
 
 #include <chrono>

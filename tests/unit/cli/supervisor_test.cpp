@@ -1,13 +1,16 @@
 // Supervision of a child standing in for mpirun: exit codes, environment,
-// forwarding a signal once, and SIGKILL after the grace period.
+// forwarding a signal once, SIGKILL after the grace period, and what
+// happens to the child when the supervising process is SIGKILLed.
 #include "supervisor.h"
 
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "exit_status.h"
@@ -89,6 +92,75 @@ TEST(Supervisor, ChildThatStopsOnTheSignalIsNotKilled) {
   sender.join();
   EXPECT_EQ(result.stop_signal, SIGINT);
   EXPECT_EQ(exit_code_of(result.wait_status), 7);
+}
+
+// Whether `pid` is gone: no such process, or a zombie nobody reaps (in a
+// container, PID 1 may not reap the orphans it inherits).
+bool process_gone(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  const auto close_paren = line.rfind(')');
+  return close_paren == std::string::npos || line.substr(close_paren + 2, 1) == "Z";
+}
+
+// How long `pid` took to go away, counted from `since`; nullopt if it is
+// still there after `limit`.
+std::optional<std::chrono::milliseconds> time_until_gone(
+    pid_t pid, std::chrono::steady_clock::time_point since, std::chrono::milliseconds limit) {
+  while (std::chrono::steady_clock::now() - since < limit) {
+    if (process_gone(pid)) {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - since);
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  return std::nullopt;
+}
+
+// Runs supervise(script) in a forked "launcher", waits until the script
+// wrote its pid, SIGKILLs the launcher and returns the script's pid and
+// the moment of the kill.
+std::pair<pid_t, std::chrono::steady_clock::time_point> kill_launcher_of(
+    const std::string& script, std::chrono::milliseconds kill_delay) {
+  TempDir dir;
+  const std::string pid_file = dir.str("pid");
+  const pid_t launcher = ::fork();
+  if (launcher == 0) {
+    supervise(command(
+        "echo $$ > " + pid_file + ".tmp && mv " + pid_file + ".tmp " + pid_file + "; " + script,
+        kill_delay));
+    ::_exit(0);
+  }
+  pid_t child = 0;
+  for (int i = 0; i < 500 && child == 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+    std::ifstream(pid_file) >> child;
+  }
+  const auto killed_at = std::chrono::steady_clock::now();
+  ::kill(launcher, SIGKILL);
+  ::waitpid(launcher, nullptr, 0);
+  return {child, killed_at};
+}
+
+TEST(Supervisor, ChildIsStoppedWhenTheSupervisorIsKilled) {
+  const auto [child, killed_at] =
+      kill_launcher_of("trap 'exit 0' TERM; while :; do sleep 0.05; done", 3000ms);
+  ASSERT_GT(child, 0) << "the child did not start";
+  const auto gone = time_until_gone(child, killed_at, 2000ms);
+  if (!gone) ::kill(child, SIGKILL);
+  ASSERT_TRUE(gone.has_value()) << "the child outlived its supervisor by 2 s";
+  EXPECT_LT(*gone, 1000ms) << "SIGTERM (the parent-death signal) should stop it at once";
+}
+
+TEST(Supervisor, ChildIgnoringSigtermIsKilledAfterTheDelayWhenTheSupervisorIsKilled) {
+  const auto [child, killed_at] =
+      kill_launcher_of("trap '' TERM; while :; do sleep 0.05; done", 1000ms);
+  ASSERT_GT(child, 0) << "the child did not start";
+  const auto gone = time_until_gone(child, killed_at, 4000ms);
+  if (!gone) ::kill(child, SIGKILL);
+  ASSERT_TRUE(gone.has_value()) << "the orphan guard did not SIGKILL the child";
+  EXPECT_GE(*gone, 900ms) << "the child should get the delay to stop in order";
 }
 
 TEST(Supervisor, EnvironmentWithReplacesAndAppends) {

@@ -135,10 +135,15 @@ torch::Tensor read_idx(const std::string& path) {
   TNT_CHECK(got == bytes, "IDX file ", path, " is truncated: its header declares shape ",
             c10::IntArrayRef(shape), " (", bytes, " bytes of data) but only ", got,
             " bytes follow");
-  auto* owner = data.release();
-  torch::Tensor out = torch::from_blob(
-      owner->data(), shape, [owner](void*) { delete owner; },
-      torch::TensorOptions().dtype(type.dtype));
+  const auto options = torch::TensorOptions().dtype(type.dtype);
+  torch::Tensor out;
+  if (bytes == 0) {
+    // from_blob never calls the deleter of a null data pointer.
+    out = torch::empty(shape, options);
+  } else {
+    auto* owner = data.release();
+    out = torch::from_blob(owner->data(), shape, [owner](void*) { delete owner; }, options);
+  }
   unsigned char extra = 0;
   TNT_CHECK(read_some(file.get(), &extra, 1, path) == 0, "IDX file ", path,
             " is longer than its header declares (shape ", out.sizes(),

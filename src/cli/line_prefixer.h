@@ -8,12 +8,14 @@
 #include <string>
 #include <string_view>
 
+#include "console_filter.h"
+
 namespace tnt::cli {
 
 /// Example:
 ///   LinePrefixer p("[1] ");
 ///   p.feed("a\nb") -> "[1] a\n";  p.finish() -> "[1] b\n"
-class LinePrefixer {
+class LinePrefixer : public ConsoleFilter {
  public:
   /// A line longer than this is emitted in pieces, each with the prefix, so a
   /// program printing without newlines cannot grow our buffer without bound.
@@ -22,9 +24,9 @@ class LinePrefixer {
   explicit LinePrefixer(std::string prefix) : prefix_(std::move(prefix)) {}
 
   /// Adds a chunk; returns the complete prefixed lines it finished.
-  std::string feed(std::string_view chunk);
+  std::string feed(std::string_view chunk) override;
   /// Returns the unfinished last line, prefixed and newline-terminated ("" if none).
-  std::string finish();
+  std::string finish() override;
 
  private:
   std::string prefix_;

@@ -23,15 +23,10 @@ void write_all(int fd, std::string_view text) {
 }  // namespace
 
 OutputRelay::OutputRelay(int read_fd, ConsoleSink console, std::unique_ptr<OutputFile> file)
-    : read_fd_(read_fd), console_(std::move(console)), file_(std::move(file)) {
-  if (console_.line_prefix) prefixer_.emplace(*console_.line_prefix);
-}
+    : read_fd_(read_fd), console_(std::move(console)), file_(std::move(file)) {}
 
 OutputRelay::OutputRelay(OutputRelay&& other) noexcept
-    : read_fd_(other.read_fd_),
-      console_(std::move(other.console_)),
-      prefixer_(std::move(other.prefixer_)),
-      file_(std::move(other.file_)) {
+    : read_fd_(other.read_fd_), console_(std::move(other.console_)), file_(std::move(other.file_)) {
   other.read_fd_ = -1;
 }
 
@@ -44,7 +39,9 @@ bool OutputRelay::relay_once() {
   if (n > 0) {
     const std::string_view chunk(buffer, static_cast<std::size_t>(n));
     if (file_) file_->write(chunk);
-    if (console_.fd >= 0) write_all(console_.fd, prefixer_ ? prefixer_->feed(chunk) : chunk);
+    if (console_.fd >= 0) {
+      write_all(console_.fd, console_.filter ? console_.filter->feed(chunk) : chunk);
+    }
     return true;
   }
   if (n == 0 || (errno != EINTR && errno != EAGAIN)) close_pipe();
@@ -58,7 +55,7 @@ void OutputRelay::finish() {
     }
     close_pipe();
   }
-  if (prefixer_ && console_.fd >= 0) write_all(console_.fd, prefixer_->finish());
+  if (console_.filter && console_.fd >= 0) write_all(console_.fd, console_.filter->finish());
   if (file_) file_->close();
 }
 

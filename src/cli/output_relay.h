@@ -9,10 +9,9 @@
 #pragma once
 
 #include <memory>
-#include <optional>
 #include <string>
 
-#include "line_prefixer.h"
+#include "console_filter.h"
 #include "output_files.h"
 
 namespace tnt::cli {
@@ -20,12 +19,15 @@ namespace tnt::cli {
 /// Where one stream goes besides the file.
 struct ConsoleSink {
   int fd = -1;  ///< STDOUT_FILENO / STDERR_FILENO; -1: not shown
-  /// Set: lines are written whole, each with this prefix ("[2] ").
-  std::optional<std::string> line_prefix;
+  /// Set: what the console shows is this filter's output (e.g. a
+  /// LinePrefixer writes whole lines, each with "[2] "); null: the stream as is.
+  std::shared_ptr<ConsoleFilter> filter;
 };
 
 /// Example:
-///   OutputRelay out(child.stdout_fd, ConsoleSink{STDOUT_FILENO, "[1] "}, std::move(file));
+///   OutputRelay out(child.stdout_fd,
+///                   ConsoleSink{STDOUT_FILENO, std::make_shared<LinePrefixer>("[1] ")},
+///                   std::move(file));
 ///   while (out.is_open()) { poll(out.fd()); out.relay_once(); }
 ///   out.finish();
 class OutputRelay {
@@ -45,8 +47,8 @@ class OutputRelay {
   /// nothing is available.
   bool relay_once();
   /// Copies what is already in the pipe without waiting for EOF (the
-  /// program's background children may hold it open), completes a last
-  /// unterminated console line and closes the pipe and the file.
+  /// program's background children may hold it open), writes what the
+  /// console filter held back and closes the pipe and the file.
   void finish();
 
  private:
@@ -54,7 +56,6 @@ class OutputRelay {
 
   int read_fd_;
   ConsoleSink console_;
-  std::optional<LinePrefixer> prefixer_;
   std::unique_ptr<OutputFile> file_;
 };
 

@@ -27,6 +27,7 @@
 
 #include "exit_status.h"
 #include "launcher_error.h"
+#include "line_prefixer.h"
 #include "node_facts.h"
 #include "output_files.h"
 #include "output_relay.h"
@@ -102,9 +103,10 @@ OutputMode stderr_mode(const RankExecOptions& options) {
 // rank's prefixed with --output-on-all-devices, nothing of other ranks.
 ConsoleSink stdout_console(const RankExecOptions& options, const RankIdentity& id) {
   if (options.output_on_all_devices) {
-    return ConsoleSink{STDOUT_FILENO, "[" + std::to_string(id.rank) + "] "};
+    return ConsoleSink{STDOUT_FILENO,
+                       std::make_shared<LinePrefixer>("[" + std::to_string(id.rank) + "] ")};
   }
-  return ConsoleSink{id.rank == 0 ? STDOUT_FILENO : -1, std::nullopt};
+  return ConsoleSink{id.rank == 0 ? STDOUT_FILENO : -1, nullptr};
 }
 
 // DIR/rank.N/stdout and stderr, opened before the program starts so that a
@@ -130,8 +132,7 @@ std::vector<OutputRelay> relays_for(const Child& child, const RankExecOptions& o
     relays.emplace_back(child.stdout_fd, stdout_console(options, id), std::move(files.out));
   }
   if (child.stderr_fd >= 0) {
-    relays.emplace_back(child.stderr_fd, ConsoleSink{STDERR_FILENO, std::nullopt},
-                        std::move(files.err));
+    relays.emplace_back(child.stderr_fd, ConsoleSink{STDERR_FILENO, nullptr}, std::move(files.err));
   }
   return relays;
 }

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "line_prefixer.h"
 #include "test_support.h"
 
 namespace tnt::cli {
@@ -28,7 +29,9 @@ std::string relay(const std::vector<std::string>& chunks, std::optional<std::str
   int program[2], console[2];
   EXPECT_EQ(::pipe(program), 0);
   EXPECT_EQ(::pipe(console), 0);
-  OutputRelay relay(program[0], ConsoleSink{show ? console[1] : -1, prefix}, std::move(file));
+  std::shared_ptr<ConsoleFilter> prefixer;
+  if (prefix) prefixer = std::make_shared<LinePrefixer>(*prefix);
+  OutputRelay relay(program[0], ConsoleSink{show ? console[1] : -1, prefixer}, std::move(file));
   for (const auto& chunk : chunks) {
     EXPECT_EQ(::write(program[1], chunk.data(), chunk.size()), static_cast<ssize_t>(chunk.size()));
     EXPECT_TRUE(relay.relay_once());

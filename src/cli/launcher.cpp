@@ -1,6 +1,7 @@
 // The launcher's top-level flow; see launcher.h.
 #include "launcher.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <iostream>
@@ -25,10 +26,18 @@ void print_warnings(const LaunchPlan& plan) {
   for (const auto& w : plan.warnings) std::cerr << "tarantella: WARNING: " << w << std::endl;
 }
 
+// The summary's reason; the message of the failure itself is in the report
+// above it and not repeated.
 std::string failure_reason(const SupervisedResult& result) {
   if (result.stop_signal != 0) return "stopped by " + describe_signal(result.stop_signal);
   const std::string how = "mpirun " + describe_wait_status(result.wait_status);
-  return WIFEXITED(result.wait_status) ? how + " (the messages above name the failing rank)" : how;
+  if (!result.first_failed_rank) return how;
+  std::string reason =
+      how + " (rank " + std::to_string(*result.first_failed_rank) + " failed first, see above";
+  if (result.other_failed_ranks > 0) {
+    reason += "; " + std::to_string(result.other_failed_ranks) + " other rank(s) failed too";
+  }
+  return reason + ")";
 }
 
 // On the launching node, before mpirun: a bad --output-filename stops the
@@ -45,6 +54,7 @@ void prepare_output_files(const LaunchPlan& plan) {
 int run_plan(const LaunchPlan& plan) {
   prepare_output_files(plan);
   print_warnings(plan);
+  ::signal(SIGPIPE, SIG_IGN);  // a closed stderr loses the relayed text, not the job
   SupervisedResult result;
   try {
     result = supervise(SuperviseOptions{plan.argv, plan.environment});

@@ -7,9 +7,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <memory>
 #include <optional>
+#include <utility>
 
 #include "orphan_guard.h"
+#include "output_relay.h"
+#include "report_filter.h"
 #include "signal_pipe.h"
 #include "spawn.h"
 
@@ -22,21 +26,34 @@ using Clock = std::chrono::steady_clock;
 
 class MpirunWatch {
  public:
-  MpirunWatch(pid_t pid, SignalPipe& signals, std::chrono::milliseconds kill_delay)
-      : pid_(pid), signals_(signals), kill_delay_(kill_delay) {}
+  MpirunWatch(pid_t pid, OutputRelay stderr_relay, SignalPipe& signals,
+              std::chrono::milliseconds kill_delay)
+      : pid_(pid),
+        stderr_relay_(std::move(stderr_relay)),
+        signals_(signals),
+        kill_delay_(kill_delay) {}
 
-  SupervisedResult run() {
+  // Returns mpirun's wait status and the first stop signal we received.
+  std::pair<int, int> run() {
     while (!status_) {
-      pollfd fd{signals_.fd(), POLLIN, 0};
-      ::poll(&fd, 1, poll_timeout_millis());
+      wait_for_events();
       for (const auto& s : signals_.drain()) on_signal(s);
       if (kill_at_ && Clock::now() >= *kill_at_) ::kill(pid_, SIGKILL);
       reap();
     }
-    return SupervisedResult{*status_, stop_signal_};
+    // Processes mpirun started (ssh) may still hold the pipe: take what is there.
+    stderr_relay_.finish();
+    return {*status_, stop_signal_};
   }
 
  private:
+  void wait_for_events() {
+    pollfd fds[2] = {{signals_.fd(), POLLIN, 0}, {stderr_relay_.fd(), POLLIN, 0}};  // -1: skipped
+    if (::poll(fds, 2, poll_timeout_millis()) > 0 && fds[1].revents != 0) {
+      stderr_relay_.relay_once();
+    }
+  }
+
   int poll_timeout_millis() const {
     if (!kill_at_) return 1000;  // SIGCHLD wakes us; the timeout is only a safety net
     const auto left =
@@ -63,6 +80,7 @@ class MpirunWatch {
   }
 
   const pid_t pid_;
+  OutputRelay stderr_relay_;
   SignalPipe& signals_;
   const std::chrono::milliseconds kill_delay_;
   int stop_signal_ = 0;
@@ -94,10 +112,16 @@ SupervisedResult supervise(const SuperviseOptions& options) {
   SpawnOptions spawn_options;
   spawn_options.argv = options.argv;
   spawn_options.environment = environment_with(options.environment);
+  spawn_options.stderr_mode = OutputMode::kPipe;
   spawn_options.parent_death_signal = SIGTERM;  // we were SIGKILLed: stop in order
   const Child child = spawn(spawn_options);
   const OrphanGuard guard(child.pid, options.kill_delay);  // ... or be SIGKILLed
-  return MpirunWatch(child.pid, signals, options.kill_delay).run();
+  auto reports = std::make_shared<ReportFilter>();
+  OutputRelay relay(child.stderr_fd, ConsoleSink{STDERR_FILENO, reports}, nullptr);
+  const auto [wait_status, stop_signal] =
+      MpirunWatch(child.pid, std::move(relay), signals, options.kill_delay).run();
+  return SupervisedResult{wait_status, stop_signal, reports->first_failed_rank(),
+                          reports->other_failed_ranks()};
 }
 
 }  // namespace tnt::cli

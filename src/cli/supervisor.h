@@ -6,12 +6,15 @@
 // to the launcher alone (kill PID, a batch system) is passed on to mpirun
 // once. Either way, if mpirun is still alive 5 s after the first signal, it
 // is SIGKILLed; the rank wrappers notice their parent is gone and stop their
-// programs. If the launcher itself is SIGKILLed (OOM killer, batch
+// programs. mpirun's standard error is relayed through a ReportFilter, which
+// keeps the first report of a failing rank and drops its echoes (see
+// report_filter.h). If the launcher itself is SIGKILLed (OOM killer, batch
 // scheduler), mpirun gets SIGTERM as its parent-death signal, and an
 // OrphanGuard helper SIGKILLs it if it is still alive 5 s later.
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +26,10 @@ namespace tnt::cli {
 struct SupervisedResult {
   int wait_status = 0;
   int stop_signal = 0;  ///< the first stop signal the launcher received, 0 if none
+  /// The rank of the rank failure report shown (see report_filter.h), if any.
+  std::optional<int> first_failed_rank;
+  /// Other ranks that reported a failure; their reports were not shown.
+  int other_failed_ranks = 0;
 };
 
 /// Example: `supervise({"mpirun", "-np", "2", ...}, {{"A", "1"}})`.
@@ -33,8 +40,9 @@ struct SuperviseOptions {
   std::chrono::milliseconds kill_delay{5000};
 };
 
-/// Starts the command and waits for it. Throws SpawnError when it cannot be
-/// started.
+/// Starts the command and waits for it, showing its standard error through
+/// a ReportFilter (its standard output is ours). Throws SpawnError when it
+/// cannot be started.
 SupervisedResult supervise(const SuperviseOptions& options);
 
 /// Our environment with `changes` applied, as "NAME=VALUE" entries.

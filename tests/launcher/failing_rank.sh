@@ -13,6 +13,7 @@ expect_contains "failing rank is named" "$ERR" "tarantella: rank 1 on host"
 expect_contains "failing rank's code is named" "$ERR" "exited with code 3"
 expect_contains "final summary line" "$ERR" "tarantella: job failed:"
 expect_not_contains "stopped ranks are not blamed" "$ERR" "rank 0 on host"
+expect_not_contains "mpirun's banners about stopping the job are not shown" "$ERR" "Primary job"
 if wait_for_count "$MARK" 0 5; then pass "no rank left running"; else fail "ranks left: $(live_pids "$MARK")"; fi
 
 # A rank killed by a signal is named with the signal.

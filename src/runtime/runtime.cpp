@@ -1,12 +1,15 @@
 // Runtime start-up and shutdown. Start: MPI (comm::MpiSession), the world
 // group (its communicator and engine thread), the thread count, the BLAS
-// check. Shutdown is a collective with a
-// check: every rank must reach it, or the job is aborted so no rank hangs.
+// check, and the handler that turns an uncaught exception into one report
+// line and exit status 1 (rank_failure.h). Shutdown is a collective with a
+// check: every rank must reach it, or this rank ends the same way (and mpirun
+// then stops the others) so that no rank hangs.
 #include <tarantella/runtime/runtime.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <exception>
+#include <optional>
 #include <string>
 
 #include <ATen/Parallel.h>
@@ -17,6 +20,7 @@
 
 #include "base/threads.h"
 #include "comm/mpi_session.h"
+#include "runtime/rank_failure.h"
 
 namespace tnt {
 namespace {
@@ -54,10 +58,13 @@ struct Runtime::Impl {
   Config config;
   std::unique_ptr<comm::MpiSession> mpi;
   comm::ProcessGroup world;
+  std::optional<detail::FailedRankHandler> failure_handler;
 
-  [[noreturn]] void abort_job(const std::string& why) {
-    log::error(why + "; aborting every rank of the job so that none is left waiting");
-    comm::MpiSession::abort_job(1);
+  // This rank cannot shut down with the others: it reports why and ends
+  // with exit status 1, and mpirun stops the rest of the job.
+  [[noreturn]] void fail(const std::string& why) const {
+    detail::end_failed_rank(world.rank(), detail::without_rank_prefix(why, world.rank()),
+                            /*with_backtrace=*/false);
   }
 };
 
@@ -65,11 +72,13 @@ Runtime::Runtime(int argc, char** argv) : impl_(std::make_unique<Impl>()) {
   TNT_CHECK(g_runtime.load() == nullptr,
             "a tnt::Runtime is already alive in this process: create exactly one, at the start "
             "of main");
+  impl_->failure_handler.emplace();
   impl_->config = Config::from_env();
   impl_->mpi = std::make_unique<comm::MpiSession>(argc, argv);
   impl_->world = comm::ProcessGroup(impl_->mpi->world(impl_->config.comm_timeout_seconds));
   const comm::ProcessGroup& w = impl_->world;
   log::configure(w.rank(), impl_->config);
+  impl_->failure_handler->identify(w.rank(), impl_->config.log_level == LogLevel::Debug);
   set_thread_count(impl_->config, w.local_size());
   check_blas();
   g_runtime.store(impl_.get());
@@ -80,19 +89,25 @@ Runtime::Runtime(int argc, char** argv) : impl_(std::make_unique<Impl>()) {
 Runtime::~Runtime() {
   Impl& impl = *impl_;
   if (std::uncaught_exceptions() > 0) {
-    impl.abort_job("tnt::Runtime is being destroyed by an exception");
+    // A destructor cannot reach the exception, and the code that catches it
+    // would run with this rank's peers left waiting for it.
+    impl.fail(
+        "an exception is leaving the scope of tnt::Runtime, so this rank cannot shut down with "
+        "the others: catch it inside that scope, or let it leave main to have its message "
+        "printed");
   }
   if (impl.world.broken()) {
-    impl.abort_job("a collective timed out earlier");
+    impl.fail("a collective timed out earlier, so this rank cannot shut down with the others");
   }
   try {
     impl.world.finalize_check();
   } catch (const std::exception& e) {
-    impl.abort_job(e.what());
+    impl.fail(e.what());
   }
   g_runtime.store(nullptr);
   impl.world = comm::ProcessGroup();  // joins the engine, frees the communicators
   impl.mpi.reset();
+  impl.failure_handler.reset();
 }
 
 const Config& Runtime::config() const { return impl_->config; }

@@ -6,6 +6,10 @@
 //   exit          rank 1 exits with code 3 without shutting down
 //   early-return  rank 1 leaves main normally while the others still
 //                 call a collective: the shutdown check must catch it
+//   library-error rank 2 (its host lacks the data set) gets a tnt::Error
+//                 from the library that nobody catches; the others wait
+//   library-error-caught  the same, but main catches it, prints it and
+//                 returns 1, as a careful user's main does
 //   checkpoint-loop DIR    saves a 32 MB model to DIR/ckpt.pt over and over,
 //                 generation g with every weight equal to g, until killed
 //   checkpoint-verify DIR  loads DIR/ckpt.pt: every weight must be one g
@@ -47,6 +51,11 @@ int checkpoint_loop(const std::string& dir) {
   }
 }
 
+// A library error on one rank only: Fashion-MNIST is not where it is looked for.
+void load_missing_data() {
+  if (tnt::get_rank() == 2) tnt::data::datasets::fashion_mnist("train", "/nonexistent/tnt-data");
+}
+
 int checkpoint_verify(const std::string& dir) {
   tnt::Model model = big_model();
   model.load(dir + "/ckpt.pt");
@@ -70,8 +79,16 @@ int main(int argc, char** argv) {
   if (mode == "checkpoint-verify" && argc > 2) return checkpoint_verify(argv[2]);
   const bool culprit = tnt::get_rank() == 1;
   tnt::comm::barrier();
+  if (mode == "library-error") {
+    load_missing_data();
+    tnt::comm::allreduce(torch::ones({10}));
+    return 0;
+  }
   try {
-    if (mode == "timeout") {
+    if (mode == "library-error-caught") {
+      load_missing_data();
+      tnt::comm::allreduce(torch::ones({10}));
+    } else if (mode == "timeout") {
       if (culprit) std::this_thread::sleep_for(std::chrono::seconds(30));
       tnt::comm::allreduce(torch::ones({10}));
     } else if (mode == "throw") {
@@ -84,7 +101,9 @@ int main(int argc, char** argv) {
       if (culprit) return 0;
       tnt::comm::allreduce(torch::ones({10}));
     } else {
-      std::fprintf(stderr, "unknown mode '%s': use timeout, throw, exit or early-return\n",
+      std::fprintf(stderr,
+                   "unknown mode '%s': use timeout, throw, exit, early-return, library-error or "
+                   "library-error-caught\n",
                    mode.c_str());
       return 2;
     }

@@ -22,8 +22,10 @@ class Runtime {
  public:
   Runtime(int argc = 0, char** argv = nullptr);
   /// Stops the engine and finalizes MPI; if a collective failed or an
-  /// exception is propagating, aborts the whole job instead (MPI_Abort) so
-  /// that no rank is left waiting.
+  /// exception is propagating, prints why and ends this rank with exit
+  /// status 1 instead (mpirun then stops the others), so that no rank is
+  /// left waiting. While a Runtime is alive, an exception nobody catches
+  /// ends the rank the same way, with its message.
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;

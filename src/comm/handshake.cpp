@@ -28,6 +28,21 @@ bool wait_for(Done done, PollClock::time_point deadline, double timeout_seconds,
 }
 
 
+// Tests each request on its own (completed ones become MPI_REQUEST_NULL);
+// true when all are complete. MPI_Testall would leave completed requests
+// active while others are pending, and a completed one must read as arrived
+// if the deadline passes.
+bool test_each(std::vector<MPI_Request>& requests, const char* what) {
+  bool all = true;
+  for (MPI_Request& req : requests) {
+    if (req == MPI_REQUEST_NULL) continue;
+    int done = 0;
+    check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what);
+    all = all && done;
+  }
+  return all;
+}
+
 }  // namespace
 
 Handshake::Handshake(MPI_Comm control, int rank, int size, double timeout_seconds)
@@ -63,19 +78,7 @@ std::vector<Descriptor> Handshake::collect_as_master(const Descriptor& mine) {
   }
   const auto deadline = deadline_after(timeout_seconds_);
   wait_for(
-      [&] {
-        // Test each request on its own: MPI_Testall leaves completed
-        // requests active while others are pending, and a completed one
-        // must read as arrived if the deadline passes.
-        bool all = true;
-        for (MPI_Request& req : recvs) {
-          if (req == MPI_REQUEST_NULL) continue;
-          int done = 0;
-          check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test (handshake)");
-          all = all && done;
-        }
-        return all;
-      },
+      [&] { return test_each(recvs, "MPI_Test (handshake)"); },
       deadline, timeout_seconds_,
       [&] {
         // The stall warning (as Horovod's stall inspector): who is missing
@@ -157,16 +160,7 @@ std::vector<int> Handshake::probe_missing(std::int64_t seq, double seconds) {
                 "MPI_Irecv (probe)");
     }
     wait_for(
-        [&] {
-          bool all = true;
-          for (MPI_Request& req : recvs) {
-            if (req == MPI_REQUEST_NULL) continue;
-            int done = 0;
-            check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test (probe)");
-            all = all && done;
-          }
-          return all;
-        },
+        [&] { return test_each(recvs, "MPI_Test (probe)"); },
         deadline, 1e9, [] {});
     std::vector<int> present(size_, 1);
     for (int r = 1; r < size_; ++r) {

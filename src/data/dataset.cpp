@@ -26,6 +26,12 @@ std::optional<Element> Dataset::Iterator::next() {
   return stream_->next();
 }
 
+std::int64_t Dataset::Iterator::skip(std::int64_t n) {
+  TNT_CHECK(stream_, "this iterator was moved from: use the iterator it was moved into");
+  TNT_CHECK(n >= 0, "skip: count ", n, " is negative: give the number of elements to pass over");
+  return stream_->skip(n);
+}
+
 Dataset::RangeIterator::RangeIterator(Iterator it) : it_(std::move(it)), current_(it_.next()) {}
 
 Dataset::RangeIterator& Dataset::RangeIterator::operator++() {

@@ -31,6 +31,12 @@ std::optional<MicroBatch> DistributedDataset::Iterator::next() {
   return mb;
 }
 
+std::int64_t DistributedDataset::Iterator::skip(std::int64_t n) {
+  const std::int64_t done = it_.skip(n);
+  step_ += done;
+  return done;
+}
+
 namespace {
 
 // Rank and size: given explicitly, else the group's, else the world's (the

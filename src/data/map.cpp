@@ -89,6 +89,12 @@ class MapStream final : public Stream {
     if (ready_.empty()) return std::nullopt;
     return pop();
   }
+  // Mapped elements already waiting are dropped; the rest is never mapped.
+  std::int64_t skip(std::int64_t n) override {
+    std::int64_t done = 0;
+    for (; done < n && !ready_.empty(); ++done) ready_.pop_front();
+    return done + input_->skip(n - done);
+  }
 
  private:
   Element pop() {

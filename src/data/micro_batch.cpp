@@ -100,6 +100,15 @@ class MicroBatchStream final : public EagerStream {
         },
         [&] { return batcher_->from_samples({batch->front().force()}); });
   }
+  // A skipped batch's samples are drawn (to find where the next batch
+  // begins) but none is computed.
+  std::int64_t skip(std::int64_t n) override {
+    std::int64_t done = 0;
+    for (; done < n; ++done) {
+      if (!batcher_->draw<Deferred>([this] { return input_->next_deferred(); })) break;
+    }
+    return done;
+  }
 
  private:
   StreamPtr input_;

@@ -1,5 +1,7 @@
 #include "data/node.h"
 
+#include <algorithm>
+
 #include <tarantella/base/error.h>
 
 #include "data/element_ops.h"
@@ -41,6 +43,12 @@ std::optional<Element> Stream::next() {
   return d->force();
 }
 
+std::int64_t Stream::skip(std::int64_t n) {
+  std::int64_t done = 0;
+  while (done < n && next_deferred()) ++done;
+  return done;
+}
+
 std::optional<Deferred> EagerStream::next_deferred() {
   auto e = next();
   if (!e) return std::nullopt;
@@ -61,6 +69,12 @@ class IndexedStream final : public Stream {
   std::optional<Element> next() override {
     if (at_end()) return std::nullopt;
     return view_->get(position_++);
+  }
+  std::int64_t skip(std::int64_t n) override {
+    std::int64_t done = std::max<std::int64_t>(0, n);
+    if (size_ != kInfiniteCardinality) done = std::min(done, std::max<std::int64_t>(0, size_ - position_));
+    position_ += done;
+    return done;
   }
 
  private:

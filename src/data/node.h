@@ -79,6 +79,11 @@ class Stream {
   virtual std::optional<Deferred> next_deferred() = 0;
   /// The next element, computed. Default: next_deferred() forced.
   virtual std::optional<Element> next();
+  /// Passes over up to `n` elements, computing as little as it can: an
+  /// indexed stream moves its position, a lazy one drops its deferred
+  /// elements unforced. Returns how many it passed (fewer at the end).
+  /// Default: next_deferred() n times.
+  virtual std::int64_t skip(std::int64_t n);
 };
 using StreamPtr = std::unique_ptr<Stream>;
 

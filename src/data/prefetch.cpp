@@ -1,5 +1,6 @@
 // prefetch: a background thread reads the input stream ahead into a bounded
-// queue. The thread belongs to the pass (PrefetchStream): destroying the pass
+// queue, from the first next() on (a skip() before it reaches the input
+// unread). The thread belongs to the pass (PrefetchStream): destroying the pass
 // stops it and joins it, also when the consumer stops early; the wait is at
 // most the element being computed. An exception on the thread reaches the
 // consumer in order, after the elements produced before it.
@@ -19,10 +20,9 @@ namespace {
 class PrefetchStream final : public EagerStream {
  public:
   PrefetchStream(StreamPtr input, std::int64_t capacity)
-      : input_(std::move(input)),
-        capacity_(static_cast<std::size_t>(capacity)),
-        thread_([this] { produce(); }) {}
+      : input_(std::move(input)), capacity_(static_cast<std::size_t>(capacity)) {}
   ~PrefetchStream() override {
+    if (!thread_.joinable()) return;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stopping_ = true;
@@ -31,6 +31,7 @@ class PrefetchStream final : public EagerStream {
     thread_.join();
   }
   std::optional<Element> next() override {
+    if (!thread_.joinable()) thread_ = std::thread([this] { produce(); });
     std::unique_lock<std::mutex> lock(mutex_);
     ready_.wait(lock, [&] { return !queue_.empty() || finished_; });
     if (!queue_.empty()) {
@@ -42,6 +43,12 @@ class PrefetchStream final : public EagerStream {
     }
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
     return std::nullopt;
+  }
+  // Before the first element the thread has not started: the input skips
+  // (without reading, where it can) and reading ahead begins after the gap.
+  std::int64_t skip(std::int64_t n) override {
+    if (!thread_.joinable()) return input_->skip(n);
+    return Stream::skip(n);
   }
 
  private:
@@ -81,7 +88,7 @@ class PrefetchStream final : public EagerStream {
   std::exception_ptr error_;
   bool finished_ = false;
   bool stopping_ = false;
-  std::thread thread_;  // last: starts after the state above exists
+  std::thread thread_;  // started by the first next()
 };
 
 class PrefetchNode final : public Node {

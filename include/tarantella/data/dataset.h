@@ -91,6 +91,14 @@ class Dataset {
     ~Iterator();
     /// The next element, or nullopt at the end of the pass.
     std::optional<Element> next();
+    /// Passes over the next `n` elements (n >= 0) without computing them
+    /// where the pipeline allows: random-access pipelines move their
+    /// position, map functions are not run on skipped elements, and a
+    /// prefetch thread starts reading after the gap. Returns how many were
+    /// passed (fewer when the pass ends first).
+    ///
+    /// Example: auto it = ds.iterate(0); it.skip(100); auto e = it.next();  // element 100
+    std::int64_t skip(std::int64_t n);
 
    private:
     std::unique_ptr<detail::Stream> stream_;

@@ -136,6 +136,13 @@ class DistributedDataset {
     Iterator(Dataset::Iterator it, bool split);
     /// The next micro-batch, or nullopt after the last step.
     std::optional<MicroBatch> next();
+    /// Passes over the next `n` global batches without reading their samples
+    /// where the pipeline allows (see Dataset::Iterator::skip); the next
+    /// micro-batch's `step` counts them. Returns how many were passed. Every
+    /// rank must skip the same number (the batches are global).
+    ///
+    /// Example: auto it = dist.iterate(epoch); it.skip(done);   // resume mid-epoch
+    std::int64_t skip(std::int64_t n);
 
    private:
     Dataset::Iterator it_;

@@ -172,6 +172,55 @@ TEST(Distribute, EachRankMapsOnlyItsOwnSamples) {
   }
 }
 
+// Mid-epoch resume: skip(k) then reading gives exactly the pass's batches
+// from k on, numbered from k, and maps none of the skipped samples.
+TEST(Distribute, SkipPassesOverBatchesWithoutReadingThem) {
+  auto times_ten = [](Element e) {
+    e[0] = e[0] * 10;
+    return e;
+  };
+  for (bool sequential : {false, true}) {
+    for (bool prefetch : {false, true}) {
+      for (int n : {1, 3}) {
+        const std::int64_t s = 103, b = 10, k = 4;
+        for (int r = 0; r < n; ++r) {
+          SCOPED_TRACE(std::string(sequential ? "sequential" : "random access") +
+                       (prefetch ? " + prefetch" : "") + ", rank " + std::to_string(r) + " of " +
+                       std::to_string(n));
+          auto counter = std::make_shared<std::atomic<std::int64_t>>(0);
+          Dataset ds = samples(s, sequential, counter).batch(b).map(times_ten);
+          if (prefetch) ds = ds.prefetch(2);
+          const auto full = rank_pass(ds, r, n, 3);
+          counter->store(0);
+          auto dist = tnt::data::distribute(ds, DistributeOptions().rank(r).size(n));
+          auto it = dist.iterate(3);
+          EXPECT_EQ(it.skip(k), k);
+          std::vector<MicroBatch> rest;
+          while (auto mb = it.next()) rest.push_back(std::move(*mb));
+          ASSERT_EQ(rest.size() + k, full.size());
+          std::int64_t own = 0;
+          for (std::size_t i = 0; i < rest.size(); ++i) {
+            const MicroBatch& expected = full[i + k];
+            EXPECT_EQ(rest[i].step, expected.step);
+            EXPECT_EQ(rest[i].global_size, expected.global_size);
+            EXPECT_ELEMENT_EQ(rest[i].tensors, expected.tensors);
+            own += rest[i].local_size;
+          }
+          EXPECT_EQ(counter->load(), own)
+              << "only the samples of this rank's remaining micro-batches are mapped";
+          // Past the end: skip passes what is left and reports it.
+          auto it2 = dist.iterate(3);
+          EXPECT_EQ(it2.skip(1000), static_cast<std::int64_t>(full.size()));
+          EXPECT_FALSE(it2.next().has_value());
+        }
+      }
+    }
+  }
+  auto ds = samples(10, false, std::make_shared<std::atomic<std::int64_t>>(0));
+  auto it = ds.iterate(0);
+  EXPECT_THROW(it.skip(-1), tnt::Error);
+}
+
 TEST(Distribute, AnEmptyFirstMicroBatchHasTheRightShapesAndDtypes) {
   auto counter = std::make_shared<std::atomic<std::int64_t>>(0);
   const auto ds = samples(2, false, counter).batch(4);  // one batch of L = 2 at N = 4

@@ -35,6 +35,8 @@ struct Args {
   std::string tensorboard;
   std::string checkpoint_dir;
   bool resume = false;
+  std::string backup_dir;
+  std::int64_t backup_every = 0;
   int verbose = 1;
 };
 
@@ -64,6 +66,11 @@ int main(int argc, char** argv) {
   app.add_option("--tensorboard", a.tensorboard, "write TensorBoard event files under this directory");
   app.add_option("--checkpoint-dir", a.checkpoint_dir, "save a checkpoint after every epoch here");
   app.add_flag("--resume", a.resume, "continue from the newest checkpoint in --checkpoint-dir");
+  app.add_option("--backup-dir", a.backup_dir,
+                 "keep a backup here (BackupAndRestore): a restarted run continues where it stopped");
+  app.add_option("--backup-every", a.backup_every,
+                 "also back up every K optimizer steps, not only at epoch ends (needs --backup-dir)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--verbose", a.verbose, "0 silent, 1 progress bar, 2 a line per epoch");
   CLI11_PARSE(app, argc, argv);
   if (a.train_size + a.val_size > 60000) {
@@ -110,12 +117,21 @@ int main(int argc, char** argv) {
     callbacks.push_back(std::make_shared<tnt::callbacks::ModelCheckpoint>(
         tnt::callbacks::ModelCheckpointOptions(a.checkpoint_dir + "/epoch-{epoch:04d}.pt")));
     if (a.resume) {
-      const std::string newest = tnt::latest_checkpoint(a.checkpoint_dir);  // collective
-      if (!newest.empty()) {
-        fit.initial_epoch(model.load(newest));
-        if (tnt::is_master_rank()) std::cout << "resuming from " << newest << "\n";
+      // The newest checkpoint that loads; a damaged one is passed over with a warning.
+      const std::string loaded = tnt::load_latest_checkpoint(model, a.checkpoint_dir);
+      if (!loaded.empty()) {
+        fit.initial_epoch(model.epochs_done());
+        if (tnt::is_master_rank()) std::cout << "resuming from " << loaded << "\n";
       }
     }
+  }
+  if (a.backup_every > 0 && a.backup_dir.empty()) {
+    std::cerr << "--backup-every needs --backup-dir DIR\n";
+    return 2;
+  }
+  if (!a.backup_dir.empty()) {
+    callbacks.push_back(
+        std::make_shared<tnt::callbacks::BackupAndRestore>(a.backup_dir, a.backup_every));
   }
   fit.callbacks(callbacks);
   if (fit.initial_epoch() < a.epochs) model.fit(train, fit);

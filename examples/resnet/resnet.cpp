@@ -305,11 +305,12 @@ int main(int argc, char** argv) {
   if (data.val) val = data.val->batch(a.batch_size);
   if (val && a.val_freq > 0) fit.validation_data(*val).validation_freq(a.val_freq);
   if (a.resume && !a.checkpoint_dir.empty()) {
-    // Collective: the master finds the newest file, every rank loads it.
-    const std::string newest = tnt::latest_checkpoint(a.checkpoint_dir);
-    if (!newest.empty()) {
-      fit.initial_epoch(model.load(newest));
-      if (tnt::is_master_rank()) std::cout << "resuming from " << newest << "\n";
+    // Collective: the newest checkpoint that loads (a damaged one is passed
+    // over with a warning naming it and the older file tried next).
+    const std::string loaded = tnt::load_latest_checkpoint(model, a.checkpoint_dir);
+    if (!loaded.empty()) {
+      fit.initial_epoch(model.epochs_done());
+      if (tnt::is_master_rank()) std::cout << "resuming from " << loaded << "\n";
     }
   }
   tnt::callbacks::History history;

@@ -9,6 +9,7 @@
 //   compile: str                 (Model::get_compile_config(), if compiled)
 // so that training stopped after epoch k and resumed from the file with
 // initial_epoch = k ends bitwise equal to an uninterrupted run.
+#include <algorithm>
 #include <filesystem>
 #include <mutex>
 #include <sstream>
@@ -19,6 +20,7 @@
 #include <torch/torch.h>
 
 #include <tarantella/base/error.h>
+#include <tarantella/base/logging.h>
 #include <tarantella/runtime/runtime.h>
 
 #include <nlohmann/json.hpp>
@@ -47,6 +49,18 @@ std::string optimizer_bytes(torch::optim::Optimizer& optimizer) {
   std::ostringstream out;
   archive.save_to(out);
   return out.str();
+}
+
+torch::Tensor cpu_rng_state() {
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.get_state();
+}
+
+void set_cpu_rng_state(const torch::Tensor& state) {
+  at::Generator generator = at::detail::getDefaultCPUGenerator();  // shares the state
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_state(state);
 }
 
 // The entries of a checkpoint, each checked for presence and type before it
@@ -102,6 +116,19 @@ class Entries {
     return t;
   }
 
+  // A 1-D float64 tensor's values.
+  std::vector<double> doubles(const char* key) const {
+    const c10::IValue v = get(key);
+    if (!v.isTensor()) wrong(key, detail::kind_of(v), "a float64 tensor");
+    const torch::Tensor t = v.toTensor();
+    if (t.scalar_type() != torch::kFloat64 || t.dim() != 1) {
+      wrong(key, detail::concat("a ", c10::toString(t.scalar_type()), " tensor of shape ", t.sizes()),
+            "a 1-D float64 tensor");
+    }
+    const torch::Tensor c = t.contiguous();
+    return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+  }
+
   std::string bytes(const char* key) const {
     const torch::Tensor t = byte_tensor(key);
     return std::string(static_cast<const char*>(t.data_ptr()), static_cast<std::size_t>(t.numel()));
@@ -133,12 +160,7 @@ Entries read_checkpoint(const std::string& path) {
 // The CPU generator's state from a checkpoint, checked to be one.
 torch::Tensor rng_state(const Entries& entries, const std::string& path) {
   const torch::Tensor rng = entries.byte_tensor("rng_state");
-  at::Generator generator = at::detail::getDefaultCPUGenerator();
-  std::int64_t expected = 0;
-  {
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    expected = generator.get_state().numel();
-  }
+  const std::int64_t expected = cpu_rng_state().numel();
   TNT_CHECK(rng.numel() == expected, "checkpoint '", path, "': entry 'rng_state' has ", rng.numel(),
             " bytes, expected ", expected,
             " (the state of LibTorch's CPU generator): the file is damaged");
@@ -169,30 +191,34 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::string&
 
 }  // namespace
 
+namespace {
+
+// The entries of a Model::save file.
+c10::impl::GenericDict checkpoint_entries(const Model& model) {
+  const Model::Impl& s = ModelInternals::of(model);
+  c10::Dict<std::string, torch::Tensor> weights;
+  for (const auto& [name, t] : model.named_parameters()) weights.insert(name, t.detach().cpu().contiguous());
+  for (const auto& [name, t] : model.named_buffers()) weights.insert(name, t.detach().cpu().contiguous());
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
+  dict.insert("format", std::string(kFormat));
+  dict.insert("weights", weights);
+  dict.insert("epochs_done", s.epochs_done);
+  dict.insert("optimizer_steps", s.optimizer_steps);
+  dict.insert("rng_state", cpu_rng_state());
+  if (s.optimizer) dict.insert("optimizer", to_bytes(optimizer_bytes(*s.optimizer)));
+  const std::string architecture = s.net->config_json();
+  if (!architecture.empty()) dict.insert("architecture", architecture);
+  const std::string torchscript = s.net->torchscript_bytes();
+  if (!torchscript.empty()) dict.insert("torchscript", to_bytes(torchscript));
+  if (s.options) dict.insert("compile", model.get_compile_config().dump());
+  return dict;
+}
+
+}  // namespace
+
 void Model::save(const std::string& path, bool all_ranks) const {
   Impl& s = *impl_;
-  auto write = [&] {
-    c10::Dict<std::string, torch::Tensor> weights;
-    for (const auto& [name, t] : named_parameters()) weights.insert(name, t.detach().cpu().contiguous());
-    for (const auto& [name, t] : named_buffers()) weights.insert(name, t.detach().cpu().contiguous());
-    c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
-    dict.insert("format", std::string(kFormat));
-    dict.insert("weights", weights);
-    dict.insert("epochs_done", s.epochs_done);
-    dict.insert("optimizer_steps", s.optimizer_steps);
-    {
-      at::Generator generator = at::detail::getDefaultCPUGenerator();
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      dict.insert("rng_state", generator.get_state());
-    }
-    if (s.optimizer) dict.insert("optimizer", to_bytes(optimizer_bytes(*s.optimizer)));
-    const std::string architecture = s.net->config_json();
-    if (!architecture.empty()) dict.insert("architecture", architecture);
-    const std::string torchscript = s.net->torchscript_bytes();
-    if (!torchscript.empty()) dict.insert("torchscript", to_bytes(torchscript));
-    if (s.options) dict.insert("compile", get_compile_config().dump());
-    write_atomically(path, torch::pickle_save(dict));
-  };
+  auto write = [&] { write_atomically(path, torch::pickle_save(checkpoint_entries(*this))); };
   if (all_ranks) {
     write();
     s.group.barrier();
@@ -233,11 +259,7 @@ std::int64_t Model::load(const std::string& path) {
   s.group.broadcast(rng_size);
   if (!rng.defined()) rng = torch::empty({rng_size.item<std::int64_t>()}, torch::kUInt8);
   s.group.broadcast(rng);
-  at::Generator generator = at::detail::getDefaultCPUGenerator();  // shares the state
-  {
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    generator.set_state(rng);
-  }
+  set_cpu_rng_state(rng);
   s.epochs_done = counters[0].item<std::int64_t>();
   s.optimizer_steps = counters[1].item<std::int64_t>();
   return s.epochs_done;
@@ -250,13 +272,18 @@ std::string latest_checkpoint(const std::string& dir) {
   return latest_checkpoint(dir, default_group());
 }
 
-std::string latest_checkpoint(const std::string& dir, const comm::ProcessGroup& group) {
-  std::string newest;
+namespace {
+
+// The checkpoints of `dir`, newest first (see latest_checkpoint); the master
+// looks, every rank gets the list.
+std::vector<std::string> checkpoints_newest_first(const std::string& dir,
+                                                  const comm::ProcessGroup& group) {
+  // (has a number, the first number, name): the largest is the newest.
+  using Key = std::tuple<bool, std::int64_t, std::string>;
+  std::vector<std::pair<Key, std::string>> found;
   run_on_master_checked(group, [&] {
     std::error_code error;
     if (!std::filesystem::is_directory(dir, error)) return;
-    // (has a number, the first number, name): the largest wins.
-    std::tuple<bool, std::int64_t, std::string> best{false, -1, ""};
     for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
       if (!entry.is_regular_file(error)) continue;
       const std::string name = entry.path().filename().string();
@@ -267,14 +294,50 @@ std::string latest_checkpoint(const std::string& dir, const comm::ProcessGroup& 
         const auto end = name.find_first_not_of("0123456789", digit);
         number = std::stoll(name.substr(digit, std::min<std::size_t>(end - digit, 18)));
       }
-      std::tuple<bool, std::int64_t, std::string> key{digit != std::string::npos, number, name};
-      if (newest.empty() || key > best) {
-        best = key;
-        newest = entry.path().string();
-      }
+      found.push_back({Key{digit != std::string::npos, number, name}, entry.path().string()});
     }
   });
-  return group.broadcast_string(newest);
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string joined;  // paths cannot hold '\n' here: directory entries of a listing
+  for (const auto& [key, path] : found) joined += path + "\n";
+  joined = group.broadcast_string(joined);
+  std::vector<std::string> paths;
+  for (std::size_t begin = 0, end; (end = joined.find('\n', begin)) != std::string::npos;
+       begin = end + 1) {
+    paths.push_back(joined.substr(begin, end - begin));
+  }
+  return paths;
+}
+
+}  // namespace
+
+std::string latest_checkpoint(const std::string& dir, const comm::ProcessGroup& group) {
+  const std::vector<std::string> paths = checkpoints_newest_first(dir, group);
+  return paths.empty() ? std::string() : paths.front();
+}
+
+std::string load_latest_checkpoint(Model& model, const std::string& dir) {
+  const std::vector<std::string> paths = checkpoints_newest_first(dir, ModelInternals::of(model).group);
+  std::string failures;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    try {
+      model.load(paths[i]);  // checks the whole file before it changes the model
+      return paths[i];
+    } catch (const Error& e) {
+      // The reason without the "[tarantella rank R] " of the error's text.
+      std::string reason = e.what();
+      if (reason.rfind("[tarantella rank ", 0) == 0) reason.erase(0, reason.find("] ") + 2);
+      const std::string next = i + 1 < paths.size() ? "trying the older '" + paths[i + 1] + "'"
+                                                    : "no older checkpoint is left";
+      log::warning(
+          fmt::format("checkpoint '{}' cannot be loaded ({}); {}", paths[i], reason, next));
+      failures += fmt::format("\n  {}: {}", paths[i], reason);
+    }
+  }
+  TNT_CHECK(paths.empty(), "none of the ", paths.size(), " checkpoints in '", dir,
+            "' can be loaded:", failures,
+            "\nremove the damaged files, or start without resuming");
+  return {};
 }
 
 SavedModelDescription read_saved_model_description(const comm::ProcessGroup& group,
@@ -304,6 +367,68 @@ void load_checkpoint_weights(Model& model, const std::string& path) {
   s.synchronize_state();
   s.group.broadcast(epochs);
   s.epochs_done = epochs[0].item<std::int64_t>();
+}
+
+void save_backup(const Model& model, const std::string& path, const TrainingPosition& position) {
+  const Model::Impl& s = ModelInternals::of(model);
+  // Every rank's generator: dropout and augmentation draw on each rank.
+  const torch::Tensor rng_states = s.group.allgather(cpu_rng_state());
+  run_on_master_checked(s.group, [&] {
+    c10::impl::GenericDict dict = checkpoint_entries(model);
+    dict.insert("backup_epoch", position.epoch);
+    dict.insert("backup_step", position.step);
+    dict.insert("backup_state", torch::tensor(position.state, torch::kFloat64));
+    dict.insert("backup_global_batch_size", position.global_batch_size);
+    dict.insert("backup_ranks", static_cast<std::int64_t>(s.group.size()));
+    dict.insert("backup_rng_states", rng_states);
+    write_atomically(path, torch::pickle_save(dict));
+  });
+}
+
+TrainingPosition restore_backup(Model& model, const std::string& path) {
+  Model::Impl& s = ModelInternals::of(model);
+  model.load(path);  // weights, optimizer, counters, the master's random state
+  TrainingPosition position;
+  torch::Tensor numbers = torch::zeros({4}, torch::kInt64);
+  torch::Tensor rng_states;
+  run_on_master_checked(s.group, [&] {
+    const Entries entries = read_checkpoint(path);
+    position.state = entries.doubles("backup_state");
+    numbers[0] = entries.count("backup_epoch");
+    numbers[1] = entries.count("backup_step");
+    numbers[2] = entries.count("backup_global_batch_size");
+    numbers[3] = entries.count("backup_ranks");
+    rng_states = entries.byte_tensor("backup_rng_states");
+    const std::int64_t each = cpu_rng_state().numel();
+    TNT_CHECK(numbers[3].item<std::int64_t>() >= 1 &&
+                  rng_states.numel() == numbers[3].item<std::int64_t>() * each,
+              "backup '", path, "': entry 'backup_rng_states' has ", rng_states.numel(),
+              " bytes for ", numbers[3].item<std::int64_t>(), " ranks, expected ", each,
+              " per rank: the file is damaged");
+    TNT_CHECK(static_cast<std::int64_t>(position.state.size()) == s.state_size(), "backup '", path,
+              "' holds ", position.state.size(), " loss/metric values, this model has ",
+              s.state_size(), ": compile with the loss and metrics of the run that made it");
+  });
+  s.group.broadcast(numbers);
+  torch::Tensor count = torch::tensor({static_cast<std::int64_t>(position.state.size())});
+  s.group.broadcast(count);
+  torch::Tensor state = s.group.is_master() ? torch::tensor(position.state, torch::kFloat64)
+                                            : torch::zeros({count.item<std::int64_t>()}, torch::kFloat64);
+  s.group.broadcast(state);
+  position.state.assign(state.data_ptr<double>(), state.data_ptr<double>() + state.numel());
+  position.epoch = numbers[0].item<std::int64_t>();
+  position.step = numbers[1].item<std::int64_t>();
+  position.global_batch_size = numbers[2].item<std::int64_t>();
+  const std::int64_t ranks = numbers[3].item<std::int64_t>();
+  position.ranks = ranks;
+  const std::int64_t each = cpu_rng_state().numel();
+  if (!s.group.is_master()) rng_states = torch::empty({ranks * each}, torch::kUInt8);
+  s.group.broadcast(rng_states);
+  // The same rank count: each rank continues with its own generator; another
+  // count has no such correspondence, and every rank takes the master's.
+  const std::int64_t row = ranks == s.group.size() ? s.group.rank() : 0;
+  set_cpu_rng_state(rng_states.narrow(0, row * each, each).clone());
+  return position;
 }
 
 }  // namespace tnt

@@ -4,6 +4,9 @@
 // group, accumulation cycles, auto-tuning between cycles, the timeline and
 // overlap meter, callbacks with global and local logs, BatchNorm buffers
 // shared after each epoch, validation, and the stop vote.
+#include <optional>
+#include <utility>
+
 #include <fmt/format.h>
 
 #include <tarantella/callbacks/builtins.h>
@@ -65,6 +68,19 @@ void check_no_lr_conflict(const CompileOptions& compiled,
   }
 }
 
+// A restored position must fit this run's data: the same global batch (the
+// step counts global batches) and a step inside the epoch.
+void check_resume(const TrainingPosition& resume, const data::DistributedDataset& dist,
+                  std::int64_t steps_total) {
+  TNT_CHECK(resume.global_batch_size == dist.global_batch_size(),
+            "the backup to resume from was made with global batch size ",
+            resume.global_batch_size, ", this run's is ", dist.global_batch_size(),
+            ": resume with the same global batch size (any number of ranks), or delete the backup");
+  TNT_CHECK(steps_total < 0 || resume.step <= steps_total, "the backup to resume from is at step ",
+            resume.step, " of its epoch, but this run's epochs have ", steps_total,
+            " steps: resume with the same dataset and steps_per_epoch, or delete the backup");
+}
+
 }  // namespace
 
 FitOptions& FitOptions::validation_data(const data::Dataset& v) {
@@ -122,19 +138,30 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
   callbacks::CallbackList cbs(list, this, {options.epochs(), steps_total, options.verbose()},
                               s.group.is_master());
   stop_training = false;
+  s.resume.reset();
   cbs.train_begin();
+  // A callback (BackupAndRestore) may have restored a position to continue from.
+  std::optional<TrainingPosition> resume = std::exchange(s.resume, std::nullopt);
+  if (resume) check_resume(*resume, dist, steps_total);
 
   Logs logs, local_logs;
-  for (std::int64_t epoch = options.initial_epoch(); epoch < options.epochs() && !stop_training;
-       ++epoch) {
+  for (std::int64_t epoch = resume ? resume->epoch : options.initial_epoch();
+       epoch < options.epochs() && !stop_training; ++epoch) {
     cbs.epoch_begin(epoch);
     s.net->train(true);
     const std::size_t n_state = static_cast<std::size_t>(s.state_size());
     std::vector<double> global_state(n_state, 0.0), local_state(n_state, 0.0);
     std::vector<double> pending(n_state, 0.0);  // this rank, this accumulation cycle
     auto it = dist.iterate(epoch);
+    std::int64_t first_step = 0;
+    if (resume && resume->step > 0) {  // mid-epoch: the batches done are passed unread
+      first_step = it.skip(resume->step);
+      global_state = resume->state;
+      logs = s.logs_of(global_state);
+    }
+    resume.reset();
     OverlapMeter overlap;
-    for (std::int64_t step = 0;; ++step) {
+    for (std::int64_t step = first_step;; ++step) {
       if (stop_training || (options.steps_per_epoch() && step >= *options.steps_per_epoch())) break;
       const auto data_begin = Clock::now();
       std::optional<data::MicroBatch> mb = it.next();
@@ -165,6 +192,7 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
       std::fill(pending.begin(), pending.end(), 0.0);
       logs = s.logs_of(global_state);
       local_logs = s.logs_of(local_state);
+      s.position = {epoch, step + 1, global_state, dist.global_batch_size(), s.group.size()};
       // A callback that stops training here stops every rank at this step
       // when it decides from global logs (the default).
       cbs.train_batch_end(step, logs, local_logs);
@@ -191,6 +219,7 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
       }
     }
     s.epochs_done = epoch + 1;
+    s.position = {epoch + 1, 0, {}, dist.global_batch_size(), s.group.size()};
     cbs.epoch_end(epoch, logs, local_logs);
     // Callbacks decide from global values, but agree anyway: no rank may
     // leave the loop alone.

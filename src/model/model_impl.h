@@ -25,6 +25,17 @@ class AutoTuner;
 class Timeline;
 
 
+/// Where fit() stands: the epoch in progress, the global batches of it done,
+/// and their accumulated global loss/metric state (BackupAndRestore saves
+/// it and continues from it).
+struct TrainingPosition {
+  std::int64_t epoch = 0;
+  std::int64_t step = 0;
+  std::vector<double> state;
+  std::int64_t global_batch_size = 0;
+  std::int64_t ranks = 0;  // of the run that saved it (restore_backup)
+};
+
 struct Model::Impl {
   Impl();
   ~Impl();
@@ -44,6 +55,11 @@ struct Model::Impl {
   std::optional<std::size_t> threshold_override;
   std::shared_ptr<AutoTuner> autotuner;  // while/after tuning (TNT_AUTOTUNE)
   std::unique_ptr<Timeline> timeline;    // TNT_TIMELINE: made by the first fit()
+  /// fit()'s position, updated before train_batch_end and epoch_end.
+  TrainingPosition position;
+  /// Set by a callback's on_train_begin (BackupAndRestore): fit() continues
+  /// from here instead of initial_epoch, skipping the batches already done.
+  std::optional<TrainingPosition> resume;
 
   void require_compiled(const char* caller) const;
   /// Inputs and target of an element: (inputs..., target).
@@ -97,6 +113,15 @@ void run_on_master_checked(const comm::ProcessGroup& group, const std::function<
 /// Sums a float64 state vector over the group's ranks (blocking).
 std::vector<double> allreduce_state(const comm::ProcessGroup& group,
                                     const std::vector<double>& local);
+
+/// Writes a backup of `model` at `position` to `path` (atomically): a
+/// Model::save file plus the position and every rank's random state.
+/// Collective.
+void save_backup(const Model& model, const std::string& path, const TrainingPosition& position);
+/// Loads a save_backup file like Model::load and returns its position; with
+/// the rank count of the backup, each rank gets its own random state back,
+/// with another, the master's. Collective.
+TrainingPosition restore_backup(Model& model, const std::string& path);
 
 /// Copies the entries of a weight dict into the model's parameters and
 /// buffers; missing, extra or mis-shaped entries are errors naming `path`.

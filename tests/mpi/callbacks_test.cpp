@@ -204,6 +204,162 @@ TEST(Callbacks, ResumeFromACheckpointIsBitwiseEqualToAnUninterruptedRun) {
   remove_dir(dir);
 }
 
+// The tiny network with dropout: a resumed run must also continue every
+// rank's random stream where the backup left it.
+struct DropMlpImpl : torch::nn::Module {
+  DropMlpImpl() {
+    fc1 = register_module("fc1", torch::nn::Linear(6, 16));
+    drop = register_module("drop", torch::nn::Dropout(0.3));
+    fc2 = register_module("fc2", torch::nn::Linear(16, 4));
+  }
+  torch::Tensor forward(torch::Tensor x) { return fc2(drop(torch::tanh(fc1(x)))); }
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  torch::nn::Dropout drop{nullptr};
+};
+TORCH_MODULE(DropMlp);
+
+DropMlp make_drop_net(int seed) {
+  torch::manual_seed(static_cast<std::uint64_t>(seed));
+  return DropMlp();
+}
+
+// Throws on every rank after global batch `batch` of `epoch`: a crash that
+// leaves BackupAndRestore's last backup behind.
+struct Crash : cb::Callback {
+  Crash(std::int64_t epoch, std::int64_t batch) : epoch_(epoch), batch_(batch) {}
+  void on_epoch_begin(std::int64_t epoch, const cb::Logs&) override { now_ = epoch; }
+  void on_train_batch_end(std::int64_t batch, const cb::Logs&) override {
+    if (now_ == epoch_ && batch == batch_) throw std::runtime_error("simulated crash");
+  }
+  std::int64_t epoch_, batch_, now_ = -1;
+};
+
+void compile_adam(tnt::Model& m) {
+  m.compile(tnt::CompileOptions()
+                .optimizer(tnt::optimizers::Adam(0.01))
+                .loss(tnt::losses::SparseCategoricalCrossentropy())
+                .metrics({tnt::metrics::SparseCategoricalAccuracy()}));
+}
+
+TEST(BackupAndRestore, MidEpochResumeIsBitwiseEqualToAnUninterruptedRun) {
+  const std::string dir = shared_dir("backup");
+  const auto train = train_set(8, true);  // 7 steps per epoch, the last one short
+  tnt::Model straight{make_drop_net(5)};
+  compile_adam(straight);
+  const auto expected = straight.fit(train, fit(3));
+
+  // Backups at epoch ends and every 2 optimizer steps, counted across
+  // epochs: the last one before the crash (after the 6th step of epoch 2)
+  // is the one after its 5th step (12 steps in all), so a step is redone.
+  {
+    tnt::Model crashing{make_drop_net(5)};
+    compile_adam(crashing);
+    auto backup = std::make_shared<cb::BackupAndRestore>(dir, 2);
+    EXPECT_THROW(crashing.fit(train, fit(3).callbacks({backup, std::make_shared<Crash>(1, 5)})),
+                 std::runtime_error);
+  }
+  const std::string path = dir + "/backup.pt";
+  EXPECT_TRUE(std::filesystem::exists(path) || !tnt::is_master_rank()) << "the backup stays";
+
+  tnt::Model resumed{make_drop_net(123)};  // other initial weights: the backup's win
+  compile_adam(resumed);
+  const auto history = resumed.fit(train, fit(3).callbacks({std::make_shared<cb::BackupAndRestore>(dir, 2)}));
+  const auto a = params_of(straight), b = params_of(resumed);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << "parameter " << i;
+  // The resumed epoch's logs include the batches done before the crash.
+  ASSERT_EQ(history.epochs.front(), 1) << "resumed inside epoch 2 (index 1)";
+  for (const char* name : {"loss", "sparse_categorical_accuracy"}) {
+    EXPECT_EQ(history.history.at(name).back(), expected.history.at(name).back()) << name;
+    EXPECT_EQ(history.history.at(name).front(), expected.history.at(name).at(1)) << name;
+  }
+  EXPECT_FALSE(std::filesystem::exists(path)) << "removed when training completed";
+  remove_dir(dir);
+}
+
+// Resume on another rank count: the backup of the whole group continues on
+// a process set of one rank fewer (the global batch stays); equal up to float
+// rounding (no dropout: its masks depend on the split anyway).
+TEST(BackupAndRestore, ABackupContinuesOnAnotherRankCount) {
+  if (tnt::get_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  const std::string dir = shared_dir("backup_ranks");
+  const auto train = train_set(8, true);
+  tnt::Model straight{make_net()};
+  compile_adam(straight);
+  straight.fit(train, fit(3));
+  {
+    tnt::Model crashing{make_net()};
+    compile_adam(crashing);
+    EXPECT_THROW(crashing.fit(train, fit(3).callbacks({std::make_shared<cb::BackupAndRestore>(dir, 3),
+                                                       std::make_shared<Crash>(1, 4)})),
+                 std::runtime_error);
+  }
+  std::vector<int> fewer;
+  for (int r = 0; r + 1 < tnt::get_size(); ++r) fewer.push_back(r);
+  const tnt::comm::ProcessGroup group = tnt::world().subgroup(fewer);
+  if (group.is_member()) {
+    tnt::Model resumed{make_net(123), group};
+    compile_adam(resumed);
+    resumed.fit(train, fit(3).callbacks({std::make_shared<cb::BackupAndRestore>(dir, 3)}));
+    EXPECT_LE(max_rel_diff(params_of(straight), params_of(resumed)), 1e-5);
+  }
+  remove_dir(dir);
+}
+
+TEST(BackupAndRestore, ABackupOfAnotherGlobalBatchIsRefusedWithTheFix) {
+  const std::string dir = shared_dir("backup_batch");
+  {
+    tnt::Model crashing{make_net()};
+    compile_adam(crashing);
+    EXPECT_THROW(crashing.fit(train_set(8, false), fit(2).callbacks({std::make_shared<cb::BackupAndRestore>(dir, 1),
+                                                                    std::make_shared<Crash>(0, 2)})),
+                 std::runtime_error);
+  }
+  tnt::Model other{make_net()};
+  compile_adam(other);
+  try {
+    other.fit(train_set(10, false), fit(2).callbacks({std::make_shared<cb::BackupAndRestore>(dir, 1)}));
+    ADD_FAILURE() << "resumed with another global batch size";
+  } catch (const tnt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("global batch size 8, this run's is 10"), std::string::npos)
+        << e.what();
+  }
+  remove_dir(dir);
+}
+
+TEST(Callbacks, LoadLatestCheckpointFallsBackToAnOlderFileWithAWarning) {
+  const std::string dir = shared_dir("fallback");
+  tnt::Model model{make_net()};
+  compile_adam(model);
+  model.fit(train_set(8, false), fit(2).callbacks({std::make_shared<cb::ModelCheckpoint>(
+                                      cb::ModelCheckpointOptions(dir + "/epoch-{epoch}.pt"))}));
+  if (tnt::is_master_rank()) {  // the newest one is cut short, as by a full disk
+    std::filesystem::resize_file(dir + "/epoch-2.pt", 100);
+  }
+  tnt::comm::barrier();
+  tnt::Model resumed{make_net(123)};
+  compile_adam(resumed);
+  testing::internal::CaptureStderr();
+  const std::string loaded = tnt::load_latest_checkpoint(resumed, dir);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(loaded, dir + "/epoch-1.pt");
+  EXPECT_EQ(resumed.epochs_done(), 1);
+  if (tnt::is_master_rank()) {
+    EXPECT_NE(err.find("WARNING: checkpoint '" + dir + "/epoch-2.pt' cannot be loaded"), std::string::npos) << err;
+    EXPECT_NE(err.find("trying the older '" + dir + "/epoch-1.pt'"), std::string::npos) << err;
+  }
+  if (tnt::is_master_rank()) std::filesystem::resize_file(dir + "/epoch-1.pt", 50);
+  tnt::comm::barrier();
+  try {
+    tnt::load_latest_checkpoint(resumed, dir);
+    ADD_FAILURE() << "loaded from damaged files only";
+  } catch (const tnt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("none of the 2 checkpoints"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(tnt::load_latest_checkpoint(resumed, dir + "/none"), "");
+  remove_dir(dir);
+}
+
 TEST(Callbacks, LoadingACorruptCheckpointFailsOnEveryRankNamingTheFile) {
   const std::string dir = shared_dir("corrupt");
   const std::string path = dir + "/bad.pt";

@@ -180,6 +180,40 @@ class ModelCheckpoint : public Callback {
   std::int64_t batches_ = 0;
 };
 
+/// Keras's BackupAndRestore: keeps one backup of the whole training state
+/// in `backup_dir` (written atomically: a crash mid-write leaves the previous
+/// backup) at every epoch end and, with `save_freq` > 0, after every
+/// `save_freq` optimizer steps. When fit() starts and a backup exists, it is
+/// restored — weights, optimizer state, the epoch, the step within it, the
+/// epoch's loss and metric sums, and the random state of every rank — and
+/// training continues from there: the dataset passes over the batches
+/// already done without reading them. With the same rank count the result is
+/// bitwise that of an uninterrupted run; with another rank count (the global
+/// batch size stays) it is equal up to float rounding. When training
+/// completes, the backup is removed (unless `delete_checkpoint` is false).
+/// Collective: runs on every rank; the master writes.
+///
+/// Example (restarted by `tarantella --max-restarts 3` after a failure):
+///   fit.callbacks({std::make_shared<tnt::callbacks::BackupAndRestore>("backup", 50)});
+class BackupAndRestore : public Callback {
+ public:
+  explicit BackupAndRestore(std::string backup_dir, std::int64_t save_freq = 0,
+                            bool delete_checkpoint = true);
+  void on_train_begin(const Logs& logs) override;
+  void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
+  void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
+  void on_train_end(const Logs& logs) override;
+  /// The backup file: backup_dir/backup.pt.
+  std::string backup_path() const;
+
+ private:
+  void backup();
+  std::string dir_;
+  std::int64_t save_freq_;
+  bool delete_checkpoint_;
+  std::int64_t batches_ = 0;
+};
+
 /// Stops training at the first batch whose loss is NaN or infinite.
 class TerminateOnNaN : public Callback {
  public:

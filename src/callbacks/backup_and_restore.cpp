@@ -1,0 +1,78 @@
+// BackupAndRestore: one backup file per run directory, written at epoch ends
+// and every save_freq optimizer steps; restored by on_train_begin, after
+// which fit() continues from the saved position (model/model_impl.h).
+#include <filesystem>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include <tarantella/base/error.h>
+#include <tarantella/base/logging.h>
+#include <tarantella/callbacks/builtins.h>
+
+#include "base/writable.h"
+#include "model/model_impl.h"
+
+namespace tnt::callbacks {
+
+BackupAndRestore::BackupAndRestore(std::string backup_dir, std::int64_t save_freq,
+                                   bool delete_checkpoint)
+    : dir_(std::move(backup_dir)), save_freq_(save_freq), delete_checkpoint_(delete_checkpoint) {
+  TNT_CHECK(!dir_.empty(), "BackupAndRestore needs a backup directory");
+  TNT_CHECK(save_freq_ >= 0, "BackupAndRestore: save_freq ", save_freq_,
+            " is invalid: give the optimizer steps between backups (>= 1), or 0 for epoch ends "
+            "only");
+  run_on_all_ranks = true;  // saving and restoring are collective
+}
+
+std::string BackupAndRestore::backup_path() const {
+  return (std::filesystem::path(dir_) / "backup.pt").string();
+}
+
+void BackupAndRestore::on_train_begin(const Logs&) {
+  batches_ = 0;
+  Model::Impl& s = ModelInternals::of(*model());
+  std::string found;
+  run_on_master_checked(s.group, [&] {
+    std::error_code error;
+    std::filesystem::create_directories(dir_, error);
+    TNT_CHECK(!error, "BackupAndRestore: cannot create the backup directory '", dir_,
+              "': ", error.message(), "; give a directory you can write to");
+    ::tnt::detail::check_writable_directory(dir_, "BackupAndRestore");
+    if (std::filesystem::exists(backup_path(), error)) found = backup_path();
+  });
+  if (s.group.broadcast_string(found).empty()) return;
+  const TrainingPosition position = restore_backup(*model(), backup_path());
+  const std::string where =
+      position.step > 0 ? fmt::format("epoch {}, after step {}", position.epoch + 1, position.step)
+                        : fmt::format("the start of epoch {}", position.epoch + 1);
+  log::warning(fmt::format("BackupAndRestore: resuming from '{}' at {} (backed up at {} ranks, "
+                           "running at {})",
+                           backup_path(), where, position.ranks, s.group.size()));
+  s.resume = position;
+}
+
+void BackupAndRestore::on_train_batch_end(std::int64_t, const Logs&) {
+  if (save_freq_ > 0 && ++batches_ % save_freq_ == 0) backup();
+}
+
+void BackupAndRestore::on_epoch_end(std::int64_t, const Logs&) { backup(); }
+
+void BackupAndRestore::on_train_end(const Logs&) {
+  if (!delete_checkpoint_) return;
+  run_on_master_checked(ModelInternals::of(*model()).group, [&] {
+    std::error_code error;
+    std::filesystem::remove(backup_path(), error);
+    TNT_CHECK(!error, "BackupAndRestore: training is complete but its backup '", backup_path(),
+              "' cannot be removed: ", error.message());
+  });
+}
+
+void BackupAndRestore::backup() {
+  const Model::Impl& s = ModelInternals::of(*model());
+  save_backup(*model(), backup_path(), s.position);
+  log::debug(fmt::format("BackupAndRestore: backed up epoch {} step {} to '{}'",
+                         s.position.epoch + 1, s.position.step, backup_path()));
+}
+
+}  // namespace tnt::callbacks

@@ -19,14 +19,9 @@ grep -q "^Epoch 1/" "$log" || { cat "$log"; fail "training did not start"; }
 sleep 1
 
 # The victim: the lenet5 process (not its wrapper) of rank $victim of this job.
-pid=""
-target=$(readlink -f "$lenet5")
-for p in $(pgrep -f "$target"); do
-  [ "$(readlink -f /proc/"$p"/exe 2>/dev/null)" = "$target" ] || continue
-  env=$(tr '\0' '\n' < /proc/"$p"/environ 2>/dev/null) || continue
-  grep -qx "TNT_TEST_MARKER=$marker" <<<"$env" || continue
-  grep -qx "OMPI_COMM_WORLD_RANK=$victim" <<<"$env" && { pid=$p; break; }
-done
+# shellcheck source=rank_pid.sh
+. "$(dirname "$0")/rank_pid.sh"
+pid=$(rank_pid "$lenet5" "$marker" "$victim")
 [ -n "$pid" ] || fail "no process of rank $victim found"
 kill -STOP "$pid"
 start=$(date +%s.%N)

@@ -31,6 +31,7 @@ class UsageFormatter : public CLI::Formatter {
 struct RawFlags {
   std::string ranks, ranks_per_node, hostfile, assume_gpus;
   std::string log_level, fusion_threshold, interpreter, timeline, autotune_log, output_dir;
+  std::string max_restarts, min_ranks;
   std::vector<std::string> exports;
   std::vector<std::pair<std::string, std::string>> mca;
   bool no_gpu = false, log_on_all = false, output_on_all = false, autotune = false;
@@ -50,6 +51,8 @@ struct Given {
   CLI::Option* timeline;
   CLI::Option* autotune_log;
   CLI::Option* output_dir;
+  CLI::Option* max_restarts;
+  CLI::Option* min_ranks;
 };
 
 Given define_flags(CLI::App& app, RawFlags& raw) {
@@ -102,6 +105,18 @@ Given define_flags(CLI::App& app, RawFlags& raw) {
       app.add_option("--python-interpreter,--interpreter", raw.interpreter,
                      "Command put in front of the program on every rank, e.g. 'python3 -u'")
           ->type_name("CMD");
+  given.max_restarts =
+      app.add_option("--max-restarts", raw.max_restarts,
+                     "When the job fails (a rank exits non-zero or is killed), start it again, "
+                     "up to K times; ranks see the attempt as TNT_RESTART_COUNT (0, 1, ...). "
+                     "Ctrl+C or a signal to the launcher never restarts (default 0)")
+          ->type_name("K");
+  given.min_ranks =
+      app.add_option("--min-ranks", raw.min_ranks,
+                     "With --hostfile and --max-restarts: a restart leaves out hosts that "
+                     "cannot be reached while at least M ranks remain (default: every host "
+                     "must be reachable)")
+          ->type_name("M");
   app.add_flag("--dry-run", raw.dry_run, "Print the command and environment; run nothing");
   app.add_flag("--cleanup", raw.cleanup,
                "Stop your leftover processes of the program on every host (SIGTERM)");
@@ -179,6 +194,33 @@ void check_combinations(const RawFlags& raw, const Given& given) {
   }
 }
 
+// --min-ranks only acts when a restart probes the hosts of a hostfile; a
+// flag that silently does nothing would be a surprise, so it is refused.
+void check_min_ranks(const RawFlags& raw, const Given& given, int max_restarts) {
+  if (!given.min_ranks->count()) return;
+  if (!given.hostfile->count()) {
+    throw LauncherError("--min-ranks " + raw.min_ranks +
+                        " only applies with --hostfile (a restart leaves out hosts that cannot "
+                        "be reached): add --hostfile FILE, or drop --min-ranks");
+  }
+  if (max_restarts == 0) {
+    throw LauncherError("--min-ranks " + raw.min_ranks +
+                        " only applies to restarts: add --max-restarts K (K at least 1), or "
+                        "drop --min-ranks");
+  }
+}
+
+void set_restarts(LaunchOptions& options, const RawFlags& raw, const Given& given) {
+  if (given.max_restarts->count()) {
+    options.max_restarts(
+        parse_count("--max-restarts", raw.max_restarts, 0, "the number of restarts"));
+  }
+  if (given.min_ranks->count()) {
+    options.min_ranks(parse_count("--min-ranks", raw.min_ranks, 1, "the minimum number of ranks"));
+  }
+  check_min_ranks(raw, given, options.max_restarts());
+}
+
 LaunchOptions to_options(const RawFlags& raw, const Given& given) {
   check_combinations(raw, given);
   LaunchOptions options;
@@ -204,6 +246,7 @@ LaunchOptions to_options(const RawFlags& raw, const Given& given) {
   if (given.output_dir->count()) {
     options.output_directory(path_flag("--output-filename", raw.output_dir, "directory", "logs"));
   }
+  set_restarts(options, raw, given);
   std::vector<McaParameter> mca;
   for (const auto& [name, value] : raw.mca) mca.push_back(parse_mca_parameter(name, value));
   options.mca_parameters(mca);

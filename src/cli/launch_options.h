@@ -52,6 +52,15 @@ class LaunchOptions {
   TNT_CLI_ARG(bool, dry_run) = false;
   TNT_CLI_ARG(bool, cleanup) = false;
   TNT_CLI_ARG(bool, force) = false;
+  /// --max-restarts: how often a failed job is started again.
+  TNT_CLI_ARG(int, max_restarts) = 0;
+  /// --min-ranks: with a hostfile, a restart leaves out hosts that cannot be
+  /// reached while at least this many ranks remain; nullopt: every host must
+  /// take part.
+  TNT_CLI_ARG(std::optional<int>, min_ranks);
+  /// Not a flag: which attempt of the job a plan is for (0: the first run),
+  /// set by the restart loop and exported to the ranks as TNT_RESTART_COUNT.
+  TNT_CLI_ARG(int, restart_count) = 0;
   /// The program and its arguments (everything after "--"), as typed.
   TNT_CLI_ARG(std::vector<std::string>, command);
 

@@ -84,6 +84,30 @@ std::optional<std::string> absolute_output_directory(const LaunchOptions& option
   return absolute_path(*options.output_directory(), facts.current_dir());
 }
 
+// --min-ranks bounds how far restarts may shrink the job, so it cannot be
+// more than the first run starts; checked before anything starts.
+void check_min_ranks(const LaunchOptions& options, int ranks_per_node) {
+  if (!options.min_ranks()) return;
+  const auto hosts = static_cast<long>(options.hosts().size());
+  const long total = (hosts == 0 ? 1 : hosts) * ranks_per_node;  // no hostfile: this node
+  if (*options.min_ranks() <= total) return;
+  throw LauncherError("--min-ranks " + std::to_string(*options.min_ranks()) + " is more than the " +
+                      std::to_string(total) + " ranks the job starts (" + std::to_string(hosts) +
+                      " host(s) x " + std::to_string(ranks_per_node) +
+                      " rank(s) per node): give --min-ranks " + std::to_string(total) + " or less");
+}
+
+std::string restart_note(const LaunchOptions& options) {
+  const std::string k = std::to_string(options.max_restarts());
+  std::string note = "on failure: up to " + k + " restart(s) (" + kRestartCountVariable +
+                     "=0 now, 1.." + k + " on restarts)";
+  if (options.hosts().empty()) return note;
+  note += "; each restart first probes the " + std::to_string(options.hosts().size()) + " hosts";
+  if (!options.min_ranks()) return note + ", all of which must be reachable (no --min-ranks)";
+  return note + " and leaves out those that cannot be reached while at least " +
+         std::to_string(*options.min_ranks()) + " ranks remain (--min-ranks)";
+}
+
 std::string placement_note(const LaunchOptions& options, int per_node, bool use_gpu) {
   const std::string where = options.hosts().empty()
                                 ? "this node"
@@ -108,6 +132,7 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& fact
   const DevicePlacement placement =
       place_ranks(options.requested_ranks_per_node(), options.no_gpu(), facts.gpu_count());
   check_pinning(options, facts, placement.ranks_per_node);
+  check_min_ranks(options, placement.ranks_per_node);
 
   MpirunCommand command(facts);
   place(command, options, placement.ranks_per_node);
@@ -116,6 +141,8 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& fact
   const bool keep_threads = facts.omp_num_threads_set() || user_exports(options, "OMP_NUM_THREADS");
   if (facts.omp_num_threads_set()) command.export_inherited("OMP_NUM_THREADS");
   for (const auto& e : options.exports()) command.export_value(e.name, e.value);
+  // After -x: a fact about this attempt, not a setting the user may change.
+  command.export_value(kRestartCountVariable, std::to_string(options.restart_count()));
 
   const auto output_directory = absolute_output_directory(options, facts);
   RankExecOptions wrapper;
@@ -135,11 +162,15 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& fact
   if (!placement.warning.empty()) plan.warnings.push_back(placement.warning);
   plan.notes.push_back(placement_note(options, placement.ranks_per_node, placement.use_gpu));
   plan.notes.push_back(threads_note(keep_threads, facts, placement.ranks_per_node));
+  if (options.max_restarts() > 0) {
+    plan.notes.push_back(restart_note(options));
+  }
   if (output_directory) {
     plan.notes.push_back("each rank's stdout and stderr are also written to " + *output_directory +
                          "/rank.N/stdout and " + *output_directory + "/rank.N/stderr");
     plan.output_directory = output_directory;
   }
+  plan.ranks_per_node = placement.ranks_per_node;
   return plan;
 }
 

@@ -16,6 +16,10 @@
 
 namespace tnt::cli {
 
+/// Exported to every rank: 0 on the first run of a job, n on its n-th
+/// restart (--max-restarts), so a program can log it or resume its training.
+inline constexpr const char kRestartCountVariable[] = "TNT_RESTART_COUNT";
+
 /// A fully resolved mpirun invocation.
 struct LaunchPlan {
   /// Set in mpirun's environment, in this order (later entries never repeat a name).
@@ -29,10 +33,13 @@ struct LaunchPlan {
   /// --output-filename made absolute: the launcher creates it and checks that
   /// it is writable before starting mpirun (not for --dry-run).
   std::optional<std::string> output_directory;
+  /// Ranks started on each host (or on this node); 1 for cleanup plans.
+  int ranks_per_node = 1;
 };
 
 /// Plans a training run. `program_path` is the resolved program (absolute).
-/// Throws LauncherError when pinning is requested but impossible here.
+/// Throws LauncherError when pinning is requested but impossible here, or
+/// when --min-ranks asks for more ranks than the plan starts.
 /// Example: options -n 3 on a CPU node -> argv "mpirun ... -np 3 ... -- /abs/prog".
 LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& facts,
                              const std::string& program_path);

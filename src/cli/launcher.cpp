@@ -2,20 +2,22 @@
 #include "launcher.h"
 
 #include <signal.h>
-#include <sys/wait.h>
 
+#include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include "argument_parser.h"
 #include "cleanup.h"
 #include "dry_run.h"
-#include "exit_status.h"
+#include "host_probe.h"
 #include "hostfile.h"
 #include "launch_plan.h"
 #include "launcher_error.h"
 #include "node_facts.h"
 #include "output_files.h"
 #include "program_path.h"
+#include "restart_loop.h"
 #include "spawn.h"
 #include "supervisor.h"
 
@@ -24,20 +26,6 @@ namespace {
 
 void print_warnings(const LaunchPlan& plan) {
   for (const auto& w : plan.warnings) std::cerr << "tarantella: WARNING: " << w << std::endl;
-}
-
-// The summary's reason; the message of the failure itself is in the report
-// above it and not repeated.
-std::string failure_reason(const SupervisedResult& result) {
-  if (result.stop_signal != 0) return "stopped by " + describe_signal(result.stop_signal);
-  const std::string how = "mpirun " + describe_wait_status(result.wait_status);
-  if (!result.first_failed_rank) return how;
-  std::string reason =
-      how + " (rank " + std::to_string(*result.first_failed_rank) + " failed first, see above";
-  if (result.other_failed_ranks > 0) {
-    reason += "; " + std::to_string(result.other_failed_ranks) + " other rank(s) failed too";
-  }
-  return reason + ")";
 }
 
 // On the launching node, before mpirun: a bad --output-filename stops the
@@ -51,21 +39,50 @@ void prepare_output_files(const LaunchPlan& plan) {
   }
 }
 
-int run_plan(const LaunchPlan& plan) {
+// Once per launch, whatever the number of attempts.
+void prepare_run(const LaunchPlan& plan) {
   prepare_output_files(plan);
   print_warnings(plan);
   ::signal(SIGPIPE, SIG_IGN);  // a closed stderr loses the relayed text, not the job
-  SupervisedResult result;
+}
+
+SupervisedResult run_attempt(const LaunchPlan& plan) {
   try {
-    result = supervise(SuperviseOptions{plan.argv, plan.environment});
+    return supervise(SuperviseOptions{plan.argv, plan.environment});
   } catch (const SpawnError& error) {
     throw LauncherError(std::string(error.what()) +
                         ": install OpenMPI (apt-get install openmpi-bin) or put mpirun in PATH");
   }
-  int code = exit_code_of(result.wait_status);
-  if (result.stop_signal != 0) code = 128 + result.stop_signal;
-  if (code != 0) std::cerr << "tarantella: job failed: " << failure_reason(result) << std::endl;
-  return code;
+}
+
+// Runs `plan` once (a cleanup: never restarted).
+int run_plan(const LaunchPlan& plan) {
+  prepare_run(plan);
+  RestartHooks hooks;
+  hooks.run = [&](int, const std::vector<std::string>&) { return run_attempt(plan); };
+  return run_with_restarts(RestartPolicy{}, hooks);
+}
+
+std::optional<std::string> environment_value(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? std::optional<std::string>(value) : std::nullopt;
+}
+
+// The probe asks the agent mpirun itself will use to reach the hosts.
+ProbeOptions probe_options(const LaunchOptions& options) {
+  ProbeOptions probe;
+  probe.agent = probe_agent(options.mca_parameters(), environment_value("OMPI_MCA_plm_rsh_agent"));
+  probe.this_hostname = this_hostname();
+  return probe;
+}
+
+RestartPolicy restart_policy(const LaunchOptions& options, const LaunchPlan& plan) {
+  RestartPolicy policy;
+  policy.max_restarts = options.max_restarts();
+  policy.hosts = options.hosts();
+  policy.ranks_per_node = plan.ranks_per_node;
+  policy.min_ranks = options.min_ranks();
+  return policy;
 }
 
 LaunchOptions with_hosts(LaunchOptions options, const std::string& hostfile) {
@@ -107,13 +124,26 @@ int run_cleanup(const LaunchOptions& options) {
 int run_job(const LaunchOptions& options) {
   const std::string program = resolve_program(
       options.command().front(), current_program_lookup(!options.interpreter().empty()));
-  const LaunchPlan plan = build_launch_plan(options, facts_for(options), program);
+  const NodeFacts facts = facts_for(options);
+  const LaunchPlan plan = build_launch_plan(options, facts, program);
   if (options.dry_run()) {
     print_warnings(plan);
     std::cout << format_dry_run(plan);
     return 0;
   }
-  return run_plan(plan);
+  prepare_run(plan);
+  RestartHooks hooks;
+  // A restart's plan differs in TNT_RESTART_COUNT and, with a hostfile, in
+  // the hosts left out; ranks per node stay those of the first run.
+  hooks.run = [&](int restart_count, const std::vector<std::string>& hosts) {
+    if (restart_count == 0) return run_attempt(plan);
+    LaunchOptions next = options;
+    next.restart_count(restart_count).hosts(hosts);
+    return run_attempt(build_launch_plan(next, facts, program));
+  };
+  const ProbeOptions probe = probe_options(options);
+  hooks.probe = [&](const std::vector<std::string>& hosts) { return probe_hosts(hosts, probe); };
+  return run_with_restarts(restart_policy(options, plan), hooks);
 }
 
 }  // namespace

@@ -29,8 +29,9 @@ std::vector<char*> to_c_array(const std::vector<std::string>& strings) {
   throw std::system_error(errno, std::generic_category(), what);
 }
 
-// The child ends of its stdout and stderr (-1: inherit ours).
+// The child ends of its stdin, stdout and stderr (-1: inherit ours).
 struct ChildOutputs {
+  int stdin_fd = -1;
   int stdout_fd = -1;
   int stderr_fd = -1;
 };
@@ -46,6 +47,7 @@ struct ChildOutputs {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (outputs.stdin_fd >= 0) ::dup2(outputs.stdin_fd, STDIN_FILENO);
   if (outputs.stdout_fd >= 0) ::dup2(outputs.stdout_fd, STDOUT_FILENO);
   if (outputs.stderr_fd >= 0) ::dup2(outputs.stderr_fd, STDERR_FILENO);
   if (envp != nullptr) {
@@ -106,6 +108,8 @@ Child spawn(const SpawnOptions& options) {
   if (options.environment) envp = to_c_array(*options.environment);
   const auto [stdout_fd, stdout_read_fd] = open_output(options.stdout_mode);
   const auto [stderr_fd, stderr_read_fd] = open_output(options.stderr_mode);
+  const int stdin_fd = options.stdin_from_dev_null ? ::open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
+  if (options.stdin_from_dev_null && stdin_fd < 0) throw_errno("open /dev/null");
   int error_pipe[2];
   if (::pipe2(error_pipe, O_CLOEXEC) != 0) throw_errno("pipe2");
   const pid_t parent = ::getpid();
@@ -117,12 +121,12 @@ Child spawn(const SpawnOptions& options) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     child_main(options, argv.data(), envp.empty() ? nullptr : envp.data(), parent,
-               ChildOutputs{stdout_fd, stderr_fd}, error_pipe[1]);
+               ChildOutputs{stdin_fd, stdout_fd, stderr_fd}, error_pipe[1]);
   }
   ::sigprocmask(SIG_SETMASK, &previous, nullptr);
   if (pid < 0) throw_errno("fork");
   ::close(error_pipe[1]);
-  for (int fd : {stdout_fd, stderr_fd}) {
+  for (int fd : {stdin_fd, stdout_fd, stderr_fd}) {
     if (fd >= 0) ::close(fd);
   }
   const int error_number = read_exec_error(error_pipe[0]);

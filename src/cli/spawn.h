@@ -25,6 +25,9 @@ struct SpawnOptions {
   std::optional<std::vector<std::string>> environment;
   OutputMode stdout_mode = OutputMode::kInherit;
   OutputMode stderr_mode = OutputMode::kInherit;
+  /// Gives the child /dev/null as standard input instead of ours (a probe
+  /// through ssh must not eat what the user types for rank 0).
+  bool stdin_from_dev_null = false;
   /// PR_SET_PDEATHSIG: the signal the child gets when the spawning thread
   /// ends (its process dies, even by SIGKILL); 0: none.
   int parent_death_signal = 0;

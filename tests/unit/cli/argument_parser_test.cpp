@@ -251,7 +251,10 @@ TEST(ArgumentParser, HelpListsTheFlagsButNotTheHiddenOnes) {
                            "--timeline",
                            "--autotune",
                            "--autotune-log",
-                           "--mca"}) {
+                           "--mca",
+                           "--max-restarts",
+                           "--min-ranks",
+                           "TNT_RESTART_COUNT"}) {
     EXPECT_THAT(parsed.text, HasSubstr(flag));
   }
   EXPECT_THAT(parsed.text, Not(HasSubstr("--assume-gpus")));
@@ -262,6 +265,58 @@ TEST(ArgumentParser, Version) {
   const auto parsed = parse_arguments({"tarantella", "--version"});
   EXPECT_EQ(parsed.kind, ParsedCommand::Kind::kVersion);
   EXPECT_EQ(parsed.text, std::string("tarantella ") + TNT_VERSION_STRING);
+}
+
+TEST(ArgumentParser, MaxRestartsDefaultsToZero) {
+  EXPECT_EQ(parse({"--", "p"}).max_restarts(), 0);
+  EXPECT_FALSE(parse({"--", "p"}).min_ranks());
+  EXPECT_EQ(parse({"--max-restarts", "0", "--", "p"}).max_restarts(), 0);
+  EXPECT_EQ(parse({"--max-restarts", "3", "--", "p"}).max_restarts(), 3);
+}
+
+TEST(ArgumentParser, BadMaxRestartsIsNamed) {
+  for (const std::string bad : {"-1", "two", "1.5", ""}) {
+    const auto message = parse_error({"--max-restarts", bad, "--", "p"});
+    EXPECT_THAT(message, HasSubstr("--max-restarts " + (bad.empty() ? "''" : bad))) << bad;
+    EXPECT_THAT(message, HasSubstr("the number of restarts must be a whole number, at least 0"))
+        << bad;
+  }
+}
+
+TEST(ArgumentParser, MinRanksWithHostfileAndRestarts) {
+  const auto parsed = parse_arguments(
+      {"tarantella", "--hostfile", "hosts", "--max-restarts", "2", "--min-ranks", "4", "--", "p"});
+  EXPECT_EQ(parsed.options.max_restarts(), 2);
+  EXPECT_EQ(parsed.options.min_ranks(), 4);
+}
+
+TEST(ArgumentParser, BadMinRanksIsNamed) {
+  const Args restarts = {"--hostfile", "hosts", "--max-restarts", "1", "--min-ranks"};
+  for (const std::string bad : {"0", "-2", "many"}) {
+    Args args = restarts;
+    args.insert(args.end(), {bad, "--", "p"});
+    const auto message = parse_error(args);
+    EXPECT_THAT(message, HasSubstr("--min-ranks " + bad + ": the minimum number of ranks")) << bad;
+    EXPECT_THAT(message, HasSubstr("at least 1")) << bad;
+  }
+}
+
+TEST(ArgumentParser, MinRanksNeedsAHostfile) {
+  const auto message =
+      parse_error({"-n", "4", "--max-restarts", "1", "--min-ranks", "2", "--", "p"});
+  EXPECT_THAT(message, HasSubstr("--min-ranks 2 only applies with --hostfile"));
+  EXPECT_THAT(message, HasSubstr("add --hostfile FILE, or drop --min-ranks"));
+}
+
+TEST(ArgumentParser, MinRanksNeedsRestarts) {
+  for (const Args& restarts : {Args{}, Args{"--max-restarts", "0"}}) {
+    Args args = {"--hostfile", "hosts", "--min-ranks", "2"};
+    args.insert(args.end(), restarts.begin(), restarts.end());
+    args.insert(args.end(), {"--", "p"});
+    const auto message = parse_error(args);
+    EXPECT_THAT(message, HasSubstr("--min-ranks 2 only applies to restarts"));
+    EXPECT_THAT(message, HasSubstr("add --max-restarts K"));
+  }
 }
 
 TEST(ArgumentParser, AssumedGpuCountForTests) {

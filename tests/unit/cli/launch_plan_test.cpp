@@ -245,7 +245,53 @@ TEST(LaunchPlan, UserExportsKeepOrderAndValuesAfterOurs) {
   EXPECT_EQ(env_value(plan, "Q"), "it's \"x\"");
   EXPECT_EQ(exported_names(plan),
             (Args{"TNT_USE_GPU", "TNT_LOG_ON_ALL_DEVICES", "TNT_OUTPUT_ON_ALL_DEVICES",
-                  "TNT_STDOUT_IS_TERMINAL", "Z", "B", "Q"}));
+                  "TNT_STDOUT_IS_TERMINAL", "Z", "B", "Q", "TNT_RESTART_COUNT"}));
+}
+
+TEST(LaunchPlan, RestartCountIsExportedAndCannotBeOverridden) {
+  const auto first = build_launch_plan(job(2), cpu_node(), kProgram);
+  EXPECT_EQ(env_value(first, "TNT_RESTART_COUNT"), "0");
+  EXPECT_TRUE(exported(first, "TNT_RESTART_COUNT"));
+  const auto options = job(2).restart_count(2).exports({{"TNT_RESTART_COUNT", "7"}});
+  const auto restart = build_launch_plan(options, cpu_node(), kProgram);
+  EXPECT_EQ(env_value(restart, "TNT_RESTART_COUNT"), "2");
+  EXPECT_TRUE(exported(restart, "TNT_RESTART_COUNT"));
+}
+
+TEST(LaunchPlan, RanksPerNodeIsKeptForRestarts) {
+  EXPECT_EQ(build_launch_plan(job(3), cpu_node(), kProgram).ranks_per_node, 3);
+  const auto options = LaunchOptions().ranks_per_node(2).hosts({"a", "b", "c"}).command({"p"});
+  EXPECT_EQ(build_launch_plan(options, cpu_node(), kProgram).ranks_per_node, 2);
+}
+
+TEST(LaunchPlan, RestartSettingsAreShownAsNotes) {
+  EXPECT_THAT(build_launch_plan(job(2), cpu_node(), kProgram).notes,
+              ::testing::Not(::testing::Contains(HasSubstr("restart"))));
+  const auto single = build_launch_plan(job(2).max_restarts(3), cpu_node(), kProgram);
+  EXPECT_THAT(single.notes, ::testing::Contains("on failure: up to 3 restart(s) "
+                                                "(TNT_RESTART_COUNT=0 now, 1..3 on restarts)"));
+  const auto hosts = LaunchOptions().ranks_per_node(2).hosts({"a", "b"}).command({"p"});
+  const auto all = build_launch_plan(LaunchOptions(hosts).max_restarts(1), cpu_node(), kProgram);
+  EXPECT_THAT(all.notes, ::testing::Contains(HasSubstr(
+                             "each restart first probes the 2 hosts, all of which must be "
+                             "reachable (no --min-ranks)")));
+  const auto some =
+      build_launch_plan(LaunchOptions(hosts).max_restarts(1).min_ranks(2), cpu_node(), kProgram);
+  EXPECT_THAT(some.notes, ::testing::Contains(HasSubstr(
+                              "leaves out those that cannot be reached while at least 2 ranks "
+                              "remain (--min-ranks)")));
+}
+
+TEST(LaunchPlan, MinRanksCannotExceedTheRanksOfTheFirstRun) {
+  const auto hosts =
+      LaunchOptions().ranks_per_node(2).hosts({"a", "b"}).max_restarts(1).command({"p"});
+  EXPECT_EQ(
+      error_of([&] { build_launch_plan(LaunchOptions(hosts).min_ranks(5), cpu_node(), kProgram); }),
+      "--min-ranks 5 is more than the 4 ranks the job starts (2 host(s) x 2 rank(s) per "
+      "node): give --min-ranks 4 or less");
+  EXPECT_EQ(
+      error_of([&] { build_launch_plan(LaunchOptions(hosts).min_ranks(4), cpu_node(), kProgram); }),
+      "<no error>");
 }
 
 TEST(LaunchPlan, RepeatedExportKeepsTheLastValueOnce) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # BackupAndRestore against kill -9 (issue 13), on LeNet-5 (2 epochs of 100
-# steps, a backup every 25 steps). Usage:
+# steps, a backup every 50 steps). Usage:
 #   backup_resume.sh PYTHON LAUNCHER LENET5 restart
 #     kill -9 one rank mid-epoch under `tarantella --max-restarts 1`: the job
 #     finishes by itself, its log says where it resumed, and the weights are
@@ -37,7 +37,7 @@ run() {  # RANKS OUT [launcher flags...]: a run to its end
 kill_mid_epoch() {
   local marker="tnt-backup-$$-$RANDOM" pid="" i
   "$launcher" -n 2 --no-gpu -x "TNT_TEST_MARKER=$marker" "$@" -- "$lenet5" "${args[@]}" \
-    --backup-dir "$work/backup" --backup-every 25 --save-weights "$work/resumed.pt" \
+    --backup-dir "$work/backup" --backup-every 50 --save-weights "$work/resumed.pt" \
     >"$work/killed.log" 2>&1 &
   job=$!
   for i in $(seq 600); do [ -f "$work/backup/backup.pt" ] && break; sleep 0.05; done
@@ -82,7 +82,7 @@ ranks)
   for n in 3 1 2; do
     rm -rf "$work/backup$n"; cp -r "$work/backup" "$work/backup$n"
     "$launcher" -n "$n" --no-gpu -- "$lenet5" "${args[@]}" --backup-dir "$work/backup$n" \
-      --backup-every 25 --save-weights "$work/resumed$n.pt" >"$work/resume$n.log" 2>&1 \
+      --backup-every 50 --save-weights "$work/resumed$n.pt" >"$work/resume$n.log" 2>&1 \
       || { cat "$work/resume$n.log"; fail "resuming at $n ranks failed"; }
     grep -E "resuming from" "$work/resume$n.log"
     grep -q "backed up at 2 ranks, running at $n" "$work/resume$n.log" \

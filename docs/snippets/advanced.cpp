@@ -7,6 +7,7 @@
 //
 // Run it:   tarantella -n 2 -- ./doc_snippet_advanced
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -169,6 +170,25 @@ void reproducibility() {
   }
 }
 
+void survive_failures() {
+  const auto samples = synthetic(256);
+  // [snippet:advanced_backup]
+  auto train = samples.shuffle(256, /*seed=*/7).batch(32);
+  namespace L = tnt::layers;
+  tnt::Model model{L::Sequential({L::Dense(8, 32, "relu"), L::Dense(32, 3)})};
+  model.compile(tnt::CompileOptions()
+                    .optimizer(tnt::optimizers::Adam(1e-2))
+                    .loss(tnt::losses::SparseCategoricalCrossentropy()));
+  // A backup at every epoch end and every 4 steps. If this run fails, the
+  // next one (`tarantella --max-restarts 3` starts it) continues mid-epoch
+  // from the last backup, on any number of ranks.
+  auto backup = std::make_shared<tnt::callbacks::BackupAndRestore>("backup", 4);
+  model.fit(train, tnt::FitOptions().epochs(3).verbose(0).callbacks({backup}));
+  // [end]
+  TNT_CHECK(!std::filesystem::exists(backup->backup_path()),
+            "BackupAndRestore left its backup after training completed");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -181,6 +201,7 @@ int main(int argc, char** argv) {
   show_batchnorm();
   show_fusion_threshold(synthetic(128).batch(32));
   reproducibility();
+  survive_failures();
   if (tnt::is_master_rank()) std::cout << "advanced snippets ok\n";
   return 0;
 }

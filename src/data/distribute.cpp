@@ -100,7 +100,9 @@ DistributedDataset::DistributedDataset(const Dataset& dataset, DistributeOptions
   TNT_CHECK(global_batch_size_ >= size_, "distribute: global batch size ", global_batch_size_,
             " is smaller than the number of ranks ", size_, ": use a batch size of at least ",
             size_, " or fewer ranks");
-  pipeline_ = Dataset(node->split(detail::SplitSpec{rank_, size_}));
+  TNT_CHECK(options.granularity() >= 1, "distribute: granularity ", options.granularity(),
+            " is invalid: use at least 1 (samples per chunk)");
+  pipeline_ = Dataset(node->split(detail::SplitSpec{rank_, size_, options.granularity()}));
 }
 
 DistributedDataset::Iterator DistributedDataset::iterate(std::int64_t epoch) const {

@@ -18,12 +18,15 @@
 
 namespace tnt::data {
 
-std::pair<std::int64_t, std::int64_t> micro_batch_range(std::int64_t batch, int size, int rank) {
-  const std::int64_t base = batch / size;
-  const std::int64_t extra = batch % size;
+std::pair<std::int64_t, std::int64_t> micro_batch_range(std::int64_t batch, int size, int rank,
+                                                        std::int64_t granularity) {
+  const std::int64_t g = std::max<std::int64_t>(granularity, 1);
+  const std::int64_t units = (batch + g - 1) / g;
+  const std::int64_t base = units / size;
+  const std::int64_t extra = units % size;
   const std::int64_t begin = rank * base + std::min<std::int64_t>(rank, extra);
   const std::int64_t count = base + (rank < extra ? 1 : 0);
-  return {begin, begin + count};
+  return {std::min(begin * g, batch), std::min((begin + count) * g, batch)};
 }
 
 namespace detail {
@@ -49,7 +52,7 @@ class EmptyShape {
 template <typename Rows, typename OneSample>
 Element micro_batch_of(std::int64_t length, const SplitSpec& spec, EmptyShape& empty, Rows&& rows,
                        OneSample&& one_sample) {
-  const auto [lo, hi] = micro_batch_range(length, spec.size, spec.rank);
+  const auto [lo, hi] = micro_batch_range(length, spec.size, spec.rank, spec.granularity);
   Element out;
   if (hi > lo) {
     out = rows(lo, hi);

@@ -114,6 +114,9 @@ struct Batching {
 struct SplitSpec {
   int rank = 0;
   int size = 1;
+  /// Micro-batches are made of whole runs of this many samples of the
+  /// global batch (see micro_batch_range).
+  std::int64_t granularity = 1;
 };
 
 class Node;

@@ -94,6 +94,14 @@ class DistributeOptions {
     micro_batch_size_ = m;
     return *this;
   }
+  /// Split global batches into runs of g samples (chunks) and give each
+  /// rank whole chunks: the micro-batch rule applied to the chunk count
+  /// (see micro_batch_range). Deterministic training uses it so that each
+  /// chunk is computed whole on one rank. Default 1: the sample-level rule.
+  DistributeOptions& granularity(std::int64_t g) {
+    granularity_ = g;
+    return *this;
+  }
   /// false: no split; each rank uses its batches as they are (shard the data
   /// yourself, e.g. shard(get_size(), get_rank())) and global_size is the
   /// local batch size.
@@ -106,6 +114,7 @@ class DistributeOptions {
   const std::optional<int>& rank() const { return rank_; }
   const std::optional<int>& size() const { return size_; }
   const std::optional<std::int64_t>& micro_batch_size() const { return micro_batch_size_; }
+  std::int64_t granularity() const { return granularity_; }
   bool enabled() const { return enabled_; }
 
  private:
@@ -113,6 +122,7 @@ class DistributeOptions {
   std::optional<int> rank_;
   std::optional<int> size_;
   std::optional<std::int64_t> micro_batch_size_;
+  std::int64_t granularity_ = 1;
   bool enabled_ = true;
 };
 
@@ -182,10 +192,14 @@ DistributedDataset distribute(const Dataset& dataset,
                               DistributeOptions options = DistributeOptions());
 
 /// The micro-batch rule: the [begin, end) sample range of `rank` in a batch of
-/// `batch` samples split over `size` ranks.
+/// `batch` samples split over `size` ranks. With a granularity g > 1 the
+/// batch is cut into ceil(batch / g) chunks of g samples (the last one may
+/// be shorter) and the rule gives each rank a run of whole chunks.
 ///
 /// Example:
-///   auto [lo, hi] = tnt::data::micro_batch_range(10, 4, 1);   // {3, 6}
-std::pair<std::int64_t, std::int64_t> micro_batch_range(std::int64_t batch, int size, int rank);
+///   auto [lo, hi] = tnt::data::micro_batch_range(10, 4, 1);      // {3, 6}
+///   auto [a, b] = tnt::data::micro_batch_range(10, 4, 1, 3);     // chunks {1}: {3, 6}
+std::pair<std::int64_t, std::int64_t> micro_batch_range(std::int64_t batch, int size, int rank,
+                                                        std::int64_t granularity = 1);
 
 }  // namespace tnt::data

@@ -221,6 +221,44 @@ TEST(Distribute, SkipPassesOverBatchesWithoutReadingThem) {
   EXPECT_THROW(it.skip(-1), tnt::Error);
 }
 
+// Deterministic training's split: whole chunks of g samples per rank, the
+// concatenation still the global batch, boundaries on multiples of g.
+using Range = std::pair<std::int64_t, std::int64_t>;
+
+TEST(Distribute, GranularityGivesEachRankWholeChunks) {
+  EXPECT_EQ(tnt::data::micro_batch_range(10, 4, 1, 3), Range(3, 6));
+  EXPECT_EQ(tnt::data::micro_batch_range(10, 4, 3, 3), Range(9, 10));
+  EXPECT_EQ(tnt::data::micro_batch_range(10, 2, 0, 3), Range(0, 6));
+  EXPECT_EQ(tnt::data::micro_batch_range(4, 4, 2, 3), Range(4, 4));
+  for (int n = 1; n <= 4; ++n) {
+    for (std::int64_t g : {1, 2, 3, 8}) {
+      auto counter = std::make_shared<std::atomic<std::int64_t>>(0);
+      const auto ds = samples(50, false, counter).batch(16);  // 3 batches of 16, one of 2
+      const auto serial = collect(ds, 0);
+      std::vector<std::vector<MicroBatch>> ranks;
+      for (int r = 0; r < n; ++r) {
+        ranks.push_back(rank_pass(ds, r, n, 0, DistributeOptions().granularity(g)));
+      }
+      for (std::size_t step = 0; step < serial.size(); ++step) {
+        const std::int64_t global = serial[step].at(0).size(0);
+        std::vector<torch::Tensor> xs;
+        std::int64_t offset = 0;
+        for (int r = 0; r < n; ++r) {
+          const MicroBatch& mb = ranks[r].at(step);
+          const auto [lo, hi] = tnt::data::micro_batch_range(global, n, r, g);
+          EXPECT_EQ(lo, offset);
+          EXPECT_TRUE((lo % g == 0 || lo == global) && (hi % g == 0 || hi == global)) << lo << " " << hi;
+          EXPECT_EQ(mb.local_size, hi - lo) << "N=" << n << " g=" << g << " rank " << r;
+          offset = hi;
+          xs.push_back(mb.tensors[0]);
+        }
+        EXPECT_EQ(offset, global);
+        EXPECT_TRUE(torch::equal(torch::cat(xs), serial[step][0])) << "N=" << n << " g=" << g;
+      }
+    }
+  }
+}
+
 TEST(Distribute, AnEmptyFirstMicroBatchHasTheRightShapesAndDtypes) {
   auto counter = std::make_shared<std::atomic<std::int64_t>>(0);
   const auto ds = samples(2, false, counter).batch(4);  // one batch of L = 2 at N = 4

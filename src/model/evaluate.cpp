@@ -10,6 +10,8 @@
 
 #include "model/model_impl.h"
 #include "callbacks/callback_list.h"
+#include "dp/exact_sum.h"
+#include "train/deterministic_step.h"
 #include "train/train_step.h"
 
 namespace tnt {
@@ -17,11 +19,23 @@ namespace {
 
 data::DistributedDataset distribute_for(const comm::ProcessGroup& group,
                                         const data::Dataset& dataset, bool enabled,
-                                        const std::optional<std::int64_t>& micro_batch) {
+                                        const std::optional<std::int64_t>& micro_batch,
+                                        std::int64_t granularity = 1) {
   data::DistributeOptions d;
-  d.group(group).enabled(enabled);
+  d.group(group).enabled(enabled).granularity(granularity);
   if (micro_batch) d.micro_batch_size(*micro_batch);
   return data::distribute(dataset, d);
+}
+
+// What a deterministic evaluation needs of the model (forward, target, loss, state).
+train::StepModel step_model(Model::Impl& s) {
+  return {[&s](const data::Element& e) { return s.forward(s.inputs_of(e)); },
+          [&s](const data::Element& e) { return s.target_of(e); },
+          [&s](const torch::Tensor& output, const torch::Tensor& target) {
+            return s.options->loss()(output, target);
+          },
+          [&s](const torch::Tensor& output, const torch::Tensor& target, const torch::Tensor& loss,
+               std::int64_t samples) { return s.state_of(output, target, loss, samples); }};
 }
 
 }  // namespace
@@ -30,7 +44,17 @@ std::map<std::string, double> Model::evaluate(const data::Dataset& dataset,
                                               EvaluateOptions options) {
   Impl& s = *impl_;
   s.require_compiled("evaluate()");
-  const auto dist = distribute_for(s.group, dataset, options.distribute_dataset(), options.micro_batch_size());
+  // Deterministic mode: each chunk forwarded on its own, states summed exactly.
+  const std::optional<std::int64_t> chunk = s.options->deterministic();
+  TNT_CHECK(!chunk || options.distribute_dataset(), "evaluate(): deterministic mode needs "
+            "distribute_dataset(true): it gives each rank whole chunks of the global batch");
+  const auto dist = distribute_for(s.group, dataset, options.distribute_dataset(),
+                                   options.micro_batch_size(), chunk.value_or(1));
+  std::optional<train::SingleThreadScope> one_thread;
+  if (chunk) one_thread.emplace();
+  const train::StepModel model = step_model(s);
+  std::vector<std::vector<torch::Tensor>> parts;  // deterministic: a state per chunk
+  std::int64_t total_parts = 0;
   // One progress path: the bar is the ProgbarLogger callback, as in fit().
   std::vector<callbacks::CallbackPtr> list = options.callbacks();
   if (options.verbose() > 0) {
@@ -46,7 +70,12 @@ std::map<std::string, double> Model::evaluate(const data::Dataset& dataset,
   std::int64_t step = 0;
   for (std::optional<data::MicroBatch> mb; (mb = it.next()); ++step) {
     cbs.test_batch_begin(step);
-    if (mb->local_size > 0) {
+    if (chunk) {
+      const std::size_t before = parts.size();
+      train::evaluate_chunks(model, *mb, *chunk, parts);
+      for (std::size_t j = before; j < parts.size(); ++j) train::accumulate(state, parts[j][0]);
+      total_parts += train::chunk_count(mb->global_size, *chunk);
+    } else if (mb->local_size > 0) {
       const torch::Tensor output = s.forward(s.inputs_of(mb->tensors));
       const torch::Tensor target = s.target_of(mb->tensors);
       train::accumulate(state, s.state_of(output, target, s.options->loss()(output, target),
@@ -54,7 +83,15 @@ std::map<std::string, double> Model::evaluate(const data::Dataset& dataset,
     }
     cbs.test_batch_end(step, s.logs_of(state));
   }
-  const Logs logs = s.logs_of(allreduce_state(s.group, state));
+  std::vector<double> global;
+  if (chunk) {
+    const torch::Tensor like = torch::zeros({static_cast<std::int64_t>(state.size())}, torch::kFloat64);
+    const torch::Tensor sum = dp::exact_sum(s.group, parts, {like}, total_parts).front();
+    global.assign(sum.data_ptr<double>(), sum.data_ptr<double>() + sum.numel());
+  } else {
+    global = allreduce_state(s.group, state);
+  }
+  const Logs logs = s.logs_of(global);
   cbs.test_end(logs, s.logs_of(state));
   return logs;
 }

@@ -21,6 +21,7 @@
 #include "model/model_impl.h"
 #include "train/autotune.h"
 #include "train/timeline.h"
+#include "train/deterministic_step.h"
 #include "train/train_step.h"
 
 namespace tnt {
@@ -96,17 +97,24 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
   TNT_CHECK(options.validation_freq() >= 1, "validation_freq must be at least 1, got ",
             options.validation_freq());
   check_no_lr_conflict(*s.options, options.callbacks());
+  const std::optional<std::int64_t> chunk = s.options->deterministic();
+  TNT_CHECK(!chunk || options.distribute_dataset(), "fit(): deterministic training needs "
+            "distribute_dataset(true): it gives each rank whole chunks of the global batch");
   data::DistributeOptions distribute;
   distribute.group(s.group).enabled(options.distribute_dataset());
+  if (chunk) distribute.granularity(*chunk);
   if (options.micro_batch_size()) distribute.micro_batch_size(*options.micro_batch_size());
   const data::DistributedDataset dist = data::distribute(train, distribute);
   s.synchronize_state();
-  if (s.config.autotune && !s.autotuner) {
+  std::optional<train::SingleThreadScope> one_thread;
+  if (chunk) one_thread.emplace();
+  if (s.config.autotune && !s.autotuner && !chunk) {
     s.autotuner = std::make_shared<AutoTuner>(s.group, AutoTuner::default_candidates(),
                                               /*warmup=*/1, /*measured=*/4,
                                               s.config.autotune_log_path);
   }
-  dp::GradientSynchronizer* sync = &s.synchronizer();
+  // Deterministic mode sums the chunks' gradients itself: no engine.
+  dp::GradientSynchronizer* sync = chunk ? nullptr : &s.synchronizer();
   if (!s.config.timeline_path.empty() && !s.timeline) {
     s.timeline = std::make_unique<Timeline>(s.group, s.config.timeline_path);  // collective
   }
@@ -121,6 +129,13 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
             std::int64_t samples) { return s.state_of(output, target, loss, samples); }},
       s.trainable, *s.optimizer,
       {s.options->clip_norm(), s.options->clip_value(), s.options->schedule().fn});
+  std::optional<train::DeterministicStep> deterministic_step;
+  if (chunk) {
+    std::vector<torch::Tensor> buffers;
+    for (const auto& [name, b] : s.net->named_buffers()) buffers.push_back(b);
+    deterministic_step.emplace(step_unit.model(), s.trainable, std::move(buffers), *s.optimizer,
+                               step_unit.rules(), s.group, *chunk, train::shared_seed(s.group));
+  }
   // With distribute_dataset(false) the dataset's batch is already this rank's.
   warn_small_batchnorm(*s.net, options.distribute_dataset() ? dist.global_batch_size() / s.group.size()
                                                    : dist.global_batch_size());
@@ -176,12 +191,20 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
       const std::int64_t cycle =
           steps_total > 0 ? std::min<std::int64_t>(k, steps_total - cycle_start) : k;
       const bool reduce = (step + 1) % k == 0 || (steps_total > 0 && step + 1 == steps_total);
-      if (s.autotuner && step == cycle_start) sync = &s.retune();  // only between cycles
-      const double weight =
-          static_cast<double>(mb->local_size) / static_cast<double>(global * cycle);
-      const train::StepResult r = step_unit.run(*mb, *sync, weight, reduce, pending,
-                                                s.optimizer_steps, data_begin, data_end);
-      train::record_step(timeline, overlap, *sync, reduce, r.times);
+      train::StepResult r;
+      if (deterministic_step) {
+        const std::uint64_t batch_key = (static_cast<std::uint64_t>(epoch) << 32) ^
+                                        static_cast<std::uint64_t>(step);
+        r = deterministic_step->run(*mb, batch_key, cycle, reduce, pending, s.optimizer_steps,
+                                    data_begin, data_end);
+      } else {
+        if (s.autotuner && step == cycle_start) sync = &s.retune();  // only between cycles
+        const double weight =
+            static_cast<double>(mb->local_size) / static_cast<double>(global * cycle);
+        r = step_unit.run(*mb, *sync, weight, reduce, pending, s.optimizer_steps, data_begin,
+                          data_end);
+        train::record_step(timeline, overlap, *sync, reduce, r.times);
+      }
       const torch::Tensor& step_state = r.global_state;
       const auto forward_begin = r.times.forward_begin;
       const auto step_end = r.times.step_end;

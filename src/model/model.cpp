@@ -186,6 +186,12 @@ void Model::compile(CompileOptions options) {
             options.clip_norm().value_or(0));
   TNT_CHECK(!options.clip_value() || *options.clip_value() > 0, "clip_value must be positive, got ",
             options.clip_value().value_or(0));
+  TNT_CHECK(!options.deterministic() || *options.deterministic() >= 1,
+            "deterministic: the chunk size must be at least 1 sample, got ",
+            options.deterministic().value_or(0));
+  TNT_CHECK(!options.deterministic() || options.compression() == dp::Compression::None,
+            "deterministic training sums gradients exactly and sends them as 64-bit integers: "
+            "remove compression(...) or deterministic(...)");
   for (const auto& m : options.metrics()) {
     TNT_CHECK(m.update && m.result && m.state_size > 0, "metric '", m.name,
               "' needs an update function, a result function and a positive state size");

@@ -192,6 +192,7 @@ nlohmann::json Model::get_compile_config() const {
   if (o.fusion_threshold_bytes()) c["fusion_threshold_bytes"] = *o.fusion_threshold_bytes();
   if (o.clip_norm()) c["clip_norm"] = *o.clip_norm();
   if (o.clip_value()) c["clip_value"] = *o.clip_value();
+  if (o.deterministic()) c["deterministic"] = *o.deterministic();
   return c;
 }
 
@@ -216,6 +217,7 @@ CompileOptions compile_options_from_config(const std::string& compile_json,
         .compression(compression_from(c.value("compression", std::string("none")), path));
     if (c.contains("clip_norm")) o.clip_norm(c.at("clip_norm").get<double>());
     if (c.contains("clip_value")) o.clip_value(c.at("clip_value").get<double>());
+    if (c.contains("deterministic")) o.deterministic(c.at("deterministic").get<std::int64_t>());
     if (c.contains("fusion_threshold_bytes")) {
       o.fusion_threshold_bytes(c.at("fusion_threshold_bytes").get<std::size_t>());
     }

@@ -54,20 +54,25 @@ StepResult TrainStep::run(const data::MicroBatch& mb, dp::GradientSynchronizer& 
   result.global_state = sync.finish();
   t.sync_end = Clock::now();
   if (reduce) {
-    // Gradients are the global ones here, identical on every rank, so
-    // clipping agrees everywhere (as in serial training).
-    if (rules_.clip_norm) torch::nn::utils::clip_grad_norm_(trainable_, *rules_.clip_norm);
-    if (rules_.clip_value) torch::nn::utils::clip_grad_value_(trainable_, *rules_.clip_value);
-    if (rules_.schedule) {
-      const double lr = rules_.schedule(optimizer_steps);
-      for (auto& group : optimizer_.param_groups()) group.options().set_lr(lr);
-    }
-    optimizer_.step();
-    ++optimizer_steps;
+    apply_update(trainable_, optimizer_, rules_, optimizer_steps);
     result.stepped = true;
   }
   t.step_end = Clock::now();
   return result;
+}
+
+void apply_update(std::vector<torch::Tensor>& trainable, torch::optim::Optimizer& optimizer,
+                  const StepRules& rules, std::int64_t& optimizer_steps) {
+  // Gradients are the global ones here, identical on every rank, so
+  // clipping agrees everywhere (as in serial training).
+  if (rules.clip_norm) torch::nn::utils::clip_grad_norm_(trainable, *rules.clip_norm);
+  if (rules.clip_value) torch::nn::utils::clip_grad_value_(trainable, *rules.clip_value);
+  if (rules.schedule) {
+    const double lr = rules.schedule(optimizer_steps);
+    for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+  }
+  optimizer.step();
+  ++optimizer_steps;
 }
 
 void record_step(Timeline* timeline, OverlapMeter& overlap, const dp::GradientSynchronizer& sync,

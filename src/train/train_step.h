@@ -89,6 +89,8 @@ class TrainStep {
   StepResult run(const data::MicroBatch& mb, dp::GradientSynchronizer& sync, double weight,
                  bool reduce, std::vector<double>& pending, std::int64_t& optimizer_steps,
                  Clock::time_point data_begin, Clock::time_point data_end);
+  const StepModel& model() const { return model_; }
+  const StepRules& rules() const { return rules_; }
 
  private:
   StepModel model_;
@@ -96,6 +98,12 @@ class TrainStep {
   torch::optim::Optimizer& optimizer_;
   StepRules rules_;
 };
+
+/// The update after the global gradients are in .grad: clip (by norm, by
+/// value), the schedule's learning rate, the optimizer step; advances
+/// `optimizer_steps`.
+void apply_update(std::vector<torch::Tensor>& trainable, torch::optim::Optimizer& optimizer,
+                  const StepRules& rules, std::int64_t& optimizer_steps);
 
 /// Adds a step to the timeline (if any) and its allreduces to the overlap
 /// meter: how much of each bucket's allreduce ran while backward did.

@@ -61,6 +61,13 @@ struct CompileOptions {
   TNT_ARG(std::optional<double>, clip_norm);
   /// Keras's clipvalue: clamp every gradient element to [-v, v].
   TNT_ARG(std::optional<double>, clip_value);
+  /// Deterministic mode with chunks of `chunk` samples: every chunk of a
+  /// global batch is computed on its own (on one thread), and the chunks'
+  /// gradients, losses, metrics and BatchNorm statistics are summed exactly
+  /// (64-bit fixed point), so weights and logs are bitwise the same at any
+  /// number of ranks and without MPI. Costs speed: no overlap, one chunk at
+  /// a time. See docs/training.md, "Deterministic mode".
+  TNT_ARG(std::optional<std::int64_t>, deterministic);
 };
 
 /// What fit() takes.

@@ -1,0 +1,183 @@
+#include "train/deterministic_step.h"
+
+#include <limits>
+#include <mutex>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <tarantella/base/error.h>
+
+#include "data/node.h"
+#include "dp/exact_sum.h"
+
+namespace tnt::train {
+namespace {
+
+// Rows [begin, begin + n) of every tensor of an element.
+data::Element rows(const data::Element& e, std::int64_t begin, std::int64_t n) {
+  data::Element out;
+  for (const auto& t : e) out.push_back(t.narrow(0, begin, n));
+  return out;
+}
+
+// Restores the default CPU generator's state when it goes: the per-chunk
+// seeds must not leak into what the program draws afterwards (which would
+// then depend on the chunks this rank had).
+class GeneratorStateGuard {
+ public:
+  GeneratorStateGuard() : generator_(at::detail::getDefaultCPUGenerator()) {
+    std::lock_guard<std::mutex> lock(generator_.mutex());
+    state_ = generator_.get_state();
+  }
+  ~GeneratorStateGuard() {
+    std::lock_guard<std::mutex> lock(generator_.mutex());
+    generator_.set_state(state_);
+  }
+  void seed(std::uint64_t s) {
+    std::lock_guard<std::mutex> lock(generator_.mutex());
+    generator_.set_current_seed(s);
+  }
+
+ private:
+  at::Generator generator_;
+  torch::Tensor state_;
+};
+
+}  // namespace
+
+SingleThreadScope::SingleThreadScope() : previous_(at::get_num_threads()) {
+  if (previous_ != 1) at::set_num_threads(1);
+}
+
+SingleThreadScope::~SingleThreadScope() {
+  if (previous_ != 1) at::set_num_threads(previous_);
+}
+
+std::uint64_t shared_seed(const comm::ProcessGroup& group) {
+  torch::Tensor seed = torch::zeros({1}, torch::kInt64);
+  if (group.is_master()) {
+    seed[0] = torch::randint(std::numeric_limits<std::int64_t>::max(), {1}, torch::kInt64).item<std::int64_t>();
+  }
+  group.broadcast(seed);
+  return static_cast<std::uint64_t>(seed.item<std::int64_t>());
+}
+
+std::int64_t chunk_count(std::int64_t global, std::int64_t chunk) {
+  return (global + chunk - 1) / chunk;
+}
+
+DeterministicStep::DeterministicStep(StepModel model, std::vector<torch::Tensor> trainable,
+                                     std::vector<torch::Tensor> buffers,
+                                     torch::optim::Optimizer& optimizer, StepRules rules,
+                                     comm::ProcessGroup group, std::int64_t chunk,
+                                     std::uint64_t seed)
+    : model_(std::move(model)),
+      trainable_(std::move(trainable)),
+      buffers_(std::move(buffers)),
+      optimizer_(optimizer),
+      rules_(std::move(rules)),
+      group_(std::move(group)),
+      chunk_(chunk),
+      seed_(seed) {}
+
+StepResult DeterministicStep::run(const data::MicroBatch& mb, std::uint64_t batch_key,
+                                  std::int64_t cycle, bool reduce, std::vector<double>& pending,
+                                  std::int64_t& optimizer_steps, Clock::time_point data_begin,
+                                  Clock::time_point data_end) {
+  StepResult result;
+  StepTimes& t = result.times;
+  t.data_begin = data_begin;
+  t.data_end = data_end;
+  t.forward_begin = Clock::now();
+  const std::int64_t total = chunk_count(mb.global_size, chunk_);
+  const auto [lo, hi] =
+      data::micro_batch_range(mb.global_size, group_.size(), group_.rank(), chunk_);
+  TNT_CHECK(hi - lo == mb.local_size, "deterministic training: a micro-batch of ", mb.local_size,
+            " samples is not this rank's run of whole chunks (", hi - lo,
+            " expected): distribute the dataset with the model's granularity");
+  std::vector<torch::Tensor> base;
+  for (const auto& b : buffers_) base.push_back(b.detach().clone());
+  // Parts: per chunk, [gradients..., state, buffers...].
+  std::vector<std::vector<torch::Tensor>> parts;
+  {
+    GeneratorStateGuard generator;
+    for (std::int64_t begin = 0; begin < mb.local_size; begin += chunk_) {
+      const std::int64_t n = std::min(chunk_, mb.local_size - begin);
+      const std::int64_t index = (lo + begin) / chunk_;  // in the global batch
+      generator.seed(data::detail::mix64(
+          seed_ ^ data::detail::mix64(batch_key * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(index))));
+      {
+        torch::NoGradGuard no_grad;
+        for (std::size_t b = 0; b < buffers_.size(); ++b) buffers_[b].copy_(base[b]);
+      }
+      for (auto& p : trainable_) p.mutable_grad() = torch::Tensor();
+      const data::Element e = rows(mb.tensors, begin, n);
+      const torch::Tensor output = model_.forward(e);
+      const torch::Tensor target = model_.target(e);
+      const torch::Tensor loss = model_.loss(output, target);
+      const torch::Tensor state = model_.state(output, target, loss, n).to(torch::kFloat64);
+      accumulate(pending, state);
+      (loss * static_cast<double>(n)).backward();  // the chunk's summed loss
+      std::vector<torch::Tensor> part;
+      for (const auto& p : trainable_) {
+        part.push_back(p.grad().defined() ? p.grad().detach().clone() : torch::zeros_like(p));
+      }
+      part.push_back(state);
+      for (const auto& b : buffers_) part.push_back(b.detach().clone());
+      parts.push_back(std::move(part));
+    }
+  }
+  t.backward_begin = t.backward_end = Clock::now();
+  std::vector<torch::Tensor> like;
+  for (const auto& p : trainable_) like.push_back(p);
+  like.push_back(torch::zeros({static_cast<std::int64_t>(pending.size())}, torch::kFloat64));
+  for (const auto& b : buffers_) like.push_back(b);
+  const std::vector<torch::Tensor> sums = dp::exact_sum(group_, parts, like, total);
+  t.sync_end = Clock::now();
+
+  // The mean gradient of this micro-step's global batch, averaged over the
+  // cycle (as TrainStep's weights n_r / (B * cycle) do).
+  const double divisor = static_cast<double>(mb.global_size * cycle);
+  if (gradient_.empty()) {
+    for (const auto& p : trainable_) gradient_.push_back(torch::zeros(p.sizes(), torch::kFloat64));
+    state_ = torch::zeros({static_cast<std::int64_t>(pending.size())}, torch::kFloat64);
+  }
+  for (std::size_t i = 0; i < trainable_.size(); ++i) gradient_[i].add_(sums[i].div(divisor));
+  state_.add_(sums[trainable_.size()]);
+  {
+    torch::NoGradGuard no_grad;
+    for (std::size_t b = 0; b < buffers_.size(); ++b) {
+      const torch::Tensor sum = sums[trainable_.size() + 1 + b];
+      const torch::Tensor mean = sum.is_floating_point()
+                                     ? sum.div(static_cast<double>(total))
+                                     : sum.div(total, /*rounding_mode=*/"floor");
+      buffers_[b].copy_(total > 0 ? mean.to(buffers_[b].dtype()) : base[b]);
+    }
+  }
+  if (reduce) {
+    for (std::size_t i = 0; i < trainable_.size(); ++i) {
+      trainable_[i].mutable_grad() = gradient_[i].to(trainable_[i].options());
+    }
+    apply_update(trainable_, optimizer_, rules_, optimizer_steps);
+    result.global_state = state_;
+    result.stepped = true;
+    gradient_.clear();
+    state_ = torch::Tensor();
+  }
+  t.step_end = Clock::now();
+  return result;
+}
+
+void evaluate_chunks(const StepModel& model, const data::MicroBatch& mb, std::int64_t chunk,
+                     std::vector<std::vector<torch::Tensor>>& parts) {
+  for (std::int64_t begin = 0; begin < mb.local_size; begin += chunk) {
+    const std::int64_t n = std::min(chunk, mb.local_size - begin);
+    const data::Element e = rows(mb.tensors, begin, n);
+    const torch::Tensor output = model.forward(e);
+    const torch::Tensor target = model.target(e);
+    parts.push_back({model.state(output, target, model.loss(output, target), n).to(torch::kFloat64)});
+  }
+}
+
+}  // namespace tnt::train

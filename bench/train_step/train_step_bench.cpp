@@ -51,6 +51,7 @@ struct Args {
   bool grads_to_none = false;  // plain only: reset .grad instead of zero_grad()
   double learning_rate = 0.01;
   std::uint64_t seed = 7;
+  std::int64_t deterministic = 0;  // tnt only: CompileOptions().deterministic(chunk) when > 0
 };
 
 // The library that provides sgemm_ in this process (OpenBLAS expected).
@@ -71,9 +72,10 @@ void print_result(const Args& a, int ranks, const std::vector<double>& epoch_s,
   const double samples = static_cast<double>(a.batch * a.steps) * (epoch_s.size() - 1);
   fmt::print(
       "RESULT {{\"variant\": \"{}\", \"model\": \"{}\", \"ranks\": {}, \"threads\": {}, "
+      "\"deterministic\": {}, "
       "\"samples_per_s\": {:.3f}, \"epoch_s\": [{:.4f}], \"checksum\": [{:.6f}, {}], "
       "\"blas\": \"{}\"}}\n",
-      a.variant, a.model, ranks, at::get_num_threads(), samples / counted,
+      a.variant, a.model, ranks, at::get_num_threads(), a.deterministic, samples / counted,
       fmt::join(epoch_s, ", "), x.sum().item<double>(), y.sum().item<std::int64_t>(),
       blas_library());
   std::fflush(stdout);
@@ -131,9 +133,11 @@ void run_tnt(const Args& a) {
   const auto train = tnt::data::Dataset::from_tensor_slices({x, y}).batch(a.batch);
   torch::manual_seed(a.seed + 1);
   tnt::Model model{Net()};
-  model.compile(tnt::CompileOptions()
-                    .optimizer(tnt::optimizers::SGD(a.learning_rate))
-                    .loss(tnt::losses::SparseCategoricalCrossentropy()));
+  tnt::CompileOptions options;
+  options.optimizer(tnt::optimizers::SGD(a.learning_rate))
+      .loss(tnt::losses::SparseCategoricalCrossentropy());
+  if (a.deterministic > 0) options.deterministic(a.deterministic);
+  model.compile(options);
   auto timer = std::make_shared<EpochTimer>();
   model.fit(train, tnt::FitOptions()
                        .epochs(a.epochs)
@@ -157,6 +161,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(2, 1000));
   app.add_option("--threads", a.threads, "intra-op threads (plain)")->check(CLI::PositiveNumber);
   app.add_option("--seed", a.seed, "seed of data and weights");
+  app.add_option("--deterministic", a.deterministic,
+                 "tnt: deterministic mode with chunks of this many samples (0: normal mode)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--grads-to-none", a.grads_to_none,
                "plain: reset .grad to undefined each step instead of optimizer.zero_grad()");
   CLI11_PARSE(app, argc, argv);

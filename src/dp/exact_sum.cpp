@@ -1,6 +1,7 @@
 #include "dp/exact_sum.h"
 
 #include <cmath>
+#include <limits>
 
 #include <torch/torch.h>
 
@@ -9,83 +10,164 @@
 namespace tnt::dp {
 namespace {
 
-// The exponent e of a tensor whose parts are below `largest` in magnitude:
-// every part, scaled by 2^-e, is an integer of at most 2^62 / (P + 1), so P
-// of them add up without overflow.
-int fixed_point_exponent(double largest, std::int64_t total_parts) {
-  if (!(largest > 0)) return 0;  // all zero
+constexpr int kMantissaBits = 53;  // float64 holds integers below 2^53 exactly
+constexpr int kRoomForGrowth = 8;  // bits between the largest value and the limit
+constexpr int kMinimumBits = 30;   // the largest value keeps at least this many
+
+// Bits needed for counts up to n: 2^bits >= n + 1.
+int bits_for(std::int64_t n) {
+  int bits = 0;
+  while ((std::int64_t{1} << bits) < n + 1) ++bits;
+  return bits;
+}
+
+// The exponent of a power of two at or above |x|: x < 2^k.
+int ceil_log2(double x) {
   int k = 0;
-  std::frexp(largest, &k);  // largest < 2^k
-  int headroom = 0;
-  while ((std::int64_t{1} << headroom) < total_parts + 1) ++headroom;
-  return k + headroom - 62;
+  std::frexp(x, &k);
+  return k;
+}
+
+// The largest bits a part's value may have so that `parts` of them (each
+// rounded, so up to half a unit more) stay below 2^53.
+int limit_bits(std::int64_t parts) { return kMantissaBits - 1 - bits_for(parts); }
+
+constexpr double kRoundingShift = 0x1.8p52;
+
+// sum[i] += round_half_even(x[i] * scale) for n values, in one pass; returns
+// the largest |x[i]| and clears `finite` on a NaN or infinity. (v + 1.5*2^52)
+// - 1.5*2^52 rounds v to the nearest integer, ties to even, for |v| < 2^51:
+// exact when the exponents fit (finish() checks |v| < 2^51 before it uses a
+// sum; a sum made with exponents that do not fit is thrown away).
+template <typename T>
+double add_rounded(const T* x, std::int64_t n, double scale, double* sum, bool& finite) {
+  double largest = 0;
+  bool bad = false;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double v = static_cast<double>(x[i]);
+    const double a = std::fabs(v);
+    bad |= !(a <= std::numeric_limits<double>::max());
+    largest = a > largest ? a : largest;
+    sum[i] += (v * scale + kRoundingShift) - kRoundingShift;
+  }
+  finite = !bad;
+  return largest;
 }
 
 }  // namespace
+
+ExactSum::ExactSum(const std::vector<torch::Tensor>& like) {
+  for (const auto& t : like) like_.push_back(torch::empty(t.sizes(), t.options().device(torch::kCPU)));
+  exponents_.assign(like_.size(), 0);
+  proposed_.assign(like_.size(), 0);
+}
+
+void ExactSum::begin(const std::vector<int>& exponents) {
+  TNT_CHECK(exponents.size() == like_.size(), "ExactSum: ", exponents.size(),
+            " exponents for ", like_.size(), " tensors");
+  exponents_ = exponents;
+  for (std::size_t t = 0; t < like_.size(); ++t) {
+    if (!like_[t].is_floating_point()) exponents_[t] = 0;
+  }
+  sums_.clear();
+  for (const auto& t : like_) sums_.push_back(torch::zeros(t.sizes(), torch::kFloat64));
+  largest_.assign(like_.size(), 0.0);
+  finite_.assign(like_.size(), true);
+}
+
+void ExactSum::add(const std::vector<torch::Tensor>& part) {
+  TNT_CHECK(part.size() == like_.size(), "ExactSum: a part has ", part.size(),
+            " tensors, expected ", like_.size());
+  TNT_CHECK(!sums_.empty(), "ExactSum::add() before begin()");
+  for (std::size_t t = 0; t < part.size(); ++t) {
+    if (!finite_[t] || part[t].numel() == 0) continue;
+    const torch::Tensor x = part[t].detach().cpu().contiguous();
+    const double scale = std::ldexp(1.0, -exponents_[t]);
+    double m = 0;
+    bool finite = true;
+    if (x.scalar_type() == torch::kFloat32) {
+      m = add_rounded(x.data_ptr<float>(), x.numel(), scale, sums_[t].data_ptr<double>(), finite);
+    } else if (x.scalar_type() == torch::kFloat64) {
+      m = add_rounded(x.data_ptr<double>(), x.numel(), scale, sums_[t].data_ptr<double>(), finite);
+    } else {
+      // Integers (exponent 0) and other float types: with tensor operations.
+      const torch::Tensor d = x.to(torch::kFloat64).reshape(like_[t].sizes());
+      m = d.abs().max().item<double>();
+      finite = std::isfinite(m);
+      if (finite) sums_[t].add_(d.mul(scale).round_());
+    }
+    if (!finite) {
+      finite_[t] = false;
+      continue;
+    }
+    largest_[t] = std::max(largest_[t], m);
+  }
+}
+
+std::optional<std::vector<torch::Tensor>> ExactSum::finish(const comm::ProcessGroup& group,
+                                                           std::int64_t total_parts) {
+  TNT_CHECK(!sums_.empty(), "ExactSum::finish() before begin()");
+  const std::size_t n = like_.size();
+  torch::Tensor agreed = torch::zeros({2 * static_cast<std::int64_t>(n)}, torch::kFloat64);
+  auto* a = agreed.data_ptr<double>();
+  for (std::size_t t = 0; t < n; ++t) {
+    a[t] = largest_[t];
+    a[n + t] = finite_[t] ? 0.0 : 1.0;
+  }
+  group.allreduce(agreed, comm::ReduceOp::Max);
+  a = agreed.data_ptr<double>();
+  const int limit = limit_bits(total_parts);
+  bool fits = true;
+  for (std::size_t t = 0; t < n; ++t) {
+    if (a[n + t] != 0 || !(a[t] > 0) || !like_[t].is_floating_point()) {
+      proposed_[t] = 0;
+      if (!like_[t].is_floating_point() && a[t] >= std::ldexp(1.0, limit)) {
+        throw Error(detail::concat("deterministic training: an integer value ", a[t],
+                                   " is too large to be summed exactly"));
+      }
+      continue;
+    }
+    const int bits = ceil_log2(a[t]) - exponents_[t];  // of the largest value, rounded
+    if (bits > limit || bits < kMinimumBits) fits = false;
+    proposed_[t] = ceil_log2(a[t]) - (limit - kRoomForGrowth);
+  }
+  if (!fits) return std::nullopt;
+  std::vector<std::int64_t> offsets(n + 1, 0);
+  for (std::size_t t = 0; t < n; ++t) offsets[t + 1] = offsets[t] + like_[t].numel();
+  torch::Tensor packed = torch::empty({offsets[n]}, torch::kFloat64);
+  for (std::size_t t = 0; t < n; ++t) {
+    packed.narrow(0, offsets[t], like_[t].numel()).copy_(sums_[t].reshape({-1}));
+  }
+  group.allreduce(packed, comm::ReduceOp::Sum);  // integers below 2^53: exact in any order
+  std::vector<torch::Tensor> out;
+  for (std::size_t t = 0; t < n; ++t) {
+    const torch::Tensor slot = packed.narrow(0, offsets[t], like_[t].numel()).reshape(like_[t].sizes());
+    if (a[n + t] != 0) {
+      out.push_back(torch::full(like_[t].sizes(), std::nan(""), torch::kFloat64));
+    } else if (!like_[t].is_floating_point()) {
+      out.push_back(slot.to(torch::kInt64));
+    } else {
+      out.push_back(slot.mul(std::ldexp(1.0, exponents_[t])));
+    }
+  }
+  return out;
+}
 
 std::vector<torch::Tensor> exact_sum(const comm::ProcessGroup& group,
                                      const std::vector<std::vector<torch::Tensor>>& parts,
                                      const std::vector<torch::Tensor>& like,
                                      std::int64_t total_parts) {
-  const std::size_t n = like.size();
-  for (const auto& part : parts) {
-    TNT_CHECK(part.size() == n, "exact_sum: a part has ", part.size(), " tensors, expected ", n);
-  }
-  // 1. Every tensor's largest magnitude over all parts of all ranks, and
-  // whether any value is not finite (such a tensor's sum is NaN everywhere,
-  // as a float sum would be; every rank still runs both collectives).
-  torch::Tensor largest = torch::zeros({2 * static_cast<std::int64_t>(n)}, torch::kFloat64);
-  auto* l = largest.data_ptr<double>();
-  for (const auto& part : parts) {
-    for (std::size_t t = 0; t < n; ++t) {
-      if (!part[t].is_floating_point() || part[t].numel() == 0) continue;
-      const double m = part[t].abs().max().to(torch::kFloat64).item<double>();
-      if (std::isfinite(m)) {
-        l[t] = std::max(l[t], m);
-      } else {
-        l[n + t] = 1;
-      }
-    }
-  }
-  group.allreduce(largest, comm::ReduceOp::Max);
-  l = largest.data_ptr<double>();
-  std::vector<int> exponent(n, 0);
-  std::vector<bool> finite(n, true);
-  for (std::size_t t = 0; t < n; ++t) {
-    exponent[t] = fixed_point_exponent(l[t], total_parts);
-    finite[t] = l[n + t] == 0;
-  }
-  // 2. This rank's integer sums, packed into one buffer; summed over ranks.
-  std::vector<std::int64_t> offsets(n + 1, 0);
-  for (std::size_t t = 0; t < n; ++t) offsets[t + 1] = offsets[t] + like[t].numel();
-  torch::Tensor packed = torch::zeros({offsets[n]}, torch::kInt64);
-  for (std::size_t t = 0; t < n; ++t) {
-    torch::Tensor slot = packed.narrow(0, offsets[t], like[t].numel());
-    const double scale = std::ldexp(1.0, -exponent[t]);
-    for (const auto& part : parts) {
-      const torch::Tensor x = part[t].detach().reshape({-1}).cpu();
-      if (!finite[t]) continue;
-      if (x.is_floating_point()) {
-        slot.add_(x.to(torch::kFloat64).mul(scale).round().to(torch::kInt64));
-      } else {
-        slot.add_(x.to(torch::kInt64));
-      }
-    }
-  }
-  group.allreduce(packed, comm::ReduceOp::Sum);
-  // 3. Back to values: integers times 2^e.
-  std::vector<torch::Tensor> sums;
-  for (std::size_t t = 0; t < n; ++t) {
-    torch::Tensor slot = packed.narrow(0, offsets[t], like[t].numel()).reshape(like[t].sizes());
-    if (!finite[t]) {
-      sums.push_back(torch::full(like[t].sizes(), std::nan(""), torch::kFloat64));
-    } else if (like[t].is_floating_point()) {
-      sums.push_back(slot.to(torch::kFloat64).mul(std::ldexp(1.0, exponent[t])));
-    } else {
-      sums.push_back(slot.clone());
-    }
-  }
-  return sums;
+  ExactSum sum(like);
+  // First pass only learns the largest values (any exponents do); the second sums.
+  sum.begin(std::vector<int>(like.size(), 0));
+  for (const auto& part : parts) sum.add(part);
+  if (auto sums = sum.finish(group, total_parts)) return *sums;
+  const std::vector<int> exponents = sum.exponents();
+  sum.begin(exponents);
+  for (const auto& part : parts) sum.add(part);
+  auto sums = sum.finish(group, total_parts);
+  TNT_CHECK(sums.has_value(), "internal error: exact_sum's exponents do not fit");
+  return *sums;
 }
 
 }  // namespace tnt::dp

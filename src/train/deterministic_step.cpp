@@ -9,7 +9,6 @@
 #include <tarantella/base/error.h>
 
 #include "data/node.h"
-#include "dp/exact_sum.h"
 
 namespace tnt::train {
 namespace {
@@ -98,15 +97,27 @@ StepResult DeterministicStep::run(const data::MicroBatch& mb, std::uint64_t batc
             " expected): distribute the dataset with the model's granularity");
   std::vector<torch::Tensor> base;
   for (const auto& b : buffers_) base.push_back(b.detach().clone());
-  // Parts: per chunk, [gradients..., state, buffers...].
-  std::vector<std::vector<torch::Tensor>> parts;
-  {
+  if (!sum_) {
+    // A part: per chunk, [gradients..., state, buffers...].
+    std::vector<torch::Tensor> like(trainable_.begin(), trainable_.end());
+    like.push_back(torch::zeros({static_cast<std::int64_t>(pending.size())}, torch::kFloat64));
+    like.insert(like.end(), buffers_.begin(), buffers_.end());
+    sum_.emplace(like);
+    exponents_.assign(like.size(), 0);
+  }
+  std::optional<std::vector<torch::Tensor>> sums;
+  std::vector<double> mine(pending.size(), 0.0);  // this rank's state increment
+  for (int attempt = 0; !sums; ++attempt) {
+    TNT_CHECK(attempt < 3, "internal error: deterministic training found no fitting exponents");
+    sum_->begin(exponents_);
+    std::fill(mine.begin(), mine.end(), 0.0);
     GeneratorStateGuard generator;
     for (std::int64_t begin = 0; begin < mb.local_size; begin += chunk_) {
       const std::int64_t n = std::min(chunk_, mb.local_size - begin);
       const std::int64_t index = (lo + begin) / chunk_;  // in the global batch
       generator.seed(data::detail::mix64(
-          seed_ ^ data::detail::mix64(batch_key * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(index))));
+          seed_ ^ data::detail::mix64(batch_key * 0x9E3779B97F4A7C15ULL +
+                                      static_cast<std::uint64_t>(index))));
       {
         torch::NoGradGuard no_grad;
         for (std::size_t b = 0; b < buffers_.size(); ++b) buffers_[b].copy_(base[b]);
@@ -117,23 +128,19 @@ StepResult DeterministicStep::run(const data::MicroBatch& mb, std::uint64_t batc
       const torch::Tensor target = model_.target(e);
       const torch::Tensor loss = model_.loss(output, target);
       const torch::Tensor state = model_.state(output, target, loss, n).to(torch::kFloat64);
-      accumulate(pending, state);
+      accumulate(mine, state);
       (loss * static_cast<double>(n)).backward();  // the chunk's summed loss
       std::vector<torch::Tensor> part;
-      for (const auto& p : trainable_) {
-        part.push_back(p.grad().defined() ? p.grad().detach().clone() : torch::zeros_like(p));
-      }
+      for (const auto& p : trainable_) part.push_back(p.grad().defined() ? p.grad() : torch::zeros_like(p));
       part.push_back(state);
-      for (const auto& b : buffers_) part.push_back(b.detach().clone());
-      parts.push_back(std::move(part));
+      for (const auto& b : buffers_) part.push_back(b);
+      sum_->add(part);
     }
+    sums = sum_->finish(group_, total);
+    exponents_ = sum_->exponents();  // the prediction for the next step
   }
+  for (std::size_t i = 0; i < pending.size(); ++i) pending[i] += mine[i];
   t.backward_begin = t.backward_end = Clock::now();
-  std::vector<torch::Tensor> like;
-  for (const auto& p : trainable_) like.push_back(p);
-  like.push_back(torch::zeros({static_cast<std::int64_t>(pending.size())}, torch::kFloat64));
-  for (const auto& b : buffers_) like.push_back(b);
-  const std::vector<torch::Tensor> sums = dp::exact_sum(group_, parts, like, total);
   t.sync_end = Clock::now();
 
   // The mean gradient of this micro-step's global batch, averaged over the
@@ -143,12 +150,12 @@ StepResult DeterministicStep::run(const data::MicroBatch& mb, std::uint64_t batc
     for (const auto& p : trainable_) gradient_.push_back(torch::zeros(p.sizes(), torch::kFloat64));
     state_ = torch::zeros({static_cast<std::int64_t>(pending.size())}, torch::kFloat64);
   }
-  for (std::size_t i = 0; i < trainable_.size(); ++i) gradient_[i].add_(sums[i].div(divisor));
-  state_.add_(sums[trainable_.size()]);
+  for (std::size_t i = 0; i < trainable_.size(); ++i) gradient_[i].add_((*sums)[i].div(divisor));
+  state_.add_((*sums)[trainable_.size()]);
   {
     torch::NoGradGuard no_grad;
     for (std::size_t b = 0; b < buffers_.size(); ++b) {
-      const torch::Tensor sum = sums[trainable_.size() + 1 + b];
+      const torch::Tensor sum = (*sums)[trainable_.size() + 1 + b];
       const torch::Tensor mean = sum.is_floating_point()
                                      ? sum.div(static_cast<double>(total))
                                      : sum.div(total, /*rounding_mode=*/"floor");

@@ -12,11 +12,16 @@
 // ranks, and equal to a single process without MPI. Buffers (BatchNorm's
 // running statistics) become the mean of the chunks' updates.
 //
-// No overlap: the gradients are exchanged after the last chunk, in one
-// collective; the price of the mode is measured in bench/train_step.
+// Chunks are converted and added as they are computed (dp::ExactSum), with
+// exponents predicted from the previous step; when this step's values do not
+// fit them (the first step, or a jump by more than 2^8), every rank redoes
+// the step's chunks with fitting ones. No overlap: the gradients are
+// exchanged after the last chunk, in one collective; the price of the mode
+// is measured in bench/train_step/deterministic.sh.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include <torch/types.h>
@@ -24,6 +29,7 @@
 #include <tarantella/comm/process_group.h>
 #include <tarantella/data/distribute.h>
 
+#include "dp/exact_sum.h"
 #include "train/train_step.h"
 
 namespace tnt::train {
@@ -54,6 +60,8 @@ class DeterministicStep {
   comm::ProcessGroup group_;
   std::int64_t chunk_;
   std::uint64_t seed_;
+  std::optional<dp::ExactSum> sum_;      // gradients, state, buffers of a step
+  std::vector<int> exponents_;           // predicted from the previous step
   std::vector<torch::Tensor> gradient_;  // float64, the cycle's so far
   torch::Tensor state_;                  // float64, the cycle's global state so far
 };

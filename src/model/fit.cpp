@@ -128,7 +128,7 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
        [&s](const torch::Tensor& output, const torch::Tensor& target, const torch::Tensor& loss,
             std::int64_t samples) { return s.state_of(output, target, loss, samples); }},
       s.trainable, *s.optimizer,
-      {s.options->clip_norm(), s.options->clip_value(), s.options->schedule().fn});
+      {s.options->clip_norm(), s.options->clip_value(), s.options->schedule().fn, s.scaler});
   std::optional<train::DeterministicStep> deterministic_step;
   if (chunk) {
     std::vector<torch::Tensor> buffers;

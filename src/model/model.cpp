@@ -149,8 +149,20 @@ dp::GradientSynchronizer& Model::Impl::synchronizer() {
 }
 
 torch::Tensor Model::Impl::forward(const std::vector<torch::Tensor>& inputs) {
-  return net->forward(inputs);
+  const MixedPrecision precision = options ? options->mixed_precision() : MixedPrecision::None;
+  if (precision == MixedPrecision::None) return net->forward(inputs);
+  torch::Tensor output;
+  {
+    train::AutocastScope autocast(precision, device);
+    output = net->forward(inputs);
+  }
+  // Loss and metrics in float32, as Keras's mixed policy recommends.
+  return output.is_floating_point() ? output.to(torch::kFloat32) : output;
 }
+
+double Model::loss_scale() const { return impl_->scaler ? impl_->scaler->scale() : 1.0; }
+
+std::int64_t Model::skipped_steps() const { return impl_->scaler ? impl_->scaler->skipped() : 0; }
 
 Model::Model(std::shared_ptr<ModuleAdapter> adapter) : Model(std::move(adapter), default_group()) {}
 
@@ -192,6 +204,9 @@ void Model::compile(CompileOptions options) {
   TNT_CHECK(!options.deterministic() || options.compression() == dp::Compression::None,
             "deterministic training sums gradients exactly and sends them as 64-bit integers: "
             "remove compression(...) or deterministic(...)");
+  const std::string precision_problem =
+      train::mixed_precision_problem(options.mixed_precision(), impl_->device);
+  TNT_CHECK(precision_problem.empty(), precision_problem);
   for (const auto& m : options.metrics()) {
     TNT_CHECK(m.update && m.result && m.state_size > 0, "metric '", m.name,
               "' needs an update function, a result function and a positive state size");
@@ -204,6 +219,11 @@ void Model::compile(CompileOptions options) {
   impl_->options = std::move(options);
   impl_->sync.reset();
   impl_->optimizer_steps = 0;
+  impl_->scaler.reset();
+  if (impl_->options->loss_scaling().value_or(impl_->options->mixed_precision() ==
+                                              MixedPrecision::Float16)) {
+    impl_->scaler = std::make_shared<train::LossScaler>();
+  }
 }
 
 bool Model::is_compiled() const { return impl_->options.has_value(); }

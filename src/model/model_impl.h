@@ -17,6 +17,7 @@
 #include <tarantella/model/model.h>
 
 #include "runtime/default_group.h"
+#include "train/mixed_precision.h"
 
 namespace tnt {
 
@@ -50,6 +51,8 @@ struct Model::Impl {
   std::unique_ptr<dp::GradientSynchronizer> sync;
   std::vector<torch::Tensor> trainable;
   std::int64_t optimizer_steps = 0;  // the global step of schedules
+  /// Dynamic loss scaling (mixed precision), made by compile() when on.
+  std::shared_ptr<train::LossScaler> scaler;
   std::int64_t epochs_done = 0;
   /// The fusion threshold chosen by auto-tuning (TNT_AUTOTUNE), if any.
   std::optional<std::size_t> threshold_override;

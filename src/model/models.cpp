@@ -193,6 +193,10 @@ nlohmann::json Model::get_compile_config() const {
   if (o.clip_norm()) c["clip_norm"] = *o.clip_norm();
   if (o.clip_value()) c["clip_value"] = *o.clip_value();
   if (o.deterministic()) c["deterministic"] = *o.deterministic();
+  if (o.mixed_precision() != MixedPrecision::None) {
+    c["mixed_precision"] = o.mixed_precision() == MixedPrecision::BFloat16 ? "bfloat16" : "float16";
+  }
+  if (o.loss_scaling()) c["loss_scaling"] = *o.loss_scaling();
   return c;
 }
 
@@ -218,6 +222,13 @@ CompileOptions compile_options_from_config(const std::string& compile_json,
     if (c.contains("clip_norm")) o.clip_norm(c.at("clip_norm").get<double>());
     if (c.contains("clip_value")) o.clip_value(c.at("clip_value").get<double>());
     if (c.contains("deterministic")) o.deterministic(c.at("deterministic").get<std::int64_t>());
+    if (c.contains("mixed_precision")) {
+      const std::string p = c.at("mixed_precision").get<std::string>();
+      TNT_CHECK(p == "bfloat16" || p == "float16", "'", path, "': unknown mixed_precision '", p,
+                "' in the compile configuration (bfloat16 or float16)");
+      o.mixed_precision(p == "bfloat16" ? MixedPrecision::BFloat16 : MixedPrecision::Float16);
+    }
+    if (c.contains("loss_scaling")) o.loss_scaling(c.at("loss_scaling").get<bool>());
     if (c.contains("fusion_threshold_bytes")) {
       o.fusion_threshold_bytes(c.at("fusion_threshold_bytes").get<std::size_t>());
     }

@@ -129,7 +129,9 @@ StepResult DeterministicStep::run(const data::MicroBatch& mb, std::uint64_t batc
       const torch::Tensor loss = model_.loss(output, target);
       const torch::Tensor state = model_.state(output, target, loss, n).to(torch::kFloat64);
       accumulate(mine, state);
-      (loss * static_cast<double>(n)).backward();  // the chunk's summed loss
+      // The chunk's summed loss (times the loss scale, with mixed precision).
+      const double factor = static_cast<double>(n) * (rules_.scaler ? rules_.scaler->scale() : 1.0);
+      (loss * factor).backward();
       std::vector<torch::Tensor> part;
       for (const auto& p : trainable_) part.push_back(p.grad().defined() ? p.grad() : torch::zeros_like(p));
       part.push_back(state);
@@ -166,9 +168,8 @@ StepResult DeterministicStep::run(const data::MicroBatch& mb, std::uint64_t batc
     for (std::size_t i = 0; i < trainable_.size(); ++i) {
       trainable_[i].mutable_grad() = gradient_[i].to(trainable_[i].options());
     }
-    apply_update(trainable_, optimizer_, rules_, optimizer_steps);
+    result.stepped = apply_update(trainable_, optimizer_, rules_, optimizer_steps);
     result.global_state = state_;
-    result.stepped = true;
     gradient_.clear();
     state_ = torch::Tensor();
   }

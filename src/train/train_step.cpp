@@ -49,20 +49,18 @@ StepResult TrainStep::run(const data::MicroBatch& mb, dp::GradientSynchronizer& 
   }
   sync.begin_step(weight, reduce, torch::tensor(pending, torch::kFloat64));
   t.backward_begin = Clock::now();
-  if (loss.defined()) loss.backward();
+  if (loss.defined()) (rules_.scaler ? loss * rules_.scaler->scale() : loss).backward();
   t.backward_end = Clock::now();
   result.global_state = sync.finish();
   t.sync_end = Clock::now();
-  if (reduce) {
-    apply_update(trainable_, optimizer_, rules_, optimizer_steps);
-    result.stepped = true;
-  }
+  if (reduce) result.stepped = apply_update(trainable_, optimizer_, rules_, optimizer_steps);
   t.step_end = Clock::now();
   return result;
 }
 
-void apply_update(std::vector<torch::Tensor>& trainable, torch::optim::Optimizer& optimizer,
+bool apply_update(std::vector<torch::Tensor>& trainable, torch::optim::Optimizer& optimizer,
                   const StepRules& rules, std::int64_t& optimizer_steps) {
+  if (rules.scaler && !rules.scaler->unscale_or_skip(trainable)) return false;
   // Gradients are the global ones here, identical on every rank, so
   // clipping agrees everywhere (as in serial training).
   if (rules.clip_norm) torch::nn::utils::clip_grad_norm_(trainable, *rules.clip_norm);
@@ -73,6 +71,7 @@ void apply_update(std::vector<torch::Tensor>& trainable, torch::optim::Optimizer
   }
   optimizer.step();
   ++optimizer_steps;
+  return true;
 }
 
 void record_step(Timeline* timeline, OverlapMeter& overlap, const dp::GradientSynchronizer& sync,

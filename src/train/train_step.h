@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include <tarantella/data/distribute.h>
 #include <tarantella/dp/gradient_sync.h>
 
+#include "train/mixed_precision.h"
 #include "train/timeline.h"
 
 namespace torch::optim {
@@ -52,6 +54,8 @@ struct StepRules {
   std::optional<double> clip_norm;
   std::optional<double> clip_value;
   std::function<double(std::int64_t)> schedule;  ///< optimizer step -> rate, or empty
+  /// Dynamic loss scaling (mixed precision), or null.
+  std::shared_ptr<LossScaler> scaler;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -99,10 +103,10 @@ class TrainStep {
   StepRules rules_;
 };
 
-/// The update after the global gradients are in .grad: clip (by norm, by
-/// value), the schedule's learning rate, the optimizer step; advances
-/// `optimizer_steps`.
-void apply_update(std::vector<torch::Tensor>& trainable, torch::optim::Optimizer& optimizer,
+/// The update after the global gradients are in .grad: with loss scaling,
+/// unscale (or skip the step: false), then clip (by norm, by value), the
+/// schedule's learning rate, the optimizer step; advances `optimizer_steps`.
+bool apply_update(std::vector<torch::Tensor>& trainable, torch::optim::Optimizer& optimizer,
                   const StepRules& rules, std::int64_t& optimizer_steps);
 
 /// Adds a step to the timeline (if any) and its allreduces to the overlap

@@ -16,6 +16,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <tarantella/base/arg.h>
+#include <tarantella/base/mixed_precision.h>
 #include <tarantella/callbacks/callback.h>
 #include <tarantella/comm/process_group.h>
 #include <tarantella/dp/gradient_sync.h>
@@ -68,6 +69,14 @@ struct CompileOptions {
   /// number of ranks and without MPI. Costs speed: no overlap, one chunk at
   /// a time. See docs/training.md, "Deterministic mode".
   TNT_ARG(std::optional<std::int64_t>, deterministic);
+  /// Mixed precision: the forward pass under autocast to bfloat16 (CPU and
+  /// GPU) or float16 (GPU); weights, gradients, optimizer, loss and metrics
+  /// stay float32 (the outputs are cast back). See docs/training.md.
+  TNT_ARG(MixedPrecision, mixed_precision) = MixedPrecision::None;
+  /// Dynamic loss scaling: on by default with Float16, off otherwise. A step
+  /// whose summed gradients overflow is skipped on every rank alike and the
+  /// scale halved (Model::loss_scale()).
+  TNT_ARG(std::optional<bool>, loss_scaling);
 };
 
 /// What fit() takes.
@@ -181,6 +190,10 @@ class Model {
   std::int64_t load(const std::string& path);
   /// Epochs completed by fit() (or restored by load()).
   std::int64_t epochs_done() const;
+  /// The current loss scale with dynamic loss scaling (mixed precision), 1
+  /// without; and the optimizer steps skipped because gradients overflowed.
+  double loss_scale() const;
+  std::int64_t skipped_steps() const;
 
   /// The architecture (Keras's get_config) of a model built from the layer
   /// registry (tnt::layers::Sequential or a module with config_json());

@@ -37,6 +37,8 @@ struct Args {
   bool resume = false;
   std::string backup_dir;
   std::int64_t backup_every = 0;
+  std::string precision = "float32";
+  std::int64_t deterministic = 0;
   int verbose = 1;
 };
 
@@ -71,6 +73,13 @@ int main(int argc, char** argv) {
   app.add_option("--backup-every", a.backup_every,
                  "also back up every K optimizer steps, not only at epoch ends (needs --backup-dir)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--precision", a.precision,
+                 "float32, or bfloat16: mixed precision (forward under autocast, float32 weights)")
+      ->check(CLI::IsMember({"float32", "bfloat16"}));
+  app.add_option("--deterministic", a.deterministic,
+                 "train in deterministic mode with chunks of K samples: bitwise the same at any "
+                 "number of ranks (0: normal mode)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--verbose", a.verbose, "0 silent, 1 progress bar, 2 a line per epoch");
   CLI11_PARSE(app, argc, argv);
   if (a.train_size + a.val_size > 60000) {
@@ -91,10 +100,13 @@ int main(int argc, char** argv) {
 
   tnt::Model model{LeNet5()};  // 2. wrap the network
   if (!a.init_weights.empty()) model.load_weights(a.init_weights);
-  model.compile(tnt::CompileOptions()
-                    .optimizer(tnt::optimizers::SGD(a.learning_rate))
-                    .loss(tnt::losses::SparseCategoricalCrossentropy())
-                    .metrics({tnt::metrics::SparseCategoricalAccuracy()}));
+  tnt::CompileOptions options;
+  options.optimizer(tnt::optimizers::SGD(a.learning_rate))
+      .loss(tnt::losses::SparseCategoricalCrossentropy())
+      .metrics({tnt::metrics::SparseCategoricalAccuracy()});
+  if (a.precision == "bfloat16") options.mixed_precision(tnt::MixedPrecision::BFloat16);
+  if (a.deterministic > 0) options.deterministic(a.deterministic);
+  model.compile(options);
   if (a.verbose > 0) model.summary();
 
   if (a.resume && a.checkpoint_dir.empty()) {

@@ -52,6 +52,7 @@ struct Args {
   double learning_rate = 0.01;
   std::uint64_t seed = 7;
   std::int64_t deterministic = 0;  // tnt only: CompileOptions().deterministic(chunk) when > 0
+  std::string precision = "float32";  // tnt only: or bfloat16 (mixed precision)
 };
 
 // The library that provides sgemm_ in this process (OpenBLAS expected).
@@ -72,10 +73,11 @@ void print_result(const Args& a, int ranks, const std::vector<double>& epoch_s,
   const double samples = static_cast<double>(a.batch * a.steps) * (epoch_s.size() - 1);
   fmt::print(
       "RESULT {{\"variant\": \"{}\", \"model\": \"{}\", \"ranks\": {}, \"threads\": {}, "
-      "\"deterministic\": {}, "
+      "\"deterministic\": {}, \"precision\": \"{}\", "
       "\"samples_per_s\": {:.3f}, \"epoch_s\": [{:.4f}], \"checksum\": [{:.6f}, {}], "
       "\"blas\": \"{}\"}}\n",
-      a.variant, a.model, ranks, at::get_num_threads(), a.deterministic, samples / counted,
+      a.variant, a.model, ranks, at::get_num_threads(), a.deterministic, a.precision,
+      samples / counted,
       fmt::join(epoch_s, ", "), x.sum().item<double>(), y.sum().item<std::int64_t>(),
       blas_library());
   std::fflush(stdout);
@@ -137,6 +139,7 @@ void run_tnt(const Args& a) {
   options.optimizer(tnt::optimizers::SGD(a.learning_rate))
       .loss(tnt::losses::SparseCategoricalCrossentropy());
   if (a.deterministic > 0) options.deterministic(a.deterministic);
+  if (a.precision == "bfloat16") options.mixed_precision(tnt::MixedPrecision::BFloat16);
   model.compile(options);
   auto timer = std::make_shared<EpochTimer>();
   model.fit(train, tnt::FitOptions()
@@ -164,6 +167,8 @@ int main(int argc, char** argv) {
   app.add_option("--deterministic", a.deterministic,
                  "tnt: deterministic mode with chunks of this many samples (0: normal mode)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--precision", a.precision, "tnt: float32, or bfloat16 (mixed precision)")
+      ->check(CLI::IsMember({"float32", "bfloat16"}));
   app.add_flag("--grads-to-none", a.grads_to_none,
                "plain: reset .grad to undefined each step instead of optimizer.zero_grad()");
   CLI11_PARSE(app, argc, argv);

@@ -17,7 +17,7 @@
 // fit them (the first step, or a jump by more than 2^8), every rank redoes
 // the step's chunks with fitting ones. No overlap: the gradients are
 // exchanged after the last chunk, in one collective; the price of the mode
-// is measured in bench/train_step/deterministic.sh.
+// is measured in bench/train_step/modes.sh.
 #pragma once
 
 #include <cstdint>

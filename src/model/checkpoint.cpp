@@ -10,6 +10,7 @@
 // so that training stopped after epoch k and resumed from the file with
 // initial_epoch = k ends bitwise equal to an uninterrupted run.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <mutex>
 #include <sstream>
@@ -116,6 +117,29 @@ class Entries {
     return t;
   }
 
+  // A finite positive number.
+  double positive(const char* key) const {
+    const c10::IValue v = get(key);
+    if (!v.isDouble()) wrong(key, detail::kind_of(v), "a float");
+    if (!(v.toDouble() > 0) || !std::isfinite(v.toDouble())) {
+      wrong(key, std::to_string(v.toDouble()), "a finite number > 0");
+    }
+    return v.toDouble();
+  }
+
+  // A 1-D int64 tensor's values.
+  std::vector<std::int64_t> integers(const char* key) const {
+    const c10::IValue v = get(key);
+    if (!v.isTensor()) wrong(key, detail::kind_of(v), "an int64 tensor");
+    const torch::Tensor t = v.toTensor();
+    if (t.scalar_type() != torch::kInt64 || t.dim() != 1) {
+      wrong(key, detail::concat("a ", c10::toString(t.scalar_type()), " tensor of shape ", t.sizes()),
+            "a 1-D int64 tensor");
+    }
+    const torch::Tensor c = t.contiguous();
+    return std::vector<std::int64_t>(c.data_ptr<std::int64_t>(), c.data_ptr<std::int64_t>() + c.numel());
+  }
+
   // A 1-D float64 tensor's values.
   std::vector<double> doubles(const char* key) const {
     const c10::IValue v = get(key);
@@ -211,6 +235,16 @@ c10::impl::GenericDict checkpoint_entries(const Model& model) {
   const std::string torchscript = s.net->torchscript_bytes();
   if (!torchscript.empty()) dict.insert("torchscript", to_bytes(torchscript));
   if (s.options) dict.insert("compile", model.get_compile_config().dump());
+  if (s.deterministic_seed) {
+    dict.insert("deterministic_seed", static_cast<std::int64_t>(*s.deterministic_seed));
+    std::vector<std::int64_t> exponents(s.deterministic_exponents.begin(), s.deterministic_exponents.end());
+    dict.insert("deterministic_exponents", torch::tensor(exponents, torch::kInt64));
+  }
+  if (s.scaler) {
+    dict.insert("loss_scale", s.scaler->scale());
+    dict.insert("loss_scale_good_steps", s.scaler->good_steps());
+    dict.insert("skipped_steps", s.scaler->skipped());
+  }
   return dict;
 }
 
@@ -230,7 +264,9 @@ void Model::save(const std::string& path, bool all_ranks) const {
 std::int64_t Model::load(const std::string& path) {
   Impl& s = *impl_;
   s.require_compiled("load()");
-  torch::Tensor counters = torch::zeros({2}, torch::kInt64);
+  torch::Tensor counters = torch::zeros({7}, torch::kInt64);
+  torch::Tensor scale = torch::zeros({1}, torch::kFloat64);
+  std::vector<std::int64_t> exponents;
   torch::Tensor rng;
   run_on_master_checked(s.group, [&] {
     // Every entry is checked before anything changes. If the weights do not
@@ -252,6 +288,18 @@ std::int64_t Model::load(const std::string& path) {
     counters[0] = epochs_done;
     counters[1] = optimizer_steps;
     rng = state;
+    // Optional: the state of deterministic mode and of loss scaling.
+    if (entries.has("deterministic_seed")) {
+      counters[2] = 1;
+      counters[3] = entries.count("deterministic_seed");
+      for (std::int64_t e : entries.integers("deterministic_exponents")) exponents.push_back(e);
+    }
+    if (entries.has("loss_scale")) {
+      counters[4] = 1;
+      counters[5] = entries.count("loss_scale_good_steps");
+      counters[6] = entries.count("skipped_steps");
+      scale[0] = entries.positive("loss_scale");
+    }
   });
   s.synchronize_state();  // weights, buffers and optimizer state to all ranks
   s.group.broadcast(counters);
@@ -260,6 +308,22 @@ std::int64_t Model::load(const std::string& path) {
   if (!rng.defined()) rng = torch::empty({rng_size.item<std::int64_t>()}, torch::kUInt8);
   s.group.broadcast(rng);
   set_cpu_rng_state(rng);
+  s.group.broadcast(scale);
+  const std::int64_t n_exponents =
+      s.group.broadcast(torch::tensor({static_cast<std::int64_t>(exponents.size())})).item<std::int64_t>();
+  torch::Tensor exponent_values = s.group.is_master() && n_exponents > 0
+                                      ? torch::tensor(exponents, torch::kInt64)
+                                      : torch::zeros({n_exponents}, torch::kInt64);
+  if (n_exponents > 0) s.group.broadcast(exponent_values);
+  if (counters[2].item<std::int64_t>() != 0) {
+    s.deterministic_seed = static_cast<std::uint64_t>(counters[3].item<std::int64_t>());
+    s.deterministic_exponents.assign(exponent_values.data_ptr<std::int64_t>(),
+                                     exponent_values.data_ptr<std::int64_t>() + n_exponents);
+  }
+  if (counters[4].item<std::int64_t>() != 0 && s.scaler) {
+    s.scaler->restore(scale.item<double>(), counters[5].item<std::int64_t>(),
+                      counters[6].item<std::int64_t>());
+  }
   s.epochs_done = counters[0].item<std::int64_t>();
   s.optimizer_steps = counters[1].item<std::int64_t>();
   return s.epochs_done;

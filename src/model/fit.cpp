@@ -129,13 +129,6 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
             std::int64_t samples) { return s.state_of(output, target, loss, samples); }},
       s.trainable, *s.optimizer,
       {s.options->clip_norm(), s.options->clip_value(), s.options->schedule().fn, s.scaler});
-  std::optional<train::DeterministicStep> deterministic_step;
-  if (chunk) {
-    std::vector<torch::Tensor> buffers;
-    for (const auto& [name, b] : s.net->named_buffers()) buffers.push_back(b);
-    deterministic_step.emplace(step_unit.model(), s.trainable, std::move(buffers), *s.optimizer,
-                               step_unit.rules(), s.group, *chunk, train::shared_seed(s.group));
-  }
   // With distribute_dataset(false) the dataset's batch is already this rank's.
   warn_small_batchnorm(*s.net, options.distribute_dataset() ? dist.global_batch_size() / s.group.size()
                                                    : dist.global_batch_size());
@@ -158,6 +151,16 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
   // A callback (BackupAndRestore) may have restored a position to continue from.
   std::optional<TrainingPosition> resume = std::exchange(s.resume, std::nullopt);
   if (resume) check_resume(*resume, dist, steps_total);
+  // After train_begin: a restored backup brings the model's seed and exponents.
+  std::optional<train::DeterministicStep> deterministic_step;
+  if (chunk) {
+    std::vector<torch::Tensor> buffers;
+    for (const auto& [name, b] : s.net->named_buffers()) buffers.push_back(b);
+    if (!s.deterministic_seed) s.deterministic_seed = train::shared_seed(s.group);
+    deterministic_step.emplace(step_unit.model(), s.trainable, std::move(buffers), *s.optimizer,
+                               step_unit.rules(), s.group, *chunk, *s.deterministic_seed,
+                               s.deterministic_exponents);
+  }
 
   Logs logs, local_logs;
   for (std::int64_t epoch = resume ? resume->epoch : options.initial_epoch();

@@ -53,6 +53,11 @@ struct Model::Impl {
   std::int64_t optimizer_steps = 0;  // the global step of schedules
   /// Dynamic loss scaling (mixed precision), made by compile() when on.
   std::shared_ptr<train::LossScaler> scaler;
+  /// Deterministic mode: the model's seed for the chunks' random draws
+  /// (drawn by the first deterministic fit) and the predicted fixed-point
+  /// exponents; both in checkpoints, so a resumed run is bitwise the same.
+  std::optional<std::uint64_t> deterministic_seed;
+  std::vector<int> deterministic_exponents;
   std::int64_t epochs_done = 0;
   /// The fusion threshold chosen by auto-tuning (TNT_AUTOTUNE), if any.
   std::optional<std::size_t> threshold_override;

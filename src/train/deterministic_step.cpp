@@ -70,7 +70,7 @@ DeterministicStep::DeterministicStep(StepModel model, std::vector<torch::Tensor>
                                      std::vector<torch::Tensor> buffers,
                                      torch::optim::Optimizer& optimizer, StepRules rules,
                                      comm::ProcessGroup group, std::int64_t chunk,
-                                     std::uint64_t seed)
+                                     std::uint64_t seed, std::vector<int>& exponents)
     : model_(std::move(model)),
       trainable_(std::move(trainable)),
       buffers_(std::move(buffers)),
@@ -78,7 +78,8 @@ DeterministicStep::DeterministicStep(StepModel model, std::vector<torch::Tensor>
       rules_(std::move(rules)),
       group_(std::move(group)),
       chunk_(chunk),
-      seed_(seed) {}
+      seed_(seed),
+      exponents_(exponents) {}
 
 StepResult DeterministicStep::run(const data::MicroBatch& mb, std::uint64_t batch_key,
                                   std::int64_t cycle, bool reduce, std::vector<double>& pending,
@@ -103,7 +104,7 @@ StepResult DeterministicStep::run(const data::MicroBatch& mb, std::uint64_t batc
     like.push_back(torch::zeros({static_cast<std::int64_t>(pending.size())}, torch::kFloat64));
     like.insert(like.end(), buffers_.begin(), buffers_.end());
     sum_.emplace(like);
-    exponents_.assign(like.size(), 0);
+    if (exponents_.size() != like.size()) exponents_.assign(like.size(), 0);
   }
   std::optional<std::vector<torch::Tensor>> sums;
   std::vector<double> mine(pending.size(), 0.0);  // this rank's state increment

@@ -37,11 +37,14 @@ namespace tnt::train {
 class DeterministicStep {
  public:
   /// `buffers`: the network's buffers (reset per chunk, averaged); `seed`:
-  /// the same on every rank (the fit's).
+  /// the same on every rank (the model's); `exponents`: the prediction of
+  /// the fixed-point exponents, kept by the caller across fits and in
+  /// checkpoints (empty at first), so that a resumed run predicts — and
+  /// rounds — exactly as the uninterrupted one.
   DeterministicStep(StepModel model, std::vector<torch::Tensor> trainable,
                     std::vector<torch::Tensor> buffers, torch::optim::Optimizer& optimizer,
                     StepRules rules, comm::ProcessGroup group, std::int64_t chunk,
-                    std::uint64_t seed);
+                    std::uint64_t seed, std::vector<int>& exponents);
 
   /// One micro-step on `mb`, the rank's chunks of global batch `batch_key`
   /// (unique within the fit, e.g. epoch and step). `cycle`: micro-steps in
@@ -61,7 +64,7 @@ class DeterministicStep {
   std::int64_t chunk_;
   std::uint64_t seed_;
   std::optional<dp::ExactSum> sum_;      // gradients, state, buffers of a step
-  std::vector<int> exponents_;           // predicted from the previous step
+  std::vector<int>& exponents_;          // predicted from the previous step
   std::vector<torch::Tensor> gradient_;  // float64, the cycle's so far
   torch::Tensor state_;                  // float64, the cycle's global state so far
 };

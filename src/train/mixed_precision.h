@@ -48,6 +48,13 @@ class LossScaler {
   /// finite, divides them by the scale and returns true; else clears them,
   /// halves the scale and returns false (skip the optimizer step).
   bool unscale_or_skip(std::vector<torch::Tensor>& trainable);
+  /// The counters, for checkpoints: good steps in a row since the last change.
+  std::int64_t good_steps() const { return good_steps_; }
+  void restore(double scale, std::int64_t good_steps, std::int64_t skipped) {
+    scale_ = scale;
+    good_steps_ = good_steps;
+    skipped_ = skipped;
+  }
 
  private:
   double scale_;

@@ -58,6 +58,13 @@ struct has_forward : std::false_type {};
 template <typename M, typename... Args>
 struct has_forward<M, std::void_t<forward_result_t<M, Args...>>, Args...> : std::true_type {};
 
+// A forward() that is a variadic template (torch::nn::Sequential's) compiles
+// for any argument, a vector of tensors included, and fails at run time:
+// such modules get the tensors one by one.
+struct NotAModuleInput {};
+template <typename M>
+constexpr bool forward_takes_anything_v = has_forward<M, void, NotAModuleInput>::value;
+
 template <typename M, typename = void>
 struct has_config_json : std::false_type {};
 template <typename M>
@@ -75,7 +82,8 @@ class NnModuleAdapter : public ModuleAdapter {
 
   torch::Tensor forward(const std::vector<torch::Tensor>& in) override {
     using T = torch::Tensor;
-    if constexpr (has_forward<M, void, const std::vector<T>&>::value) {
+    if constexpr (has_forward<M, void, const std::vector<T>&>::value &&
+                  !forward_takes_anything_v<M>) {
       return module_->forward(in);
     } else {
       const auto n = in.size();

@@ -2,7 +2,7 @@
 // (threads) with uneven and empty micro-batches against LibTorch's
 // BatchNorm over the whole batch; the registry layer's JSON round trip; the
 // converter (what it replaces, what it refuses, that it changes nothing
-// when it refuses).
+// when it refuses); and tnt::Model handing its group to the layers.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -200,6 +200,21 @@ TEST(ConvertSyncBatchNorm, RegistryBatchNormBecomesRegistrySyncBatchNorm) {
   EXPECT_EQ(config["config"]["layers"][1]["config"]["epsilon"], 1e-4);
   EXPECT_TRUE(torch::equal(net->named_buffers()["1.running_var"], torch::full({6}, 3.0)));
   EXPECT_EQ(net->layers()[1]->class_name(), "SyncBatchNorm");  // what forward() calls
+}
+
+TEST(SyncBatchNorm, ModelGivesItsGroupToLayersWithoutOne) {
+  auto groups = tnt::comm::make_in_process_group(1);
+  auto other = tnt::comm::make_in_process_group(1);
+  TL::Sequential net({TL::Dense(4, 6), TL::SyncBatchNorm(6), TL::Dense(6, 2)});
+  tnt::nn::SyncBatchNorm given(tnt::nn::SyncBatchNormOptions(2), other[0]);
+  tnt::Model model(net, groups[0]);
+  auto* layer = dynamic_cast<tnt::nn::CollectiveModule*>(net->layers()[1].get());
+  ASSERT_NE(layer, nullptr);
+  EXPECT_TRUE(layer->process_group() == groups[0]);
+
+  torch::nn::Sequential seq(torch::nn::Linear(4, 2), given);
+  tnt::Model with_given(seq, groups[0]);
+  EXPECT_TRUE(given->process_group() == other[0]);  // an explicit group stays
 }
 
 }  // namespace

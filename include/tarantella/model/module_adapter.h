@@ -37,6 +37,10 @@ class ModuleAdapter {
   virtual std::string type_name() const = 0;
   /// Child modules by name (for summary and the BatchNorm check).
   virtual std::vector<std::pair<std::string, std::string>> named_module_types() = 0;
+  /// The C++ modules of the network, itself first; empty for TorchScript.
+  /// tnt::Model gives its process group to those that communicate
+  /// (tnt::nn::SyncBatchNorm).
+  virtual std::vector<std::shared_ptr<torch::nn::Module>> modules() { return {}; }
   /// The architecture as JSON ({"class_name": "Sequential", "config": ...})
   /// for networks that can describe themselves (tnt::layers::Sequential, or
   /// any module with `std::string config_json() const`); empty otherwise.
@@ -109,6 +113,9 @@ class NnModuleAdapter : public ModuleAdapter {
   std::string type_name() const override { return module_->name(); }
   std::vector<std::pair<std::string, std::string>> named_module_types() override {
     return module_types(*module_);
+  }
+  std::vector<std::shared_ptr<torch::nn::Module>> modules() override {
+    return module_->modules(/*include_self=*/true);
   }
   std::string config_json() const override {
     if constexpr (has_config_json<M>::value) {

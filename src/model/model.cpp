@@ -164,7 +164,7 @@ void Model::Impl::bind_collective_layers() {
   for (const auto& module : net->modules()) {
     auto* layer = dynamic_cast<nn::CollectiveModule*>(module.get());
     if (layer == nullptr) continue;
-    if (!layer->process_group().valid()) layer->set_process_group(group);
+    layer->use_model_group(group);
     collective_layers = true;
   }
 }

@@ -91,7 +91,7 @@ struct Model::Impl {
   torch::Tensor forward(const std::vector<torch::Tensor>& inputs);
   /// The network's output, always (predict, Model::forward).
   torch::Tensor run(const std::vector<torch::Tensor>& inputs);
-  /// Gives the model's group to collective layers without one and sets
+  /// Gives the model's group to collective layers not given one and sets
   /// collective_layers (at construction and compile: a converter may have
   /// added such layers in between).
   void bind_collective_layers();

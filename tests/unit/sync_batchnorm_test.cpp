@@ -207,10 +207,14 @@ TEST(SyncBatchNorm, ModelGivesItsGroupToLayersWithoutOne) {
   auto other = tnt::comm::make_in_process_group(1);
   TL::Sequential net({TL::Dense(4, 6), TL::SyncBatchNorm(6), TL::Dense(6, 2)});
   tnt::nn::SyncBatchNorm given(tnt::nn::SyncBatchNormOptions(2), other[0]);
-  tnt::Model model(net, groups[0]);
   auto* layer = dynamic_cast<tnt::nn::CollectiveModule*>(net->layers()[1].get());
   ASSERT_NE(layer, nullptr);
-  EXPECT_TRUE(layer->process_group() == groups[0]);
+  {
+    tnt::Model model(net, groups[0]);
+    EXPECT_TRUE(layer->process_group() == groups[0]);
+  }
+  tnt::Model again(net, other[0]);  // a model's group is not a given one
+  EXPECT_TRUE(layer->process_group() == other[0]);
 
   torch::nn::Sequential seq(torch::nn::Linear(4, 2), given);
   tnt::Model with_given(seq, groups[0]);

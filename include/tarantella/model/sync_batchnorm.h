@@ -50,24 +50,33 @@ namespace tnt::nn {
 
 /// A module whose training forward and backward are collective over a
 /// process group. tnt::Model gives its own group to every such module of its
-/// network that has none (at construction and at compile), so a model on a
-/// process set communicates on that set. Without a group and outside a
-/// tnt::Model the world group of the running runtime is used.
+/// network that was not given one (at construction and at compile), so a
+/// model on a process set communicates on that set. Without a group and
+/// outside a tnt::Model the world group of the running runtime is used.
 class CollectiveModule {
  public:
   virtual ~CollectiveModule() = default;
-  /// The group given, or an empty handle.
+  /// The group given or set by a tnt::Model, or an empty handle.
   const comm::ProcessGroup& process_group() const { return group_; }
   /// Communicate over `group` (e.g. a subgroup, to normalize over the ranks
-  /// of one node only).
-  void set_process_group(comm::ProcessGroup group) { group_ = std::move(group); }
+  /// of one node only); a tnt::Model keeps it. An empty handle undoes it.
+  void set_process_group(comm::ProcessGroup group) {
+    group_ = std::move(group);
+    given_ = group_.valid();
+  }
+  /// What tnt::Model calls: its group, unless one was given.
+  void use_model_group(const comm::ProcessGroup& group) {
+    if (!given_) group_ = group;
+  }
 
  protected:
   CollectiveModule() = default;
-  explicit CollectiveModule(comm::ProcessGroup group) : group_(std::move(group)) {}
+  explicit CollectiveModule(comm::ProcessGroup group)
+      : group_(std::move(group)), given_(group_.valid()) {}
 
  private:
   comm::ProcessGroup group_;
+  bool given_ = false;
 };
 
 /// Options of SyncBatchNorm, as torch::nn::BatchNormOptions (PyTorch's

@@ -131,6 +131,51 @@ void show_batchnorm() {
   // [end]
 }
 
+// [snippet:sync_batchnorm_member]
+struct Block : torch::nn::Module {
+  Block() {
+    conv = register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 8, 3).padding(1)));
+    bn = register_module("bn", tnt::nn::SyncBatchNorm(8));  // was torch::nn::BatchNorm2d(8)
+  }
+  torch::Tensor forward(torch::Tensor x) { return torch::relu(bn(conv(x))); }
+  torch::nn::Conv2d conv{nullptr};
+  tnt::nn::SyncBatchNorm bn{nullptr};  // was torch::nn::BatchNorm2d
+};
+// [end]
+
+void show_sync_batchnorm() {
+  const auto samples = synthetic(256);
+  {
+    // [snippet:points_sync_batchnorm]
+    // SyncBatchNorm normalizes with the statistics of the GLOBAL batch:
+    // 16 samples here, however many ranks share them.
+    namespace L = tnt::layers;
+    tnt::Model model{L::Sequential(
+        {L::Dense(8, 32), L::SyncBatchNorm(32), L::Activation("relu"), L::Dense(32, 3)})};
+    model.compile(tnt::CompileOptions()
+                      .optimizer(tnt::optimizers::SGD(0.1))
+                      .loss(tnt::losses::SparseCategoricalCrossentropy()));
+    model.fit(samples.batch(16), tnt::FitOptions().epochs(1).verbose(0));
+    // [end]
+  }
+  {
+    // [snippet:points_convert_sync_batchnorm]
+    // BatchNorm layers inside containers (torch::nn::Sequential, ModuleList,
+    // ModuleDict, tnt::layers::Sequential) are replaced in place.
+    torch::nn::Sequential net(torch::nn::Linear(8, 32), torch::nn::BatchNorm1d(32),
+                              torch::nn::ReLU(), torch::nn::Linear(32, 3));
+    tnt::nn::convert_sync_batchnorm(*net);  // before compile(): 1 layer replaced
+    tnt::Model model{net};
+    // [end]
+    model.compile(tnt::CompileOptions()
+                      .optimizer(tnt::optimizers::SGD(0.1))
+                      .loss(tnt::losses::SparseCategoricalCrossentropy()));
+    model.fit(samples.batch(16), tnt::FitOptions().epochs(1).verbose(0));
+  }
+  tnt::Model member{std::make_shared<Block>()};
+  member.forward({torch::randn({2, 8, 4, 4})});
+}
+
 void show_fusion_threshold(const tnt::data::Dataset& train) {
   // [snippet:advanced_fusion]
   namespace L = tnt::layers;
@@ -199,6 +244,7 @@ int main(int argc, char** argv) {
   const auto history = show_lr_scaling();
   show_master_only(history);
   show_batchnorm();
+  show_sync_batchnorm();
   show_fusion_threshold(synthetic(128).batch(32));
   reproducibility();
   survive_failures();

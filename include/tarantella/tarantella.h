@@ -35,6 +35,7 @@
 #include <tarantella/model/model.h>
 #include <tarantella/model/torchscript.h>
 #include <tarantella/model/layers.h>
+#include <tarantella/model/sync_batchnorm.h>
 #include <tarantella/model/models.h>
 #include <tarantella/model/checkpoints.h>
 #include <tarantella/data/element.h>

@@ -111,7 +111,7 @@ torch::Tensor Model::predict(const data::Dataset& dataset, PredictOptions option
   for (std::optional<data::MicroBatch> mb; (mb = it.next()); ++step) {
     cbs.predict_batch_begin(step);
     // Empty micro-batches run too: they give the output's trailing shape.
-    outputs.push_back(s.forward(s.inputs_of(mb->tensors)).cpu().contiguous());
+    outputs.push_back(s.run(s.inputs_of(mb->tensors)).cpu().contiguous());
     sizes.push_back(mb->local_size);
     cbs.predict_batch_end(step);
   }

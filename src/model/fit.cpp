@@ -30,11 +30,16 @@ namespace {
 
 void warn_small_batchnorm(ModuleAdapter& net, std::int64_t micro_batch) {
   for (const auto& [name, type] : net.named_module_types()) {
-    if (type.find("BatchNorm") != std::string::npos && micro_batch < 16) {
+    // SyncBatchNorm normalizes over the global batch: nothing to warn about.
+    const bool local = type.find("BatchNorm") != std::string::npos &&
+                       type.find("SyncBatchNorm") == std::string::npos;
+    if (local && micro_batch < 16) {
       log::warning(fmt::format(
           "the model has BatchNorm layers ('{}') and trains with micro-batches of {} samples: "
           "BatchNorm uses each rank's local statistics, which are noisy below 16 samples; use "
-          "a larger global batch or fewer ranks",
+          "a larger global batch or fewer ranks, or SyncBatchNorm for the statistics of the "
+          "global batch (tnt::nn::SyncBatchNorm, tnt::layers::SyncBatchNorm, "
+          "tnt::nn::convert_sync_batchnorm)",
           name.empty() ? type : name, micro_batch));
       return;
     }
@@ -100,6 +105,10 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
   const std::optional<std::int64_t> chunk = s.options->deterministic();
   TNT_CHECK(!chunk || options.distribute_dataset(), "fit(): deterministic training needs "
             "distribute_dataset(true): it gives each rank whole chunks of the global batch");
+  TNT_CHECK(!chunk || !s.collective_layers, "fit(): deterministic training computes every chunk "
+            "on its own, and the model has collective layers (SyncBatchNorm), whose statistics "
+            "span the ranks: use BatchNorm in deterministic mode, or compile without "
+            "deterministic(...)");
   data::DistributeOptions distribute;
   distribute.group(s.group).enabled(options.distribute_dataset());
   if (chunk) distribute.granularity(*chunk);

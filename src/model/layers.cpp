@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <tarantella/base/error.h>
+#include <tarantella/model/sync_batchnorm.h>
 
 namespace tnt::layers {
 namespace {
@@ -191,13 +192,17 @@ class DropoutLayer : public LayerImpl {
   double rate_;
 };
 
+// BatchNorm and SyncBatchNorm: the same arguments, parameters and buffers
+// (PyTorch's names); they differ in whose statistics normalize.
 class BatchNormLayer : public LayerImpl {
  public:
-  BatchNormLayer(std::int64_t features, double momentum, double epsilon)
-      : LayerImpl("BatchNorm"), features_(features), momentum_(momentum), epsilon_(epsilon) {
-    check_positive("BatchNorm", "num_features", features);
-    TNT_CHECK(momentum >= 0 && momentum <= 1, "BatchNorm needs 0 <= momentum <= 1, got ", momentum);
-    TNT_CHECK(epsilon > 0, "BatchNorm needs epsilon > 0, got ", epsilon);
+  BatchNormLayer(std::int64_t features, double momentum, double epsilon,
+                 const char* class_name = "BatchNorm")
+      : LayerImpl(class_name), features_(features), momentum_(momentum), epsilon_(epsilon) {
+    check_positive(class_name, "num_features", features);
+    TNT_CHECK(momentum >= 0 && momentum <= 1, class_name, " needs 0 <= momentum <= 1, got ",
+              momentum);
+    TNT_CHECK(epsilon > 0, class_name, " needs epsilon > 0, got ", epsilon);
     weight_ = register_parameter("weight", torch::ones({features}));
     bias_ = register_parameter("bias", torch::zeros({features}));
     running_mean_ = register_buffer("running_mean", torch::zeros({features}));
@@ -205,12 +210,7 @@ class BatchNormLayer : public LayerImpl {
     num_batches_ = register_buffer("num_batches_tracked", torch::zeros({}, torch::kLong));
   }
   torch::Tensor forward(const torch::Tensor& x) override {
-    TNT_CHECK(x.dim() >= 2 && x.size(1) == features_, "BatchNorm(num_features=", features_,
-              ") needs inputs [batch, ", features_, ", ...], got ", x.sizes());
-    if (is_training()) {
-      torch::NoGradGuard no_grad;
-      num_batches_.add_(1);
-    }
+    begin_batch(x);
     // PyTorch's momentum is the weight of the new batch: Keras's 1 - momentum.
     return torch::batch_norm(x, weight_, bias_, running_mean_, running_var_, is_training(),
                              1.0 - momentum_, epsilon_, /*cudnn_enabled=*/true);
@@ -219,10 +219,30 @@ class BatchNormLayer : public LayerImpl {
     return {{"num_features", features_}, {"momentum", momentum_}, {"epsilon", epsilon_}};
   }
 
- private:
+ protected:
+  void begin_batch(const torch::Tensor& x) {
+    TNT_CHECK(x.dim() >= 2 && x.size(1) == features_, name(), "(num_features=", features_,
+              ") needs inputs [batch, ", features_, ", ...], got ", x.sizes());
+    if (is_training()) {
+      torch::NoGradGuard no_grad;
+      num_batches_.add_(1);
+    }
+  }
+
   std::int64_t features_;
   double momentum_, epsilon_;
   torch::Tensor weight_, bias_, running_mean_, running_var_, num_batches_;
+};
+
+class SyncBatchNormLayer : public BatchNormLayer, public nn::CollectiveModule {
+ public:
+  SyncBatchNormLayer(std::int64_t features, double momentum, double epsilon)
+      : BatchNormLayer(features, momentum, epsilon, "SyncBatchNorm") {}
+  torch::Tensor forward(const torch::Tensor& x) override {
+    begin_batch(x);
+    return nn::sync_batch_norm(x, weight_, bias_, running_mean_, running_var_, is_training(),
+                               1.0 - momentum_, epsilon_, process_group());
+  }
 };
 
 class LayerNormLayer : public LayerImpl {
@@ -343,6 +363,11 @@ Registry& registry() {
                        field_or<double>("BatchNorm", c, "momentum", 0.99),
                        field_or<double>("BatchNorm", c, "epsilon", 1e-3));
     };
+    reg->factories["SyncBatchNorm"] = [](const json& c) {
+      return SyncBatchNorm(field<I>("SyncBatchNorm", c, "num_features"),
+                           field_or<double>("SyncBatchNorm", c, "momentum", 0.99),
+                           field_or<double>("SyncBatchNorm", c, "epsilon", 1e-3));
+    };
     reg->factories["LayerNorm"] = [](const json& c) {
       return LayerNorm(field<std::vector<I>>("LayerNorm", c, "normalized_shape"),
                        field_or<double>("LayerNorm", c, "epsilon", 1e-3));
@@ -385,6 +410,9 @@ Layer Flatten() { return std::make_shared<FlattenLayer>(); }
 Layer Dropout(double rate) { return std::make_shared<DropoutLayer>(rate); }
 Layer BatchNorm(std::int64_t features, double momentum, double epsilon) {
   return std::make_shared<BatchNormLayer>(features, momentum, epsilon);
+}
+Layer SyncBatchNorm(std::int64_t features, double momentum, double epsilon) {
+  return std::make_shared<SyncBatchNormLayer>(features, momentum, epsilon);
 }
 Layer LayerNorm(std::vector<std::int64_t> shape, double epsilon) {
   return std::make_shared<LayerNormLayer>(std::move(shape), epsilon);
@@ -446,6 +474,14 @@ void SequentialImpl::add(Layer layer) {
   TNT_CHECK(layer != nullptr, "Sequential::add got no layer (a null Layer)");
   register_module(std::to_string(layers_.size()), layer);
   layers_.push_back(std::move(layer));
+}
+
+void SequentialImpl::replace(std::size_t index, Layer layer) {
+  TNT_CHECK(index < layers_.size(), "Sequential::replace: no layer ", index, " (the Sequential has ",
+            layers_.size(), ")");
+  TNT_CHECK(layer != nullptr, "Sequential::replace got no layer (a null Layer)");
+  replace_module(std::to_string(index), layer);
+  layers_[index] = std::move(layer);
 }
 
 torch::Tensor SequentialImpl::forward(const torch::Tensor& x) {

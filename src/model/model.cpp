@@ -8,6 +8,7 @@
 
 #include <tarantella/dp/state_sync.h>
 #include <tarantella/base/error.h>
+#include <tarantella/model/sync_batchnorm.h>
 #include <tarantella/base/logging.h>
 #include <tarantella/runtime/runtime.h>
 
@@ -149,6 +150,12 @@ dp::GradientSynchronizer& Model::Impl::synchronizer() {
 }
 
 torch::Tensor Model::Impl::forward(const std::vector<torch::Tensor>& inputs) {
+  const bool empty = !inputs.empty() && inputs[0].dim() > 0 && inputs[0].size(0) == 0;
+  if (empty && !collective_layers) return {};
+  return run(inputs);
+}
+
+torch::Tensor Model::Impl::run(const std::vector<torch::Tensor>& inputs) {
   const MixedPrecision precision = options ? options->mixed_precision() : MixedPrecision::None;
   if (precision == MixedPrecision::None) return net->forward(inputs);
   torch::Tensor output;
@@ -164,6 +171,16 @@ double Model::loss_scale() const { return impl_->scaler ? impl_->scaler->scale()
 
 std::int64_t Model::skipped_steps() const { return impl_->scaler ? impl_->scaler->skipped() : 0; }
 
+void Model::Impl::bind_collective_layers() {
+  collective_layers = false;
+  for (const auto& module : net->modules()) {
+    auto* layer = dynamic_cast<nn::CollectiveModule*>(module.get());
+    if (layer == nullptr) continue;
+    layer->use_model_group(group);
+    collective_layers = true;
+  }
+}
+
 Model::Model(std::shared_ptr<ModuleAdapter> adapter) : Model(std::move(adapter), default_group()) {}
 
 Model::Model(std::shared_ptr<ModuleAdapter> adapter, comm::ProcessGroup group)
@@ -178,6 +195,7 @@ Model::Model(std::shared_ptr<ModuleAdapter> adapter, comm::ProcessGroup group)
   impl_->net = std::move(adapter);
   impl_->device = pick_device(impl_->config, impl_->group);
   impl_->net->to(impl_->device);
+  impl_->bind_collective_layers();
 }
 
 const comm::ProcessGroup& Model::group() const { return impl_->group; }
@@ -211,6 +229,7 @@ void Model::compile(CompileOptions options) {
     TNT_CHECK(m.update && m.result && m.state_size > 0, "metric '", m.name,
               "' needs an update function, a result function and a positive state size");
   }
+  impl_->bind_collective_layers();
   impl_->trainable.clear();
   for (const auto& [name, p] : impl_->net->named_parameters()) {
     if (p.requires_grad()) impl_->trainable.push_back(p);
@@ -231,7 +250,7 @@ bool Model::is_compiled() const { return impl_->options.has_value(); }
 torch::Tensor Model::forward(const std::vector<torch::Tensor>& inputs) {
   std::vector<torch::Tensor> on_device;
   for (const auto& t : inputs) on_device.push_back(t.to(impl_->device));
-  return impl_->forward(on_device);
+  return impl_->run(on_device);
 }
 
 NamedTensorList Model::named_parameters() const { return impl_->net->named_parameters(); }

@@ -68,6 +68,9 @@ struct Model::Impl {
   /// Set by a callback's on_train_begin (BackupAndRestore): fit() continues
   /// from here instead of initial_epoch, skipping the batches already done.
   std::optional<TrainingPosition> resume;
+  /// The network has layers whose training forward/backward communicate
+  /// (tnt::nn::CollectiveModule, e.g. SyncBatchNorm).
+  bool collective_layers = false;
 
   void require_compiled(const char* caller) const;
   /// Inputs and target of an element: (inputs..., target).
@@ -88,7 +91,18 @@ struct Model::Impl {
   /// With auto-tuning: the engine rebuilt for the tuner's current threshold
   /// if that changed (call only between accumulation cycles).
   dp::GradientSynchronizer& retune();
+  /// The network's output for a micro-batch of fit() or evaluate(). An
+  /// empty training micro-batch (a rank without samples in a short last
+  /// batch) runs the network only when it has collective layers, whose
+  /// collectives every rank must join; otherwise the result is undefined
+  /// and the training step contributes zeros without running anything.
   torch::Tensor forward(const std::vector<torch::Tensor>& inputs);
+  /// The network's output, always (predict, Model::forward).
+  torch::Tensor run(const std::vector<torch::Tensor>& inputs);
+  /// Gives the model's group to collective layers not given one and sets
+  /// collective_layers (at construction and compile: a converter may have
+  /// added such layers in between).
+  void bind_collective_layers();
 };
 
 /// The library's access to a Model's state.

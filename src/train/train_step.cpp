@@ -25,31 +25,27 @@ StepResult TrainStep::run(const data::MicroBatch& mb, dp::GradientSynchronizer& 
   t.forward_begin = Clock::now();
   torch::Tensor loss;
   // A rank with an empty micro-batch (a short last batch smaller than the
-  // number of ranks) skips forward/backward and contributes zeros, so every
-  // rank runs the same collectives.
+  // number of ranks) contributes zeros, so every rank runs the same
+  // collectives. The model decides whether its network runs on the empty
+  // batch (StepModel::forward): one whose layers communicate must, and then
+  // backward runs too, from the empty output, for those layers'
+  // collectives; there is no loss or state to add.
+  torch::Tensor empty_output;
   if (mb.local_size > 0) {
-    torch::Tensor output;
-    try {
-      output = model_.forward(mb.tensors);
-    } catch (const c10::Error& e) {
-      // LibTorch's message alone ("mat1 and mat2 shapes cannot be
-      // multiplied") does not say that the data is the likely culprit.
-      std::string shapes;
-      for (const auto& x : mb.tensors) {
-        shapes += (shapes.empty() ? "" : ", ") + ::tnt::detail::concat(x.sizes());
-      }
-      ::tnt::detail::throw_error(::tnt::detail::concat(
-          "the model's forward() failed on a micro-batch of ", mb.local_size,
-          " samples with element tensors of shapes ", shapes, ": ", e.what_without_backtrace(),
-          ": check that the dataset's elements have the shape the model's input expects"));
-    }
+    const torch::Tensor output = forward_checked(mb);
     const torch::Tensor target = model_.target(mb.tensors);
     loss = model_.loss(output, target);
     accumulate(pending, model_.state(output, target, loss, mb.local_size));
+  } else {
+    empty_output = forward_checked(mb);
   }
   sync.begin_step(weight, reduce, torch::tensor(pending, torch::kFloat64));
   t.backward_begin = Clock::now();
-  if (loss.defined()) (rules_.scaler ? loss * rules_.scaler->scale() : loss).backward();
+  if (loss.defined()) {
+    (rules_.scaler ? loss * rules_.scaler->scale() : loss).backward();
+  } else if (empty_output.defined() && empty_output.requires_grad()) {
+    empty_output.sum().backward();
+  }
   t.backward_end = Clock::now();
   result.global_state = sync.finish();
   t.sync_end = Clock::now();
@@ -72,6 +68,24 @@ bool apply_update(std::vector<torch::Tensor>& trainable, torch::optim::Optimizer
   optimizer.step();
   ++optimizer_steps;
   return true;
+}
+
+torch::Tensor TrainStep::forward_checked(const data::MicroBatch& mb) {
+  try {
+    return model_.forward(mb.tensors);
+  } catch (const c10::Error& e) {
+    // LibTorch's message alone ("mat1 and mat2 shapes cannot be
+    // multiplied") does not say that the data is the likely culprit.
+    std::string shapes;
+    for (const auto& x : mb.tensors) {
+      shapes += (shapes.empty() ? "" : ", ") + ::tnt::detail::concat(x.sizes());
+    }
+    ::tnt::detail::throw_error(::tnt::detail::concat(
+        "the model's forward() failed on a micro-batch of ", mb.local_size,
+        " samples with element tensors of shapes ", shapes, ": ", e.what_without_backtrace(),
+        ": check that the dataset's elements have the shape the model's input expects"));
+  }
+  return {};
 }
 
 void record_step(Timeline* timeline, OverlapMeter& overlap, const dp::GradientSynchronizer& sync,

@@ -1,6 +1,7 @@
 // Private: one training step as a unit. On rank r, for its micro-batch of
 // n_r samples of a global batch of B:
-//   forward -> mean loss and loss/metric state (skipped when n_r = 0)
+//   forward -> mean loss and loss/metric state (no loss when n_r = 0; see
+//              StepModel::forward)
 //   begin_step(weight n_r / (B * cycle), extras = state) -> hooks armed
 //   backward -> buckets leave for the allreduce while backward runs
 //   finish() -> summed gradients in .grad, the global state back
@@ -36,6 +37,10 @@ namespace tnt::train {
 /// What a step needs of the model.
 struct StepModel {
   /// The network's output for a micro-batch's element (inputs on device).
+  /// For an empty micro-batch it may return an undefined tensor: the step
+  /// then skips forward and backward. A defined output is backpropagated
+  /// (with zero gradients), for models whose layers communicate
+  /// (SyncBatchNorm), which every rank must run.
   std::function<torch::Tensor(const data::Element&)> forward;
   /// The target of a micro-batch's element (on device).
   std::function<torch::Tensor(const data::Element&)> target;
@@ -97,6 +102,9 @@ class TrainStep {
   const StepRules& rules() const { return rules_; }
 
  private:
+  /// model_.forward, its LibTorch errors explained.
+  torch::Tensor forward_checked(const data::MicroBatch& mb);
+
   StepModel model_;
   std::vector<torch::Tensor> trainable_;
   torch::optim::Optimizer& optimizer_;

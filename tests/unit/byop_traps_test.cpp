@@ -100,6 +100,14 @@ TEST(ByopTraps, ValueModuleWraps) {
   EXPECT_EQ(model.named_parameters().size(), 2u);  // fc.weight, fc.bias
 }
 
+// torch::nn::Sequential's forward is a variadic template: it compiles with
+// a vector of tensors too, and must get the tensors themselves.
+TEST(ByopTraps, TorchSequentialWraps) {
+  torch::nn::Sequential net(torch::nn::Linear(4, 8), torch::nn::ReLU(), torch::nn::Linear(8, 3));
+  tnt::Model model{net};
+  EXPECT_EQ(model.forward({torch::randn({5, 4})}).sizes().vec(), (std::vector<std::int64_t>{5, 3}));
+}
+
 // The copy the model owns shares the caller's parameter tensors (see
 // make_adapter in module_adapter.h): after training, the caller's object
 // holds the trained weights.

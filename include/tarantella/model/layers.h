@@ -67,6 +67,10 @@ Layer Dropout(double rate);
 /// inputs; Keras's momentum convention (running = momentum * running +
 /// (1 - momentum) * batch). Uses each rank's local batch statistics.
 Layer BatchNorm(std::int64_t num_features, double momentum = 0.99, double epsilon = 1e-3);
+/// BatchNorm with the statistics of the GLOBAL batch (all ranks'
+/// micro-batches; sync_batchnorm.h): same arguments, parameters and
+/// buffers. In a tnt::Model it normalizes over the model's group.
+Layer SyncBatchNorm(std::int64_t num_features, double momentum = 0.99, double epsilon = 1e-3);
 /// Layer normalization over the trailing `normalized_shape` dimensions.
 Layer LayerNorm(std::vector<std::int64_t> normalized_shape, double epsilon = 1e-3);
 /// Integer indices [..] -> vectors [.., output_dim].
@@ -95,6 +99,9 @@ class SequentialImpl : public torch::nn::Module {
   explicit SequentialImpl(std::vector<Layer> layers = {}, std::string name = "sequential");
   /// Appends a layer (registered as submodule "<index>").
   void add(Layer layer);
+  /// Puts `layer` in place of layer `index` (same name "<index>"); used by
+  /// tnt::nn::convert_sync_batchnorm.
+  void replace(std::size_t index, Layer layer);
   torch::Tensor forward(const torch::Tensor& x);
   const std::vector<Layer>& layers() const { return layers_; }
   std::size_t size() const { return layers_.size(); }

@@ -160,7 +160,8 @@ class Model {
   void summary(std::ostream& out) const;
   void summary() const;
 
-  /// Runs the network on one batch of inputs on this rank (no communication).
+  /// Runs the network on one batch of inputs on this rank (no communication;
+  /// but SyncBatchNorm layers in training mode make it collective).
   torch::Tensor forward(const std::vector<torch::Tensor>& inputs);
 
   NamedTensorList named_parameters() const;

@@ -37,6 +37,10 @@ class ModuleAdapter {
   virtual std::string type_name() const = 0;
   /// Child modules by name (for summary and the BatchNorm check).
   virtual std::vector<std::pair<std::string, std::string>> named_module_types() = 0;
+  /// The C++ modules of the network, itself first; empty for TorchScript.
+  /// tnt::Model gives its process group to those that communicate
+  /// (tnt::nn::SyncBatchNorm).
+  virtual std::vector<std::shared_ptr<torch::nn::Module>> modules() { return {}; }
   /// The architecture as JSON ({"class_name": "Sequential", "config": ...})
   /// for networks that can describe themselves (tnt::layers::Sequential, or
   /// any module with `std::string config_json() const`); empty otherwise.
@@ -58,6 +62,13 @@ struct has_forward : std::false_type {};
 template <typename M, typename... Args>
 struct has_forward<M, std::void_t<forward_result_t<M, Args...>>, Args...> : std::true_type {};
 
+// A forward() that is a variadic template (torch::nn::Sequential's) compiles
+// for any argument, a vector of tensors included, and fails at run time:
+// such modules get the tensors one by one.
+struct NotAModuleInput {};
+template <typename M>
+constexpr bool forward_takes_anything_v = has_forward<M, void, NotAModuleInput>::value;
+
 template <typename M, typename = void>
 struct has_config_json : std::false_type {};
 template <typename M>
@@ -75,7 +86,8 @@ class NnModuleAdapter : public ModuleAdapter {
 
   torch::Tensor forward(const std::vector<torch::Tensor>& in) override {
     using T = torch::Tensor;
-    if constexpr (has_forward<M, void, const std::vector<T>&>::value) {
+    if constexpr (has_forward<M, void, const std::vector<T>&>::value &&
+                  !forward_takes_anything_v<M>) {
       return module_->forward(in);
     } else {
       const auto n = in.size();
@@ -101,6 +113,9 @@ class NnModuleAdapter : public ModuleAdapter {
   std::string type_name() const override { return module_->name(); }
   std::vector<std::pair<std::string, std::string>> named_module_types() override {
     return module_types(*module_);
+  }
+  std::vector<std::shared_ptr<torch::nn::Module>> modules() override {
+    return module_->modules(/*include_self=*/true);
   }
   std::string config_json() const override {
     if constexpr (has_config_json<M>::value) {

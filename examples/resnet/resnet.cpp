@@ -40,6 +40,7 @@ struct Args {
   std::int64_t val_freq = 1;
   double learning_rate = 0.05;
   bool no_lr_scaling = false;
+  std::string precision = "float32";
   std::string lr_schedule = "piecewise";
   double warmup_epochs = 1;
   double decay_rate = 0.9;
@@ -85,6 +86,9 @@ void add_flags(CLI::App& app, Args& a) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--learning-rate", a.learning_rate, "base learning rate, tuned for ONE rank")
       ->check(CLI::PositiveNumber);
+  app.add_option("--precision", a.precision,
+                 "float32, or bfloat16: mixed precision (forward under autocast, float32 weights)")
+      ->check(CLI::IsMember({"float32", "bfloat16"}));
   app.add_flag("--no-lr-scaling", a.no_lr_scaling,
                "keep the base rate at any rank count (no linear scaling, no warm-up)");
   app.add_option("--lr-schedule", a.lr_schedule, "exponential | piecewise (both after warm-up)")
@@ -285,7 +289,9 @@ int main(int argc, char** argv) {
                                                     /*nesterov=*/false, a.weight_decay))
                     .schedule(make_schedule(a, steps_per_epoch, scale, lr_text))
                     .loss(tnt::losses::SparseCategoricalCrossentropy())
-                    .metrics({tnt::metrics::SparseCategoricalAccuracy()}));
+                    .metrics({tnt::metrics::SparseCategoricalAccuracy()})
+                    .mixed_precision(a.precision == "bfloat16" ? tnt::MixedPrecision::BFloat16
+                                                               : tnt::MixedPrecision::None));
   // [end]
   if (a.verbose > 0 && tnt::is_master_rank()) {
     std::cout << a.model << ": " << count_parameters(model) << " parameters, input 3x"

@@ -1,5 +1,6 @@
 #include "comm/handshake.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -19,6 +20,7 @@ constexpr int kVerdictTag = 102;
 
 constexpr int kProbeTag = 103;
 constexpr int kProbeVerdictTag = 104;
+constexpr int kFingerprintTag = 110;  // + round, rounds < 32
 
 // The handshake's waits: yield for 0.2 ms, then naps of up to 1 ms.
 template <typename Done, typename OnSlow>
@@ -65,6 +67,61 @@ std::vector<Descriptor> Handshake::agree(Descriptor mine) {
     throw MismatchError(::tnt::detail::concat("[tarantella rank ", rank_, "] ", verdict));
   }
   return table;
+}
+
+bool Handshake::same_everywhere(std::uint64_t fingerprint, const Descriptor& mine) {
+  TNT_CHECK(!broken_, "the communicator is unusable after an earlier collective timed out; the "
+                      "job must be restarted");
+  if (size_ == 1) return fingerprint != 0;
+  // max over ranks of fp and of ~fp: all equal iff max(fp) == ~max(~fp). Max
+  // is idempotent, so dissemination (which may count a rank twice) is exact
+  // at any N, not only powers of two.
+  std::uint64_t acc[2] = {fingerprint, ~fingerprint};
+  std::uint64_t in[2] = {0, 0};
+  const auto deadline = deadline_after(timeout_seconds_);
+  const auto slow_after = deadline_after(stall_warning_seconds(timeout_seconds_));
+  for (int step = 1, round = 0; step < size_; step *= 2, ++round) {
+    const int to = (rank_ + step) % size_;
+    const int from = (rank_ - step + size_) % size_;
+    MPI_Request reqs[2];
+    check_mpi(MPI_Irecv(in, 2, MPI_UINT64_T, from, kFingerprintTag + round, control_, &reqs[0]),
+              "MPI_Irecv (fingerprint)");
+    check_mpi(MPI_Isend(acc, 2, MPI_UINT64_T, to, kFingerprintTag + round, control_, &reqs[1]),
+              "MPI_Isend (fingerprint)");
+    const bool done = wait_on_peers(
+        [&] {
+          int all = 0;
+          check_mpi(MPI_Testall(2, reqs, &all, MPI_STATUSES_IGNORE), "MPI_Testall (fingerprint)");
+          return all != 0;
+        },
+        deadline, slow_after, [&] {
+          ::tnt::log::warning(::tnt::detail::concat(
+              "collective #", mine.seq, " (", describe(mine), "): still waiting for rank ", from,
+              " (or a rank before it) after ", stall_warning_seconds(timeout_seconds_),
+              " s; the job fails if not every rank arrives within ", timeout_seconds_,
+              " s (TNT_COMM_TIMEOUT)"));
+        });
+    if (!done) peers_missing(mine);
+    acc[0] = std::max(acc[0], in[0]);
+    acc[1] = std::max(acc[1], in[1]);
+  }
+  return acc[0] != 0 && acc[0] == ~acc[1];
+}
+
+void Handshake::peers_missing(const Descriptor& mine) {
+  // The exchange's requests dangle now; probe_missing marks us broken.
+  const std::vector<int> missing =
+      probe_missing(mine.seq, std::min(5.0, 0.5 + 0.1 * timeout_seconds_));
+  const std::string who =
+      missing.empty()
+          ? std::string("every rank still answers, but not all of them reached this collective: "
+                        "they called different numbers of collectives")
+          : ::tnt::detail::concat(rank_list(missing),
+                                  " did not arrive within the timeout (TNT_COMM_TIMEOUT): the "
+                                  "rank is stuck, far behind, or called a different number of "
+                                  "collectives");
+  throw TimeoutError(::tnt::detail::concat("[tarantella rank ", rank_, "] collective #", mine.seq,
+                                           " (", describe(mine), " on rank ", rank_, "): ", who));
 }
 
 std::vector<Descriptor> Handshake::collect_as_master(const Descriptor& mine) {

@@ -13,6 +13,13 @@
 // per collective; for allgatherv the table doubles as the exchange of
 // per-rank counts.
 //
+// The fast path (same_everywhere): once a descriptor has passed the full
+// handshake, ranks only compare its 64-bit fingerprint with their peers
+// directly, without the master (response_cache.h). That exchange is also
+// where a rank waits for late peers, with the engine's wait policy (poll.h:
+// MPI_Test, yields, then naps of at most 50 us), so the blocking payload that
+// follows finds everyone there and only moves data.
+//
 // All waiting is done by polling non-blocking requests against a deadline,
 // with a short yield-then-sleep backoff, because a blocking MPI call cannot
 // be timed out. After a timeout the communicator is "broken" (requests are
@@ -38,6 +45,15 @@ class Handshake {
   std::vector<Descriptor> agree(Descriptor mine);
   bool broken() const { return broken_; }
 
+  /// Every rank passes the fingerprint of its cached descriptor, or 0 on a
+  /// cache miss; returns true on every rank when all passed the same non-zero
+  /// value, false on every rank otherwise (then call agree() for the full
+  /// table and its verdict). A dissemination exchange of (fp, ~fp) under max
+  /// with the peers at distance 1, 2, 4, ...: ceil(log2 N) rounds of one
+  /// small message each way, no master. Throws TimeoutError naming the ranks
+  /// that did not arrive (`mine` names the collective).
+  bool same_everywhere(std::uint64_t fingerprint, const Descriptor& mine);
+
   /// After the payload of collective #`seq` did not complete in time (every
   /// rank had agreed to it, so one stopped on the way: SIGSTOP, a hung
   /// device, a dead link): every rank that can still answer checks in with
@@ -49,6 +65,7 @@ class Handshake {
  private:
   std::vector<Descriptor> collect_as_master(const Descriptor& mine);
   std::vector<Descriptor> await_verdict(const Descriptor& mine);
+  [[noreturn]] void peers_missing(const Descriptor& mine);
 
   MPI_Comm control_;
   int rank_;

@@ -1,8 +1,11 @@
 // Private: the MPI backend of a ProcessGroup, the only owner of MPI
 // communicators. Runs collectives on the calling thread (the group's engine
-// thread); each one is a handshake (see handshake.h) followed by the payload
-// as a blocking MPI collective on a separate communicator, which runs at the
-// MPI library's full speed.
+// thread, or a caller that found the engine idle); each one is a consistency
+// check followed by the payload as a blocking MPI collective on a separate
+// communicator, which runs at the MPI library's full speed. The check is a
+// fingerprint exchange among the peers when every rank has this collective's
+// descriptor in its response cache (response_cache.h), else the full
+// handshake through the master (handshake.h).
 #pragma once
 
 #include <mpi.h>
@@ -18,6 +21,7 @@
 #include "comm/handshake.h"
 #include "comm/payload_watchdog.h"
 #include "comm/mpi_types.h"
+#include "comm/response_cache.h"
 
 namespace tnt::comm {
 
@@ -76,6 +80,7 @@ class MpiBackend final : public Backend {
   std::int64_t seq_ = 0;
   MpiTypes types_;
   Handshake handshake_;
+  ResponseCache cache_;
   PayloadWatchdog watchdog_;  // last: its thread stops before the rest goes
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -167,10 +168,19 @@ bool Handshake::same_everywhere(std::uint64_t fingerprint, const Descriptor& min
       ok = ok && statuses[i].MPI_TAG == word && received == bytes[i];
     }
     // Combined only while everything agrees: with one round (N = 2) the
-    // caller's data is touched only when the verdict is yes.
+    // caller's data is touched only when the verdict is yes. Both partners
+    // compute (lower rank's) op (higher rank's), operands in the same
+    // places, so they end bitwise equal even where op is not symmetric
+    // bit for bit (min/max with a NaN).
     for (int i = 0; ok && payload && i < 2; ++i) {
-      check_mpi(MPI_Reduce_local(incoming[i], pieces[i], counts[i], payload->type, payload->op),
-                "MPI_Reduce_local");
+      if (rank_ < from) {
+        check_mpi(MPI_Reduce_local(pieces[i], incoming[i], counts[i], payload->type, payload->op),
+                  "MPI_Reduce_local");
+        std::memcpy(pieces[i], incoming[i], static_cast<std::size_t>(bytes[i]));
+      } else {
+        check_mpi(MPI_Reduce_local(incoming[i], pieces[i], counts[i], payload->type, payload->op),
+                  "MPI_Reduce_local");
+      }
     }
   }
   return ok;

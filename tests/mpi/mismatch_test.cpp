@@ -121,6 +121,18 @@ TEST_F(Mismatch, CachedElementCountsThatDifferAreStillNamed) {
   expect_still_in_step();
 }
 
+TEST_F(Mismatch, CachedSameByteCountDifferentDtypesAreStillNamed) {
+  // 1000 float32 and 1000 int32 are the same 4000 bytes: only the
+  // fingerprint tells them apart on the fast path.
+  for (auto dtype : {torch::kFloat32, torch::kInt32}) tnt::comm::allreduce(torch::ones({1000}, dtype));
+  const std::string m = mismatch_message([&] {
+    tnt::comm::allreduce(torch::ones({1000}, is_last() ? torch::kInt32 : torch::kFloat32));
+  });
+  expect_contains(m, "called allreduce(sum) float32 [1000]");
+  expect_contains(m, "rank " + std::to_string(last()) + " called allreduce(sum) int32 [1000]");
+  expect_still_in_step();
+}
+
 TEST_F(Mismatch, CachedOperationsAndCollectivesThatDifferAreStillNamed) {
   tnt::comm::allreduce(torch::ones({3}), ReduceOp::Max);
   tnt::comm::allreduce(torch::ones({3}), ReduceOp::Sum);

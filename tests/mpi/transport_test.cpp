@@ -59,7 +59,9 @@ TEST(Transport, YieldWhenIdleIsLeftToOpenMpiAndTheUser) {
   // mpi_yield_when_idle slowed every blocking collective (issue 15).
   const char* user = std::getenv("TNT_TEST_YIELD_WHEN_IDLE");
   EXPECT_STREQ(std::getenv("OMPI_MCA_mpi_yield_when_idle"), user);
-  if (user) EXPECT_EQ(control_variable("mpi_yield_when_idle"), std::stoull(user));
+  if (user) {
+    EXPECT_EQ(control_variable("mpi_yield_when_idle"), std::stoull(user));
+  }
 }
 
 }  // namespace

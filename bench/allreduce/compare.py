@@ -12,7 +12,8 @@ OMPI_MCA_mpi_yield_when_idle=1 slows its own raw loop too. The ratios against
 "raw MPI with OpenMPI's default settings" therefore divide each build's tnt
 time by the raw time of the build that leaves OpenMPI's defaults alone
 (AFTER), taken in the same round; BEFORE's ratio against its own raw loop is
-shown as well. Medians over rounds.
+shown as well. Ratios are speed ratios (raw time / tnt time: above 1 means
+tnt is faster), the median over rounds of each round's ratio.
 --high-priority (root): sets this session's autogroup nice to -19, as
 bench/train_step/run.sh does, so that other work on a shared machine
 disturbs less.
@@ -23,18 +24,27 @@ import statistics
 import subprocess
 import sys
 
-ROW = re.compile(r"^\| (\d+ [KM]iB) \| ([\d.]+) us \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|")
+# Today's rows: size, tnt time, raw time, ...; older builds printed no raw
+# time (size, tnt time, tnt busbw, raw busbw, ...).
+ROW = re.compile(r"^\| (\d+ [KM]iB) \| ([\d.]+) us \| ([\d.]+)( us)? \| ([\d.]+) \| ([\d.]+) \|")
 
 
-def run(launcher, ranks, bench, extra):
+def run(launcher, ranks, bench, extra, log):
     out = subprocess.run([launcher, "-n", str(ranks), "--", bench] + extra,
                          check=True, capture_output=True, text=True).stdout
+    log.write(f"## {bench}\n{out}\n")
     rows = {}
     for line in out.splitlines():
         m = ROW.match(line)
-        if m:
-            size, tnt_us, tnt_bw, raw_bw = m.group(1), float(m.group(2)), float(m.group(3)), float(m.group(4))
-            rows[size] = {"tnt_us": tnt_us, "tnt_bw": tnt_bw, "raw_bw": raw_bw}
+        if not m:
+            continue
+        size, tnt_us = m.group(1), float(m.group(2))
+        if m.group(4):  # with a raw time column
+            rows[size] = {"tnt_us": tnt_us, "raw_us": float(m.group(3))}
+        else:  # busbw columns: raw time = tnt time * tnt busbw / raw busbw
+            tnt_bw, raw_bw = float(m.group(3)), float(m.group(5))
+            rows[size] = {"tnt_us": tnt_us,
+                          "raw_us": tnt_us * tnt_bw / raw_bw if raw_bw > 0 else float("inf")}
     return rows
 
 
@@ -45,6 +55,7 @@ def main():
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--launcher", required=True)
     p.add_argument("--bench-args", default="")
+    p.add_argument("--log", default="/dev/null", help="where to keep every run's own table")
     p.add_argument("before")
     p.add_argument("after")
     a = p.parse_args()
@@ -55,9 +66,10 @@ def main():
     print("#", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     extra = a.bench_args.split()
     rounds = []
+    log = open(a.log, "w")
     for r in range(a.rounds):
-        before = run(a.launcher, a.ranks, a.before, extra)
-        after = run(a.launcher, a.ranks, a.after, extra)
+        before = run(a.launcher, a.ranks, a.before, extra, log)
+        after = run(a.launcher, a.ranks, a.after, extra, log)
         rounds.append((before, after))
         print(f"# round {r + 1}/{a.rounds} done", file=sys.stderr, flush=True)
     sizes = list(rounds[0][1].keys())
@@ -65,19 +77,16 @@ def main():
     print(f"\nallreduce float32 sum, N = {a.ranks} ranks, median over {a.rounds} rounds "
           "(each round: the bench's own median of 7 trials)")
     print("| size | before tnt us | after tnt us | raw MPI (default settings) us | "
-          "before tnt / raw | after tnt / raw | before tnt / its own raw (yield=1) |")
+          "before tnt / raw | after tnt / raw | before tnt / its own raw |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for s in sizes:
-        # raw time from bandwidth: same size and factor in both, so ratios of
-        # busbw are ratios of time.
-        b_ratio = med([b[s]["tnt_bw"] / af[s]["raw_bw"] for b, af in rounds])
-        a_ratio = med([af[s]["tnt_bw"] / af[s]["raw_bw"] for b, af in rounds])
-        own = med([b[s]["tnt_bw"] / b[s]["raw_bw"] for b, af in rounds])
-        raw_us = med([af[s]["tnt_us"] * af[s]["tnt_bw"] / af[s]["raw_bw"] for b, af in rounds])
+        raw = [af[s]["raw_us"] for _, af in rounds]
+        b_ratio = med([af[s]["raw_us"] / b[s]["tnt_us"] for b, af in rounds])
+        a_ratio = med([af[s]["raw_us"] / af[s]["tnt_us"] for _, af in rounds])
+        own = med([b[s]["raw_us"] / b[s]["tnt_us"] for b, _ in rounds])
         print(f"| {s} | {med([b[s]['tnt_us'] for b, _ in rounds]):.1f} | "
-              f"{med([af[s]['tnt_us'] for _, af in rounds]):.1f} | {raw_us:.1f} | "
+              f"{med([af[s]['tnt_us'] for _, af in rounds]):.1f} | {med(raw):.1f} | "
               f"{b_ratio:.2f} | {a_ratio:.2f} | {own:.2f} |")
-
 
 if __name__ == "__main__":
     main()

@@ -108,16 +108,25 @@ void CommEngine::loop() {
       ++running_;
     }
     request.times->started_ns = now_ns();
+    torch::Tensor result;
+    std::exception_ptr error;
     try {
-      torch::Tensor result = request.work();
-      request.times->finished_ns = now_ns();
-      request.result.set_value(std::move(result));
+      result = request.work();
     } catch (...) {
-      request.times->finished_ns = now_ns();
-      request.result.set_exception(std::current_exception());
+      error = std::current_exception();
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    --running_;
+    request.times->finished_ns = now_ns();
+    {
+      // Idle before the waiter wakes, so that a blocking call it makes next
+      // finds the engine idle and runs on its own thread (run()).
+      std::lock_guard<std::mutex> lock(mutex_);
+      --running_;
+    }
+    if (error) {
+      request.result.set_exception(error);
+    } else {
+      request.result.set_value(std::move(result));
+    }
   }
 }
 

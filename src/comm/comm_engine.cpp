@@ -62,6 +62,34 @@ Handle CommEngine::enqueue(std::string name, Work work) {
   return handle;
 }
 
+torch::Tensor CommEngine::run(std::string name, Work work) {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    TNT_CHECK(!stopping_, "request '", name,
+              "' run on a communication engine that is shutting down");
+    if (!queue_.empty() || running_ != 0) {
+      lock.unlock();
+      return enqueue(std::move(name), std::move(work)).wait();
+    }
+    ++running_;  // holds the engine thread off until we are done
+  }
+  struct Release {
+    CommEngine& engine;
+    ~Release() {
+      bool queued = false;
+      {
+        std::lock_guard<std::mutex> lock(engine.mutex_);
+        --engine.running_;
+        queued = !engine.queue_.empty() || engine.stopping_;
+      }
+      // Requests enqueued meanwhile may start now. Otherwise the engine
+      // thread sleeps on: waking it for nothing costs a context switch.
+      if (queued) engine.wake_.notify_one();
+    }
+  } release{*this};
+  return work();
+}
+
 std::size_t CommEngine::pending() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return queue_.size() + running_;
@@ -72,23 +100,33 @@ void CommEngine::loop() {
     Request request;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      // running_ != 0 here only while a caller runs a request itself (run()).
+      wake_.wait(lock, [this] { return (stopping_ || !queue_.empty()) && running_ == 0; });
       if (queue_.empty()) return;  // stopping, and everything queued has run
       request = std::move(queue_.front());
       queue_.pop_front();
       ++running_;
     }
     request.times->started_ns = now_ns();
+    torch::Tensor result;
+    std::exception_ptr error;
     try {
-      torch::Tensor result = request.work();
-      request.times->finished_ns = now_ns();
-      request.result.set_value(std::move(result));
+      result = request.work();
     } catch (...) {
-      request.times->finished_ns = now_ns();
-      request.result.set_exception(std::current_exception());
+      error = std::current_exception();
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    --running_;
+    request.times->finished_ns = now_ns();
+    {
+      // Idle before the waiter wakes, so that a blocking call it makes next
+      // finds the engine idle and runs on its own thread (run()).
+      std::lock_guard<std::mutex> lock(mutex_);
+      --running_;
+    }
+    if (error) {
+      request.result.set_exception(error);
+    } else {
+      request.result.set_value(std::move(result));
+    }
   }
 }
 

@@ -38,6 +38,27 @@ std::string signature(const Descriptor& d) {
 
 std::string rank_list(const std::vector<int>& ranks) { return ranks_text(ranks); }
 
+std::uint64_t fingerprint(const Descriptor& d) {
+  // splitmix64's finalizer over each field in turn: every bit of every field
+  // reaches every bit of the result, so two descriptors that differ anywhere
+  // collide with probability ~2^-64.
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL;
+  const auto mix = [&h](std::int64_t v) {
+    std::uint64_t z = h ^ (static_cast<std::uint64_t>(v) + 0x9e3779b97f4a7c15ULL + (h << 6));
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    h = z ^ (z >> 31);
+  };
+  mix(d.collective);
+  mix(d.op);
+  mix(d.dtype);
+  mix(d.root);
+  mix(d.ndim);
+  mix(d.numel);
+  for (int i = 0; i < d.ndim && i < kMaxDims; ++i) mix(d.sizes[i]);
+  return h == 0 ? 1 : h;
+}
+
 const char* to_string(Collective c) {
   switch (c) {
     case Collective::Allreduce: return "allreduce";

@@ -50,6 +50,11 @@ std::string check_table(const std::vector<Descriptor>& table);
 /// "rank 3" or "ranks 1,2".
 std::string rank_list(const std::vector<int>& ranks);
 
+/// A 64-bit fingerprint of the fields check_table compares (kind, op, dtype,
+/// root, shape; not seq, arrived or failed), for the response cache
+/// (response_cache.h). Never 0: 0 means "no fingerprint".
+std::uint64_t fingerprint(const Descriptor& d);
+
 }  // namespace tnt::comm
 
 // ---- shared by the backends: argument checks and the micro-batch rule ----

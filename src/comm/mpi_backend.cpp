@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 
 #include <tarantella/base/error.h>
@@ -40,9 +41,10 @@ int as_count(std::int64_t n, const char* what) {
 MpiBackend::MpiBackend(MPI_Comm comm, double timeout_seconds, bool threads_multiple)
     : data_(duplicate(comm)),
       control_(duplicate(comm)),
+      fast_(duplicate(comm)),
       timeout_seconds_(timeout_seconds),
       threads_multiple_(threads_multiple),
-      handshake_(control_, 0, 1, timeout_seconds),
+      handshake_(control_, fast_, 0, 1, timeout_seconds),
       watchdog_(
           timeout_seconds, stall_warning_seconds(timeout_seconds),
           [this](const PayloadWatchdog::Payload& p) {
@@ -60,7 +62,7 @@ MpiBackend::MpiBackend(MPI_Comm comm, double timeout_seconds, bool threads_multi
   MPI_Comm_rank(local, &local_rank_);
   MPI_Comm_size(local, &local_size_);
   MPI_Comm_free(&local);
-  handshake_ = Handshake(control_, rank_, size_, timeout_seconds);
+  handshake_ = Handshake(control_, fast_, rank_, size_, timeout_seconds);
 }
 
 MpiBackend::~MpiBackend() {
@@ -70,14 +72,27 @@ MpiBackend::~MpiBackend() {
   if (finalized) return;  // a group handle outlived the runtime: nothing to free
   if (data_ != MPI_COMM_NULL) MPI_Comm_free(&data_);
   if (control_ != MPI_COMM_NULL) MPI_Comm_free(&control_);
+  if (fast_ != MPI_COMM_NULL) MPI_Comm_free(&fast_);
 }
 
-std::vector<Descriptor> MpiBackend::agree(Collective kind, const torch::Tensor* tensor,
-                                            std::optional<ReduceOp> op, int root,
-                                            const std::optional<std::string>& local_error) {
+MpiBackend::Agreement MpiBackend::agree(Collective kind, const torch::Tensor* tensor,
+                                        std::optional<ReduceOp> op, int root,
+                                        const std::optional<std::string>& local_error,
+                                        Handshake::Piggyback* small) {
   const Descriptor d = describe_call(seq_++, kind, tensor, op, root, local_error.has_value());
+  // allgatherv needs every rank's count (the full table); shutdown and split
+  // are rare. Every kind still takes part in the fingerprint exchange, with
+  // 0, so that ranks calling different kinds all fall back together.
+  const bool cacheable = !local_error && kind != Collective::Allgatherv &&
+                         kind != Collective::Finalize && kind != Collective::Split;
+  const std::uint64_t fp = cacheable ? fingerprint(d) : 0;
+  if (handshake_.same_everywhere(cache_.contains(fp) ? fp : 0, d, small)) {
+    return {{}, small != nullptr};
+  }
   try {
-    return handshake_.agree(d);
+    std::vector<Descriptor> table = handshake_.agree(d);
+    if (cacheable) cache_.insert(fp);
+    return {std::move(table), false};
   } catch (const MismatchError&) {
     if (local_error) throw Error(*local_error);
     throw;
@@ -119,8 +134,39 @@ void MpiBackend::payload_timed_out(const PayloadWatchdog::Payload& payload) {
   std::_Exit(1);
 }
 
+bool MpiBackend::agree_carrying(torch::Tensor& tensor, ReduceOp op,
+                                const std::optional<std::string>& error) {
+  // A tensor too big, off the CPU or rejected goes without data (any rank
+  // may), and its allreduce runs the usual way afterwards.
+  const bool fits = handshake_.carries_payloads() && !error && tensor.device().is_cpu() &&
+                    tensor.nbytes() <= Handshake::kMaxPiggybackBytes;
+  if (!fits) {
+    agree(Collective::Allreduce, &tensor, op, -1, error);
+    return false;
+  }
+  // With one round (2 ranks) the tensor is touched only on success; with
+  // more, partial sums land in a copy.
+  const bool staged = handshake_.rounds() > 1;
+  if (staged) {
+    staging_.resize(Handshake::kMaxPiggybackBytes);
+    std::memcpy(staging_.data(), tensor.data_ptr(), tensor.nbytes());
+  }
+  const DType dtype = dtype_of(tensor);
+  Handshake::Piggyback small;
+  small.data = staged ? staging_.data() : tensor.data_ptr();
+  small.count = static_cast<int>(tensor.numel());
+  small.bytes = tensor.nbytes();
+  small.type = types_.datatype(dtype);
+  small.op = types_.op(dtype, op);
+  if (!agree(Collective::Allreduce, &tensor, op, -1, error, &small).payload_done) return false;
+  if (staged) std::memcpy(tensor.data_ptr(), staging_.data(), tensor.nbytes());
+  if (op == ReduceOp::Average) tensor.div_(size_);
+  return true;
+}
+
 torch::Tensor MpiBackend::allreduce(torch::Tensor tensor, ReduceOp op) {
-  agree(Collective::Allreduce, &tensor, op, -1, validate(tensor, op));
+  const std::optional<std::string> error = validate(tensor, op);
+  if (agree_carrying(tensor, op, error)) return tensor;
   torch::Tensor host = to_host(tensor);
   const DType dtype = dtype_of(host);
   const MPI_Datatype type = types_.datatype(dtype);
@@ -183,7 +229,7 @@ torch::Tensor MpiBackend::allgatherv(torch::Tensor tensor) {
   if (!error && tensor.dim() == 0) {
     error = "allgatherv needs a tensor with at least one dimension: use tensor.reshape({1})";
   }
-  const auto table = agree(Collective::Allgatherv, &tensor, std::nullopt, -1, error);
+  const auto table = agree(Collective::Allgatherv, &tensor, std::nullopt, -1, error).table;
   const torch::Tensor host = to_host(tensor);
   std::vector<int> counts(size_), displs(size_);
   std::int64_t rows = 0, offset = 0;
@@ -232,8 +278,9 @@ torch::Tensor MpiBackend::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
 }
 
 void MpiBackend::barrier() {
-  // The handshake alone is a barrier: the master answers only once every
-  // rank has arrived.
+  // The check alone is a barrier: the master answers only once every rank
+  // has arrived, and the fingerprint exchange completes only once every
+  // rank's word has reached every rank.
   agree(Collective::Barrier, nullptr, std::nullopt, -1, std::nullopt);
 }
 

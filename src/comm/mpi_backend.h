@@ -1,8 +1,11 @@
 // Private: the MPI backend of a ProcessGroup, the only owner of MPI
 // communicators. Runs collectives on the calling thread (the group's engine
-// thread); each one is a handshake (see handshake.h) followed by the payload
-// as a blocking MPI collective on a separate communicator, which runs at the
-// MPI library's full speed.
+// thread, or a caller that found the engine idle); each one is a consistency
+// check followed by the payload as a blocking MPI collective on a separate
+// communicator, which runs at the MPI library's full speed. The check is a
+// fingerprint exchange among the peers when every rank has this collective's
+// descriptor in its response cache (response_cache.h), else the full
+// handshake through the master (handshake.h).
 #pragma once
 
 #include <mpi.h>
@@ -10,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <torch/types.h>
 
@@ -18,6 +22,7 @@
 #include "comm/handshake.h"
 #include "comm/payload_watchdog.h"
 #include "comm/mpi_types.h"
+#include "comm/response_cache.h"
 
 namespace tnt::comm {
 
@@ -58,15 +63,28 @@ class MpiBackend final : public Backend {
  private:
   /// Runs the handshake; when `local_error` is set, raises it after the
   /// others were told (so no rank waits for this one).
-  std::vector<Descriptor> agree(Collective kind, const torch::Tensor* tensor,
-                                std::optional<ReduceOp> op, int root,
-                                const std::optional<std::string>& local_error);
+  struct Agreement {
+    std::vector<Descriptor> table;  ///< empty unless the full handshake ran
+    bool payload_done = false;      ///< `small` was reduced on the way
+  };
+  /// With `small`, a cached collective may be complete on return (see
+  /// Handshake::Piggyback), its result in small->data.
+  Agreement agree(Collective kind, const torch::Tensor* tensor, std::optional<ReduceOp> op,
+                  int root, const std::optional<std::string>& local_error,
+                  Handshake::Piggyback* small = nullptr);
+  /// agree() for an allreduce: where the handshake carries payloads, a
+  /// tensor of at most Handshake::kMaxPiggybackBytes on the CPU rides along.
+  /// True when the allreduce is complete; false when its payload must still
+  /// run.
+  bool agree_carrying(torch::Tensor& tensor, ReduceOp op,
+                      const std::optional<std::string>& error);
   /// The payload ran past the timeout: finds the ranks that no longer
   /// answer, says so on stderr and ends this process (exit status 1).
   [[noreturn]] void payload_timed_out(const PayloadWatchdog::Payload& payload);
 
   MPI_Comm data_ = MPI_COMM_NULL;
   MPI_Comm control_ = MPI_COMM_NULL;
+  MPI_Comm fast_ = MPI_COMM_NULL;  ///< the fingerprint exchange's (handshake.h)
   int rank_ = 0;
   int size_ = 1;
   int local_rank_ = 0;
@@ -76,6 +94,8 @@ class MpiBackend final : public Backend {
   std::int64_t seq_ = 0;
   MpiTypes types_;
   Handshake handshake_;
+  ResponseCache cache_;
+  std::vector<char> staging_;  ///< a small allreduce's elements on the way
   PayloadWatchdog watchdog_;  // last: its thread stops before the rest goes
 };
 

@@ -36,11 +36,11 @@ std::pair<bool, int> start_mpi(int argc, char** argv) {
   if (initialized) {
     MPI_Query_thread(&provided);
   } else {
-    // OpenMPI's blocking collectives spin while waiting for a peer; with a
-    // rank per core the spinning engine thread steals the core its rank's
-    // backward pass needs (measured: LeNet-5 1 -> 2 ranks 1.33x spinning,
-    // 1.86x yielding; bench/train_step). The user's own setting wins.
-    setenv("OMPI_MCA_mpi_yield_when_idle", "1", /*overwrite=*/0);
+    // OpenMPI's mpi_yield_when_idle is left as OpenMPI (or the user) sets
+    // it: a rank no longer waits for its peers inside a blocking MPI call
+    // but in the fingerprint exchange before it, with a back-off of our own
+    // (poll.h), so the payload's spin lasts only as long as the transfer.
+    // Setting it job-wide slowed every small collective 2-3x.
     // Between hosts (the TCP transport), messages above the eager limit
     // (64 KiB by default) wait for the receiver's go-ahead, and that small
     // reply queues behind the receiver's own outgoing data on the same

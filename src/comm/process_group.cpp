@@ -101,60 +101,80 @@ static Handle submit(ProcessGroup::State& s, std::string name, Fn fn) {
   return s.engine->enqueue(std::move(name), [backend, fn] { return fn(*backend); });
 }
 
+// A blocking call: on the caller's thread when the engine is idle (see
+// CommEngine::run).
+template <typename Fn>
+static torch::Tensor run_now(ProcessGroup::State& s, std::string name, Fn fn) {
+  Backend* backend = s.backend.get();
+  return s.engine->run(std::move(name), [backend, fn] { return fn(*backend); });
+}
+
+// The work of each collective, shared by its blocking and async forms.
+namespace {
+auto allreduce_work(torch::Tensor t, ReduceOp op) {
+  return [t, op](Backend& b) { return b.allreduce(t, op); };
+}
+auto broadcast_work(torch::Tensor t, int root) {
+  return [t, root](Backend& b) { return b.broadcast(t, root); };
+}
+auto allgather_work(torch::Tensor t) {
+  return [t](Backend& b) { return b.allgather(t); };
+}
+auto allgatherv_work(torch::Tensor t) {
+  return [t](Backend& b) { return b.allgatherv(t); };
+}
+auto reduce_scatter_work(torch::Tensor t, ReduceOp op) {
+  return [t, op](Backend& b) { return b.reduce_scatter(t, op); };
+}
+torch::Tensor barrier_work(Backend& b) {
+  b.barrier();
+  return torch::Tensor();
+}
+}  // namespace
+
 Handle ProcessGroup::allreduce_async(torch::Tensor tensor, ReduceOp op) const {
-  return submit(member("allreduce"), with_op("allreduce", op),
-                [tensor, op](Backend& b) { return b.allreduce(tensor, op); });
+  return submit(member("allreduce"), with_op("allreduce", op), allreduce_work(tensor, op));
 }
-
 Handle ProcessGroup::broadcast_async(torch::Tensor tensor, int root) const {
-  return submit(member("broadcast"), "broadcast",
-                [tensor, root](Backend& b) { return b.broadcast(tensor, root); });
+  return submit(member("broadcast"), "broadcast", broadcast_work(tensor, root));
 }
-
 Handle ProcessGroup::allgather_async(torch::Tensor tensor) const {
-  return submit(member("allgather"), "allgather",
-                [tensor](Backend& b) { return b.allgather(tensor); });
+  return submit(member("allgather"), "allgather", allgather_work(tensor));
 }
-
 Handle ProcessGroup::allgatherv_async(torch::Tensor tensor) const {
-  return submit(member("allgatherv"), "allgatherv",
-                [tensor](Backend& b) { return b.allgatherv(tensor); });
+  return submit(member("allgatherv"), "allgatherv", allgatherv_work(tensor));
 }
-
 Handle ProcessGroup::reduce_scatter_async(torch::Tensor tensor, ReduceOp op) const {
   return submit(member("reduce_scatter"), with_op("reduce_scatter", op),
-                [tensor, op](Backend& b) { return b.reduce_scatter(tensor, op); });
+                reduce_scatter_work(tensor, op));
 }
-
 Handle ProcessGroup::barrier_async() const {
-  return submit(member("barrier"), "barrier", [](Backend& b) {
-    b.barrier();
-    return torch::Tensor();
-  });
+  return submit(member("barrier"), "barrier", barrier_work);
 }
 
 torch::Tensor ProcessGroup::allreduce(torch::Tensor tensor, ReduceOp op) const {
-  return allreduce_async(std::move(tensor), op).wait();
+  return run_now(member("allreduce"), with_op("allreduce", op), allreduce_work(tensor, op));
 }
 torch::Tensor ProcessGroup::broadcast(torch::Tensor tensor, int root) const {
-  return broadcast_async(std::move(tensor), root).wait();
+  return run_now(member("broadcast"), "broadcast", broadcast_work(tensor, root));
 }
 torch::Tensor ProcessGroup::allgather(torch::Tensor tensor) const {
-  return allgather_async(std::move(tensor)).wait();
+  return run_now(member("allgather"), "allgather", allgather_work(tensor));
 }
 torch::Tensor ProcessGroup::allgatherv(torch::Tensor tensor) const {
-  return allgatherv_async(std::move(tensor)).wait();
+  return run_now(member("allgatherv"), "allgatherv", allgatherv_work(tensor));
 }
 torch::Tensor ProcessGroup::reduce_scatter(torch::Tensor tensor, ReduceOp op) const {
-  return reduce_scatter_async(std::move(tensor), op).wait();
+  return run_now(member("reduce_scatter"), with_op("reduce_scatter", op),
+                 reduce_scatter_work(tensor, op));
 }
-void ProcessGroup::barrier() const { barrier_async().wait(); }
+void ProcessGroup::barrier() const { run_now(member("barrier"), "barrier", barrier_work); }
 
 void ProcessGroup::finalize_check() const {
-  submit(member("runtime shutdown"), "runtime shutdown", [](Backend& b) {
+  run_now(member("runtime shutdown"), "runtime shutdown", [](Backend& b) {
     b.finalize_check();
     return torch::Tensor();
-  }).wait();
+  });
 }
 
 std::string ProcessGroup::broadcast_string(const std::string& text, int root) const {
@@ -184,10 +204,10 @@ ProcessGroup ProcessGroup::split(int color, int key) const {
                      [v](int a, int b) { return v[2 * a + 1] < v[2 * b + 1]; });
   }
   auto out = std::make_shared<std::unique_ptr<Backend>>();
-  submit(s, "split", [out, color, key](Backend& b) {
+  run_now(s, "split", [out, color, key](Backend& b) {
     *out = b.split(color, key);
     return torch::Tensor();
-  }).wait();
+  });
   std::vector<int> world;
   for (int r : members) world.push_back(s.world_ranks[static_cast<std::size_t>(r)]);
   if (color < 0) {

@@ -107,6 +107,69 @@ TEST_F(Mismatch, BarrierAgainstAllgather) {
   expect_still_in_step();
 }
 
+// The same mismatches once every rank has agreed to both sides before: the
+// descriptors are in every rank's response cache, so only fingerprints are
+// compared, and the full handshake must still run and name both sides.
+TEST_F(Mismatch, CachedElementCountsThatDifferAreStillNamed) {
+  for (int n : {5, 6}) tnt::comm::allreduce(torch::ones({n}));
+  for (int n : {5, 6}) tnt::comm::allreduce(torch::ones({n}));
+  const std::string m = mismatch_message(
+      [&] { tnt::comm::allreduce(torch::ones({tnt::is_master_rank() ? 5 : 6})); });
+  expect_contains(m, "mismatch across ranks");
+  expect_contains(m, "rank 0 called allreduce(sum) float32 [5]");
+  expect_contains(m, "called allreduce(sum) float32 [6]");
+  expect_still_in_step();
+}
+
+TEST_F(Mismatch, CachedSameByteCountDifferentDtypesAreStillNamed) {
+  // 1000 float32 and 1000 int32 are the same 4000 bytes: only the
+  // fingerprint tells them apart on the fast path.
+  for (auto dtype : {torch::kFloat32, torch::kInt32}) tnt::comm::allreduce(torch::ones({1000}, dtype));
+  const std::string m = mismatch_message([&] {
+    tnt::comm::allreduce(torch::ones({1000}, is_last() ? torch::kInt32 : torch::kFloat32));
+  });
+  expect_contains(m, "called allreduce(sum) float32 [1000]");
+  expect_contains(m, "rank " + std::to_string(last()) + " called allreduce(sum) int32 [1000]");
+  expect_still_in_step();
+}
+
+TEST_F(Mismatch, CachedOperationsAndCollectivesThatDifferAreStillNamed) {
+  tnt::comm::allreduce(torch::ones({3}), ReduceOp::Max);
+  tnt::comm::allreduce(torch::ones({3}), ReduceOp::Sum);
+  tnt::comm::broadcast(torch::ones({3}), 0);
+  std::string m = mismatch_message([&] {
+    tnt::comm::allreduce(torch::ones({3}), is_last() ? ReduceOp::Max : ReduceOp::Sum);
+  });
+  expect_contains(m, "called allreduce(max) float32 [3]");
+  expect_contains(m, "called allreduce(sum) float32 [3]");
+  m = mismatch_message([&] {
+    if (tnt::is_master_rank()) {
+      tnt::comm::broadcast(torch::ones({3}), 0);
+    } else {
+      tnt::comm::allreduce(torch::ones({3}));
+    }
+  });
+  expect_contains(m, "rank 0 called broadcast(root 0) float32 [3]");
+  expect_contains(m, "allreduce(sum) float32 [3]");
+  expect_still_in_step();
+}
+
+TEST_F(Mismatch, CachedCollectiveAgainstAnUncachedOne) {
+  // One side's descriptor is cached, the other's is new (an allgatherv, never
+  // cached): both must fall back to the full handshake together.
+  tnt::comm::allreduce(torch::ones({4}));
+  const std::string m = mismatch_message([&] {
+    if (is_last()) {
+      tnt::comm::allgatherv(torch::ones({4}));
+    } else {
+      tnt::comm::allreduce(torch::ones({4}));
+    }
+  });
+  expect_contains(m, "called allgatherv");
+  expect_contains(m, "called allreduce(sum) float32 [4]");
+  expect_still_in_step();
+}
+
 TEST_F(Mismatch, ARankThatRejectsItsArgumentsDoesNotLeaveOthersWaiting) {
   // The last rank passes a non-contiguous tensor: it gets the detailed
   // error, the others learn at once that it dropped out.

@@ -88,7 +88,9 @@ int main(int argc, char** argv) {
     if (mode == "library-error-caught") {
       load_missing_data();
       tnt::comm::allreduce(torch::ones({10}));
-    } else if (mode == "timeout") {
+    } else if (mode == "timeout" || mode == "timeout-cached") {
+      // timeout-cached: every rank has this descriptor cached already.
+      if (mode == "timeout-cached") tnt::comm::allreduce(torch::ones({10}));
       if (culprit) std::this_thread::sleep_for(std::chrono::seconds(30));
       tnt::comm::allreduce(torch::ones({10}));
     } else if (mode == "throw") {
@@ -102,7 +104,7 @@ int main(int argc, char** argv) {
       tnt::comm::allreduce(torch::ones({10}));
     } else {
       std::fprintf(stderr,
-                   "unknown mode '%s': use timeout, throw, exit, early-return, library-error or "
+                   "unknown mode '%s': use timeout, timeout-cached, throw, exit, early-return, library-error or "
                    "library-error-caught\n",
                    mode.c_str());
       return 2;

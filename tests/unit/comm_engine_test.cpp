@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -30,6 +31,67 @@ TEST(CommEngine, RunsRequestsInEnqueueOrder) {
   }
   ASSERT_EQ(order.size(), 100u);
   for (int i = 0; i < 100; ++i) EXPECT_EQ(order[i], i);
+}
+
+TEST(CommEngine, RunOnAnIdleEngineRunsOnTheCaller) {
+  CommEngine engine;
+  engine.enqueue("warm-up", [] { return torch::Tensor(); }).wait();
+  std::thread::id ran_on;
+  const torch::Tensor t = engine.run("here", [&ran_on] {
+    ran_on = std::this_thread::get_id();
+    return torch::ones({2});
+  });
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  EXPECT_TRUE(torch::equal(t, torch::ones({2})));
+  EXPECT_THROW(engine.run("throws", []() -> torch::Tensor { throw std::runtime_error("x"); }),
+               std::runtime_error);
+  EXPECT_EQ(engine.pending(), 0u);
+}
+
+TEST(CommEngine, RunWaitsBehindQueuedRequestsAndKeepsTheOrder) {
+  std::vector<int> order;
+  std::mutex mutex;
+  const auto record = [&](int i) {
+    std::lock_guard<std::mutex> lock(mutex);
+    order.push_back(i);
+  };
+  CommEngine engine;
+  std::atomic<bool> release{false};
+  Handle first = engine.enqueue("slow", [&] {
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    record(0);
+    return torch::Tensor();
+  });
+  std::thread caller([&] {
+    engine.run("after", [&] {
+      record(1);
+      return torch::Tensor();
+    });
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  release = true;
+  caller.join();
+  first.wait();
+  // A request enqueued while a caller runs one itself starts after it.
+  std::atomic<bool> inside{false}, go{false};
+  std::thread runner([&] {
+    engine.run("inline", [&] {
+      inside = true;
+      while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      record(2);
+      return torch::Tensor();
+    });
+  });
+  while (!inside) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  Handle later = engine.enqueue("later", [&] {
+    record(3);
+    return torch::Tensor();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  go = true;
+  runner.join();
+  later.wait();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
 }
 
 TEST(CommEngine, ReturnsTheResultTensor) {

@@ -94,4 +94,33 @@ TEST(HandshakeVerdict, BarrierAgainstAllreduceIsAMismatch) {
   EXPECT_TRUE(contains(v, "rank 0 called barrier")) << v;
 }
 
+TEST(ResponseCacheFingerprint, SameCollectiveSameFingerprintWhateverTheSequence) {
+  Descriptor a = allreduce(DType::Float32, {1000});
+  Descriptor b = a;
+  b.seq = 12345;
+  EXPECT_EQ(fingerprint(a), fingerprint(b));
+  EXPECT_NE(fingerprint(a), 0u);
+}
+
+TEST(ResponseCacheFingerprint, EveryFieldTheVerdictComparesChangesIt) {
+  const Descriptor base = allreduce(DType::Float32, {4, 8});
+  std::vector<Descriptor> variants(6, base);
+  variants[0] = allreduce(DType::Float64, {4, 8});
+  variants[1] = allreduce(DType::Float32, {4, 8}, ReduceOp::Max);
+  variants[2] = allreduce(DType::Float32, {8, 4});
+  variants[3] = allreduce(DType::Float32, {32});
+  variants[4].collective = static_cast<int>(Collective::Broadcast);
+  variants[4].op = -1;
+  variants[4].root = 0;
+  variants[5] = variants[4];
+  variants[5].root = 1;
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    EXPECT_NE(fingerprint(variants[i]), fingerprint(base)) << describe(variants[i]);
+    for (std::size_t j = 0; j < i; ++j) {
+      EXPECT_NE(fingerprint(variants[i]), fingerprint(variants[j]))
+          << describe(variants[i]) << " vs " << describe(variants[j]);
+    }
+  }
+}
+
 }  // namespace

@@ -81,6 +81,14 @@ class CommEngine {
 
   /// Queues `work`; it runs after every request enqueued before it.
   Handle enqueue(std::string name, Work work);
+  /// Runs `work` and returns its result (or rethrows its exception), in the
+  /// same order as enqueue: after every request enqueued before it, before
+  /// any enqueued after it. When the engine is idle, `work` runs on the
+  /// calling thread, which would only wait anyway: a blocking collective then
+  /// pays no hand-off to the engine thread and back (two thread wake-ups,
+  /// tens of microseconds on a busy machine, more than a 4 KiB allreduce).
+  /// The engine thread sleeps meanwhile, so calls stay serialized.
+  torch::Tensor run(std::string name, Work work);
   /// Number of requests queued or running.
   std::size_t pending() const;
 
@@ -96,7 +104,7 @@ class CommEngine {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Request> queue_;
-  std::size_t running_ = 0;
+  std::size_t running_ = 0;  ///< on the engine thread, or on a caller in run()
   bool stopping_ = false;
   std::thread thread_;  // last member: started after the others exist
 };

@@ -41,6 +41,7 @@ struct Args {
   double learning_rate = 0.05;
   bool no_lr_scaling = false;
   std::string precision = "float32";
+  bool sync_bn = false;
   std::string lr_schedule = "piecewise";
   double warmup_epochs = 1;
   double decay_rate = 0.9;
@@ -91,6 +92,8 @@ void add_flags(CLI::App& app, Args& a) {
       ->check(CLI::IsMember({"float32", "bfloat16"}));
   app.add_flag("--no-lr-scaling", a.no_lr_scaling,
                "keep the base rate at any rank count (no linear scaling, no warm-up)");
+  app.add_flag("--sync-bn", a.sync_bn,
+               "SyncBatchNorm: normalize with the statistics of the global batch");
   app.add_option("--lr-schedule", a.lr_schedule, "exponential | piecewise (both after warm-up)")
       ->check(CLI::IsMember({"exponential", "piecewise"}));
   app.add_option("--warmup-epochs", a.warmup_epochs, "epochs of linear warm-up to the scaled rate")
@@ -280,7 +283,7 @@ int main(int argc, char** argv) {
   // [end]
   const std::int64_t steps_per_epoch = train.cardinality();
 
-  tnt::Model model{make_resnet(a.model, data.num_classes)};
+  tnt::Model model{make_resnet(a.model, data.num_classes, a.sync_bn)};
   // [snippet:resnet_compile]
   const int scale = a.no_lr_scaling ? 1 : tnt::get_size();
   std::ostringstream lr_text;
@@ -299,7 +302,9 @@ int main(int argc, char** argv) {
               << " classes\n"
               << "data: " << data.description << "\n"
               << tnt::get_size() << " ranks, global batch " << a.batch_size << " ("
-              << steps_per_epoch << " steps per epoch), " << lr_text.str() << "\n";
+              << steps_per_epoch << " steps per epoch), " << lr_text.str() << "\n"
+              << "BatchNorm statistics: "
+              << (a.sync_bn ? "global batch (SyncBatchNorm)" : "each rank's micro-batch") << "\n";
   }
 
   auto throughput = std::make_shared<Throughput>(train_samples, a.batch_size);

@@ -1,5 +1,6 @@
 #include "resnet_model.h"
 
+#include <tarantella/model/sync_batchnorm.h>
 #include <torch/torch.h>
 
 #include <stdexcept>
@@ -14,18 +15,31 @@ nn::Conv2d conv(int in, int out, int kernel, int stride) {
       nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).bias(false));
 }
 
+// [snippet:resnet_norm_layer]
+// The normalization layer (torchvision's norm_layer): LibTorch's BatchNorm2d
+// normalizes with each rank's micro-batch, Tarantella's drop-in
+// SyncBatchNorm with the global batch. Held as an AnyModule, so one member
+// serves both.
+nn::AnyModule make_norm(int channels, bool sync) {
+  if (sync) return nn::AnyModule(tnt::nn::SyncBatchNorm(channels));
+  return nn::AnyModule(nn::BatchNorm2d(channels));
+}
+// [end]
+
 // The shortcut of a block that changes shape: a strided 1x1 convolution and
 // BatchNorm (projection shortcut, "option B" of the paper). Empty otherwise.
-nn::Sequential make_downsample(int in, int out, int stride) {
+nn::Sequential make_downsample(int in, int out, int stride, bool sync) {
   if (stride == 1 && in == out) return nn::Sequential(nullptr);
-  return nn::Sequential(conv(in, out, 1, stride), nn::BatchNorm2d(out));
+  nn::Sequential downsample(conv(in, out, 1, stride));
+  downsample->push_back(make_norm(out, sync));
+  return downsample;
 }
 
 // Both block kinds: a residual branch of convolutions, each followed by
 // BatchNorm (ReLU in between), added to the (projected) input.
 class ResidualBlockImpl : public nn::Module {
  public:
-  ResidualBlockImpl(BlockKind kind, int in, int width, int stride, bool zero_init) {
+  ResidualBlockImpl(BlockKind kind, int in, int width, int stride, bool zero_init, bool sync) {
     const int out = kind == BlockKind::Basic ? width : 4 * width;
     // Basic: 3x3 (stride), 3x3. Bottleneck: 1x1 reduce, 3x3 (stride), 1x1 expand.
     std::vector<std::pair<int, int>> layers;  // (kernel, stride)
@@ -41,17 +55,18 @@ class ResidualBlockImpl : public nn::Module {
       const std::string n = std::to_string(i + 1);
       convs_.push_back(register_module(
           "conv" + n, conv(channels[i], channels[i + 1], layers[i].first, layers[i].second)));
-      bns_.push_back(register_module("bn" + n, nn::BatchNorm2d(channels[i + 1])));
+      bns_.push_back(make_norm(channels[i + 1], sync));
+      register_module("bn" + n, bns_.back().ptr());
     }
-    if (zero_init) nn::init::zeros_(bns_.back()->weight);
-    downsample_ = make_downsample(in, out, stride);
+    if (zero_init) nn::init::zeros_(bns_.back().ptr()->named_parameters(false)["weight"]);
+    downsample_ = make_downsample(in, out, stride, sync);
     if (downsample_) register_module("downsample", downsample_);
   }
 
   torch::Tensor forward(torch::Tensor x) {
     torch::Tensor y = x;
     for (std::size_t i = 0; i < convs_.size(); ++i) {
-      y = bns_[i]->forward(convs_[i]->forward(y));
+      y = bns_[i].forward(convs_[i]->forward(y));
       if (i + 1 < convs_.size()) y = torch::relu(y);
     }
     return torch::relu(y + (downsample_ ? downsample_->forward(x) : x));
@@ -59,7 +74,7 @@ class ResidualBlockImpl : public nn::Module {
 
  private:
   std::vector<nn::Conv2d> convs_;
-  std::vector<nn::BatchNorm2d> bns_;
+  std::vector<nn::AnyModule> bns_;
   nn::Sequential downsample_{nullptr};
 };
 TORCH_MODULE(ResidualBlock);
@@ -75,7 +90,8 @@ ResNetImpl::ResNetImpl(const ResNetOptions& o) : small_inputs_(o.small_inputs_) 
   const int stem_width = o.stage_widths_.front();
   conv1_ = register_module("conv1",
                            o.small_inputs_ ? conv(3, stem_width, 3, 1) : conv(3, stem_width, 7, 2));
-  bn1_ = register_module("bn1", nn::BatchNorm2d(stem_width));
+  bn1_ = make_norm(stem_width, o.sync_batchnorm_);
+  register_module("bn1", bn1_.ptr());
   const int expansion = o.block_ == BlockKind::Basic ? 1 : 4;
   int channels = stem_width;
   for (std::size_t s = 0; s < o.stage_widths_.size(); ++s) {
@@ -83,7 +99,8 @@ ResNetImpl::ResNetImpl(const ResNetOptions& o) : small_inputs_(o.small_inputs_) 
     for (int b = 0; b < o.blocks_per_stage_[s]; ++b) {
       const int stride = (s > 0 && b == 0) ? 2 : 1;  // halve the resolution per stage
       stage->push_back(
-          ResidualBlock(o.block_, channels, o.stage_widths_[s], stride, o.zero_init_residual_));
+          ResidualBlock(o.block_, channels, o.stage_widths_[s], stride, o.zero_init_residual_,
+                        o.sync_batchnorm_));
       channels = o.stage_widths_[s] * expansion;
     }
     stages_.push_back(register_module("layer" + std::to_string(s + 1), stage));
@@ -100,26 +117,29 @@ ResNetImpl::ResNetImpl(const ResNetOptions& o) : small_inputs_(o.small_inputs_) 
 }
 
 torch::Tensor ResNetImpl::forward(torch::Tensor x) {
-  x = torch::relu(bn1_->forward(conv1_->forward(x)));
+  x = torch::relu(bn1_.forward(conv1_->forward(x)));
   if (!small_inputs_) x = torch::max_pool2d(x, /*kernel_size=*/3, /*stride=*/2, /*padding=*/1);
   for (auto& stage : stages_) x = stage->forward(x);
   x = x.mean({2, 3});  // global average pooling
   return fc_->forward(x);
 }
 
-ResNet make_resnet(const std::string& name, int num_classes) {
+ResNet make_resnet(const std::string& name, int num_classes, bool sync_batchnorm) {
   if (name == "resnet50") {
     return ResNet(ResNetOptions(BlockKind::Bottleneck, {3, 4, 6, 3}, {64, 128, 256, 512})
-                      .num_classes(num_classes));
+                      .num_classes(num_classes)
+                      .sync_batchnorm(sync_batchnorm));
   }
   if (name == "resnet18") {
     return ResNet(ResNetOptions(BlockKind::Basic, {2, 2, 2, 2}, {64, 128, 256, 512})
-                      .num_classes(num_classes));
+                      .num_classes(num_classes)
+                      .sync_batchnorm(sync_batchnorm));
   }
   if (name == "cifar") {  // ResNet-20
     return ResNet(ResNetOptions(BlockKind::Basic, {3, 3, 3}, {16, 32, 64})
                       .num_classes(num_classes)
-                      .small_inputs(true));
+                      .small_inputs(true)
+                      .sync_batchnorm(sync_batchnorm));
   }
   throw std::invalid_argument("unknown model '" + name + "': use resnet50, resnet18 or cifar");
 }

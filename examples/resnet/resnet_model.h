@@ -11,11 +11,14 @@
 // Bottlenecks stride in the 3x3 convolution (ResNet v1.5, as torchvision),
 // and the last BatchNorm of every residual branch starts at zero, so every
 // block starts as the identity: this is what lets large global batches train
-// with a large learning rate (Goyal et al. 2017).
+// with a large learning rate (Goyal et al. 2017). The normalization layers
+// are LibTorch's BatchNorm2d (statistics of each rank's micro-batch) or, with
+// ResNetOptions::sync_batchnorm, tnt::nn::SyncBatchNorm (statistics of the
+// global batch); both have the same parameter and buffer names.
 #pragma once
 
 #include <torch/nn/module.h>
-#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/any.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
@@ -53,6 +56,11 @@ struct ResNetOptions {
     zero_init_residual_ = v;
     return *this;
   }
+  /// Normalize with the statistics of the global batch (SyncBatchNorm).
+  ResNetOptions& sync_batchnorm(bool v) {
+    sync_batchnorm_ = v;
+    return *this;
+  }
 
   BlockKind block_;
   std::vector<int> blocks_per_stage_;
@@ -60,6 +68,7 @@ struct ResNetOptions {
   int num_classes_ = 1000;
   bool small_inputs_ = false;
   bool zero_init_residual_ = true;
+  bool sync_batchnorm_ = false;
 };
 
 /// A ResNet: input [N, 3, H, W] float, output logits [N, num_classes].
@@ -75,7 +84,7 @@ class ResNetImpl : public torch::nn::Module {
  private:
   bool small_inputs_;
   torch::nn::Conv2d conv1_{nullptr};
-  torch::nn::BatchNorm2d bn1_{nullptr};
+  torch::nn::AnyModule bn1_;  // BatchNorm2d or SyncBatchNorm
   std::vector<torch::nn::Sequential> stages_;
   torch::nn::Linear fc_{nullptr};
 };
@@ -83,7 +92,7 @@ TORCH_MODULE(ResNet);
 
 /// The models of the tutorial by name: "resnet50", "resnet18" (ImageNet
 /// family) or "cifar" (ResNet-20). Throws std::invalid_argument for others.
-ResNet make_resnet(const std::string& name, int num_classes);
+ResNet make_resnet(const std::string& name, int num_classes, bool sync_batchnorm = false);
 
 /// The input size a model is meant for: 32 for "cifar", 224 otherwise.
 int default_image_size(const std::string& name);

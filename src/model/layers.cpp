@@ -477,8 +477,8 @@ void SequentialImpl::add(Layer layer) {
 }
 
 void SequentialImpl::replace(std::size_t index, Layer layer) {
-  TNT_CHECK(index < layers_.size(), "Sequential::replace: no layer ", index, " (the Sequential has ",
-            layers_.size(), ")");
+  TNT_CHECK(index < layers_.size(), "Sequential::replace: no layer ", index,
+            " (the Sequential has ", layers_.size(), ")");
   TNT_CHECK(layer != nullptr, "Sequential::replace got no layer (a null Layer)");
   replace_module(std::to_string(index), layer);
   layers_[index] = std::move(layer);

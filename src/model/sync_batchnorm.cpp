@@ -148,7 +148,9 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
     if (weight.defined() && ctx->needs_input_grad(1)) {
       grad_weight = (sum_dy_xmu * invstd).to(weight.dtype());
     }
-    if (ctx->needs_input_grad(2)) grad_bias = sum_dy.to(weight.defined() ? weight.dtype() : input.dtype());
+    if (ctx->needs_input_grad(2)) {
+      grad_bias = sum_dy.to(weight.defined() ? weight.dtype() : input.dtype());
+    }
     return {grad_input, grad_weight, grad_bias, torch::Tensor(), torch::Tensor(),
             torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }

@@ -65,3 +65,12 @@ tnt_resnet_test(example.resnet50_synthetic TIMEOUT 120
   EXPECT "training throughput: [0-9.]+ images/s"
   COMMAND ${TNT_LAUNCHER} -n 2 -- $<TARGET_FILE:resnet> --model resnet50 --data synthetic
           --image-size 64 --num-classes 10 --train-size 16 --batch-size 8 --epochs 1 --verbose 2)
+
+# (d) --sync-bn: ResNet-20 with SyncBatchNorm at 3 ranks, uneven micro-batches
+# (32 = 11 + 11 + 10) and a short last batch of 2, so rank 2 runs its
+# BatchNorm collectives on an empty micro-batch.
+tnt_resnet_test(example.resnet_sync_bn TIMEOUT 180
+  EXPECT "BatchNorm statistics: global batch \\(SyncBatchNorm\\)"
+  COMMAND ${TNT_LAUNCHER} -n 3 -- $<TARGET_FILE:resnet> --model cifar --data fashion-mnist
+          --image-size 16 --train-size 194 --val-size 64 --batch-size 32 --epochs 1 --sync-bn
+          --verbose 2)

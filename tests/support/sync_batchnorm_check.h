@@ -132,9 +132,9 @@ inline SbnErrors sbn_check_against_serial(const tnt::comm::ProcessGroup& group,
   sync->eval();
   torch::NoGradGuard no_grad;
   for (const torch::Tensor& x_all : inputs) {
-    e.eval_output = std::max(
-        e.eval_output,
-        sbn_relative(sync->forward(x_all.slice(0, lo, hi)), serial.forward(x_all).slice(0, lo, hi)));
+    const torch::Tensor want = serial.forward(x_all).slice(0, lo, hi);
+    const torch::Tensor got = sync->forward(x_all.slice(0, lo, hi));
+    e.eval_output = std::max(e.eval_output, sbn_relative(got, want));
   }
   return e;
 }

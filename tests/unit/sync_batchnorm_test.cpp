@@ -32,7 +32,8 @@ TEST(SyncBatchNorm, InProcessRanksMatchSerialBatchNorm) {
   for (int n = 1; n <= 4; ++n) {
     for (const SbnCase& c : cases) {
       tnt::comm::run_in_process(n, [&](const tnt::comm::ProcessGroup& g) {
-        const tnt_test::SbnErrors e = tnt_test::sbn_check_against_serial(g, c.batch, c.sample_shape);
+        const tnt_test::SbnErrors e =
+            tnt_test::sbn_check_against_serial(g, c.batch, c.sample_shape);
         EXPECT_LE(e.worst(), 1e-5) << n << " ranks, batch " << c.batch << ", rank " << g.rank()
                                    << ": " << e.describe();
         EXPECT_EQ(e.batches_tracked, 2);

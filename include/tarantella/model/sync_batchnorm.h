@@ -98,8 +98,9 @@ struct SyncBatchNormOptions {
 /// ranks of the group).
 ///
 /// Example (in your module, instead of torch::nn::BatchNorm2d):
-///   bn1_ = register_module("bn1", tnt::nn::SyncBatchNorm(64));   // member: tnt::nn::SyncBatchNorm bn1_{nullptr};
-///   x = torch::relu(bn1_(conv1_(x)));
+///   tnt::nn::SyncBatchNorm bn1_{nullptr};                       // the member
+///   bn1_ = register_module("bn1", tnt::nn::SyncBatchNorm(64));  // in the constructor
+///   x = torch::relu(bn1_(conv1_(x)));                           // in forward
 class SyncBatchNormImpl : public torch::nn::Cloneable<SyncBatchNormImpl>, public CollectiveModule {
  public:
   /// `group`: the ranks whose micro-batches form the batch; empty: the

@@ -6,20 +6,24 @@
 #   scripts/sanitize.sh [asan|tsan|all] [CTEST ARGS...]     default: asan
 #
 #   asan  AddressSanitizer (with LeakSanitizer) + UndefinedBehaviorSanitizer,
-#         in build-asan/: the single-process unit tests (labels unit, cli)
-#         and the multi-rank tests through the launcher (label mpi).
-#   tsan  ThreadSanitizer, in build-tsan/: the tests of the threads we own
-#         (the comm engine, the thread pool, the data pipeline's prefetch and
-#         workers, the TensorBoard writer, the launcher's relays); see
-#         docs/building.md for why the multi-rank tests are not among them.
+#         in build-asan/
+#   tsan  ThreadSanitizer, in build-tsan/
 #
-# Everything is compiled with the sanitizer (library, launcher, tests), at
-# -O1 with line tables; LibTorch and OpenMPI are not, which ASan and UBSan
-# accept. Reports do not go to the tests' output (some tests check that
-# output, some expect a rank to fail) but to files in
-# build-<mode>/sanitizer-logs/: the run fails if ctest fails or if any file
-# is there, and the files are shown. Suppressions: tests/sanitizers/.
-# Extra arguments go to ctest, e.g. scripts/sanitize.sh asan -R 'CommEngine'.
+# Both run the same tests: the single-process unit tests (labels unit and
+# cli: the comm engine, the data pipeline's prefetch thread and worker pool,
+# the TensorBoard writer thread, ranks as threads of one process, the
+# launcher's logic) and the multi-rank tests through the launcher at 1-4
+# ranks (label mpi).
+# Everything of ours is compiled with the sanitizer (library, launcher,
+# tests) at -O1 with line tables; LibTorch and OpenMPI are not.
+#
+# Reports do not go to the tests' output (some tests check that output,
+# some expect a rank to fail) but to files in build-<mode>/sanitizer-logs/;
+# UBSan's, which GCC's runtime always writes to stderr, are picked out of
+# the tests' output. The run fails if ctest fails or any report is there.
+# Suppressions, each with its reason: tests/sanitizers/. The time taken
+# and the results: docs/building.md, "Sanitizers".
+# Extra arguments go to ctest, e.g. scripts/sanitize.sh tsan -R CommEngine.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 supp=$root/tests/sanitizers
@@ -58,7 +62,10 @@ export_options() {
   if [ "$mode" = asan ]; then
     export ASAN_OPTIONS="log_path=$logs/asan:verify_asan_link_order=0:detect_leaks=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1:strict_string_checks=1"
     export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
-    export UBSAN_OPTIONS="log_path=$logs/ubsan:print_stacktrace=1:halt_on_error=1"
+    # GCC's UBSan runtime (libubsan, apart from libasan) ignores log_path
+    # and always writes to stderr; the run finds its reports in the tests'
+    # output instead (see below).
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   else
     # halt_on_error=0: every race of a run is reported, the process then
     # exits with status 66.
@@ -105,11 +112,17 @@ run_mode() {
   cc -shared -fPIC -O2 -o "$dir/keep_loaded.so" "$supp/keep_loaded.c"
   echo "sanitize $mode: running ctest ${ctest_selection[*]} $* (log: $dir/ctest.log)"
   (cd "$dir" && LD_PRELOAD="$dir/keep_loaded.so${LD_PRELOAD:+:$LD_PRELOAD}" \
-     ctest --output-on-failure -j "$jobs" "${ctest_selection[@]}" "$@") > "$dir/ctest.log" 2>&1 \
+     ctest --output-on-failure -j "$jobs" "${ctest_selection[@]}" "$@" \
+           --output-junit ctest.xml --test-output-size-passed 10000000 \
+           --test-output-size-failed 10000000) > "$dir/ctest.log" 2>&1 \
     || status=1
   local ran=$(( $(date +%s) - start - built ))
   sed -n '/tests passed/,$p' "$dir/ctest.log" | grep -v "^Errors while running CTest" || true
 
+  # The whole output of every test, passed ones included, for UBSan's
+  # reports on stderr (file:line:column: runtime error: ...).
+  grep -E -B1 -A12 ':[0-9]+:[0-9]+: runtime error: ' "$dir/ctest.xml" > "$logs/ubsan-from-test-output" \
+    || rm -f "$logs/ubsan-from-test-output"
   local reports
   reports=$(find "$logs" -type f | sort)
   if [ -n "$reports" ]; then

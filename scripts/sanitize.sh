@@ -111,6 +111,7 @@ run_mode() {
   # preload is a plain C library, hence verify_asan_link_order=0.
   cc -shared -fPIC -O2 -o "$dir/keep_loaded.so" "$supp/keep_loaded.c"
   echo "sanitize $mode: running ctest ${ctest_selection[*]} $* (log: $dir/ctest.log)"
+  rm -f "$dir/ctest.xml"
   (cd "$dir" && LD_PRELOAD="$dir/keep_loaded.so${LD_PRELOAD:+:$LD_PRELOAD}" \
      ctest --output-on-failure -j "$jobs" "${ctest_selection[@]}" "$@" \
            --output-junit ctest.xml --test-output-size-passed 10000000 \
@@ -121,8 +122,8 @@ run_mode() {
 
   # The whole output of every test, passed ones included, for UBSan's
   # reports on stderr (file:line:column: runtime error: ...).
-  grep -E -B1 -A12 ':[0-9]+:[0-9]+: runtime error: ' "$dir/ctest.xml" > "$logs/ubsan-from-test-output" \
-    || rm -f "$logs/ubsan-from-test-output"
+  grep -s -E -B1 -A12 ':[0-9]+:[0-9]+: runtime error: ' "$dir/ctest.xml" \
+       > "$logs/ubsan-from-test-output" || rm -f "$logs/ubsan-from-test-output"
   local reports
   reports=$(find "$logs" -type f | sort)
   if [ -n "$reports" ]; then

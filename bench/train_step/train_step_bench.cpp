@@ -23,6 +23,7 @@
 
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -53,7 +54,40 @@ struct Args {
   std::uint64_t seed = 7;
   std::int64_t deterministic = 0;  // tnt only: CompileOptions().deterministic(chunk) when > 0
   std::string precision = "float32";  // tnt only: or bfloat16 (mixed precision)
+  std::string optimizer = "sgd";      // tnt only: or adam
+  bool shard = false;                 // tnt only: CompileOptions().shard_optimizer(true)
 };
+
+// Bytes of the tensors in the optimizer's state on this rank, counted from
+// torch::optim's own state objects.
+std::int64_t optimizer_state_bytes(torch::optim::Optimizer& optimizer) {
+  std::int64_t bytes = 0;
+  for (const auto& [key, state] : optimizer.state()) {
+    std::vector<torch::Tensor> fields;
+    if (auto* a = dynamic_cast<torch::optim::AdamParamState*>(state.get())) {
+      fields = {a->exp_avg(), a->exp_avg_sq(), a->max_exp_avg_sq()};
+    } else if (auto* g = dynamic_cast<torch::optim::SGDParamState*>(state.get())) {
+      fields = {g->momentum_buffer()};
+    }
+    for (const auto& f : fields) {
+      if (f.defined()) bytes += f.numel() * static_cast<std::int64_t>(f.element_size());
+    }
+  }
+  return bytes;
+}
+
+// Peak resident memory of this process (VmHWM), in bytes; 0 if unknown.
+std::int64_t peak_rss_bytes() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  std::int64_t kb = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::sscanf(line, "VmHWM: %ld kB", &kb) == 1) break;
+  }
+  std::fclose(f);
+  return kb * 1024;
+}
 
 // The library that provides sgemm_ in this process (OpenBLAS expected).
 std::string blas_library() {
@@ -67,17 +101,19 @@ std::string blas_library() {
 }
 
 void print_result(const Args& a, int ranks, const std::vector<double>& epoch_s,
-                  const torch::Tensor& x, const torch::Tensor& y) {
+                  const torch::Tensor& x, const torch::Tensor& y, std::int64_t state_bytes = 0,
+                  std::int64_t rss_bytes = 0) {
   double counted = 0;
   for (std::size_t e = 1; e < epoch_s.size(); ++e) counted += epoch_s[e];
   const double samples = static_cast<double>(a.batch * a.steps) * (epoch_s.size() - 1);
   fmt::print(
       "RESULT {{\"variant\": \"{}\", \"model\": \"{}\", \"ranks\": {}, \"threads\": {}, "
-      "\"deterministic\": {}, \"precision\": \"{}\", "
+      "\"deterministic\": {}, \"precision\": \"{}\", \"optimizer\": \"{}\", \"shard\": {}, "
+      "\"optimizer_state_bytes\": {}, \"peak_rss_bytes\": {}, "
       "\"samples_per_s\": {:.3f}, \"epoch_s\": [{:.4f}], \"checksum\": [{:.6f}, {}], "
       "\"blas\": \"{}\"}}\n",
       a.variant, a.model, ranks, at::get_num_threads(), a.deterministic, a.precision,
-      samples / counted,
+      a.optimizer, a.shard ? "true" : "false", state_bytes, rss_bytes, samples / counted,
       fmt::join(epoch_s, ", "), x.sum().item<double>(), y.sum().item<std::int64_t>(),
       blas_library());
   std::fflush(stdout);
@@ -136,8 +172,11 @@ void run_tnt(const Args& a) {
   torch::manual_seed(a.seed + 1);
   tnt::Model model{Net()};
   tnt::CompileOptions options;
-  options.optimizer(tnt::optimizers::SGD(a.learning_rate))
-      .loss(tnt::losses::SparseCategoricalCrossentropy());
+  options
+      .optimizer(a.optimizer == "adam" ? tnt::optimizers::Adam(a.learning_rate)
+                                       : tnt::optimizers::SGD(a.learning_rate))
+      .loss(tnt::losses::SparseCategoricalCrossentropy())
+      .shard_optimizer(a.shard);
   if (a.deterministic > 0) options.deterministic(a.deterministic);
   if (a.precision == "bfloat16") options.mixed_precision(tnt::MixedPrecision::BFloat16);
   model.compile(options);
@@ -147,7 +186,13 @@ void run_tnt(const Args& a) {
                        .steps_per_epoch(a.steps)
                        .verbose(0)
                        .callbacks({timer}));
-  if (tnt::is_master_rank()) print_result(a, tnt::get_size(), timer->epoch_seconds(), x, y);
+  // The largest rank's optimizer state and peak memory.
+  torch::Tensor memory = torch::tensor({optimizer_state_bytes(model.optimizer()), peak_rss_bytes()});
+  tnt::comm::allreduce(memory, tnt::comm::ReduceOp::Max);
+  if (tnt::is_master_rank()) {
+    print_result(a, tnt::get_size(), timer->epoch_seconds(), x, y, memory[0].item<std::int64_t>(),
+                 memory[1].item<std::int64_t>());
+  }
 }
 
 }  // namespace
@@ -164,11 +209,15 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(2, 1000));
   app.add_option("--threads", a.threads, "intra-op threads (plain)")->check(CLI::PositiveNumber);
   app.add_option("--seed", a.seed, "seed of data and weights");
+  app.add_option("--learning-rate", a.learning_rate, "learning rate")->check(CLI::PositiveNumber);
   app.add_option("--deterministic", a.deterministic,
                  "tnt: deterministic mode with chunks of this many samples (0: normal mode)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--precision", a.precision, "tnt: float32, or bfloat16 (mixed precision)")
       ->check(CLI::IsMember({"float32", "bfloat16"}));
+  app.add_option("--optimizer", a.optimizer, "tnt: sgd or adam")
+      ->check(CLI::IsMember({"sgd", "adam"}));
+  app.add_flag("--shard", a.shard, "tnt: shard the optimizer (ZeRO stage 1)");
   app.add_flag("--grads-to-none", a.grads_to_none,
                "plain: reset .grad to undefined each step instead of optimizer.zero_grad()");
   CLI11_PARSE(app, argc, argv);

@@ -97,6 +97,7 @@ struct GradientSynchronizer::Impl {
   std::vector<std::chrono::steady_clock::time_point> enqueued;  // per bucket
   std::vector<torch::Tensor> wire;  // per bucket: what was sent (compressed copy or the buffer)
   std::vector<torch::Tensor> wire_buffers;  // per bucket: kept compressed copy, or undefined
+  std::vector<torch::Tensor> slices;  // shard mode: this rank's reduced slice per bucket
 
   torch::Tensor view(std::size_t p) {
     return buffers[bucket_of[p]].narrow(0, offset_of[p], params[p].numel());
@@ -158,7 +159,8 @@ struct GradientSynchronizer::Impl {
       wire[b] = dtype == buffers[b].scalar_type() ? buffers[b] : buffers[b].to(dtype);
     }
     enqueued[b] = std::chrono::steady_clock::now();
-    handles[b] = group.allreduce_async(wire[b], comm::ReduceOp::Sum);
+    handles[b] = options.shard() ? group.reduce_scatter_async(wire[b], comm::ReduceOp::Sum)
+                                 : group.allreduce_async(wire[b], comm::ReduceOp::Sum);
   }
 
   void fill_and_send_rest() {
@@ -190,6 +192,7 @@ GradientSynchronizer::GradientSynchronizer(comm::ProcessGroup group,
   // Only float32 and float64 carry the extras exactly enough: float16 counts
   // stop being exact at 2048 samples, bfloat16 at 256.
   s.extras_ride = options.extras_numel() > 0 && options.compression() == Compression::None &&
+                  !options.shard() &&
                   !s.buckets.empty() &&
                   (s.buckets.back().dtype == torch::kFloat32 ||
                    s.buckets.back().dtype == torch::kFloat64);
@@ -203,7 +206,8 @@ GradientSynchronizer::GradientSynchronizer(comm::ProcessGroup group,
       s.offset_of[bucket.params[k]] = bucket.offsets[k];
     }
   }
-  s.single_rank = s.group.size() == 1 && options.compression() == Compression::None;
+  s.single_rank =
+      s.group.size() == 1 && options.compression() == Compression::None && !options.shard();
   s.written.assign(s.params.size(), 0);
   s.seen.assign(s.params.size(), 0);
   s.ready.assign(s.buckets.size(), 0);
@@ -293,6 +297,19 @@ torch::Tensor GradientSynchronizer::finish() {
   }
   lock.unlock();
 
+  if (s.options.shard()) {
+    // Each rank's slice of every bucket, back in the bucket's dtype; the
+    // parameters' .grad stay undefined (the sharded optimizer steps slices).
+    s.slices.resize(s.buckets.size());
+    for (std::size_t b = 0; b < s.buckets.size(); ++b) {
+      const torch::Tensor slice = s.handles[b].wait();
+      s.slices[b] = slice.scalar_type() == s.buffers[b].scalar_type()
+                        ? slice
+                        : slice.to(s.buffers[b].scalar_type());
+    }
+    std::fill(s.written.begin(), s.written.end(), 0);
+    return s.options.extras_numel() > 0 ? extras_handle.wait() : torch::Tensor();
+  }
   for (std::size_t b = 0; b < s.buckets.size(); ++b) {
     s.handles[b].wait();
     if (s.wire_buffers[b].defined()) {
@@ -319,6 +336,9 @@ bool GradientSynchronizer::armed() const {
 }
 
 const std::vector<Bucket>& GradientSynchronizer::buckets() const { return impl_->buckets; }
+const std::vector<torch::Tensor>& GradientSynchronizer::reduced_slices() const {
+  return impl_->slices;
+}
 const std::vector<comm::Handle>& GradientSynchronizer::last_handles() const {
   return impl_->handles;
 }

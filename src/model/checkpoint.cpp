@@ -13,6 +13,7 @@
 #include <cmath>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <tuple>
 
@@ -32,6 +33,8 @@
 #include "io/pickle_rewrite.h"
 #include "io/torch_save.h"
 #include "model/model_impl.h"
+
+#include "dp/optimizer_shards.h"
 
 namespace tnt {
 namespace {
@@ -217,8 +220,18 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::string&
 
 namespace {
 
-// The entries of a Model::save file.
-c10::impl::GenericDict checkpoint_entries(const Model& model) {
+// The optimizer's bytes for a checkpoint, in full form. A sharded
+// optimizer's are gathered from every rank (collective); otherwise the
+// master alone serializes them later (nullopt).
+std::optional<std::string> gather_optimizer_bytes(const Model& model) {
+  Model::Impl& s = ModelInternals::of(model);
+  if (!s.shards) return std::nullopt;
+  return s.optimizer_bytes();
+}
+
+// The entries of a Model::save file; `gathered` from gather_optimizer_bytes.
+c10::impl::GenericDict checkpoint_entries(const Model& model,
+                                          const std::optional<std::string>& gathered) {
   const Model::Impl& s = ModelInternals::of(model);
   c10::Dict<std::string, torch::Tensor> weights;
   for (const auto& [name, t] : model.named_parameters()) weights.insert(name, t.detach().cpu().contiguous());
@@ -229,7 +242,9 @@ c10::impl::GenericDict checkpoint_entries(const Model& model) {
   dict.insert("epochs_done", s.epochs_done);
   dict.insert("optimizer_steps", s.optimizer_steps);
   dict.insert("rng_state", cpu_rng_state());
-  if (s.optimizer) dict.insert("optimizer", to_bytes(optimizer_bytes(*s.optimizer)));
+  if (s.optimizer) {
+    dict.insert("optimizer", to_bytes(gathered ? *gathered : optimizer_bytes(*s.optimizer)));
+  }
   const std::string architecture = s.net->config_json();
   if (!architecture.empty()) dict.insert("architecture", architecture);
   const std::string torchscript = s.net->torchscript_bytes();
@@ -252,7 +267,10 @@ c10::impl::GenericDict checkpoint_entries(const Model& model) {
 
 void Model::save(const std::string& path, bool all_ranks) const {
   Impl& s = *impl_;
-  auto write = [&] { write_atomically(path, torch::pickle_save(checkpoint_entries(*this))); };
+  const std::optional<std::string> gathered = gather_optimizer_bytes(*this);
+  auto write = [&] {
+    write_atomically(path, torch::pickle_save(checkpoint_entries(*this, gathered)));
+  };
   if (all_ranks) {
     write();
     s.group.barrier();
@@ -264,6 +282,9 @@ void Model::save(const std::string& path, bool all_ranks) const {
 std::int64_t Model::load(const std::string& path) {
   Impl& s = *impl_;
   s.require_compiled("load()");
+  // The file holds the full optimizer state: load it in full form; the
+  // next fit() shards it again.
+  s.unshard_optimizer();
   torch::Tensor counters = torch::zeros({7}, torch::kInt64);
   torch::Tensor scale = torch::zeros({1}, torch::kFloat64);
   std::vector<std::int64_t> exponents;
@@ -437,8 +458,9 @@ void save_backup(const Model& model, const std::string& path, const TrainingPosi
   const Model::Impl& s = ModelInternals::of(model);
   // Every rank's generator: dropout and augmentation draw on each rank.
   const torch::Tensor rng_states = s.group.allgather(cpu_rng_state());
+  const std::optional<std::string> gathered = gather_optimizer_bytes(model);
   run_on_master_checked(s.group, [&] {
-    c10::impl::GenericDict dict = checkpoint_entries(model);
+    c10::impl::GenericDict dict = checkpoint_entries(model, gathered);
     dict.insert("backup_epoch", position.epoch);
     dict.insert("backup_step", position.step);
     dict.insert("backup_state", torch::tensor(position.state, torch::kFloat64));

@@ -13,6 +13,8 @@
 #include <tarantella/data/dataset.h>
 #include <tarantella/data/distribute.h>
 #include <tarantella/dp/state_sync.h>
+
+#include "dp/optimizer_shards.h"
 #include <tarantella/base/error.h>
 #include <tarantella/base/logging.h>
 #include <tarantella/runtime/runtime.h>
@@ -122,8 +124,6 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
                                               /*warmup=*/1, /*measured=*/4,
                                               s.config.autotune_log_path);
   }
-  // Deterministic mode sums the chunks' gradients itself: no engine.
-  dp::GradientSynchronizer* sync = chunk ? nullptr : &s.synchronizer();
   if (!s.config.timeline_path.empty() && !s.timeline) {
     s.timeline = std::make_unique<Timeline>(s.group, s.config.timeline_path);  // collective
   }
@@ -160,6 +160,10 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
   // A callback (BackupAndRestore) may have restored a position to continue from.
   std::optional<TrainingPosition> resume = std::exchange(s.resume, std::nullopt);
   if (resume) check_resume(*resume, dist, steps_total);
+  // After train_begin: a callback's load() puts a sharded optimizer back in
+  // full form and drops the engine. Deterministic mode sums the chunks'
+  // gradients itself: no engine.
+  dp::GradientSynchronizer* sync = chunk ? nullptr : &s.synchronizer();
   // After train_begin: a restored backup brings the model's seed and exponents.
   std::optional<train::DeterministicStep> deterministic_step;
   if (chunk) {
@@ -210,11 +214,13 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
         r = deterministic_step->run(*mb, batch_key, cycle, reduce, pending, s.optimizer_steps,
                                     data_begin, data_end);
       } else {
-        if (s.autotuner && step == cycle_start) sync = &s.retune();  // only between cycles
+        // Asked every step: a callback's load() may have dropped the engine.
+        // A new threshold only between cycles.
+        sync = s.autotuner && step == cycle_start ? &s.retune() : &s.synchronizer();
         const double weight =
             static_cast<double>(mb->local_size) / static_cast<double>(global * cycle);
         r = step_unit.run(*mb, *sync, weight, reduce, pending, s.optimizer_steps, data_begin,
-                          data_end);
+                          data_end, s.shards.get());
         train::record_step(timeline, overlap, *sync, reduce, r.times);
       }
       const torch::Tensor& step_state = r.global_state;

@@ -1,5 +1,7 @@
 #include "model/model_impl.h"
 
+#include "dp/optimizer_shards.h"
+
 #include <cstring>
 #include <iostream>
 #include <sstream>
@@ -119,13 +121,32 @@ void Model::Impl::synchronize_state() {
   for (const auto& [name, t] : params) all.push_back(t);
   for (const auto& [name, t] : buffers) all.push_back(t);
   dp::broadcast_tensors(group, all);
-  if (optimizer) dp::broadcast_optimizer_state(group, *optimizer);
+  // A sharded optimizer's state differs per rank by design; each rank's
+  // shards were cut from the same full state.
+  if (optimizer && !shards) dp::broadcast_optimizer_state(group, *optimizer);
+}
+
+void Model::Impl::unshard_optimizer() {
+  if (!shards) return;
+  shards->unshard();
+  shards.reset();
+  sync.reset();
+}
+
+std::string Model::Impl::optimizer_bytes() {
+  if (shards) return shards->full_state_bytes();
+  torch::serialize::OutputArchive archive;
+  optimizer->save(archive);
+  std::ostringstream out;
+  archive.save_to(out);
+  return out.str();
 }
 
 dp::GradientSynchronizer& Model::Impl::retune() {
   const std::size_t wanted = autotuner->threshold();
   if (!threshold_override || *threshold_override != wanted) {
     threshold_override = wanted;
+    unshard_optimizer();  // the shards follow the buckets
     sync.reset();
   }
   return synchronizer();
@@ -142,9 +163,13 @@ dp::GradientSynchronizer& Model::Impl::synchronizer() {
                        .fusion_threshold_bytes(threshold)
                        .compression(options->compression())
                        .extras_numel(state_size())
-                       .overlap(config.overlap));
+                       .overlap(config.overlap)
+                       .shard(options->shard_optimizer()));
     log::debug(fmt::format("{} gradient buckets (fusion threshold {} bytes)",
                            sync->buckets().size(), threshold));
+    if (options->shard_optimizer()) {
+      shards = std::make_unique<dp::OptimizerShards>(group, trainable, sync->buckets(), *optimizer);
+    }
   }
   return *sync;
 }
@@ -222,6 +247,9 @@ void Model::compile(CompileOptions options) {
   TNT_CHECK(!options.deterministic() || options.compression() == dp::Compression::None,
             "deterministic training sums gradients exactly and sends them as 64-bit integers: "
             "remove compression(...) or deterministic(...)");
+  TNT_CHECK(!options.deterministic() || !options.shard_optimizer(),
+            "deterministic training steps the optimizer on whole gradients after an exact sum, "
+            "and shard_optimizer(true) reduce-scatters them: remove one of the two");
   const std::string precision_problem =
       train::mixed_precision_problem(options.mixed_precision(), impl_->device);
   TNT_CHECK(precision_problem.empty(), precision_problem);
@@ -234,9 +262,12 @@ void Model::compile(CompileOptions options) {
   for (const auto& [name, p] : impl_->net->named_parameters()) {
     if (p.requires_grad()) impl_->trainable.push_back(p);
   }
-  impl_->optimizer = options.optimizer()(impl_->trainable);
-  impl_->options = std::move(options);
+  impl_->shards.reset();  // it belongs to the optimizer replaced here
   impl_->sync.reset();
+  impl_->optimizer = options.optimizer()(impl_->trainable);
+  TNT_CHECK(!options.shard_optimizer() || dp::shard_problem(*impl_->optimizer).empty(),
+            dp::shard_problem(*impl_->optimizer));
+  impl_->options = std::move(options);
   impl_->optimizer_steps = 0;
   impl_->scaler.reset();
   if (impl_->options->loss_scaling().value_or(impl_->options->mixed_precision() ==

@@ -20,6 +20,9 @@
 #include "train/mixed_precision.h"
 
 namespace tnt {
+namespace dp {
+class OptimizerShards;
+}
 
 using Logs = callbacks::Logs;
 class AutoTuner;
@@ -49,6 +52,10 @@ struct Model::Impl {
   std::optional<CompileOptions> options;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<dp::GradientSynchronizer> sync;
+  /// CompileOptions().shard_optimizer: the optimizer in sharded form, made
+  /// with `sync` (its buckets decide the shards). Declared after optimizer:
+  /// destroyed first.
+  std::unique_ptr<dp::OptimizerShards> shards;
   std::vector<torch::Tensor> trainable;
   std::int64_t optimizer_steps = 0;  // the global step of schedules
   /// Dynamic loss scaling (mixed precision), made by compile() when on.
@@ -88,6 +95,12 @@ struct Model::Impl {
   void synchronize_state();
   /// The gradient engine, built on first use.
   dp::GradientSynchronizer& synchronizer();
+  /// With a sharded optimizer: puts it back in full form on every rank and
+  /// drops the engine (the next synchronizer() shards it again). Collective.
+  void unshard_optimizer();
+  /// The optimizer state as torch::optim serializes it, in full form (from
+  /// every rank's shards when sharded: collective then).
+  std::string optimizer_bytes();
   /// With auto-tuning: the engine rebuilt for the tuner's current threshold
   /// if that changed (call only between accumulation cycles).
   dp::GradientSynchronizer& retune();

@@ -197,6 +197,7 @@ nlohmann::json Model::get_compile_config() const {
     c["mixed_precision"] = o.mixed_precision() == MixedPrecision::BFloat16 ? "bfloat16" : "float16";
   }
   if (o.loss_scaling()) c["loss_scaling"] = *o.loss_scaling();
+  if (o.shard_optimizer()) c["shard_optimizer"] = true;
   return c;
 }
 
@@ -229,6 +230,7 @@ CompileOptions compile_options_from_config(const std::string& compile_json,
       o.mixed_precision(p == "bfloat16" ? MixedPrecision::BFloat16 : MixedPrecision::Float16);
     }
     if (c.contains("loss_scaling")) o.loss_scaling(c.at("loss_scaling").get<bool>());
+    o.shard_optimizer(c.value("shard_optimizer", false));
     if (c.contains("fusion_threshold_bytes")) {
       o.fusion_threshold_bytes(c.at("fusion_threshold_bytes").get<std::size_t>());
     }

@@ -57,7 +57,8 @@ AutocastScope::~AutocastScope() {
 LossScaler::LossScaler(double initial_scale, std::int64_t growth_interval)
     : scale_(initial_scale), growth_interval_(growth_interval) {}
 
-bool LossScaler::unscale_or_skip(std::vector<torch::Tensor>& trainable) {
+bool LossScaler::unscale_or_skip(std::vector<torch::Tensor>& trainable,
+                                 const std::function<bool(bool)>& agree) {
   bool finite = true;
   for (const auto& p : trainable) {
     if (p.grad().defined() && !p.grad().isfinite().all().item<bool>()) {
@@ -65,6 +66,7 @@ bool LossScaler::unscale_or_skip(std::vector<torch::Tensor>& trainable) {
       break;
     }
   }
+  if (agree) finite = agree(finite);
   if (!finite) {
     for (auto& p : trainable) p.mutable_grad() = torch::Tensor();
     scale_ /= 2;

@@ -8,6 +8,8 @@
 // so every rank skips the same steps and holds the same scale.
 #pragma once
 
+#include <functional>
+
 #include <cstdint>
 #include <vector>
 
@@ -47,7 +49,10 @@ class LossScaler {
   /// After the summed gradients of `trainable` are in .grad: if all are
   /// finite, divides them by the scale and returns true; else clears them,
   /// halves the scale and returns false (skip the optimizer step).
-  bool unscale_or_skip(std::vector<torch::Tensor>& trainable);
+  /// `agree`, if given, turns this rank's "all finite" into every rank's
+  /// (when each rank holds only a shard of the gradients).
+  bool unscale_or_skip(std::vector<torch::Tensor>& trainable,
+                       const std::function<bool(bool)>& agree = nullptr);
   /// The counters, for checkpoints: good steps in a row since the last change.
   std::int64_t good_steps() const { return good_steps_; }
   void restore(double scale, std::int64_t good_steps, std::int64_t skipped) {

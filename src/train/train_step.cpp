@@ -5,6 +5,8 @@
 
 #include <tarantella/base/error.h>
 
+#include "dp/optimizer_shards.h"
+
 namespace tnt::train {
 
 TrainStep::TrainStep(StepModel model, std::vector<torch::Tensor> trainable,
@@ -17,7 +19,7 @@ TrainStep::TrainStep(StepModel model, std::vector<torch::Tensor> trainable,
 StepResult TrainStep::run(const data::MicroBatch& mb, dp::GradientSynchronizer& sync,
                           double weight, bool reduce, std::vector<double>& pending,
                           std::int64_t& optimizer_steps, Clock::time_point data_begin,
-                          Clock::time_point data_end) {
+                          Clock::time_point data_end, dp::OptimizerShards* shards) {
   StepResult result;
   StepTimes& t = result.times;
   t.data_begin = data_begin;
@@ -49,23 +51,68 @@ StepResult TrainStep::run(const data::MicroBatch& mb, dp::GradientSynchronizer& 
   t.backward_end = Clock::now();
   result.global_state = sync.finish();
   t.sync_end = Clock::now();
-  if (reduce) result.stepped = apply_update(trainable_, optimizer_, rules_, optimizer_steps);
+  if (reduce && shards) shards->set_gradients(sync.reduced_slices());
+  if (reduce) result.stepped = apply_update(trainable_, optimizer_, rules_, optimizer_steps, shards);
   t.step_end = Clock::now();
   return result;
 }
 
+namespace {
+
+// clip_grad_norm_ over gradients that are split over the ranks: the norm is
+// of all of them (one allreduce), the scaling as torch::nn::utils does it.
+void clip_sharded_norm(std::vector<torch::Tensor>& pieces, double max_norm,
+                       const comm::ProcessGroup& group) {
+  double local = 0.0;
+  for (const auto& p : pieces) {
+    if (p.grad().defined()) local += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
+  }
+  torch::Tensor total = torch::tensor({local}, torch::kFloat64);
+  group.allreduce(total, comm::ReduceOp::Sum);
+  const double norm = std::sqrt(total.item<double>());
+  const double coef = max_norm / (norm + 1e-6);
+  if (coef >= 1.0) return;
+  torch::NoGradGuard no_grad;
+  for (auto& p : pieces) {
+    if (p.grad().defined()) p.mutable_grad().mul_(coef);
+  }
+}
+
+}  // namespace
+
 bool apply_update(std::vector<torch::Tensor>& trainable, torch::optim::Optimizer& optimizer,
-                  const StepRules& rules, std::int64_t& optimizer_steps) {
-  if (rules.scaler && !rules.scaler->unscale_or_skip(trainable)) return false;
+                  const StepRules& rules, std::int64_t& optimizer_steps,
+                  dp::OptimizerShards* shards) {
+  std::vector<torch::Tensor> pieces;
+  if (shards) pieces = shards->pieces();
+  std::vector<torch::Tensor>& grads_of = shards ? pieces : trainable;
+  if (rules.scaler) {
+    std::function<bool(bool)> agree;
+    if (shards) {
+      agree = [shards](bool finite) {
+        torch::Tensor flag = torch::tensor({finite ? 1 : 0}, torch::kInt32);
+        shards->group().allreduce(flag, comm::ReduceOp::Min);
+        return flag.item<int>() != 0;
+      };
+    }
+    if (!rules.scaler->unscale_or_skip(grads_of, agree)) return false;
+  }
   // Gradients are the global ones here, identical on every rank, so
   // clipping agrees everywhere (as in serial training).
-  if (rules.clip_norm) torch::nn::utils::clip_grad_norm_(trainable, *rules.clip_norm);
-  if (rules.clip_value) torch::nn::utils::clip_grad_value_(trainable, *rules.clip_value);
+  if (rules.clip_norm) {
+    if (shards) {
+      clip_sharded_norm(pieces, *rules.clip_norm, shards->group());
+    } else {
+      torch::nn::utils::clip_grad_norm_(trainable, *rules.clip_norm);
+    }
+  }
+  if (rules.clip_value) torch::nn::utils::clip_grad_value_(grads_of, *rules.clip_value);
   if (rules.schedule) {
     const double lr = rules.schedule(optimizer_steps);
     for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
   }
   optimizer.step();
+  if (shards) shards->gather_parameters();
   ++optimizer_steps;
   return true;
 }

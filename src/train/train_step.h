@@ -31,6 +31,9 @@
 namespace torch::optim {
 class Optimizer;
 }
+namespace tnt::dp {
+class OptimizerShards;
+}
 
 namespace tnt::train {
 
@@ -95,9 +98,12 @@ class TrainStep {
   /// rides with the gradients; the caller clears it when the cycle ends).
   /// `optimizer_steps` counts optimizer steps (the schedule's clock) and is
   /// advanced when the optimizer steps (`reduce`: the cycle ends here).
+  /// With `shards` (CompileOptions().shard_optimizer), `sync` reduce-scatters
+  /// and the optimizer steps this rank's slices (dp::OptimizerShards).
   StepResult run(const data::MicroBatch& mb, dp::GradientSynchronizer& sync, double weight,
                  bool reduce, std::vector<double>& pending, std::int64_t& optimizer_steps,
-                 Clock::time_point data_begin, Clock::time_point data_end);
+                 Clock::time_point data_begin, Clock::time_point data_end,
+                 dp::OptimizerShards* shards = nullptr);
   const StepModel& model() const { return model_; }
   const StepRules& rules() const { return rules_; }
 
@@ -114,8 +120,12 @@ class TrainStep {
 /// The update after the global gradients are in .grad: with loss scaling,
 /// unscale (or skip the step: false), then clip (by norm, by value), the
 /// schedule's learning rate, the optimizer step; advances `optimizer_steps`.
+/// With `shards`, the optimizer holds this rank's pieces (their gradients
+/// set): the overflow check and the clipping norm are agreed over the ranks,
+/// and the updated pieces are gathered into every rank's parameters.
 bool apply_update(std::vector<torch::Tensor>& trainable, torch::optim::Optimizer& optimizer,
-                  const StepRules& rules, std::int64_t& optimizer_steps);
+                  const StepRules& rules, std::int64_t& optimizer_steps,
+                  dp::OptimizerShards* shards = nullptr);
 
 /// Adds a step to the timeline (if any) and its allreduces to the overlap
 /// meter: how much of each bucket's allreduce ran while backward did.

@@ -48,6 +48,10 @@ struct SyncOptions {
   /// false: no allreduce starts before backward has finished (finish()
   /// sends every bucket) — the "overlap off" baseline of benchmarks.
   TNT_ARG(bool, overlap) = true;
+  /// ZeRO stage 1: each bucket is reduce-scattered instead of allreduced;
+  /// finish() leaves .grad undefined and reduced_slices() gives this rank's
+  /// slice of every bucket (dp::shard_range). The extras travel on their own.
+  TNT_ARG(bool, shard) = false;
 };
 
 /// Synchronizes gradients of `params` across the ranks of `group`.
@@ -88,6 +92,9 @@ class GradientSynchronizer {
   torch::Tensor finish();
 
   const std::vector<Bucket>& buckets() const;
+  /// With SyncOptions().shard(true), after finish() of a reducing step:
+  /// this rank's slice of each reduced bucket, in bucket order.
+  const std::vector<torch::Tensor>& reduced_slices() const;
   /// Handles of the last reduced step's allreduces, in bucket order.
   const std::vector<comm::Handle>& last_handles() const;
   /// When each of those allreduces was enqueued, in bucket order (for the

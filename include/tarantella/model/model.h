@@ -77,6 +77,14 @@ struct CompileOptions {
   /// whose summed gradients overflow is skipped on every rank alike and the
   /// scale halved (Model::loss_scale()).
   TNT_ARG(std::optional<bool>, loss_scaling);
+  /// ZeRO stage 1: gradients are reduce-scattered, each rank keeps the
+  /// optimizer state of and steps only its 1/N of every gradient bucket, and
+  /// the updated parameters are allgathered. Optimizer memory per rank falls
+  /// to 1/N; checkpoints hold the whole state, so they load at any rank
+  /// count and with or without sharding. Works with the built-in optimizers
+  /// (SGD, Adam, AdamW, RMSprop, Adagrad), whose updates are element-wise.
+  /// See docs/performance.md, "Sharded optimizer".
+  TNT_ARG(bool, shard_optimizer) = false;
 };
 
 /// What fit() takes.

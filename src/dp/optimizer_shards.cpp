@@ -1,0 +1,387 @@
+#include "dp/optimizer_shards.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include <c10/util/strides.h>
+#include <torch/torch.h>
+
+#include <tarantella/base/error.h>
+
+namespace tnt::dp {
+namespace {
+
+using torch::optim::OptimizerParamState;
+using StatePtr = std::unique_ptr<OptimizerParamState>;
+
+// What sharding needs to know of an optimizer's per-parameter state: its
+// tensors (each shaped like the parameter, possibly undefined when an option
+// is off) and its step counter.
+struct StateKind {
+  const char* name;
+  std::size_t fields;  // tensors in the state
+  bool (*matches)(const torch::optim::Optimizer&);
+  std::vector<torch::Tensor> (*tensors)(const OptimizerParamState&);
+  std::int64_t (*step)(const OptimizerParamState&);
+  StatePtr (*make)(const std::vector<torch::Tensor>&, std::int64_t step);
+};
+
+template <class O>
+bool is_a(const torch::optim::Optimizer& o) {
+  return dynamic_cast<const O*>(&o) != nullptr;
+}
+
+template <class S>
+const S& as(const OptimizerParamState& s) {
+  return static_cast<const S&>(s);
+}
+
+const std::vector<StateKind>& state_kinds() {
+  using namespace torch::optim;
+  static const std::vector<StateKind> kinds = {
+      {"SGD", 1, is_a<SGD>,
+       [](const OptimizerParamState& s) {
+         return std::vector<torch::Tensor>{as<SGDParamState>(s).momentum_buffer()};
+       },
+       [](const OptimizerParamState&) -> std::int64_t { return 0; },
+       [](const std::vector<torch::Tensor>& t, std::int64_t) -> StatePtr {
+         auto s = std::make_unique<SGDParamState>();
+         s->momentum_buffer(t[0]);
+         return s;
+       }},
+      {"Adam", 3, is_a<Adam>,
+       [](const OptimizerParamState& s) {
+         const auto& a = as<AdamParamState>(s);
+         return std::vector<torch::Tensor>{a.exp_avg(), a.exp_avg_sq(), a.max_exp_avg_sq()};
+       },
+       [](const OptimizerParamState& s) { return as<AdamParamState>(s).step(); },
+       [](const std::vector<torch::Tensor>& t, std::int64_t step) -> StatePtr {
+         auto s = std::make_unique<AdamParamState>();
+         s->step(step).exp_avg(t[0]).exp_avg_sq(t[1]).max_exp_avg_sq(t[2]);
+         return s;
+       }},
+      {"AdamW", 3, is_a<AdamW>,
+       [](const OptimizerParamState& s) {
+         const auto& a = as<AdamWParamState>(s);
+         return std::vector<torch::Tensor>{a.exp_avg(), a.exp_avg_sq(), a.max_exp_avg_sq()};
+       },
+       [](const OptimizerParamState& s) { return as<AdamWParamState>(s).step(); },
+       [](const std::vector<torch::Tensor>& t, std::int64_t step) -> StatePtr {
+         auto s = std::make_unique<AdamWParamState>();
+         s->step(step).exp_avg(t[0]).exp_avg_sq(t[1]).max_exp_avg_sq(t[2]);
+         return s;
+       }},
+      {"RMSprop", 3, is_a<RMSprop>,
+       [](const OptimizerParamState& s) {
+         const auto& r = as<RMSpropParamState>(s);
+         return std::vector<torch::Tensor>{r.square_avg(), r.momentum_buffer(), r.grad_avg()};
+       },
+       [](const OptimizerParamState& s) { return as<RMSpropParamState>(s).step(); },
+       [](const std::vector<torch::Tensor>& t, std::int64_t step) -> StatePtr {
+         auto s = std::make_unique<RMSpropParamState>();
+         s->step(step).square_avg(t[0]).momentum_buffer(t[1]).grad_avg(t[2]);
+         return s;
+       }},
+      {"Adagrad", 1, is_a<Adagrad>,
+       [](const OptimizerParamState& s) {
+         return std::vector<torch::Tensor>{as<AdagradParamState>(s).sum()};
+       },
+       [](const OptimizerParamState& s) { return as<AdagradParamState>(s).step(); },
+       [](const std::vector<torch::Tensor>& t, std::int64_t step) -> StatePtr {
+         auto s = std::make_unique<AdagradParamState>();
+         s->sum(t[0]).step(step);
+         return s;
+       }},
+  };
+  return kinds;
+}
+
+int kind_of(const torch::optim::Optimizer& optimizer) {
+  const auto& kinds = state_kinds();
+  for (std::size_t k = 0; k < kinds.size(); ++k) {
+    if (kinds[k].matches(optimizer)) return static_cast<int>(k);
+  }
+  return -1;
+}
+
+// torch::optim keys its state by the parameter's TensorImpl address.
+std::string state_key(const torch::Tensor& t) {
+  return c10::guts::to_string(t.unsafeGetTensorImpl());
+}
+
+// A flat tensor over `base`'s memory at `offset` that autograd does not see
+// as a view (an optimizer may detach_() and zero_() its gradient).
+torch::Tensor shard_alias(const torch::Tensor& base, std::int64_t offset, std::int64_t length) {
+  torch::Tensor out = torch::empty({0}, base.options());
+  out.set_(base.storage(), base.storage_offset() + offset, {length}, {1});
+  return out;
+}
+
+}  // namespace
+
+ShardRange shard_range(std::int64_t numel, int rank, int size) {
+  const std::int64_t base = numel / size, extra = numel % size;
+  ShardRange r;
+  r.offset = rank * base + std::min<std::int64_t>(rank, extra);
+  r.length = base + (rank < extra ? 1 : 0);
+  return r;
+}
+
+std::string shard_problem(const torch::optim::Optimizer& optimizer) {
+  if (kind_of(optimizer) >= 0) return {};
+  std::string known;
+  for (const auto& k : state_kinds()) known += (known.empty() ? "" : ", ") + std::string(k.name);
+  if (is_a<torch::optim::LBFGS>(optimizer)) {
+    return "shard_optimizer(true): LBFGS's update is not element-wise (line search over all "
+           "parameters), so it cannot step a shard of them: use one of " +
+           known + ", or compile without shard_optimizer";
+  }
+  return "shard_optimizer(true) supports the element-wise optimizers " + known +
+         "; this optimizer is none of them: use one of those, or compile without "
+         "shard_optimizer";
+}
+
+std::int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer) {
+  const int kind = kind_of(optimizer);
+  TNT_CHECK(kind >= 0, "optimizer_state_bytes: unknown optimizer type");
+  std::int64_t bytes = 0;
+  for (const auto& [key, state] : optimizer.state()) {
+    for (const auto& t : state_kinds()[kind].tensors(*state)) {
+      if (t.defined()) bytes += t.numel() * static_cast<std::int64_t>(t.element_size());
+    }
+  }
+  return bytes;
+}
+
+struct OptimizerShards::FullState {
+  std::vector<StatePtr> per_param;  // null: no state (yet)
+};
+
+OptimizerShards::OptimizerShards(comm::ProcessGroup group, std::vector<torch::Tensor> params,
+                                 const std::vector<Bucket>& buckets,
+                                 torch::optim::Optimizer& optimizer)
+    : group_(std::move(group)),
+      params_(std::move(params)),
+      buckets_(buckets),
+      optimizer_(&optimizer),
+      kind_(kind_of(optimizer)) {
+  TNT_CHECK(kind_ >= 0, shard_problem(optimizer));
+  // Which optimizer group holds each parameter (none: the optimizer does
+  // not step it, and neither does any rank).
+  std::map<std::string, std::size_t> param_index;
+  for (std::size_t p = 0; p < params_.size(); ++p) param_index[state_key(params_[p])] = p;
+  std::vector<int> group_of(params_.size(), -1);
+  auto& groups = optimizer.param_groups();
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    group_params_.push_back(groups[g].params());
+    for (const auto& t : groups[g].params()) {
+      const auto it = param_index.find(state_key(t));
+      TNT_CHECK(it != param_index.end(), "shard_optimizer(true): the optimizer's parameter group ",
+                g, " holds a tensor that is not one of the model's trainable parameters: build the "
+                "optimizer on the model's parameters only");
+      group_of[it->second] = static_cast<int>(g);
+    }
+  }
+
+  torch::NoGradGuard no_grad;
+  std::vector<std::vector<torch::Tensor>> group_pieces(groups.size());
+  auto& state = optimizer.state();
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const Bucket& bucket = buckets_[b];
+    const ShardRange range = shard_range(bucket.numel, group_.rank(), group_.size());
+    ranges_.push_back(range);
+    owned_.push_back(torch::zeros({range.length}, params_[bucket.params[0]].options()));
+    for (std::size_t k = 0; k < bucket.params.size(); ++k) {
+      const std::size_t p = bucket.params[k];
+      const std::int64_t begin = std::max(bucket.offsets[k], range.offset);
+      const std::int64_t end =
+          std::min(bucket.offsets[k] + params_[p].numel(), range.offset + range.length);
+      if (begin >= end || group_of[p] < 0) continue;
+      Piece piece{p, b, begin - bucket.offsets[k], begin - range.offset, end - begin};
+      torch::Tensor t = shard_alias(owned_[b], piece.slice_offset, piece.length);
+      t.copy_(params_[p].detach().reshape({-1}).narrow(0, piece.param_offset, piece.length));
+      const auto full = state.find(state_key(params_[p]));
+      if (full != state.end()) {
+        std::vector<torch::Tensor> sliced;
+        for (const auto& f : state_kinds()[kind_].tensors(*full->second)) {
+          sliced.push_back(f.defined()
+                               ? f.reshape({-1}).narrow(0, piece.param_offset, piece.length).clone()
+                               : torch::Tensor());
+        }
+        state[state_key(t)] = state_kinds()[kind_].make(sliced, state_kinds()[kind_].step(*full->second));
+      }
+      group_pieces[group_of[p]].push_back(t);
+      pieces_.push_back(t);
+      piece_info_.push_back(piece);
+    }
+  }
+  for (const auto& p : params_) state.erase(state_key(p));
+  for (std::size_t g = 0; g < groups.size(); ++g) groups[g].params() = group_pieces[g];
+}
+
+OptimizerShards::~OptimizerShards() = default;
+
+void OptimizerShards::set_gradients(const std::vector<torch::Tensor>& slices) {
+  TNT_CHECK(slices.size() == buckets_.size(), "OptimizerShards: ", slices.size(),
+            " gradient slices for ", buckets_.size(), " buckets");
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < pieces_.size(); ++i) {
+    const Piece& piece = piece_info_[i];
+    // The parameters are the truth (set_weights() or a load may have
+    // changed them since the last step): the pieces start from them.
+    pieces_[i].copy_(
+        params_[piece.param].detach().reshape({-1}).narrow(0, piece.param_offset, piece.length));
+    pieces_[i].mutable_grad() = shard_alias(slices[piece.bucket], piece.slice_offset, piece.length);
+  }
+}
+
+void OptimizerShards::gather_parameters() {
+  std::vector<comm::Handle> handles;
+  for (const auto& owned : owned_) handles.push_back(group_.allgatherv_async(owned));
+  torch::NoGradGuard no_grad;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    // The slices are consecutive in rank order: the result is the bucket.
+    const torch::Tensor full = handles[b].wait();
+    const Bucket& bucket = buckets_[b];
+    for (std::size_t k = 0; k < bucket.params.size(); ++k) {
+      torch::Tensor p = params_[bucket.params[k]].detach();
+      p.copy_(full.narrow(0, bucket.offsets[k], p.numel()).view(p.sizes()));
+    }
+  }
+}
+
+OptimizerShards::FullState OptimizerShards::gather_state() {
+  const StateKind& kind = state_kinds()[kind_];
+  auto& state = optimizer_->state();
+  const std::size_t n_fields = kind.fields;
+  // Whether any rank has state, and which fields are defined (the options
+  // decide, the same everywhere; a rank without pieces cannot tell alone).
+  // The per-parameter step counters are the same in every piece.
+  torch::Tensor info = torch::zeros({static_cast<std::int64_t>(1 + n_fields + params_.size())},
+                                    torch::kInt64);
+  auto* iv = info.data_ptr<std::int64_t>();
+  for (std::size_t i = 0; i < pieces_.size(); ++i) {
+    const auto it = state.find(state_key(pieces_[i]));
+    if (it == state.end()) continue;
+    iv[0] = 1;
+    const auto fields = kind.tensors(*it->second);
+    for (std::size_t f = 0; f < n_fields; ++f) iv[1 + f] |= fields[f].defined() ? 1 : 0;
+    iv[1 + n_fields + piece_info_[i].param] = kind.step(*it->second);
+  }
+  group_.allreduce(info, comm::ReduceOp::Max);
+  iv = info.data_ptr<std::int64_t>();
+  FullState out;
+  out.per_param.resize(params_.size());
+  if (iv[0] == 0) return out;
+  std::vector<std::size_t> defined;
+  for (std::size_t f = 0; f < n_fields; ++f) {
+    if (iv[1 + f] != 0) defined.push_back(f);
+  }
+  const std::int64_t nd = static_cast<std::int64_t>(defined.size());
+  // Parameters the optimizer steps: those with pieces somewhere.
+  std::set<std::string> in_groups;
+  for (const auto& params : group_params_) {
+    for (const auto& t : params) in_groups.insert(state_key(t));
+  }
+  std::vector<std::vector<torch::Tensor>> fields(params_.size(),
+                                                 std::vector<torch::Tensor>(n_fields));
+  // One allgatherv per bucket: this rank's slice of every defined field.
+  std::vector<comm::Handle> handles;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const std::int64_t len = ranges_[b].length;
+    torch::Tensor local = torch::zeros({nd * len}, owned_[b].options());
+    for (std::size_t i = 0; i < pieces_.size(); ++i) {
+      const Piece& piece = piece_info_[i];
+      if (piece.bucket != b) continue;
+      const auto it = state.find(state_key(pieces_[i]));
+      if (it == state.end()) continue;
+      const auto values = kind.tensors(*it->second);
+      for (std::int64_t d = 0; d < nd; ++d) {
+        local.narrow(0, d * len + piece.slice_offset, piece.length)
+            .copy_(values[defined[d]].reshape({-1}));
+      }
+    }
+    handles.push_back(group_.allgatherv_async(local));
+  }
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const torch::Tensor all = handles[b].wait();
+    const Bucket& bucket = buckets_[b];
+    // Rank r's part holds nd fields of its slice: reorder into one flat
+    // bucket-shaped tensor per field.
+    std::vector<torch::Tensor> flat(nd);
+    for (auto& t : flat) t = torch::empty({bucket.numel}, owned_[b].options());
+    std::int64_t at = 0;
+    for (int r = 0; r < group_.size(); ++r) {
+      const ShardRange range = shard_range(bucket.numel, r, group_.size());
+      for (std::int64_t d = 0; d < nd; ++d) {
+        flat[d].narrow(0, range.offset, range.length)
+            .copy_(all.narrow(0, at + d * range.length, range.length));
+      }
+      at += nd * range.length;
+    }
+    for (std::size_t k = 0; k < bucket.params.size(); ++k) {
+      const std::size_t p = bucket.params[k];
+      for (std::int64_t d = 0; d < nd; ++d) {
+        fields[p][defined[d]] =
+            flat[d].narrow(0, bucket.offsets[k], params_[p].numel()).view(params_[p].sizes()).clone();
+      }
+    }
+  }
+  for (std::size_t p = 0; p < params_.size(); ++p) {
+    if (in_groups.count(state_key(params_[p])) != 0) out.per_param[p] = kind.make(fields[p], iv[1 + n_fields + p]);
+  }
+  return out;
+}
+
+std::string OptimizerShards::full_state_bytes() {
+  TNT_CHECK(!released_, "OptimizerShards: used after unshard()");
+  FullState full = gather_state();
+  auto& state = optimizer_->state();
+  auto& groups = optimizer_->param_groups();
+  // Swap the full form in for torch::optim's own serialization, then back.
+  std::remove_reference_t<decltype(state)> sharded;
+  std::swap(sharded, state);
+  std::vector<std::vector<torch::Tensor>> sharded_params;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    sharded_params.push_back(std::exchange(groups[g].params(), group_params_[g]));
+  }
+  for (std::size_t p = 0; p < params_.size(); ++p) {
+    if (full.per_param[p]) state[state_key(params_[p])] = std::move(full.per_param[p]);
+  }
+  auto restore = [&] {
+    std::swap(sharded, state);
+    for (std::size_t g = 0; g < groups.size(); ++g) groups[g].params() = sharded_params[g];
+  };
+  std::ostringstream out;
+  try {
+    torch::serialize::OutputArchive archive;
+    optimizer_->save(archive);
+    archive.save_to(out);
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
+  return out.str();
+}
+
+void OptimizerShards::unshard() {
+  TNT_CHECK(!released_, "OptimizerShards: unshard() called twice");
+  FullState full = gather_state();
+  auto& state = optimizer_->state();
+  for (const auto& t : pieces_) state.erase(state_key(t));
+  auto& groups = optimizer_->param_groups();
+  for (std::size_t g = 0; g < groups.size(); ++g) groups[g].params() = group_params_[g];
+  for (std::size_t p = 0; p < params_.size(); ++p) {
+    if (full.per_param[p]) state[state_key(params_[p])] = std::move(full.per_param[p]);
+  }
+  pieces_.clear();
+  piece_info_.clear();
+  owned_.clear();
+  released_ = true;
+}
+
+}  // namespace tnt::dp

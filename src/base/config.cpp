@@ -107,6 +107,7 @@ Config Config::from_lookup(const Lookup& lookup) {
   });
   with(env::kUseGpu, [&](auto v, auto r) { c.use_gpu = parse_bool(v, r); });
   with(env::kOverlap, [&](auto v, auto r) { c.overlap = parse_bool(v, r); });
+  with(env::kOverlapOptimizer, [&](auto v, auto r) { c.overlap_optimizer = parse_bool(v, r); });
   with(env::kTimeline, [&](auto, auto r) { c.timeline_path = trim(r); });
   with(env::kAutotune, [&](auto v, auto r) { c.autotune = parse_bool(v, r); });
   with(env::kAutotuneLog, [&](auto, auto r) { c.autotune_log_path = trim(r); });

@@ -275,7 +275,7 @@ void GradientSynchronizer::begin_step(double weight, bool reduce, const torch::T
   s.next_to_send = 0;
 }
 
-torch::Tensor GradientSynchronizer::finish() {
+torch::Tensor GradientSynchronizer::finish(const std::function<void(std::size_t)>& on_reduced) {
   Impl& s = *impl_;
   std::unique_lock<std::mutex> lock(s.mutex);
   TNT_CHECK(s.armed, "GradientSynchronizer::finish() without begin_step()");
@@ -306,6 +306,7 @@ torch::Tensor GradientSynchronizer::finish() {
       s.slices[b] = slice.scalar_type() == s.buffers[b].scalar_type()
                         ? slice
                         : slice.to(s.buffers[b].scalar_type());
+      if (on_reduced) on_reduced(b);
     }
     std::fill(s.written.begin(), s.written.end(), 0);
     return s.options.extras_numel() > 0 ? extras_handle.wait() : torch::Tensor();
@@ -317,10 +318,11 @@ torch::Tensor GradientSynchronizer::finish() {
     } else if (!s.wire[b].is_same(s.buffers[b])) {
       s.buffers[b].copy_(s.wire[b]);
     }
-  }
-  for (std::size_t p = 0; p < s.params.size(); ++p) {
-    s.params[p].mutable_grad() =
-        alias_of(s.buffers[s.bucket_of[p]], s.offset_of[p], s.params[p].sizes());
+    for (std::size_t p : s.buckets[b].params) {
+      s.params[p].mutable_grad() =
+          alias_of(s.buffers[b], s.offset_of[p], s.params[p].sizes());
+    }
+    if (on_reduced) on_reduced(b);
   }
   std::fill(s.written.begin(), s.written.end(), 0);
   if (s.options.extras_numel() == 0) return torch::Tensor();

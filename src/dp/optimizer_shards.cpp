@@ -144,6 +144,71 @@ std::string shard_problem(const torch::optim::Optimizer& optimizer) {
          "shard_optimizer";
 }
 
+bool updates_element_wise(const torch::optim::Optimizer& optimizer) {
+  return kind_of(optimizer) >= 0;
+}
+
+void step_subset(torch::optim::Optimizer& optimizer,
+                 const std::vector<std::vector<torch::Tensor>>& per_group) {
+  auto& groups = optimizer.param_groups();
+  TNT_CHECK(per_group.size() == groups.size(), "step_subset: ", per_group.size(),
+            " parameter lists for ", groups.size(), " optimizer groups");
+  std::vector<std::vector<torch::Tensor>> all(groups.size());
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    all[g] = std::exchange(groups[g].params(), per_group[g]);
+  }
+  auto restore = [&] {
+    for (std::size_t g = 0; g < groups.size(); ++g) groups[g].params() = std::move(all[g]);
+  };
+  try {
+    optimizer.step();
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
+}
+
+namespace {
+
+// Which optimizer group holds each of `params` (-1: none).
+std::vector<int> groups_of(const std::vector<torch::Tensor>& params,
+                           const torch::optim::Optimizer& optimizer, const char* caller) {
+  std::map<std::string, std::size_t> index;
+  for (std::size_t p = 0; p < params.size(); ++p) index[state_key(params[p])] = p;
+  std::vector<int> group_of(params.size(), -1);
+  const auto& groups = optimizer.param_groups();
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    for (const auto& t : groups[g].params()) {
+      const auto it = index.find(state_key(t));
+      TNT_CHECK(it != index.end(), caller, ": the optimizer's parameter group ", g,
+                " holds a tensor that is not one of the model's trainable parameters: build the "
+                "optimizer on the model's parameters only");
+      group_of[it->second] = static_cast<int>(g);
+    }
+  }
+  return group_of;
+}
+
+}  // namespace
+
+BucketSteps::BucketSteps(const std::vector<torch::Tensor>& params,
+                         const std::vector<Bucket>& buckets, torch::optim::Optimizer& optimizer)
+    : optimizer_(&optimizer) {
+  TNT_CHECK(updates_element_wise(optimizer),
+            "BucketSteps: the optimizer does not update element-wise");
+  const std::vector<int> group_of = groups_of(params, optimizer, "BucketSteps");
+  for (const Bucket& bucket : buckets) {
+    std::vector<std::vector<torch::Tensor>> per_group(optimizer.param_groups().size());
+    for (std::size_t p : bucket.params) {
+      if (group_of[p] >= 0) per_group[group_of[p]].push_back(params[p]);
+    }
+    per_bucket_.push_back(std::move(per_group));
+  }
+}
+
+void BucketSteps::step(std::size_t b) { step_subset(*optimizer_, per_bucket_.at(b)); }
+
 std::int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer) {
   const int kind = kind_of(optimizer);
   TNT_CHECK(kind >= 0, "optimizer_state_bytes: unknown optimizer type");
@@ -169,22 +234,9 @@ OptimizerShards::OptimizerShards(comm::ProcessGroup group, std::vector<torch::Te
       optimizer_(&optimizer),
       kind_(kind_of(optimizer)) {
   TNT_CHECK(kind_ >= 0, shard_problem(optimizer));
-  // Which optimizer group holds each parameter (none: the optimizer does
-  // not step it, and neither does any rank).
-  std::map<std::string, std::size_t> param_index;
-  for (std::size_t p = 0; p < params_.size(); ++p) param_index[state_key(params_[p])] = p;
-  std::vector<int> group_of(params_.size(), -1);
+  const std::vector<int> group_of = groups_of(params_, optimizer, "shard_optimizer(true)");
   auto& groups = optimizer.param_groups();
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    group_params_.push_back(groups[g].params());
-    for (const auto& t : groups[g].params()) {
-      const auto it = param_index.find(state_key(t));
-      TNT_CHECK(it != param_index.end(), "shard_optimizer(true): the optimizer's parameter group ",
-                g, " holds a tensor that is not one of the model's trainable parameters: build the "
-                "optimizer on the model's parameters only");
-      group_of[it->second] = static_cast<int>(g);
-    }
-  }
+  for (const auto& g : groups) group_params_.push_back(g.params());
 
   torch::NoGradGuard no_grad;
   std::vector<std::vector<torch::Tensor>> group_pieces(groups.size());
@@ -193,16 +245,18 @@ OptimizerShards::OptimizerShards(comm::ProcessGroup group, std::vector<torch::Te
     const Bucket& bucket = buckets_[b];
     const ShardRange range = shard_range(bucket.numel, group_.rank(), group_.size());
     ranges_.push_back(range);
-    owned_.push_back(torch::zeros({range.length}, params_[bucket.params[0]].options()));
+    bucket_pieces_.emplace_back(groups.size());
     for (std::size_t k = 0; k < bucket.params.size(); ++k) {
       const std::size_t p = bucket.params[k];
       const std::int64_t begin = std::max(bucket.offsets[k], range.offset);
       const std::int64_t end =
           std::min(bucket.offsets[k] + params_[p].numel(), range.offset + range.length);
       if (begin >= end || group_of[p] < 0) continue;
+      TNT_CHECK(params_[p].is_contiguous(), "shard_optimizer(true): parameter ", p,
+                " is not contiguous in memory: call .contiguous() on it when the module is built");
       Piece piece{p, b, begin - bucket.offsets[k], begin - range.offset, end - begin};
-      torch::Tensor t = shard_alias(owned_[b], piece.slice_offset, piece.length);
-      t.copy_(params_[p].detach().reshape({-1}).narrow(0, piece.param_offset, piece.length));
+      // A view of the parameter's own memory: the step updates it in place.
+      torch::Tensor t = shard_alias(params_[p].detach(), piece.param_offset, piece.length);
       const auto full = state.find(state_key(params_[p]));
       if (full != state.end()) {
         std::vector<torch::Tensor> sliced;
@@ -214,43 +268,72 @@ OptimizerShards::OptimizerShards(comm::ProcessGroup group, std::vector<torch::Te
         state[state_key(t)] = state_kinds()[kind_].make(sliced, state_kinds()[kind_].step(*full->second));
       }
       group_pieces[group_of[p]].push_back(t);
+      bucket_pieces_[b][group_of[p]].push_back(t);
       pieces_.push_back(t);
       piece_info_.push_back(piece);
     }
   }
+  slices_.resize(buckets_.size());
+  gathers_.resize(buckets_.size());
   for (const auto& p : params_) state.erase(state_key(p));
   for (std::size_t g = 0; g < groups.size(); ++g) groups[g].params() = group_pieces[g];
 }
 
 OptimizerShards::~OptimizerShards() = default;
 
-void OptimizerShards::set_gradients(const std::vector<torch::Tensor>& slices) {
-  TNT_CHECK(slices.size() == buckets_.size(), "OptimizerShards: ", slices.size(),
-            " gradient slices for ", buckets_.size(), " buckets");
-  torch::NoGradGuard no_grad;
+void OptimizerShards::set_gradient(std::size_t b, const torch::Tensor& slice) {
+  TNT_CHECK(slice.numel() == ranges_.at(b).length, "OptimizerShards: bucket ", b, "'s slice has ",
+            slice.numel(), " elements, this rank's share is ", ranges_[b].length);
+  slices_[b] = slice;
   for (std::size_t i = 0; i < pieces_.size(); ++i) {
     const Piece& piece = piece_info_[i];
-    // The parameters are the truth (set_weights() or a load may have
-    // changed them since the last step): the pieces start from them.
-    pieces_[i].copy_(
-        params_[piece.param].detach().reshape({-1}).narrow(0, piece.param_offset, piece.length));
-    pieces_[i].mutable_grad() = shard_alias(slices[piece.bucket], piece.slice_offset, piece.length);
+    if (piece.bucket != b) continue;
+    pieces_[i].mutable_grad() = shard_alias(slice, piece.slice_offset, piece.length);
   }
 }
 
-void OptimizerShards::gather_parameters() {
-  std::vector<comm::Handle> handles;
-  for (const auto& owned : owned_) handles.push_back(group_.allgatherv_async(owned));
+void OptimizerShards::set_gradients(const std::vector<torch::Tensor>& slices) {
+  TNT_CHECK(slices.size() == buckets_.size(), "OptimizerShards: ", slices.size(),
+            " gradient slices for ", buckets_.size(), " buckets");
+  for (std::size_t b = 0; b < slices.size(); ++b) set_gradient(b, slices[b]);
+}
+
+void OptimizerShards::step_bucket(std::size_t b) { step_subset(*optimizer_, bucket_pieces_.at(b)); }
+
+void OptimizerShards::start_gather(std::size_t b) {
+  // The slice held the gradient; it now carries the updated values (and
+  // the pieces' gradients, views of it, are dropped).
+  TNT_CHECK(slices_.at(b).defined(), "OptimizerShards: start_gather(", b, ") before set_gradient");
+  torch::NoGradGuard no_grad;
+  torch::Tensor send = slices_[b];
+  for (std::size_t i = 0; i < pieces_.size(); ++i) {
+    const Piece& piece = piece_info_[i];
+    if (piece.bucket != b) continue;
+    pieces_[i].mutable_grad().reset();
+    send.narrow(0, piece.slice_offset, piece.length).copy_(pieces_[i]);
+  }
+  gathers_[b] = group_.allgatherv_async(send);
+  slices_[b] = torch::Tensor();
+}
+
+void OptimizerShards::finish_gather() {
   torch::NoGradGuard no_grad;
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    if (!gathers_[b].valid()) continue;
     // The slices are consecutive in rank order: the result is the bucket.
-    const torch::Tensor full = handles[b].wait();
+    const torch::Tensor full = gathers_[b].wait();
+    gathers_[b] = comm::Handle();
     const Bucket& bucket = buckets_[b];
     for (std::size_t k = 0; k < bucket.params.size(); ++k) {
       torch::Tensor p = params_[bucket.params[k]].detach();
       p.copy_(full.narrow(0, bucket.offsets[k], p.numel()).view(p.sizes()));
     }
   }
+}
+
+void OptimizerShards::gather_parameters() {
+  for (std::size_t b = 0; b < buckets_.size(); ++b) start_gather(b);
+  finish_gather();
 }
 
 OptimizerShards::FullState OptimizerShards::gather_state() {
@@ -292,7 +375,8 @@ OptimizerShards::FullState OptimizerShards::gather_state() {
   std::vector<comm::Handle> handles;
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     const std::int64_t len = ranges_[b].length;
-    torch::Tensor local = torch::zeros({nd * len}, owned_[b].options());
+    const auto options = params_[buckets_[b].params[0]].options().requires_grad(false);
+    torch::Tensor local = torch::zeros({nd * len}, options);
     for (std::size_t i = 0; i < pieces_.size(); ++i) {
       const Piece& piece = piece_info_[i];
       if (piece.bucket != b) continue;
@@ -312,7 +396,9 @@ OptimizerShards::FullState OptimizerShards::gather_state() {
     // Rank r's part holds nd fields of its slice: reorder into one flat
     // bucket-shaped tensor per field.
     std::vector<torch::Tensor> flat(nd);
-    for (auto& t : flat) t = torch::empty({bucket.numel}, owned_[b].options());
+    for (auto& t : flat) {
+      t = torch::empty({bucket.numel}, params_[bucket.params[0]].options().requires_grad(false));
+    }
     std::int64_t at = 0;
     for (int r = 0; r < group_.size(); ++r) {
       const ShardRange range = shard_range(bucket.numel, r, group_.size());
@@ -380,7 +466,8 @@ void OptimizerShards::unshard() {
   }
   pieces_.clear();
   piece_info_.clear();
-  owned_.clear();
+  bucket_pieces_.clear();
+  slices_.clear();
   released_ = true;
 }
 

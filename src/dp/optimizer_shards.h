@@ -51,6 +51,32 @@ std::string shard_problem(const torch::optim::Optimizer& optimizer);
 /// Bytes of the tensors in `optimizer`'s state (this rank's).
 std::int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer);
 
+/// Whether `optimizer` updates each parameter on its own, element by
+/// element (the built-in SGD, Adam, AdamW, RMSprop, Adagrad): then a step
+/// of some parameters, or of parts of them, is the same arithmetic as
+/// theirs in a whole step.
+bool updates_element_wise(const torch::optim::Optimizer& optimizer);
+
+/// The optimizer step of some parameters only: `per_group[g]` replaces group
+/// g's parameters during the step. The state of the others is untouched.
+void step_subset(torch::optim::Optimizer& optimizer,
+                 const std::vector<std::vector<torch::Tensor>>& per_group);
+
+/// Steps an element-wise optimizer bucket by bucket: a bucket's parameters
+/// as soon as its allreduce is done, while later buckets are still on the
+/// wire (issue 15, item 4). The same results as one whole step.
+class BucketSteps {
+ public:
+  BucketSteps(const std::vector<torch::Tensor>& params, const std::vector<Bucket>& buckets,
+              torch::optim::Optimizer& optimizer);
+  /// The optimizer step of bucket b's parameters (their .grad set).
+  void step(std::size_t b);
+
+ private:
+  torch::optim::Optimizer* optimizer_;
+  std::vector<std::vector<std::vector<torch::Tensor>>> per_bucket_;  // [bucket][group]
+};
+
 class OptimizerShards {
  public:
   /// Takes over `optimizer`, built on `params` (in full form, its state, if
@@ -66,14 +92,23 @@ class OptimizerShards {
   OptimizerShards& operator=(const OptimizerShards&) = delete;
 
   const comm::ProcessGroup& group() const { return group_; }
-  /// The pieces the optimizer steps (each with its gradient after
-  /// set_gradients()).
+  /// The pieces the optimizer steps: views of the parameters' memory (the
+  /// step writes into this rank's part of them directly).
   const std::vector<torch::Tensor>& pieces() const { return pieces_; }
-  /// `slices[b]` is this rank's reduced slice of bucket b (its ShardRange):
-  /// the pieces' gradients become views of it.
+  /// Bucket b's reduced slice (its ShardRange of the bucket) becomes the
+  /// gradient of the bucket's pieces. The slice is kept: start_gather(b)
+  /// sends the updated values from it.
+  void set_gradient(std::size_t b, const torch::Tensor& slice);
+  /// The optimizer steps bucket b's pieces only (the same arithmetic as a
+  /// whole step: the updates are element-wise).
+  void step_bucket(std::size_t b);
+  /// Sends bucket b's updated slice to every rank (asynchronous).
+  void start_gather(std::size_t b);
+  /// Waits for the gathers started and writes every rank's parameters.
+  void finish_gather();
+  /// set_gradient for every bucket.
   void set_gradients(const std::vector<torch::Tensor>& slices);
-  /// After the optimizer step: every rank's parameters get every rank's
-  /// updated pieces (one allgatherv per bucket). Collective.
+  /// start_gather for every bucket, then finish_gather. Collective.
   void gather_parameters();
   /// The optimizer's state serialized in full form (as torch::optim's save
   /// writes it for an unsharded optimizer on the parameters), on every
@@ -95,8 +130,11 @@ class OptimizerShards {
   int kind_ = -1;                                  // index into the state kinds
   std::vector<std::vector<torch::Tensor>> group_params_;  // full form, per group
   std::vector<ShardRange> ranges_;                 // this rank's, per bucket
-  std::vector<torch::Tensor> owned_;               // per bucket: the slice's values
+  std::vector<torch::Tensor> slices_;              // per bucket: the last reduced slice
+  std::vector<comm::Handle> gathers_;              // per bucket: started, not yet written
   std::vector<torch::Tensor> pieces_;
+  // Per bucket, per optimizer group: the bucket's pieces (step_bucket).
+  std::vector<std::vector<std::vector<torch::Tensor>>> bucket_pieces_;
   struct Piece {
     std::size_t param, bucket;
     std::int64_t param_offset;  // where the piece starts in the parameter (flat)

@@ -220,7 +220,7 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
         const double weight =
             static_cast<double>(mb->local_size) / static_cast<double>(global * cycle);
         r = step_unit.run(*mb, *sync, weight, reduce, pending, s.optimizer_steps, data_begin,
-                          data_end, s.shards.get());
+                          data_end, s.shards.get(), s.bucket_steps.get());
         train::record_step(timeline, overlap, *sync, reduce, r.times);
       }
       const torch::Tensor& step_state = r.global_state;

@@ -130,6 +130,12 @@ void Model::Impl::unshard_optimizer() {
   if (!shards) return;
   shards->unshard();
   shards.reset();
+  drop_engine();
+}
+
+void Model::Impl::drop_engine() {
+  shards.reset();
+  bucket_steps.reset();
   sync.reset();
 }
 
@@ -147,7 +153,7 @@ dp::GradientSynchronizer& Model::Impl::retune() {
   if (!threshold_override || *threshold_override != wanted) {
     threshold_override = wanted;
     unshard_optimizer();  // the shards follow the buckets
-    sync.reset();
+    drop_engine();
   }
   return synchronizer();
 }
@@ -157,6 +163,8 @@ dp::GradientSynchronizer& Model::Impl::synchronizer() {
     const std::size_t threshold =
         threshold_override ? *threshold_override
                            : options->fusion_threshold_bytes().value_or(config.fusion_threshold_bytes);
+    // At one rank there is nothing to shard: the plain step is the same.
+    const bool shard = options->shard_optimizer() && group.size() > 1;
     sync = std::make_unique<dp::GradientSynchronizer>(
         group, trainable,
         dp::SyncOptions()
@@ -164,11 +172,14 @@ dp::GradientSynchronizer& Model::Impl::synchronizer() {
                        .compression(options->compression())
                        .extras_numel(state_size())
                        .overlap(config.overlap)
-                       .shard(options->shard_optimizer()));
+                       .shard(shard));
     log::debug(fmt::format("{} gradient buckets (fusion threshold {} bytes)",
                            sync->buckets().size(), threshold));
-    if (options->shard_optimizer()) {
+    if (shard) {
       shards = std::make_unique<dp::OptimizerShards>(group, trainable, sync->buckets(), *optimizer);
+    } else if (config.overlap_optimizer && group.size() > 1 &&
+               dp::updates_element_wise(*optimizer)) {
+      bucket_steps = std::make_unique<dp::BucketSteps>(trainable, sync->buckets(), *optimizer);
     }
   }
   return *sync;
@@ -262,8 +273,7 @@ void Model::compile(CompileOptions options) {
   for (const auto& [name, p] : impl_->net->named_parameters()) {
     if (p.requires_grad()) impl_->trainable.push_back(p);
   }
-  impl_->shards.reset();  // it belongs to the optimizer replaced here
-  impl_->sync.reset();
+  impl_->drop_engine();  // shards belong to the optimizer replaced here
   impl_->optimizer = options.optimizer()(impl_->trainable);
   TNT_CHECK(!options.shard_optimizer() || dp::shard_problem(*impl_->optimizer).empty(),
             dp::shard_problem(*impl_->optimizer));

@@ -21,6 +21,7 @@
 
 namespace tnt {
 namespace dp {
+class BucketSteps;
 class OptimizerShards;
 }
 
@@ -56,6 +57,9 @@ struct Model::Impl {
   /// with `sync` (its buckets decide the shards). Declared after optimizer:
   /// destroyed first.
   std::unique_ptr<dp::OptimizerShards> shards;
+  /// Without sharding: the optimizer stepped bucket by bucket as buckets
+  /// arrive (TNT_OVERLAP_OPTIMIZER, element-wise optimizers), made with `sync`.
+  std::unique_ptr<dp::BucketSteps> bucket_steps;
   std::vector<torch::Tensor> trainable;
   std::int64_t optimizer_steps = 0;  // the global step of schedules
   /// Dynamic loss scaling (mixed precision), made by compile() when on.
@@ -98,6 +102,9 @@ struct Model::Impl {
   /// With a sharded optimizer: puts it back in full form on every rank and
   /// drops the engine (the next synchronizer() shards it again). Collective.
   void unshard_optimizer();
+  /// Drops the engine and what was made with it (shards must be undone
+  /// first: unshard_optimizer()).
+  void drop_engine();
   /// The optimizer state as torch::optim serializes it, in full form (from
   /// every rank's shards when sharded: collective then).
   std::string optimizer_bytes();

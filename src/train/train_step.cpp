@@ -19,7 +19,8 @@ TrainStep::TrainStep(StepModel model, std::vector<torch::Tensor> trainable,
 StepResult TrainStep::run(const data::MicroBatch& mb, dp::GradientSynchronizer& sync,
                           double weight, bool reduce, std::vector<double>& pending,
                           std::int64_t& optimizer_steps, Clock::time_point data_begin,
-                          Clock::time_point data_end, dp::OptimizerShards* shards) {
+                          Clock::time_point data_end, dp::OptimizerShards* shards,
+                          dp::BucketSteps* bucket_steps) {
   StepResult result;
   StepTimes& t = result.times;
   t.data_begin = data_begin;
@@ -49,12 +50,49 @@ StepResult TrainStep::run(const data::MicroBatch& mb, dp::GradientSynchronizer& 
     empty_output.sum().backward();
   }
   t.backward_end = Clock::now();
+  const bool per_bucket = reduce && (shards || bucket_steps) && !rules_.scaler &&
+                          !rules_.clip_norm && !rules_.clip_value;
+  if (per_bucket) {
+    // Each bucket's step as soon as it is reduced; a sharded bucket's slice
+    // leaves for the allgather right after its step.
+    set_learning_rate(optimizer_, rules_, optimizer_steps);
+    std::size_t stepped = 0;
+    result.global_state = sync.finish([&](std::size_t b) {
+      if (shards) {
+        shards->set_gradient(b, sync.reduced_slices()[b]);
+        shards->step_bucket(b);
+        shards->start_gather(b);
+      } else {
+        bucket_steps->step(b);
+      }
+      ++stepped;
+    });
+    t.sync_end = Clock::now();
+    if (stepped == 0) {
+      // One rank: autograd's .grad was the answer, no bucket went out.
+      if (shards) shards->set_gradients(sync.reduced_slices());
+      result.stepped = apply_update(trainable_, optimizer_, rules_, optimizer_steps, shards);
+    } else {
+      if (shards) shards->finish_gather();
+      ++optimizer_steps;
+      result.stepped = true;
+    }
+    t.step_end = Clock::now();
+    return result;
+  }
   result.global_state = sync.finish();
   t.sync_end = Clock::now();
   if (reduce && shards) shards->set_gradients(sync.reduced_slices());
   if (reduce) result.stepped = apply_update(trainable_, optimizer_, rules_, optimizer_steps, shards);
   t.step_end = Clock::now();
   return result;
+}
+
+void set_learning_rate(torch::optim::Optimizer& optimizer, const StepRules& rules,
+                       std::int64_t optimizer_steps) {
+  if (!rules.schedule) return;
+  const double lr = rules.schedule(optimizer_steps);
+  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
 }
 
 namespace {
@@ -107,10 +145,7 @@ bool apply_update(std::vector<torch::Tensor>& trainable, torch::optim::Optimizer
     }
   }
   if (rules.clip_value) torch::nn::utils::clip_grad_value_(grads_of, *rules.clip_value);
-  if (rules.schedule) {
-    const double lr = rules.schedule(optimizer_steps);
-    for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
-  }
+  set_learning_rate(optimizer, rules, optimizer_steps);
   optimizer.step();
   if (shards) shards->gather_parameters();
   ++optimizer_steps;

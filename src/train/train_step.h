@@ -32,6 +32,7 @@ namespace torch::optim {
 class Optimizer;
 }
 namespace tnt::dp {
+class BucketSteps;
 class OptimizerShards;
 }
 
@@ -100,10 +101,13 @@ class TrainStep {
   /// advanced when the optimizer steps (`reduce`: the cycle ends here).
   /// With `shards` (CompileOptions().shard_optimizer), `sync` reduce-scatters
   /// and the optimizer steps this rank's slices (dp::OptimizerShards).
+  /// With `bucket_steps` (or `shards`) and no rule that needs every gradient
+  /// first (clip_norm, clip_value, loss scaling), the optimizer steps each
+  /// bucket as soon as it is reduced, while later buckets are on the wire.
   StepResult run(const data::MicroBatch& mb, dp::GradientSynchronizer& sync, double weight,
                  bool reduce, std::vector<double>& pending, std::int64_t& optimizer_steps,
                  Clock::time_point data_begin, Clock::time_point data_end,
-                 dp::OptimizerShards* shards = nullptr);
+                 dp::OptimizerShards* shards = nullptr, dp::BucketSteps* bucket_steps = nullptr);
   const StepModel& model() const { return model_; }
   const StepRules& rules() const { return rules_; }
 
@@ -126,6 +130,11 @@ class TrainStep {
 bool apply_update(std::vector<torch::Tensor>& trainable, torch::optim::Optimizer& optimizer,
                   const StepRules& rules, std::int64_t& optimizer_steps,
                   dp::OptimizerShards* shards = nullptr);
+
+/// The schedule's learning rate for optimizer step `optimizer_steps` in
+/// every group (nothing without a schedule).
+void set_learning_rate(torch::optim::Optimizer& optimizer, const StepRules& rules,
+                       std::int64_t optimizer_steps);
 
 /// Adds a step to the timeline (if any) and its allreduces to the overlap
 /// meter: how much of each bucket's allreduce ran while backward did.

@@ -205,6 +205,31 @@ TEST(ShardedOptimizer, AnOverflowInOneShardSkipsTheStepOnEveryRank) {
   }
 }
 
+// Issue 15, item 4: the optimizer steps each bucket as soon as it is
+// reduced. A clip_value too large to clip anything keeps the same arithmetic
+// but needs every gradient first, so it takes the whole-step path: the two
+// must agree bitwise, sharded or not.
+TEST(OptimizerOverlap, BucketByBucketStepsAreBitwiseTheWholeStep) {
+  const std::vector<tnt::CompileOptions> cases = {
+      options().fusion_threshold_bytes(0),
+      options().optimizer(tnt::optimizers::Adam(0.01)).fusion_threshold_bytes(0),
+      options().optimizer(tnt::optimizers::Adam(0.01)).fusion_threshold_bytes(0).shard_optimizer(true),
+      options().optimizer(tnt::optimizers::RMSprop(0.01, 0.9, 0.5)).fusion_threshold_bytes(256),
+  };
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    tnt::Model per_bucket{make_net()};
+    per_bucket.compile(cases[c]);
+    per_bucket.fit(train_set(8, true), tnt::FitOptions().epochs(2).verbose(0));
+    tnt::Model whole{make_net()};
+    whole.compile(tnt::CompileOptions(cases[c]).clip_value(1e30));
+    whole.fit(train_set(8, true), tnt::FitOptions().epochs(2).verbose(0));
+    const auto a = params_of(per_bucket), b = params_of(whole);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      EXPECT_TRUE(torch::equal(a[i], b[i])) << "case " << c << ", parameter " << i;
+    }
+  }
+}
+
 TEST(ShardedOptimizer, RefusesWhatItCannotShardWithTheFix) {
   tnt::Model model{make_net()};
   auto lbfgs = tnt::optimizers::custom(tnt::optimizers::Factory(

@@ -40,6 +40,12 @@ struct Config {
   /// TNT_OVERLAP (default true): start each bucket's allreduce during
   /// backward; false waits until backward has finished (for comparisons).
   bool overlap = true;
+  /// TNT_OVERLAP_OPTIMIZER (default true): with an element-wise optimizer
+  /// (SGD, Adam, AdamW, RMSprop, Adagrad) and no clip_norm, clip_value or
+  /// loss scaling, step each bucket's parameters as soon as its allreduce is
+  /// done, while later buckets are still on the wire. The same results
+  /// bitwise; false steps once after all buckets (for comparisons).
+  bool overlap_optimizer = true;
   /// TNT_TIMELINE: write a Chrome-trace / Perfetto JSON timeline of every
   /// rank's steps to this file (launcher: --timeline FILE). Empty: none.
   std::string timeline_path;

@@ -89,7 +89,11 @@ class GradientSynchronizer {
   /// reduced gradient, and returns the float64 sum over ranks of the extras
   /// (undefined if none). With `reduce` false: returns an undefined tensor
   /// and leaves .grad undefined.
-  torch::Tensor finish();
+  /// `on_reduced(b)`, if given, runs as soon as bucket b's result is in
+  /// place (its parameters' .grad set; with shard(true), its slice in
+  /// reduced_slices()), in bucket order, while later buckets may still be
+  /// on the wire: the optimizer step of a bucket can start there.
+  torch::Tensor finish(const std::function<void(std::size_t)>& on_reduced = nullptr);
 
   const std::vector<Bucket>& buckets() const;
   /// With SyncOptions().shard(true), after finish() of a reducing step:

@@ -263,6 +263,11 @@ void GradientSynchronizer::begin_step(double weight, bool reduce, const torch::T
             "begin_step() needs ", s.options.extras_numel(), " extra values, got ",
             extras.defined() ? extras.numel() : 0);
   s.extras = extras.defined() ? extras.to(torch::kFloat64).reshape({-1}) : extras;
+  for (std::size_t b = 0; b < s.buffers.size(); ++b) {
+    if (!s.buffers[b].defined()) {  // shard mode: let go and not given back
+      s.buffers[b] = torch::zeros({s.buckets[b].numel}, s.params[s.buckets[b].params[0]].options());
+    }
+  }
   // .grad must be undefined during backward: autograd then hands the new
   // gradient over instead of adding it into last step's bucket views.
   for (auto& p : s.params) p.mutable_grad().reset();
@@ -303,9 +308,10 @@ torch::Tensor GradientSynchronizer::finish(const std::function<void(std::size_t)
     s.slices.resize(s.buckets.size());
     for (std::size_t b = 0; b < s.buckets.size(); ++b) {
       const torch::Tensor slice = s.handles[b].wait();
-      s.slices[b] = slice.scalar_type() == s.buffers[b].scalar_type()
-                        ? slice
-                        : slice.to(s.buffers[b].scalar_type());
+      s.buffers[b] = torch::Tensor();  // see adopt_buffer()
+      s.wire[b] = torch::Tensor();
+      s.slices[b] = slice.scalar_type() == s.buckets[b].dtype ? slice
+                                                              : slice.to(s.buckets[b].dtype);
       if (on_reduced) on_reduced(b);
     }
     std::fill(s.written.begin(), s.written.end(), 0);
@@ -340,6 +346,17 @@ bool GradientSynchronizer::armed() const {
 const std::vector<Bucket>& GradientSynchronizer::buckets() const { return impl_->buckets; }
 const std::vector<torch::Tensor>& GradientSynchronizer::reduced_slices() const {
   return impl_->slices;
+}
+
+void GradientSynchronizer::adopt_buffer(std::size_t b, torch::Tensor buffer) {
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  TNT_CHECK(s.options.shard(), "adopt_buffer() is for SyncOptions().shard(true)");
+  TNT_CHECK(b < s.buckets.size() && buffer.dim() == 1 && buffer.numel() == s.buckets[b].numel &&
+                buffer.scalar_type() == s.buckets[b].dtype && buffer.is_contiguous(),
+            "adopt_buffer(", b, "): needs a contiguous 1-D tensor of the bucket's ",
+            b < s.buckets.size() ? s.buckets[b].numel : 0, " elements and dtype");
+  s.buffers[b] = std::move(buffer);
 }
 const std::vector<comm::Handle>& GradientSynchronizer::last_handles() const {
   return impl_->handles;

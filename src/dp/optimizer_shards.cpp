@@ -227,12 +227,14 @@ struct OptimizerShards::FullState {
 
 OptimizerShards::OptimizerShards(comm::ProcessGroup group, std::vector<torch::Tensor> params,
                                  const std::vector<Bucket>& buckets,
-                                 torch::optim::Optimizer& optimizer)
+                                 torch::optim::Optimizer& optimizer,
+                                 std::function<void(std::size_t, torch::Tensor)> on_gathered)
     : group_(std::move(group)),
       params_(std::move(params)),
       buckets_(buckets),
       optimizer_(&optimizer),
-      kind_(kind_of(optimizer)) {
+      kind_(kind_of(optimizer)),
+      on_gathered_(std::move(on_gathered)) {
   TNT_CHECK(kind_ >= 0, shard_problem(optimizer));
   const std::vector<int> group_of = groups_of(params_, optimizer, "shard_optimizer(true)");
   auto& groups = optimizer.param_groups();
@@ -328,6 +330,7 @@ void OptimizerShards::finish_gather() {
       torch::Tensor p = params_[bucket.params[k]].detach();
       p.copy_(full.narrow(0, bucket.offsets[k], p.numel()).view(p.sizes()));
     }
+    if (on_gathered_) on_gathered_(b, full);
   }
 }
 

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -83,8 +84,12 @@ class OptimizerShards {
   /// any, the same on every rank): its groups get this rank's pieces of
   /// `buckets` (the synchronizer's plan over `params`), its state is sliced.
   /// Not collective.
+  /// `on_gathered(b, bucket)`, if given, receives each gathered bucket of
+  /// parameters once it is copied out (a bucket-sized tensor free for
+  /// reuse: GradientSynchronizer::adopt_buffer).
   OptimizerShards(comm::ProcessGroup group, std::vector<torch::Tensor> params,
-                  const std::vector<Bucket>& buckets, torch::optim::Optimizer& optimizer);
+                  const std::vector<Bucket>& buckets, torch::optim::Optimizer& optimizer,
+                  std::function<void(std::size_t, torch::Tensor)> on_gathered = nullptr);
   /// Leaves the optimizer as it is (sharded) unless unshard() was called:
   /// call unshard() first to keep using it.
   ~OptimizerShards();
@@ -142,6 +147,7 @@ class OptimizerShards {
     std::int64_t length;
   };
   std::vector<Piece> piece_info_;
+  std::function<void(std::size_t, torch::Tensor)> on_gathered_;
   bool released_ = false;
 };
 

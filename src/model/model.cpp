@@ -176,7 +176,10 @@ dp::GradientSynchronizer& Model::Impl::synchronizer() {
     log::debug(fmt::format("{} gradient buckets (fusion threshold {} bytes)",
                            sync->buckets().size(), threshold));
     if (shard) {
-      shards = std::make_unique<dp::OptimizerShards>(group, trainable, sync->buckets(), *optimizer);
+      dp::GradientSynchronizer* engine = sync.get();
+      shards = std::make_unique<dp::OptimizerShards>(
+          group, trainable, sync->buckets(), *optimizer,
+          [engine](std::size_t b, torch::Tensor bucket) { engine->adopt_buffer(b, std::move(bucket)); });
     } else if (config.overlap_optimizer && group.size() > 1 &&
                dp::updates_element_wise(*optimizer)) {
       bucket_steps = std::make_unique<dp::BucketSteps>(trainable, sync->buckets(), *optimizer);

@@ -99,6 +99,13 @@ class GradientSynchronizer {
   /// With SyncOptions().shard(true), after finish() of a reducing step:
   /// this rank's slice of each reduced bucket, in bucket order.
   const std::vector<torch::Tensor>& reduced_slices() const;
+  /// Shard mode: a bucket's buffer is let go as soon as its reduce-scatter
+  /// is done (before on_reduced), so that the allgather of the updated
+  /// parameters, which needs a whole bucket too, does not double the memory.
+  /// Give a bucket-sized tensor back here (the allgather's result, once
+  /// copied out); a bucket not given back is allocated anew at the next
+  /// begin_step().
+  void adopt_buffer(std::size_t b, torch::Tensor buffer);
   /// Handles of the last reduced step's allreduces, in bucket order.
   const std::vector<comm::Handle>& last_handles() const;
   /// When each of those allreduces was enqueued, in bucket order (for the

@@ -123,9 +123,10 @@ void Model::Impl::synchronize_state() {
 }
 
 dp::GradientSynchronizer& Model::Impl::retune() {
-  const std::size_t wanted = autotuner->threshold();
-  if (!threshold_override || *threshold_override != wanted) {
-    threshold_override = wanted;
+  const EngineSetting wanted = autotuner->setting();
+  if (threshold_override != wanted.threshold_bytes || overlap_override != wanted.overlap) {
+    threshold_override = wanted.threshold_bytes;
+    overlap_override = wanted.overlap;
     sync.reset();
   }
   return synchronizer();
@@ -142,7 +143,7 @@ dp::GradientSynchronizer& Model::Impl::synchronizer() {
                        .fusion_threshold_bytes(threshold)
                        .compression(options->compression())
                        .extras_numel(state_size())
-                       .overlap(config.overlap));
+                       .overlap(overlap_override.value_or(config.overlap)));
     log::debug(fmt::format("{} gradient buckets (fusion threshold {} bytes)",
                            sync->buckets().size(), threshold));
   }

@@ -184,12 +184,15 @@ def tuned_table(runs, models):
     and what the tuner chose in each round."""
     rows = ["| link | model | auto-tuned / best fixed (median over rounds) | per round "
             "| choice per round |", "|---|---|---:|---|---|"]
+    if "autotune" not in VARIANTS:
+        return ""
     for rate, run in runs.items():
         for model in models:
             r = run["results"][model]
             per_round = []
             for k, tuned in enumerate(r["autotune"]):
-                best = min(FIXED, key=lambda v: r[v][k]["step_ms"])
+                best = min([v for v in FIXED if v in VARIANTS],
+                           key=lambda v: r[v][k]["step_ms"])
                 per_round.append((tuned["step_ms"] / r[best][k]["step_ms"], best))
             choices = []
             for x in r["autotune"]:
@@ -324,6 +327,9 @@ def main():
     p.add_argument("--rates", default="1gbit,10gbit")
     p.add_argument("--models", default="mlp,resnet18")
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--variants", default=",".join(VARIANTS),
+                   help="a subset of " + ",".join(VARIANTS) + " (compute, tnt and nooverlap "
+                   "are always run: the model of the scaling table needs them)")
     p.add_argument("--warmup", type=int, default=2, help="untimed steps per job")
     p.add_argument("--steps", type=int, default=5, help="timed steps per job")
     p.add_argument("--json", help="also write every raw result here")
@@ -335,6 +341,11 @@ def main():
     args = p.parse_args()
     BATCH["mlp"] = args.mlp_batch
     args.models = args.models.split(",")
+    wanted = set(args.variants.split(",")) | {"compute", "tnt", "nooverlap"}
+    unknown = wanted - set(VARIANTS)
+    if unknown:
+        p.error(f"--variants: unknown {','.join(sorted(unknown))}; known: {','.join(VARIANTS)}")
+    VARIANTS[:] = [v for v in VARIANTS if v in wanted]
     params = {"mlp": 20037642, "resnet18": 11181642}
     if args.from_json:
         with open(args.from_json) as f:

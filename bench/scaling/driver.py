@@ -350,6 +350,9 @@ def main():
     if args.from_json:
         with open(args.from_json) as f:
             runs = json.load(f)
+        # A run made with --variants holds only those.
+        VARIANTS[:] = [v for v in VARIANTS if all(run["results"][m].get(v)
+                                                  for run in runs.values() for m in args.models)]
         print(step_table(runs, args.models) + "\n\n" + tuned_table(runs, args.models) + "\n\n"
               + scaling_tables(runs, args.models, params))
         if args.plot:

@@ -12,8 +12,9 @@ a fresh job on the two hosts, in an order rotating from round to round:
   tnt       tarantella --hostfile, defaults
   fusion0   --fusion-threshold 0 (one allreduce per tensor)
   nooverlap TNT_OVERLAP=false (allreduce only after backward)
-  autotune  --autotune (its trials are dropped: the first
-            AUTOTUNE_STEPS steps are not timed)
+  autotune  --autotune: fusion threshold and overlap on/off (its trials
+            are dropped: the first AUTOTUNE_STEPS steps are not timed, and
+            the tuner's own count of them is checked against that)
   fp16      CompileOptions().compression(Float16): gradients travel as
             float16 (half the bytes; not the same math, so not a default)
   ddp       PyTorch DistributedDataParallel (gloo), one process per host
@@ -25,6 +26,7 @@ Ratios are to compute-only, taken within a round, then the median.
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -41,8 +43,9 @@ LABELS = {
     "ddp": "PyTorch DDP (gloo)",
 }
 BATCH = {"mlp": 256, "resnet18": 64}  # global; B/2 per host
-# fit()'s auto-tuner: 7 thresholds x (1 warm-up + 4 measured) steps.
-AUTOTUNE_STEPS = 35
+# fit()'s auto-tuner: overlap on/off at 32 KiB, then 7 thresholds; each
+# trial 1 warm-up + 4 measured steps.
+AUTOTUNE_STEPS = (2 + 7) * 5
 PUBLISHED = {96: "57x (ResNet-50, 96 GPUs)", 256: "62x (256 CPU processes)"}
 
 
@@ -122,7 +125,12 @@ class Bench:
             sys.exit(f"{variant} {model} ran on {r['ranks']} rank(s), not 2")
         out = {"step_ms": statistics.median(r["step_ms"][skip:])}
         if variant == "autotune":
-            out["choice"] = [l for l in proc.stderr.splitlines() if "autotun" in l.lower()][-1:]
+            chosen = [l for l in proc.stderr.splitlines() if "autotune: " in l and " chosen " in l]
+            steps = re.search(r"after \d+ trials, (\d+) steps", chosen[-1]) if chosen else None
+            if not steps or int(steps.group(1)) != AUTOTUNE_STEPS:
+                sys.exit(f"autotune {model}: expected the tuner to finish after {AUTOTUNE_STEPS} "
+                         f"steps, its log says: {chosen}\n{proc.stderr[-3000:]}")
+            out["choice"] = re.sub(r".*autotune: ", "", chosen[-1])
         return out
 
     def rate_run(self, rate):
@@ -164,6 +172,36 @@ def step_table(runs, models):
                 ratio = median([x["step_ms"] / c["step_ms"] for x, c in zip(r[v], r["compute"])])
                 rows.append(f"| {rate} | {model} | {LABELS[v]} | {median(ms):.1f} | "
                             f"{min(ms):.1f} – {max(ms):.1f} | {ratio:.2f}x |")
+    return "\n".join(rows)
+
+
+FIXED = ["tnt", "fusion0", "nooverlap"]  # the uncompressed fixed settings
+
+
+def tuned_table(runs, models):
+    """The auto-tuned step against the best fixed uncompressed variant of the
+    same round (the one fastest in that round), then the median over rounds,
+    and what the tuner chose in each round."""
+    rows = ["| link | model | auto-tuned / best fixed (median over rounds) | per round "
+            "| choice per round |", "|---|---|---:|---|---|"]
+    if "autotune" not in VARIANTS:
+        return ""
+    for rate, run in runs.items():
+        for model in models:
+            r = run["results"][model]
+            per_round = []
+            for k, tuned in enumerate(r["autotune"]):
+                best = min([v for v in FIXED if v in VARIANTS],
+                           key=lambda v: r[v][k]["step_ms"])
+                per_round.append((tuned["step_ms"] / r[best][k]["step_ms"], best))
+            choices = []
+            for x in r["autotune"]:
+                c = x.get("choice", "?")
+                choices.append((c[0] if c else "?") if isinstance(c, list) else c)
+            rows.append(f"| {rate} | {model} | {median([q for q, _ in per_round]):.3f} | "
+                        + ", ".join(f"{q:.3f} (vs {LABELS[b].split(', ')[1]})"
+                                    for q, b in per_round)
+                        + " | " + "; ".join(re.sub(r" chosen .*", "", c) for c in choices) + " |")
     return "\n".join(rows)
 
 
@@ -289,6 +327,9 @@ def main():
     p.add_argument("--rates", default="1gbit,10gbit")
     p.add_argument("--models", default="mlp,resnet18")
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--variants", default=",".join(VARIANTS),
+                   help="a subset of " + ",".join(VARIANTS) + " (compute, tnt and nooverlap "
+                   "are always run: the model of the scaling table needs them)")
     p.add_argument("--warmup", type=int, default=2, help="untimed steps per job")
     p.add_argument("--steps", type=int, default=5, help="timed steps per job")
     p.add_argument("--json", help="also write every raw result here")
@@ -300,11 +341,20 @@ def main():
     args = p.parse_args()
     BATCH["mlp"] = args.mlp_batch
     args.models = args.models.split(",")
+    wanted = set(args.variants.split(",")) | {"compute", "tnt", "nooverlap"}
+    unknown = wanted - set(VARIANTS)
+    if unknown:
+        p.error(f"--variants: unknown {','.join(sorted(unknown))}; known: {','.join(VARIANTS)}")
+    VARIANTS[:] = [v for v in VARIANTS if v in wanted]
     params = {"mlp": 20037642, "resnet18": 11181642}
     if args.from_json:
         with open(args.from_json) as f:
             runs = json.load(f)
-        print(step_table(runs, args.models) + "\n\n" + scaling_tables(runs, args.models, params))
+        # A run made with --variants holds only those.
+        VARIANTS[:] = [v for v in VARIANTS if all(run["results"][m].get(v)
+                                                  for run in runs.values() for m in args.models)]
+        print(step_table(runs, args.models) + "\n\n" + tuned_table(runs, args.models) + "\n\n"
+              + scaling_tables(runs, args.models, params))
         if args.plot:
             plot_svg(runs, args.models, params, args.plot)
         return
@@ -327,11 +377,7 @@ def main():
     print(f"wall time {time.time() - start:.0f} s; load average at end {os.getloadavg()[0]:.2f}\n")
     print(step_table(runs, args.models))
     print()
-    for rate, run in runs.items():
-        for model in args.models:
-            for r in run["results"][model]["autotune"]:
-                if r.get("choice"):
-                    print(f"auto-tuning, {rate} {model}: {r['choice'][0]}")
+    print(tuned_table(runs, args.models))
     print()
     print(scaling_tables(runs, args.models, params))
     if args.json:

@@ -8,7 +8,7 @@
 #
 #   bench/scaling/run.sh [--high-priority] [--rounds 2] [--rates 1gbit,10gbit]
 #                        [--models mlp,resnet18] [--steps 5] [--warmup 2] [--json FILE]
-#                        [--mlp-batch 256] [--plot FILE.svg]
+#                        [--mlp-batch 256] [--plot FILE.svg] [--variants compute,tnt,...]
 #   python3 bench/scaling/driver.py --from-json FILE [--plot FILE.svg]   (tables of a saved run)
 #
 # Needs root (network namespaces) and Debian's python3-torch; builds nothing:

@@ -106,7 +106,10 @@ Config Config::from_lookup(const Lookup& lookup) {
     c.num_threads = static_cast<int>(parse_integer(v, r, 1, 4096, "a thread count"));
   });
   with(env::kUseGpu, [&](auto v, auto r) { c.use_gpu = parse_bool(v, r); });
-  with(env::kOverlap, [&](auto v, auto r) { c.overlap = parse_bool(v, r); });
+  with(env::kOverlap, [&](auto v, auto r) {
+    c.overlap = parse_bool(v, r);
+    c.overlap_set = true;
+  });
   with(env::kOverlapOptimizer, [&](auto v, auto r) { c.overlap_optimizer = parse_bool(v, r); });
   with(env::kTimeline, [&](auto, auto r) { c.timeline_path = trim(r); });
   with(env::kAutotune, [&](auto v, auto r) { c.autotune = parse_bool(v, r); });

@@ -88,7 +88,8 @@ Given define_flags(CLI::App& app, RawFlags& raw) {
                                   "(exported as TNT_TIMELINE)")
                        ->type_name("FILE");
   app.add_flag("--autotune", raw.autotune,
-               "Pick the fusion threshold by measuring the first steps (TNT_AUTOTUNE=true)");
+               "Pick the fusion threshold and overlap on/off by measuring the first steps "
+               "(TNT_AUTOTUNE=true)");
   given.autotune_log = app.add_option("--autotune-log", raw.autotune_log,
                                       "With --autotune: write the trials to FILE "
                                       "(exported as TNT_AUTOTUNE_LOG)")

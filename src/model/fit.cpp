@@ -120,9 +120,10 @@ callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
   std::optional<train::SingleThreadScope> one_thread;
   if (chunk) one_thread.emplace();
   if (s.config.autotune && !s.autotuner && !chunk) {
-    s.autotuner = std::make_shared<AutoTuner>(s.group, AutoTuner::default_candidates(),
-                                              /*warmup=*/1, /*measured=*/4,
-                                              s.config.autotune_log_path);
+    const std::size_t configured =
+        s.options->fusion_threshold_bytes().value_or(s.config.fusion_threshold_bytes);
+    s.autotuner = std::make_shared<AutoTuner>(s.group,  // collective: checks the plan
+                                              AutoTuneOptions::from_config(s.config, configured));
   }
   if (!s.config.timeline_path.empty() && !s.timeline) {
     s.timeline = std::make_unique<Timeline>(s.group, s.config.timeline_path);  // collective

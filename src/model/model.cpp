@@ -149,9 +149,10 @@ std::string Model::Impl::optimizer_bytes() {
 }
 
 dp::GradientSynchronizer& Model::Impl::retune() {
-  const std::size_t wanted = autotuner->threshold();
-  if (!threshold_override || *threshold_override != wanted) {
-    threshold_override = wanted;
+  const EngineSetting wanted = autotuner->setting();
+  if (threshold_override != wanted.threshold_bytes || overlap_override != wanted.overlap) {
+    threshold_override = wanted.threshold_bytes;
+    overlap_override = wanted.overlap;
     unshard_optimizer();  // the shards follow the buckets
     drop_engine();
   }
@@ -171,7 +172,7 @@ dp::GradientSynchronizer& Model::Impl::synchronizer() {
                        .fusion_threshold_bytes(threshold)
                        .compression(options->compression())
                        .extras_numel(state_size())
-                       .overlap(config.overlap)
+                       .overlap(overlap_override.value_or(config.overlap))
                        .shard(shard));
     log::debug(fmt::format("{} gradient buckets (fusion threshold {} bytes)",
                            sync->buckets().size(), threshold));

@@ -72,6 +72,8 @@ struct Model::Impl {
   std::int64_t epochs_done = 0;
   /// The fusion threshold chosen by auto-tuning (TNT_AUTOTUNE), if any.
   std::optional<std::size_t> threshold_override;
+  /// Overlap on/off chosen by auto-tuning, if any (else TNT_OVERLAP).
+  std::optional<bool> overlap_override;
   std::shared_ptr<AutoTuner> autotuner;  // while/after tuning (TNT_AUTOTUNE)
   std::unique_ptr<Timeline> timeline;    // TNT_TIMELINE: made by the first fit()
   /// fit()'s position, updated before train_batch_end and epoch_end.
@@ -108,8 +110,9 @@ struct Model::Impl {
   /// The optimizer state as torch::optim serializes it, in full form (from
   /// every rank's shards when sharded: collective then).
   std::string optimizer_bytes();
-  /// With auto-tuning: the engine rebuilt for the tuner's current threshold
-  /// if that changed (call only between accumulation cycles).
+  /// With auto-tuning: the engine rebuilt for the tuner's current setting
+  /// (threshold, overlap) if that changed (call only between accumulation
+  /// cycles).
   dp::GradientSynchronizer& retune();
   /// The network's output for a micro-batch of fit() or evaluate(). An
   /// empty training micro-batch (a rank without samples in a short last

@@ -59,6 +59,18 @@ TEST(Config, FusionThresholdZeroMeansOneAllreducePerTensor) {
   EXPECT_EQ(resolve({{"TNT_FUSION_THRESHOLD", "0"}}).fusion_threshold_bytes, 0u);
 }
 
+// Auto-tuning tries overlap on and off only when the user did not choose.
+TEST(Config, OverlapRemembersWhetherItWasSet) {
+  EXPECT_TRUE(resolve({}).overlap);
+  EXPECT_FALSE(resolve({}).overlap_set);
+  const tnt::Config on = resolve({{"TNT_OVERLAP", "true"}});
+  EXPECT_TRUE(on.overlap);
+  EXPECT_TRUE(on.overlap_set);
+  const tnt::Config off = resolve({{"TNT_OVERLAP", "0"}});
+  EXPECT_FALSE(off.overlap);
+  EXPECT_TRUE(off.overlap_set);
+}
+
 TEST(Config, TntNumThreadsOverridesOmpNumThreads) {
   EXPECT_EQ(resolve({{"OMP_NUM_THREADS", "3"}, {"TNT_NUM_THREADS", "5"}}).num_threads, 5);
 }

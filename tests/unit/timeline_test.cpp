@@ -1,9 +1,8 @@
-// The overlap measure behind the per-epoch "hidden behind backward" log and
-// the auto-tuner's bookkeeping (the timeline file itself is checked end to
-// end by tests/mpi/check_timeline.py).
+// The overlap measure behind the per-epoch "hidden behind backward" log
+// (the timeline file itself is checked end to end by
+// tests/mpi/check_timeline.py).
 #include <gtest/gtest.h>
 
-#include "train/autotune.h"
 #include "train/timeline.h"
 
 namespace {
@@ -21,13 +20,6 @@ TEST(OverlapMeter, CountsOnlyTheCommunicationInsideBackward) {
   EXPECT_NEAR(m.total_s, 0.012, 1e-12);
   EXPECT_NEAR(m.hidden_s, 0.006, 1e-12);
   EXPECT_NEAR(m.fraction(), 0.5, 1e-12);
-}
-
-TEST(AutoTuner, CandidatesCoverPerTensorToLargeBuckets) {
-  const auto c = tnt::AutoTuner::default_candidates();
-  EXPECT_EQ(c.front(), 0u);
-  EXPECT_EQ(c.back(), std::size_t{16} << 20);
-  EXPECT_TRUE(std::is_sorted(c.begin(), c.end()));
 }
 
 }  // namespace

@@ -46,11 +46,14 @@ struct Config {
   /// done, while later buckets are still on the wire. The same results
   /// bitwise; false steps once after all buckets (for comparisons).
   bool overlap_optimizer = true;
+  /// Whether TNT_OVERLAP was set: auto-tuning then keeps it instead of
+  /// trying both.
+  bool overlap_set = false;
   /// TNT_TIMELINE: write a Chrome-trace / Perfetto JSON timeline of every
   /// rank's steps to this file (launcher: --timeline FILE). Empty: none.
   std::string timeline_path;
-  /// TNT_AUTOTUNE: pick the fusion threshold by measuring the first steps of
-  /// training (launcher: --autotune).
+  /// TNT_AUTOTUNE: pick the fusion threshold and overlap on/off by measuring
+  /// the first steps of training (launcher: --autotune).
   bool autotune = false;
   /// TNT_AUTOTUNE_LOG: also write the auto-tuning trials to this file (CSV).
   std::string autotune_log_path;

@@ -245,9 +245,24 @@ torch::Tensor MpiBackend::allgatherv(torch::Tensor tensor) {
   if (out.numel() > 0) {
     const MPI_Datatype type = types_.datatype(dtype_of(host));
     const PayloadWatch watch(watchdog_, seq_ - 1, "allgatherv", out.numel());
-    check_mpi(MPI_Allgatherv(host.data_ptr(), counts[rank_], type, out.data_ptr(), counts.data(),
-                             displs.data(), type, data_),
-              "MPI_Allgatherv");
+    // At most kMaxChunk elements per call in all (as allreduce and
+    // broadcast move them): round k carries the k-th part of every rank's
+    // block, sent from its place and received into its place.
+    const std::int64_t part = std::max<std::int64_t>(1, kMaxChunk / size_);
+    const std::int64_t longest = *std::max_element(counts.begin(), counts.end());
+    const auto elem = static_cast<std::int64_t>(host.element_size());
+    std::vector<int> round_counts(size_), round_displs(size_);
+    for (std::int64_t done = 0; done < longest; done += part) {
+      for (int r = 0; r < size_; ++r) {
+        round_counts[r] = static_cast<int>(std::clamp<std::int64_t>(counts[r] - done, 0, part));
+        round_displs[r] = static_cast<int>(displs[r] + std::min<std::int64_t>(done, counts[r]));
+      }
+      const std::int64_t sent = std::min<std::int64_t>(done, counts[rank_]);
+      check_mpi(MPI_Allgatherv(static_cast<char*>(host.data_ptr()) + sent * elem,
+                               round_counts[rank_], type, out.data_ptr(), round_counts.data(),
+                               round_displs.data(), type, data_),
+                "MPI_Allgatherv");
+    }
   }
   return out.to(tensor.device());
 }
@@ -269,9 +284,37 @@ torch::Tensor MpiBackend::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
   if (host.numel() > 0) {
     const DType dtype = dtype_of(host);
     const PayloadWatch watch(watchdog_, seq_ - 1, "reduce_scatter", host.numel());
-    check_mpi(MPI_Reduce_scatter(host.data_ptr(), out.data_ptr(), counts.data(),
-                                 types_.datatype(dtype), types_.op(dtype, op), data_),
-              "MPI_Reduce_scatter");
+    const std::int64_t part = std::max<std::int64_t>(1, kMaxChunk / size_);
+    const std::int64_t longest = *std::max_element(counts.begin(), counts.end());
+    if (longest <= part) {
+      check_mpi(MPI_Reduce_scatter(host.data_ptr(), out.data_ptr(), counts.data(),
+                                   types_.datatype(dtype), types_.op(dtype, op), data_),
+                "MPI_Reduce_scatter");
+    } else {
+      // At most kMaxChunk elements per call in all, as allreduce: round k
+      // reduces the k-th part of every rank's block, packed side by side.
+      const auto elem = static_cast<std::int64_t>(host.element_size());
+      std::vector<std::int64_t> block_start(size_, 0);
+      for (int r = 1; r < size_; ++r) block_start[r] = block_start[r - 1] + counts[r - 1];
+      torch::Tensor stage = torch::empty({part * size_}, host.options().dtype(host.dtype()));
+      auto* packed = static_cast<char*>(stage.data_ptr());
+      const auto* in = static_cast<const char*>(host.data_ptr());
+      std::vector<int> round_counts(size_);
+      for (std::int64_t done = 0; done < longest; done += part) {
+        std::int64_t at = 0;
+        for (int r = 0; r < size_; ++r) {
+          const std::int64_t n = std::clamp<std::int64_t>(counts[r] - done, 0, part);
+          round_counts[r] = static_cast<int>(n);
+          if (n > 0) std::memcpy(packed + at * elem, in + (block_start[r] + done) * elem, n * elem);
+          at += n;
+        }
+        const std::int64_t mine = std::min<std::int64_t>(done, counts[rank_]);
+        check_mpi(MPI_Reduce_scatter(packed, static_cast<char*>(out.data_ptr()) + mine * elem,
+                                     round_counts.data(), types_.datatype(dtype),
+                                     types_.op(dtype, op), data_),
+                  "MPI_Reduce_scatter");
+      }
+    }
   }
   if (op == ReduceOp::Average && size_ > 1) out.div_(size_);
   return out.to(tensor.device());

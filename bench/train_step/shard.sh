@@ -2,10 +2,11 @@
 # The optimizer variants of issue 15 side by side: the MLP 784-4096-4096-10
 # (20.0 M parameters) with Adam, global batch 256, at 1, 2 and 4 ranks,
 # interleaved over rounds (medians reported):
-#   whole step   TNT_OVERLAP_OPTIMIZER=0: one optimizer step after every
-#                bucket has arrived (the behaviour before item 4);
-#   per bucket   the default: each bucket's parameters stepped as soon as the
-#                bucket is reduced, while later buckets are on the wire;
+#   whole step   TNT_OVERLAP_OPTIMIZER=false (the default): one optimizer
+#                step after every bucket has arrived;
+#   per bucket   TNT_OVERLAP_OPTIMIZER=true: each bucket's parameters stepped
+#                as soon as the bucket is reduced, while later buckets are on
+#                the wire;
 #   sharded      CompileOptions().shard_optimizer(true) (ZeRO stage 1).
 # Per row: the largest rank's optimizer state (counted from torch::optim's
 # state tensors) and peak resident memory (VmHWM), and the throughput.

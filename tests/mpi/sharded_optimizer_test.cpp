@@ -225,6 +225,10 @@ TEST(ShardedOptimizer, AnOverflowInOneShardSkipsTheStepOnEveryRank) {
 // but needs every gradient first, so it takes the whole-step path: the two
 // must agree bitwise, sharded or not.
 TEST(OptimizerOverlap, BucketByBucketStepsAreBitwiseTheWholeStep) {
+  // Unsharded, the per-bucket steps are opt-in: without the variable the
+  // unsharded cases would compare the whole step with itself.
+  ASSERT_TRUE(tnt::config().overlap_optimizer)
+      << "run with TNT_OVERLAP_OPTIMIZER=true, as tests/mpi/CMakeLists.txt does";
   const std::vector<tnt::CompileOptions> cases = {
       options().fusion_threshold_bytes(0),
       options().optimizer(tnt::optimizers::Adam(0.01)).fusion_threshold_bytes(0),

@@ -40,12 +40,14 @@ struct Config {
   /// TNT_OVERLAP (default true): start each bucket's allreduce during
   /// backward; false waits until backward has finished (for comparisons).
   bool overlap = true;
-  /// TNT_OVERLAP_OPTIMIZER (default true): with an element-wise optimizer
+  /// TNT_OVERLAP_OPTIMIZER (default false): with an element-wise optimizer
   /// (SGD, Adam, AdamW, RMSprop, Adagrad) and no clip_norm, clip_value or
   /// loss scaling, step each bucket's parameters as soon as its allreduce is
   /// done, while later buckets are still on the wire. The same results
-  /// bitwise; false steps once after all buckets (for comparisons).
-  bool overlap_optimizer = true;
+  /// bitwise. Off by default: with one core per rank and the exchange done
+  /// by CPU copies it was slower (docs/performance.md); a sharded optimizer
+  /// always steps bucket by bucket.
+  bool overlap_optimizer = false;
   /// Whether TNT_OVERLAP was set: auto-tuning then keeps it instead of
   /// trying both.
   bool overlap_set = false;

@@ -63,18 +63,21 @@ bool poll_until(Done done, PollClock::time_point deadline, std::chrono::microsec
 }
 
 /// The engine's wait for its peers (replacing OpenMPI's job-wide
-/// mpi_yield_when_idle, issue 15): polls without yielding for 30 us, which
-/// covers a peer that is right there (a yield on a busy machine hands the
-/// core to another process for a whole time slice), then naps doubling from
-/// 10 us up to 50 us, so a late peer costs this rank's core almost nothing
-/// and is noticed within 50 us. Naps this short need the thread's timer
-/// slack lowered (Linux lets a sleep overrun by 50 us by default), which the
-/// first call does for its thread.
+/// mpi_yield_when_idle, issue 15): polls without yielding for 200 us, which
+/// covers a peer that is right there and a small message's round trip over
+/// TCP between hosts (a yield on a busy machine hands the core to another
+/// process for a whole time slice, and while this thread naps nobody drives
+/// OpenMPI's TCP progress: with a 30 us spin a 4 KiB allreduce between two
+/// simulated 10 Gbit/s hosts took 142 us against raw MPI's 40, with 200 us
+/// 26-29 us), then naps doubling from 10 us up to 50 us, so a late peer
+/// costs this rank's core little and is noticed within 50 us. Naps this
+/// short need the thread's timer slack lowered (Linux lets a sleep overrun
+/// by 50 us by default), which the first call does for its thread.
 template <typename Done, typename OnSlow>
 bool wait_on_peers(Done done, PollClock::time_point deadline, PollClock::time_point slow_after,
                    OnSlow on_slow) {
   lower_timer_slack();
-  const auto spin_until = PollClock::now() + std::chrono::microseconds(30);
+  const auto spin_until = PollClock::now() + std::chrono::microseconds(200);
   do {
     if (done()) return true;
   } while (PollClock::now() < spin_until);

@@ -139,7 +139,8 @@ bool MpiBackend::agree_carrying(torch::Tensor& tensor, ReduceOp op,
   // A tensor too big, off the CPU or rejected goes without data (any rank
   // may), and its allreduce runs the usual way afterwards.
   const bool fits = handshake_.carries_payloads() && !error && tensor.device().is_cpu() &&
-                    tensor.nbytes() <= Handshake::kMaxPiggybackBytes;
+                    tensor.nbytes() <= (local_size_ < size_ ? Handshake::kMaxCarriedHosts
+                                                            : Handshake::kMaxCarriedOneHost);
   if (!fits) {
     agree(Collective::Allreduce, &tensor, op, -1, error);
     return false;

@@ -73,7 +73,8 @@ class MpiBackend final : public Backend {
                   int root, const std::optional<std::string>& local_error,
                   Handshake::Piggyback* small = nullptr);
   /// agree() for an allreduce: where the handshake carries payloads, a
-  /// tensor of at most Handshake::kMaxPiggybackBytes on the CPU rides along.
+  /// tensor of at most Handshake::kMaxCarriedOneHost (kMaxCarriedHosts when
+  /// the group spans hosts) on the CPU rides along.
   /// True when the allreduce is complete; false when its payload must still
   /// run.
   bool agree_carrying(torch::Tensor& tensor, ReduceOp op,

@@ -226,7 +226,7 @@ namespace {
 std::optional<std::string> gather_optimizer_bytes(const Model& model) {
   Model::Impl& s = ModelInternals::of(model);
   if (!s.shards) return std::nullopt;
-  return s.optimizer_bytes();
+  return s.shards->full_state_bytes();
 }
 
 // The entries of a Model::save file; `gathered` from gather_optimizer_bytes.

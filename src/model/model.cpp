@@ -139,15 +139,6 @@ void Model::Impl::drop_engine() {
   sync.reset();
 }
 
-std::string Model::Impl::optimizer_bytes() {
-  if (shards) return shards->full_state_bytes();
-  torch::serialize::OutputArchive archive;
-  optimizer->save(archive);
-  std::ostringstream out;
-  archive.save_to(out);
-  return out.str();
-}
-
 dp::GradientSynchronizer& Model::Impl::retune() {
   const EngineSetting wanted = autotuner->setting();
   if (threshold_override != wanted.threshold_bytes || overlap_override != wanted.overlap) {

@@ -107,9 +107,6 @@ struct Model::Impl {
   /// Drops the engine and what was made with it (shards must be undone
   /// first: unshard_optimizer()).
   void drop_engine();
-  /// The optimizer state as torch::optim serializes it, in full form (from
-  /// every rank's shards when sharded: collective then).
-  std::string optimizer_bytes();
   /// With auto-tuning: the engine rebuilt for the tuner's current setting
   /// (threshold, overlap) if that changed (call only between accumulation
   /// cycles).

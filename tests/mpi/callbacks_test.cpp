@@ -18,21 +18,6 @@ namespace {
 using namespace tnt_test;
 namespace cb = tnt::callbacks;
 
-// A directory name every rank agrees on (the master's pid).
-std::string shared_dir(const std::string& what) {
-  torch::Tensor id = torch::tensor({static_cast<std::int64_t>(::getpid())});
-  tnt::comm::broadcast(id, 0);
-  const std::string dir = "/tmp/tnt_cb_" + what + "_" + std::to_string(id.item<std::int64_t>());
-  if (tnt::is_master_rank()) std::filesystem::create_directories(dir);
-  tnt::comm::barrier();
-  return dir;
-}
-
-void remove_dir(const std::string& dir) {
-  tnt::comm::barrier();
-  if (tnt::is_master_rank()) std::filesystem::remove_all(dir);
-}
-
 tnt::FitOptions fit(int epochs) { return tnt::FitOptions().epochs(epochs).verbose(0); }
 
 TEST(Callbacks, CsvLoggerWritesTheSerialValuesOnTheMasterOnly) {

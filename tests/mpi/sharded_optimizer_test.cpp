@@ -5,9 +5,6 @@
 // scaling's overflow) taken over all shards.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
-#include <filesystem>
 #include <limits>
 #include <memory>
 
@@ -16,20 +13,6 @@
 namespace {
 
 using namespace tnt_test;
-
-std::string shard_dir() {
-  torch::Tensor id = torch::tensor({static_cast<std::int64_t>(::getpid())});
-  tnt::comm::broadcast(id, 0);
-  const std::string dir = "/tmp/tnt_shard_" + std::to_string(id.item<std::int64_t>());
-  if (tnt::is_master_rank()) std::filesystem::create_directories(dir);
-  tnt::comm::barrier();
-  return dir;
-}
-
-void remove_shard_dir(const std::string& dir) {
-  tnt::comm::barrier();
-  if (tnt::is_master_rank()) std::filesystem::remove_all(dir);
-}
 
 // Elements held in the optimizer's state tensors on this rank (counted from
 // torch::optim's own state objects, not from the library's bookkeeping).
@@ -126,7 +109,7 @@ TEST(ShardedOptimizer, EachRankHoldsItsShareOfTheState) {
 }
 
 TEST(ShardedOptimizer, CheckpointsHoldTheWholeStateAndLoadEitherWay) {
-  const std::string dir = shard_dir();
+  const std::string dir = shared_dir("shard");
   const auto adam = [] { return options().optimizer(tnt::optimizers::Adam(0.01)); };
   // Two epochs sharded, saved; the same two unsharded, saved.
   tnt::Model sharded{make_net()};
@@ -170,7 +153,7 @@ TEST(ShardedOptimizer, CheckpointsHoldTheWholeStateAndLoadEitherWay) {
   // A save in the middle of sharded training does not disturb it.
   sharded.fit(train_set(8, true), tnt::FitOptions().epochs(3).initial_epoch(2).verbose(0));
   EXPECT_LT(max_rel_diff(params_of(sharded), params_of(plain)), 1e-6);
-  remove_shard_dir(dir);
+  remove_dir(dir);
 }
 
 TEST(ShardedOptimizer, SetWeightsBetweenFitsIsKept) {

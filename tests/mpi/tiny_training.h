@@ -4,6 +4,11 @@
 // network in plain LibTorch as the reference.
 #pragma once
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
 #include <torch/torch.h>
 
 #include <tarantella/data/dataset.h>
@@ -96,6 +101,22 @@ inline std::vector<torch::Tensor> params_of(const tnt::Model& m) {
   std::vector<torch::Tensor> out;
   for (const auto& [name, p] : m.named_parameters()) out.push_back(p.detach());
   return out;
+}
+
+// A scratch directory every rank agrees on (named after the master's pid),
+// and its removal once every rank is done with it.
+inline std::string shared_dir(const std::string& what) {
+  torch::Tensor id = torch::tensor({static_cast<std::int64_t>(::getpid())});
+  tnt::comm::broadcast(id, 0);
+  const std::string dir = "/tmp/tnt_" + what + "_" + std::to_string(id.item<std::int64_t>());
+  if (tnt::is_master_rank()) std::filesystem::create_directories(dir);
+  tnt::comm::barrier();
+  return dir;
+}
+
+inline void remove_dir(const std::string& dir) {
+  tnt::comm::barrier();
+  if (tnt::is_master_rank()) std::filesystem::remove_all(dir);
 }
 
 }  // namespace tnt_test

@@ -9,7 +9,7 @@ Variants, per model (LeNet-5 and the 784-4096-4096-10 MLP), global batch B:
   d1    PyTorch DDP (gloo), 1 process, 1 thread       (ddp_bench.py --nproc 1)
   d2    PyTorch DDP (gloo), 2 processes, 1 thread each
   e     plain LibTorch loop, 1 process, 2 threads
-and three diagnostic rows that explain the ratios:
+and four diagnostic rows that explain the ratios:
   a0    (a) with .grad reset to undefined each step instead of zero_grad():
         the fastest plain loop; (b)/(a0) is tarantella's overhead against it
   f     plain LibTorch loop, 1 thread, batch B/2: 2*f/a is the ceiling of any
@@ -34,7 +34,7 @@ import subprocess
 import sys
 import time
 
-VARIANTS = ["a", "b", "c", "d1", "d2", "e", "a0", "f", "cy"]
+VARIANTS = ["a", "b", "c", "d1", "d2", "e", "a0", "f", "cy", "f2"]
 LABELS = {
     "a": "(a) plain LibTorch, 1 thread",
     "b": "(b) tarantella, 1 rank",
@@ -45,6 +45,7 @@ LABELS = {
     "a0": "(a) with .grad reset instead of zero_grad()",
     "f": "plain LibTorch, 1 thread, batch B/2 (ceiling)",
     "cy": "(c) with OMPI_MCA_mpi_yield_when_idle=1",
+    "f2": "2 plain LibTorch processes at once, batch B/2 each (ceiling, samples/s summed)",
 }
 
 
@@ -73,15 +74,25 @@ def command(variant, model, steps, epochs, args):
 
 
 def run_once(variant, model, steps, epochs, args):
-    cmd, env = command(variant, model, steps, epochs, args)
+    # f2: two copies of f side by side, what 2 ranks could do with no
+    # communication at all on the same cores (they share memory bandwidth
+    # and caches, which f alone does not).
+    cmd, env = command("f" if variant == "f2" else variant, model, steps, epochs, args)
     load = os.getloadavg()[0]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    results = [line[len("RESULT "):] for line in proc.stdout.splitlines()
-               if line.startswith("RESULT ")]
-    if proc.returncode != 0 or len(results) != 1:
-        sys.exit(f"variant {variant} ({model}) failed with exit status {proc.returncode}:\n"
-                 f"$ {' '.join(cmd)}\n{proc.stdout}\n{proc.stderr}")
-    result = json.loads(results[0])
+    copies = 2 if variant == "f2" else 1
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(copies)]
+    outs = []
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=600)
+        results = [line[len("RESULT "):] for line in stdout.splitlines()
+                   if line.startswith("RESULT ")]
+        if proc.returncode != 0 or len(results) != 1:
+            sys.exit(f"variant {variant} ({model}) failed with exit status {proc.returncode}:\n"
+                     f"$ {' '.join(cmd)}\n{stdout}\n{stderr}")
+        outs.append(json.loads(results[0]))
+    result = outs[0]
+    result["samples_per_s"] = sum(o["samples_per_s"] for o in outs)
     result["load"] = load
     return result
 
@@ -90,8 +101,9 @@ def check_consistency(results):
     """Same data everywhere, one thread per rank where asked, OpenBLAS."""
     problems = []
     for model, per_variant in results.items():
-        # f trains on half as many samples (batch B/2): its own data.
-        sums = {v: tuple(r["checksum"]) for v, rs in per_variant.items() for r in rs if v != "f"}
+        # f and f2 train on half as many samples (batch B/2): their own data.
+        sums = {v: tuple(r["checksum"]) for v, rs in per_variant.items() for r in rs
+                if v not in ("f", "f2")}
         first = next(iter(sums.values()))
         if any(abs(s[0] - first[0]) > 1e-3 * max(1.0, abs(first[0])) or s[1] != first[1]
                for s in sums.values()):
@@ -122,8 +134,8 @@ def table(results, args):
     rows.append("")
     rows.append("| model | overhead (b)/(a) | tarantella 1→2 (c)/(b) | (c)/(a) | "
                 "DDP 1→2 (d2)/(d1) | threads 1→2 (e)/(a) | (c)/(d2) | "
-                "(b)/(a0) | ceiling 2·f/a | with yield (cy)/(b) |")
-    rows.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+                "(b)/(a0) | ceiling 2·f/a | with yield (cy)/(b) | ceiling f2/a | (c)/(f2) |")
+    rows.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     verdicts = []
     for model, r in results.items():
         overhead = paired_median(r["b"], r["a"])
@@ -135,14 +147,21 @@ def table(results, args):
         vs_best = paired_median(r["b"], r["a0"])
         ceiling = 2 * paired_median(r["f"], r["a"])
         yield_up = paired_median(r["cy"], r["b"])
+        ceiling2 = paired_median(r["f2"], r["a"])
+        of_ceiling2 = paired_median(r["c"], r["f2"])
         rows.append(f"| {model} | {overhead:.3f} | {tnt_up:.2f}x | {vs_plain:.2f}x | "
                     f"{ddp_up:.2f}x | {thr_up:.2f}x | {vs_ddp:.2f}x | {vs_best:.3f} | {ceiling:.2f}x | "
-                    f"{yield_up:.2f}x |")
+                    f"{yield_up:.2f}x | {ceiling2:.2f}x | {of_ceiling2:.3f} |")
         verdicts.append(f"{model}: overhead (b)/(a) {overhead:.3f} >= 0.97: "
                         f"{'MET' if overhead >= 0.97 else 'NOT MET'}; "
                         f"1->2 speed-up {tnt_up:.3f}x >= 1.6x: "
                         f"{'MET' if tnt_up >= 1.6 else 'NOT MET'}; "
                         f"above DDP's {ddp_up:.3f}x: {'MET' if tnt_up > ddp_up else 'NOT MET'}")
+        verdicts.append(f"{model} (issue 15): (c)/(b) {tnt_up:.3f}x = {tnt_up / ceiling:.3f} of "
+                        f"the ceiling 2·f/a; (c) = {of_ceiling2:.3f} of two plain processes at "
+                        f"once (f2); >= 0.9: "
+                        f"{'MET' if tnt_up / ceiling >= 0.9 else 'NOT MET'} / "
+                        f"{'MET' if of_ceiling2 >= 0.9 else 'NOT MET'}")
     return "\n".join(rows + [""] + verdicts)
 
 

@@ -173,9 +173,18 @@ torch::Tensor MpiBackend::allreduce(torch::Tensor tensor, ReduceOp op) {
   const MPI_Datatype type = types_.datatype(dtype);
   const MPI_Op mpi_op = types_.op(dtype, op);
   auto* base = static_cast<char*>(host.data_ptr());
-  for (std::int64_t done = 0; done < host.numel(); done += kMaxChunk) {
-    const auto n = static_cast<int>(std::min(kMaxChunk, host.numel() - done));
+  // Power-of-two groups: our own exchange, in pieces of 1 MiB. Others:
+  // MPI_Allreduce, in pieces of kMaxChunk elements.
+  const bool exchange = handshake_.carries_payloads();
+  const std::int64_t chunk =
+      exchange ? static_cast<std::int64_t>(kMaxExchangedBytes / host.element_size()) : kMaxChunk;
+  for (std::int64_t done = 0; done < host.numel(); done += chunk) {
+    const auto n = static_cast<int>(std::min(chunk, host.numel() - done));
     const PayloadWatch watch(watchdog_, seq_ - 1, "allreduce", host.numel());
+    if (exchange) {
+      exchange_allreduce(base + done * host.element_size(), n, host.element_size(), type, mpi_op);
+      continue;
+    }
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, base + done * host.element_size(), n, type, mpi_op,
                             data_),
               "MPI_Allreduce");
@@ -183,6 +192,83 @@ torch::Tensor MpiBackend::allreduce(torch::Tensor tensor, ReduceOp op) {
   if (op == ReduceOp::Average && size_ > 1) host.div_(size_);
   copy_back(tensor, host);
   return tensor;
+}
+
+void MpiBackend::exchange_with(int partner, const char* send, int send_bytes, char* recv,
+                               int recv_bytes) {
+  constexpr int kExchangeTag = 201;  // data_ carries nothing else point to point
+  MPI_Request reqs[2];
+  check_mpi(MPI_Irecv(recv, recv_bytes, MPI_BYTE, partner, kExchangeTag, data_, &reqs[0]),
+            "MPI_Irecv (allreduce)");
+  check_mpi(MPI_Isend(send, send_bytes, MPI_BYTE, partner, kExchangeTag, data_, &reqs[1]),
+            "MPI_Isend (allreduce)");
+  // No deadline here: the payload watchdog ends a payload that hangs.
+  wait_on_peers(
+      [&] {
+        int all = 0;
+        check_mpi(MPI_Testall(2, reqs, &all, MPI_STATUSES_IGNORE), "MPI_Testall (allreduce)");
+        return all != 0;
+      },
+      PollClock::time_point::max(), PollClock::time_point::max(), [] {});
+}
+
+void MpiBackend::exchange_allreduce(char* data, int count, std::size_t elem, MPI_Datatype type,
+                                    MPI_Op op) {
+  const std::size_t bytes = static_cast<std::size_t>(count) * elem;
+  if (incoming_.size() < bytes) incoming_.resize(bytes);
+  char* const theirs = incoming_.data();
+  // mine := mine op theirs, with the lower rank's operand first. A sum is
+  // the same either way round bit for bit (IEEE addition is commutative;
+  // only a NaN's payload bits may differ), so it needs no copy.
+  const auto combine = [&](char* mine, int n, int partner) {
+    if (rank_ < partner && op != MPI_SUM) {
+      check_mpi(MPI_Reduce_local(mine, theirs, n, type, op), "MPI_Reduce_local");
+      std::memcpy(mine, theirs, static_cast<std::size_t>(n) * elem);
+    } else {
+      check_mpi(MPI_Reduce_local(theirs, mine, n, type, op), "MPI_Reduce_local");
+    }
+  };
+  // Between hosts a round trip costs tens of microseconds, so whole
+  // buffers go further there.
+  const std::size_t doubled = local_size_ < size_ ? kMaxDoubledBytesHosts : kMaxDoubledBytes;
+  if (bytes <= doubled || count < size_) {
+    // Recursive doubling: whole buffers, one exchange per round.
+    for (int step = 1; step < size_; step *= 2) {
+      const int partner = rank_ ^ step;
+      exchange_with(partner, data, static_cast<int>(bytes), theirs, static_cast<int>(bytes));
+      combine(data, count, partner);
+    }
+    return;
+  }
+  // Recursive halving, then doubling (Rabenseifner): each round halves the
+  // range a rank reduces, so every element is reduced by one rank and sent
+  // back out; a rank sends about 2 (N-1)/N of the buffer in all, as a ring.
+  struct Range {
+    int lo, hi;
+  };
+  std::vector<Range> kept;  // per halving round: the range kept
+  std::vector<Range> given;  // ... and the one handed to the partner
+  Range mine{0, count};
+  for (int step = size_ / 2; step >= 1; step /= 2) {
+    const int partner = rank_ ^ step;
+    const int mid = mine.lo + (mine.hi - mine.lo) / 2;
+    const bool low = (rank_ & step) == 0;
+    const Range keep = low ? Range{mine.lo, mid} : Range{mid, mine.hi};
+    const Range give = low ? Range{mid, mine.hi} : Range{mine.lo, mid};
+    exchange_with(partner, data + give.lo * elem, (give.hi - give.lo) * static_cast<int>(elem),
+                  theirs, (keep.hi - keep.lo) * static_cast<int>(elem));
+    combine(data + keep.lo * elem, keep.hi - keep.lo, partner);
+    kept.push_back(keep);
+    given.push_back(give);
+    mine = keep;
+  }
+  for (int round = static_cast<int>(kept.size()) - 1, step = 1; round >= 0; --round, step *= 2) {
+    const int partner = rank_ ^ step;
+    const Range& keep = kept[round];
+    const Range& give = given[round];
+    exchange_with(partner, data + keep.lo * elem, (keep.hi - keep.lo) * static_cast<int>(elem),
+                  data + give.lo * elem, (give.hi - give.lo) * static_cast<int>(elem));
+  }
 }
 
 torch::Tensor MpiBackend::broadcast(torch::Tensor tensor, int root) {

@@ -1,4 +1,5 @@
-// Runtime start-up and shutdown. Start: MPI (comm::MpiSession), the world
+// Runtime start-up and shutdown. Start: malloc's thresholds
+// (base/malloc_tuning.h), MPI (comm::MpiSession), the world
 // group (its communicator and engine thread), the thread count, the BLAS
 // check, and the handler that turns an uncaught exception into one report
 // line and exit status 1 (rank_failure.h). Shutdown is a collective with a
@@ -18,6 +19,7 @@
 #include <tarantella/base/error.h>
 #include <tarantella/base/logging.h>
 
+#include "base/malloc_tuning.h"
 #include "base/threads.h"
 #include "comm/mpi_session.h"
 #include "runtime/rank_failure.h"
@@ -74,11 +76,17 @@ Runtime::Runtime(int argc, char** argv) : impl_(std::make_unique<Impl>()) {
             "of main");
   impl_->failure_handler.emplace();
   impl_->config = Config::from_env();
+  const std::string malloc_note =
+      detail::tune_malloc(impl_->config.malloc_tuning, [](const char* name) {
+        const char* value = std::getenv(name);
+        return value ? std::optional<std::string>(value) : std::nullopt;
+      });
   impl_->mpi = std::make_unique<comm::MpiSession>(argc, argv);
   impl_->world = comm::ProcessGroup(impl_->mpi->world(impl_->config.comm_timeout_seconds));
   const comm::ProcessGroup& w = impl_->world;
   log::configure(w.rank(), impl_->config);
   impl_->failure_handler->identify(w.rank(), impl_->config.log_level == LogLevel::Debug);
+  log::debug(malloc_note);
   set_thread_count(impl_->config, w.local_size());
   check_blas();
   g_runtime.store(impl_.get());

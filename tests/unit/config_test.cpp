@@ -71,6 +71,12 @@ TEST(Config, OverlapRemembersWhetherItWasSet) {
   EXPECT_TRUE(off.overlap_set);
 }
 
+TEST(Config, MallocTuningIsOnUnlessSwitchedOff) {
+  EXPECT_TRUE(resolve({}).malloc_tuning);
+  EXPECT_FALSE(resolve({{"TNT_MALLOC_TUNING", "false"}}).malloc_tuning);
+  EXPECT_THROW(resolve({{"TNT_MALLOC_TUNING", "sometimes"}}), tnt::Error);
+}
+
 TEST(Config, TntNumThreadsOverridesOmpNumThreads) {
   EXPECT_EQ(resolve({{"OMP_NUM_THREADS", "3"}, {"TNT_NUM_THREADS", "5"}}).num_threads, 5);
 }

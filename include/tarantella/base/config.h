@@ -48,6 +48,12 @@ struct Config {
   /// by CPU copies it was slower (docs/performance.md); a sharded optimizer
   /// always steps bucket by bucket.
   bool overlap_optimizer = false;
+  /// TNT_MALLOC_TUNING (default true): at start-up, fix glibc malloc's
+  /// thresholds (mmap above 32 MiB, keep up to 128 MiB of free heap) so
+  /// that a training step does not fault its activations' pages in again
+  /// every step; skipped when MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_,
+  /// MALLOC_TOP_PAD_ or MALLOC_MMAP_MAX_ is set (docs/runtime.md).
+  bool malloc_tuning = true;
   /// Whether TNT_OVERLAP was set: auto-tuning then keeps it instead of
   /// trying both.
   bool overlap_set = false;

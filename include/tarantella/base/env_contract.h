@@ -21,6 +21,7 @@ inline constexpr const char kCommTimeout[] = "TNT_COMM_TIMEOUT";
 inline constexpr const char kNumThreads[] = "TNT_NUM_THREADS";
 inline constexpr const char kOverlap[] = "TNT_OVERLAP";
 inline constexpr const char kOverlapOptimizer[] = "TNT_OVERLAP_OPTIMIZER";
+inline constexpr const char kMallocTuning[] = "TNT_MALLOC_TUNING";
 inline constexpr const char kTimeline[] = "TNT_TIMELINE";
 inline constexpr const char kAutotune[] = "TNT_AUTOTUNE";
 inline constexpr const char kAutotuneLog[] = "TNT_AUTOTUNE_LOG";

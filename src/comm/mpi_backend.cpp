@@ -271,6 +271,146 @@ void MpiBackend::exchange_allreduce(char* data, int count, std::size_t elem, MPI
   }
 }
 
+void MpiBackend::exchange_pieces(int partner, const char* send, std::int64_t send_bytes,
+                                 char* recv, std::int64_t recv_bytes,
+                                 const std::function<void(std::int64_t, std::int64_t)>& arrived,
+                                 const char* kind, std::int64_t elements) {
+  constexpr int kPiecesTag = 202;  // in order on every rank: one tag does
+  constexpr auto kPiece = static_cast<std::int64_t>(kMaxExchangedBytes);
+  const auto pieces = [](std::int64_t bytes) { return (bytes + kPiece - 1) / kPiece; };
+  const std::int64_t n_recv = pieces(recv_bytes);
+  const std::int64_t n_send = pieces(send_bytes);
+  std::vector<MPI_Request> reqs(static_cast<std::size_t>(n_recv + n_send), MPI_REQUEST_NULL);
+  for (std::int64_t i = 0; i < n_recv; ++i) {
+    const std::int64_t at = i * kPiece;
+    check_mpi(MPI_Irecv(recv + at, static_cast<int>(std::min(kPiece, recv_bytes - at)), MPI_BYTE,
+                        partner, kPiecesTag, data_, &reqs[static_cast<std::size_t>(i)]),
+              "MPI_Irecv");
+  }
+  for (std::int64_t i = 0; i < n_send; ++i) {
+    const std::int64_t at = i * kPiece;
+    check_mpi(MPI_Isend(send + at, static_cast<int>(std::min(kPiece, send_bytes - at)), MPI_BYTE,
+                        partner, kPiecesTag, data_, &reqs[static_cast<std::size_t>(n_recv + i)]),
+              "MPI_Isend");
+  }
+  std::int64_t next = 0;  // the first received piece not yet handed over
+  const auto advance = [&] {
+    bool moved = false;
+    while (next < n_recv) {
+      int done = 0;
+      check_mpi(MPI_Test(&reqs[static_cast<std::size_t>(next)], &done, MPI_STATUS_IGNORE),
+                "MPI_Test");
+      if (done == 0) break;
+      const std::int64_t at = next * kPiece;
+      arrived(at, std::min(kPiece, recv_bytes - at));
+      watchdog_.arm(seq_ - 1, kind, elements);  // progress: the clock starts again
+      ++next;
+      moved = true;
+    }
+    if (next < n_recv) return moved;
+    int all = 0;
+    check_mpi(MPI_Testall(static_cast<int>(n_send), reqs.data() + n_recv, &all,
+                          MPI_STATUSES_IGNORE),
+              "MPI_Testall");
+    return moved || all != 0;
+  };
+  for (;;) {
+    // No deadline here: the payload watchdog ends a payload that hangs.
+    wait_on_peers(advance, PollClock::time_point::max(), PollClock::time_point::max(), [] {});
+    if (next == n_recv) {
+      int all = 0;
+      check_mpi(MPI_Testall(static_cast<int>(n_send), reqs.data() + n_recv, &all,
+                            MPI_STATUSES_IGNORE),
+                "MPI_Testall");
+      if (all != 0) return;
+    }
+  }
+}
+
+void MpiBackend::exchange_reduce_scatter(const char* in,
+                                         const std::vector<std::int64_t>& block_start,
+                                         std::size_t elem, MPI_Datatype type, MPI_Op op,
+                                         char* out) {
+  const auto e = static_cast<std::int64_t>(elem);
+  const std::int64_t total = block_start[static_cast<std::size_t>(size_)];
+  // Ranks [lo, hi) own the blocks this rank still reduces; their partial
+  // results live in `mine` from element `base` on (first the input itself).
+  int lo = 0;
+  int hi = size_;
+  const char* mine = in;
+  std::int64_t base = 0;
+  for (int step = size_ / 2; step >= 1; step /= 2) {
+    const int partner = rank_ ^ step;
+    const int mid = lo + (hi - lo) / 2;
+    const bool low = (rank_ & step) == 0;
+    const int keep_lo = low ? lo : mid, keep_hi = low ? mid : hi;
+    const int give_lo = low ? mid : lo, give_hi = low ? hi : mid;
+    const std::int64_t keep0 = block_start[static_cast<std::size_t>(keep_lo)];
+    const std::int64_t keep_n = block_start[static_cast<std::size_t>(keep_hi)] - keep0;
+    const std::int64_t give0 = block_start[static_cast<std::size_t>(give_lo)];
+    const std::int64_t give_n = block_start[static_cast<std::size_t>(give_hi)] - give0;
+    const char* keep_src = mine + (keep0 - base) * e;
+    const bool first = mine == in;
+    if (first) {
+      // First round: the partner's half lands in reduced_, and this rank's
+      // own half is reduced into it there (the input stays as it is).
+      if (reduced_.size() < static_cast<std::size_t>(keep_n * e)) {
+        reduced_.resize(static_cast<std::size_t>(keep_n * e));
+      }
+      char* const dst = reduced_.data();
+      exchange_pieces(
+          partner, mine + (give0 - base) * e, give_n * e, dst, keep_n * e,
+          [&](std::int64_t at, std::int64_t bytes) {
+            check_mpi(MPI_Reduce_local(keep_src + at, dst + at, static_cast<int>(bytes / e), type,
+                                       op),
+                      "MPI_Reduce_local");
+          },
+          "reduce_scatter", total);
+    } else {
+      // Later rounds: the partner's part lands in incoming_ and is reduced
+      // into reduced_ in place.
+      if (incoming_.size() < static_cast<std::size_t>(keep_n * e)) {
+        incoming_.resize(static_cast<std::size_t>(keep_n * e));
+      }
+      char* const theirs = incoming_.data();
+      char* const dst = reduced_.data() + (keep0 - base) * e;
+      exchange_pieces(
+          partner, mine + (give0 - base) * e, give_n * e, theirs, keep_n * e,
+          [&](std::int64_t at, std::int64_t bytes) {
+            check_mpi(MPI_Reduce_local(theirs + at, dst + at, static_cast<int>(bytes / e), type,
+                                       op),
+                      "MPI_Reduce_local");
+          },
+          "reduce_scatter", total);
+    }
+    if (first) base = keep0;  // reduced_ starts at the first kept half
+    mine = reduced_.data();
+    lo = keep_lo;
+    hi = keep_hi;
+  }
+  const std::int64_t block0 = block_start[static_cast<std::size_t>(rank_)];
+  const std::int64_t block_n = block_start[static_cast<std::size_t>(rank_) + 1] - block0;
+  std::memcpy(out, mine + (block0 - base) * e, static_cast<std::size_t>(block_n * e));
+}
+
+void MpiBackend::exchange_allgather(char* out, const std::vector<std::int64_t>& block_start,
+                                    std::size_t elem, const char* kind) {
+  const auto e = static_cast<std::int64_t>(elem);
+  const std::int64_t total = block_start[static_cast<std::size_t>(size_)];
+  // Before the round of `step`, this rank holds the blocks of the `step`
+  // ranks from rank & ~(step - 1) on, and its partner the next (or previous)
+  // `step`.
+  for (int step = 1; step < size_; step *= 2) {
+    const int partner = rank_ ^ step;
+    const int mine_lo = rank_ & ~(step - 1);
+    const int theirs_lo = partner & ~(step - 1);
+    const auto at = [&](int r) { return block_start[static_cast<std::size_t>(r)]; };
+    exchange_pieces(partner, out + at(mine_lo) * e, (at(mine_lo + step) - at(mine_lo)) * e,
+                    out + at(theirs_lo) * e, (at(theirs_lo + step) - at(theirs_lo)) * e,
+                    [](std::int64_t, std::int64_t) {}, kind, total);
+  }
+}
+
 torch::Tensor MpiBackend::broadcast(torch::Tensor tensor, int root) {
   std::optional<std::string> error = validate(tensor, std::nullopt);
   if (!error && (root < 0 || root >= size_)) {
@@ -305,8 +445,17 @@ torch::Tensor MpiBackend::allgather(torch::Tensor tensor) {
     const int n = as_count(host.numel(), "allgather");
     as_count(out.numel(), "allgather result");
     const PayloadWatch watch(watchdog_, seq_ - 1, "allgather", host.numel());
-    check_mpi(MPI_Allgather(host.data_ptr(), n, type, out.data_ptr(), n, type, data_),
-              "MPI_Allgather");
+    if (handshake_.carries_payloads()) {
+      std::vector<std::int64_t> block_start(static_cast<std::size_t>(size_) + 1);
+      for (int r = 0; r <= size_; ++r) block_start[static_cast<std::size_t>(r)] = r * host.numel();
+      std::memcpy(static_cast<char*>(out.data_ptr()) + rank_ * host.nbytes(), host.data_ptr(),
+                  host.nbytes());
+      exchange_allgather(static_cast<char*>(out.data_ptr()), block_start, host.element_size(),
+                         "allgather");
+    } else {
+      check_mpi(MPI_Allgather(host.data_ptr(), n, type, out.data_ptr(), n, type, data_),
+                "MPI_Allgather");
+    }
   }
   return out.to(tensor.device());
 }
@@ -332,6 +481,21 @@ torch::Tensor MpiBackend::allgatherv(torch::Tensor tensor) {
   if (out.numel() > 0) {
     const MPI_Datatype type = types_.datatype(dtype_of(host));
     const PayloadWatch watch(watchdog_, seq_ - 1, "allgatherv", out.numel());
+    if (handshake_.carries_payloads()) {
+      // Power-of-two groups: recursive doubling of our own, straight into
+      // the result.
+      std::vector<std::int64_t> block_start(static_cast<std::size_t>(size_) + 1, 0);
+      for (int r = 0; r < size_; ++r) {
+        block_start[static_cast<std::size_t>(r) + 1] =
+            block_start[static_cast<std::size_t>(r)] + counts[static_cast<std::size_t>(r)];
+      }
+      std::memcpy(static_cast<char*>(out.data_ptr()) +
+                      block_start[static_cast<std::size_t>(rank_)] * host.element_size(),
+                  host.data_ptr(), host.nbytes());
+      exchange_allgather(static_cast<char*>(out.data_ptr()), block_start, host.element_size(),
+                         "allgatherv");
+      return out.to(tensor.device());
+    }
     // At most kMaxChunk elements per call in all (as allreduce and
     // broadcast move them): round k carries the k-th part of every rank's
     // block, sent from its place and received into its place.
@@ -371,6 +535,19 @@ torch::Tensor MpiBackend::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
   if (host.numel() > 0) {
     const DType dtype = dtype_of(host);
     const PayloadWatch watch(watchdog_, seq_ - 1, "reduce_scatter", host.numel());
+    if (handshake_.carries_payloads()) {
+      // Power-of-two groups: recursive halving of our own.
+      std::vector<std::int64_t> block_start(static_cast<std::size_t>(size_) + 1, 0);
+      for (int r = 0; r < size_; ++r) {
+        block_start[static_cast<std::size_t>(r) + 1] =
+            block_start[static_cast<std::size_t>(r)] + counts[static_cast<std::size_t>(r)];
+      }
+      exchange_reduce_scatter(static_cast<const char*>(host.data_ptr()), block_start,
+                              host.element_size(), types_.datatype(dtype), types_.op(dtype, op),
+                              static_cast<char*>(out.data_ptr()));
+      if (op == ReduceOp::Average) out.div_(size_);
+      return out.to(tensor.device());
+    }
     const std::int64_t part = std::max<std::int64_t>(1, kMaxChunk / size_);
     const std::int64_t longest = *std::max_element(counts.begin(), counts.end());
     if (longest <= part) {

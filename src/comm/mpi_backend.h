@@ -3,9 +3,9 @@
 // thread, or a caller that found the engine idle); each one is a consistency
 // check followed by the payload on a separate communicator: a blocking MPI
 // collective, which runs at the MPI library's full speed, except for
-// allreduce in power-of-two groups, which goes as our own point-to-point
-// exchange in 1 MiB pieces, waited on with our wait policy (see
-// exchange_allreduce). The check is a
+// allreduce, reduce_scatter and allgather(v) in power-of-two groups, which
+// go as our own point-to-point exchange in 1 MiB pieces, waited on with our
+// wait policy (see exchange_allreduce). The check is a
 // fingerprint exchange among the peers when every rank has this collective's
 // descriptor in its response cache (response_cache.h), else the full
 // handshake through the master (handshake.h).
@@ -13,6 +13,7 @@
 
 #include <mpi.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -99,6 +100,29 @@ class MpiBackend final : public Backend {
   /// One round: sends `send_bytes` from `send` to `partner` and receives
   /// `recv_bytes` from it into `recv`.
   void exchange_with(int partner, const char* send, int send_bytes, char* recv, int recv_bytes);
+  /// One round of a large exchange: sends `send_bytes` from `send` to
+  /// `partner` and receives `recv_bytes` into `recv`, both in pieces of
+  /// kMaxExchangedBytes, all posted at once; `arrived(offset, bytes)` runs
+  /// for each received piece, in order, as soon as it is in (while later
+  /// pieces are still on the wire: a reduction runs on bytes still in
+  /// cache). Waited on with the engine's policy; every completed piece
+  /// restarts the payload watchdog's clock.
+  void exchange_pieces(int partner, const char* send, std::int64_t send_bytes, char* recv,
+                       std::int64_t recv_bytes,
+                       const std::function<void(std::int64_t, std::int64_t)>& arrived,
+                       const char* kind, std::int64_t elements);
+  /// The payloads of reduce_scatter and allgather(v) in power-of-two
+  /// groups, as the halves of exchange_allreduce's recursive halving and
+  /// doubling. `block_start` has size_ + 1 entries: rank r's block is
+  /// elements [block_start[r], block_start[r + 1]). Reduce-scatter reduces
+  /// `in` (left as it is) and writes this rank's block to `out`; each
+  /// element is reduced by one rank only, the sum tree being exchange_allreduce's
+  /// (partners rank ^ N/2 first). Allgather fills `out` (this rank's block
+  /// already in place) with every rank's block.
+  void exchange_reduce_scatter(const char* in, const std::vector<std::int64_t>& block_start,
+                               std::size_t elem, MPI_Datatype type, MPI_Op op, char* out);
+  void exchange_allgather(char* out, const std::vector<std::int64_t>& block_start,
+                          std::size_t elem, const char* kind);
 
  public:
   /// Pieces up to this size go whole (one round trip per round); above, in
@@ -134,6 +158,7 @@ class MpiBackend final : public Backend {
   ResponseCache cache_;
   std::vector<char> staging_;  ///< a small allreduce's elements on the way
   std::vector<char> incoming_;  ///< exchange_allreduce's partner data
+  std::vector<char> reduced_;  ///< exchange_reduce_scatter's partial sums
   PayloadWatchdog watchdog_;  // last: its thread stops before the rest goes
 };
 

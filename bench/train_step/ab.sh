@@ -15,6 +15,7 @@
 # (LD_LIBRARY_PATH wins over the binaries' RUNPATH.) STEPS (default 40 for
 # lenet, 4 for mlp) and EPOCHS (default 6 for lenet, 4 for mlp; the first is
 # not timed) set the run length; short runs are noisy on a shared machine.
+# RANKS (default 2) sets the number of ranks.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${TNT_BUILD_DIR:-$root/build}
@@ -26,7 +27,7 @@ if [ $# -lt 3 ]; then
   sed -n '2,18p' "${BASH_SOURCE[0]}" >&2
   exit 2
 fi
-model=$1 rounds=$2
+model=$1 rounds=$2 ranks=${RANKS:-2}
 shift 2
 case $model in
   lenet) steps=${STEPS:-40} epochs=${EPOCHS:-6} ;;
@@ -35,14 +36,14 @@ case $model in
 esac
 run() {
   # shellcheck disable=SC2086  # launcher args are meant to be word-split
-  OMP_NUM_THREADS=1 TNT_NUM_THREADS=1 "$build/bin/tarantella" --no-gpu -n 2 $1 -- \
+  OMP_NUM_THREADS=1 TNT_NUM_THREADS=1 "$build/bin/tarantella" --no-gpu -n "$ranks" $1 -- \
     "$build/bench/train_step/bench_train_step" --model "$model" --batch-size 256 \
     --steps "$steps" --epochs "$epochs" --variant tnt |
     sed -n 's/^RESULT //p' | python3 -c 'import sys, json; print(json.load(sys.stdin)["samples_per_s"])'
 }
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-echo "# $model, $rounds rounds of $steps steps x $epochs epochs; $(uptime)"
+echo "# $model at $ranks ranks, $rounds rounds of $steps steps x $epochs epochs; $(uptime)"
 for i in $(seq "$rounds"); do
   line="round $i"
   for v in "$@"; do

@@ -351,13 +351,16 @@ void MpiBackend::exchange_reduce_scatter(const char* in,
     const std::int64_t give_n = block_start[static_cast<std::size_t>(give_hi)] - give0;
     const char* keep_src = mine + (keep0 - base) * e;
     const bool first = mine == in;
-    if (first) {
-      // First round: the partner's half lands in reduced_, and this rank's
-      // own half is reduced into it there (the input stays as it is).
-      if (reduced_.size() < static_cast<std::size_t>(keep_n * e)) {
+    const bool last = step == 1;  // what is kept is this rank's block
+    if (first || last) {
+      // The partner's part lands where the result goes (the output in the
+      // last round, else reduced_), and this rank's own part is reduced
+      // into it there: the input stays as it is, and at 2 ranks nothing
+      // is allocated.
+      if (!last && reduced_.size() < static_cast<std::size_t>(keep_n * e)) {
         reduced_.resize(static_cast<std::size_t>(keep_n * e));
       }
-      char* const dst = reduced_.data();
+      char* const dst = last ? out : reduced_.data();
       exchange_pieces(
           partner, mine + (give0 - base) * e, give_n * e, dst, keep_n * e,
           [&](std::int64_t at, std::int64_t bytes) {
@@ -367,8 +370,8 @@ void MpiBackend::exchange_reduce_scatter(const char* in,
           },
           "reduce_scatter", total);
     } else {
-      // Later rounds: the partner's part lands in incoming_ and is reduced
-      // into reduced_ in place.
+      // Rounds in between (8 ranks and more): the partner's part lands in
+      // incoming_ and is reduced into reduced_ in place.
       if (incoming_.size() < static_cast<std::size_t>(keep_n * e)) {
         incoming_.resize(static_cast<std::size_t>(keep_n * e));
       }
@@ -388,9 +391,6 @@ void MpiBackend::exchange_reduce_scatter(const char* in,
     lo = keep_lo;
     hi = keep_hi;
   }
-  const std::int64_t block0 = block_start[static_cast<std::size_t>(rank_)];
-  const std::int64_t block_n = block_start[static_cast<std::size_t>(rank_) + 1] - block0;
-  std::memcpy(out, mine + (block0 - base) * e, static_cast<std::size_t>(block_n * e));
 }
 
 void MpiBackend::exchange_allgather(char* out, const std::vector<std::int64_t>& block_start,
@@ -537,14 +537,48 @@ torch::Tensor MpiBackend::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
     const PayloadWatch watch(watchdog_, seq_ - 1, "reduce_scatter", host.numel());
     if (handshake_.carries_payloads()) {
       // Power-of-two groups: recursive halving of our own.
+      const auto elem = static_cast<std::int64_t>(host.element_size());
+      const MPI_Datatype type = types_.datatype(dtype);
+      const MPI_Op mpi_op = types_.op(dtype, op);
       std::vector<std::int64_t> block_start(static_cast<std::size_t>(size_) + 1, 0);
       for (int r = 0; r < size_; ++r) {
         block_start[static_cast<std::size_t>(r) + 1] =
             block_start[static_cast<std::size_t>(r)] + counts[static_cast<std::size_t>(r)];
       }
-      exchange_reduce_scatter(static_cast<const char*>(host.data_ptr()), block_start,
-                              host.element_size(), types_.datatype(dtype), types_.op(dtype, op),
-                              static_cast<char*>(out.data_ptr()));
+      const std::int64_t slab = std::max<std::int64_t>(1, kMaxChunk / size_);
+      const std::int64_t longest = *std::max_element(counts.begin(), counts.end());
+      const auto* in = static_cast<const char*>(host.data_ptr());
+      auto* result = static_cast<char*>(out.data_ptr());
+      if (size_ == 2 || longest <= slab) {
+        // Straight from the input: at 2 ranks the partner's half lands in
+        // the output, so nothing else is allocated.
+        exchange_reduce_scatter(in, block_start, host.element_size(), type, mpi_op, result);
+      } else {
+        // From 4 ranks the first round keeps N/2 blocks of partial sums, so
+        // large blocks go in slabs: slab k packs the k-th part (at most
+        // kMaxChunk / N elements) of every rank's block side by side, which
+        // bounds that buffer to kMaxChunk / 2 elements. The same partners
+        // and the same sums per element as one exchange of the whole.
+        std::vector<char> packed(static_cast<std::size_t>(slab * size_ * elem));
+        std::vector<std::int64_t> packed_start(static_cast<std::size_t>(size_) + 1, 0);
+        for (std::int64_t done = 0; done < longest; done += slab) {
+          for (int r = 0; r < size_; ++r) {
+            const std::int64_t n =
+                std::clamp<std::int64_t>(counts[static_cast<std::size_t>(r)] - done, 0, slab);
+            const std::int64_t at = packed_start[static_cast<std::size_t>(r)];
+            if (n > 0) {
+              std::memcpy(packed.data() + at * elem,
+                          in + (block_start[static_cast<std::size_t>(r)] + done) * elem,
+                          static_cast<std::size_t>(n * elem));
+            }
+            packed_start[static_cast<std::size_t>(r) + 1] = at + n;
+          }
+          const std::int64_t mine =
+              std::min<std::int64_t>(done, counts[static_cast<std::size_t>(rank_)]);
+          exchange_reduce_scatter(packed.data(), packed_start, host.element_size(), type, mpi_op,
+                                  result + mine * elem);
+        }
+      }
       if (op == ReduceOp::Average) out.div_(size_);
       return out.to(tensor.device());
     }

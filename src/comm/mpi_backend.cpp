@@ -352,40 +352,36 @@ void MpiBackend::exchange_reduce_scatter(const char* in,
     const char* keep_src = mine + (keep0 - base) * e;
     const bool first = mine == in;
     const bool last = step == 1;  // what is kept is this rank's block
+    // The partner's part lands in `recv` and is reduced with `from` into
+    // `into`. First and last round: it lands where the result goes (the
+    // output in the last round, else reduced_), and this rank's own part
+    // is reduced into it there, so the input stays as it is and at 2 ranks
+    // nothing is allocated. Rounds in between (8 ranks and more): it lands
+    // in incoming_ and is reduced into reduced_ in place.
+    char* recv;
+    const char* from;
+    char* into;
     if (first || last) {
-      // The partner's part lands where the result goes (the output in the
-      // last round, else reduced_), and this rank's own part is reduced
-      // into it there: the input stays as it is, and at 2 ranks nothing
-      // is allocated.
       if (!last && reduced_.size() < static_cast<std::size_t>(keep_n * e)) {
         reduced_.resize(static_cast<std::size_t>(keep_n * e));
       }
-      char* const dst = last ? out : reduced_.data();
-      exchange_pieces(
-          partner, mine + (give0 - base) * e, give_n * e, dst, keep_n * e,
-          [&](std::int64_t at, std::int64_t bytes) {
-            check_mpi(MPI_Reduce_local(keep_src + at, dst + at, static_cast<int>(bytes / e), type,
-                                       op),
-                      "MPI_Reduce_local");
-          },
-          "reduce_scatter", total);
+      recv = into = last ? out : reduced_.data();
+      from = keep_src;
     } else {
-      // Rounds in between (8 ranks and more): the partner's part lands in
-      // incoming_ and is reduced into reduced_ in place.
       if (incoming_.size() < static_cast<std::size_t>(keep_n * e)) {
         incoming_.resize(static_cast<std::size_t>(keep_n * e));
       }
-      char* const theirs = incoming_.data();
-      char* const dst = reduced_.data() + (keep0 - base) * e;
-      exchange_pieces(
-          partner, mine + (give0 - base) * e, give_n * e, theirs, keep_n * e,
-          [&](std::int64_t at, std::int64_t bytes) {
-            check_mpi(MPI_Reduce_local(theirs + at, dst + at, static_cast<int>(bytes / e), type,
-                                       op),
-                      "MPI_Reduce_local");
-          },
-          "reduce_scatter", total);
+      recv = incoming_.data();
+      from = recv;
+      into = reduced_.data() + (keep0 - base) * e;
     }
+    exchange_pieces(
+        partner, mine + (give0 - base) * e, give_n * e, recv, keep_n * e,
+        [&](std::int64_t at, std::int64_t bytes) {
+          check_mpi(MPI_Reduce_local(from + at, into + at, static_cast<int>(bytes / e), type, op),
+                    "MPI_Reduce_local");
+        },
+        "reduce_scatter", total);
     if (first) base = keep0;  // reduced_ starts at the first kept half
     mine = reduced_.data();
     lo = keep_lo;

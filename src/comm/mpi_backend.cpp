@@ -36,6 +36,63 @@ int as_count(std::int64_t n, const char* what) {
   return static_cast<int>(n);
 }
 
+// MPI_Allgatherv in rounds of at most kMaxChunk elements in all (as
+// allreduce and broadcast move them): round k carries the k-th part of every
+// rank's block, sent from its place and received into its place.
+void allgatherv_in_rounds(const torch::Tensor& host, const std::vector<int>& counts,
+                          const std::vector<int>& displs, int rank, MPI_Datatype type,
+                          MPI_Comm comm, torch::Tensor& out) {
+  const int size = static_cast<int>(counts.size());
+  const std::int64_t part = std::max<std::int64_t>(1, kMaxChunk / size);
+  const std::int64_t longest = *std::max_element(counts.begin(), counts.end());
+  const auto elem = static_cast<std::int64_t>(host.element_size());
+  std::vector<int> round_counts(size), round_displs(size);
+  for (std::int64_t done = 0; done < longest; done += part) {
+    for (int r = 0; r < size; ++r) {
+      round_counts[r] = static_cast<int>(std::clamp<std::int64_t>(counts[r] - done, 0, part));
+      round_displs[r] = static_cast<int>(displs[r] + std::min<std::int64_t>(done, counts[r]));
+    }
+    const std::int64_t sent = std::min<std::int64_t>(done, counts[rank]);
+    check_mpi(MPI_Allgatherv(static_cast<char*>(host.data_ptr()) + sent * elem,
+                             round_counts[rank], type, out.data_ptr(), round_counts.data(),
+                             round_displs.data(), type, comm),
+              "MPI_Allgatherv");
+  }
+}
+
+// MPI_Reduce_scatter, in rounds of at most kMaxChunk elements in all where
+// the blocks are larger, as allreduce: round k reduces the k-th part of
+// every rank's block, packed side by side.
+void reduce_scatter_in_rounds(const torch::Tensor& host, const std::vector<int>& counts,
+                              int rank, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                              torch::Tensor& out) {
+  const int size = static_cast<int>(counts.size());
+  const std::int64_t part = std::max<std::int64_t>(1, kMaxChunk / size);
+  const std::int64_t longest = *std::max_element(counts.begin(), counts.end());
+  if (longest <= part) {
+    check_mpi(MPI_Reduce_scatter(host.data_ptr(), out.data_ptr(), counts.data(), type, op, comm),
+              "MPI_Reduce_scatter");
+    return;
+  }
+  const auto elem = static_cast<std::int64_t>(host.element_size());
+  const std::vector<std::int64_t> block_start = block_starts(counts);
+  torch::Tensor stage = torch::empty({part * size}, host.options().dtype(host.dtype()));
+  auto* packed = static_cast<char*>(stage.data_ptr());
+  std::vector<std::int64_t> packed_start;
+  std::vector<int> round_counts(size);
+  for (std::int64_t done = 0; done < longest; done += part) {
+    pack_parts(static_cast<const char*>(host.data_ptr()), block_start, done, part, elem, packed,
+               packed_start);
+    for (int r = 0; r < size; ++r) {
+      round_counts[r] = static_cast<int>(packed_start[r + 1] - packed_start[r]);
+    }
+    const std::int64_t mine = std::min<std::int64_t>(done, counts[rank]);
+    check_mpi(MPI_Reduce_scatter(packed, static_cast<char*>(out.data_ptr()) + mine * elem,
+                                 round_counts.data(), type, op, comm),
+              "MPI_Reduce_scatter");
+  }
+}
+
 }  // namespace
 
 MpiBackend::MpiBackend(MPI_Comm comm, double timeout_seconds, bool threads_multiple)
@@ -134,6 +191,10 @@ void MpiBackend::payload_timed_out(const PayloadWatchdog::Payload& payload) {
   std::_Exit(1);
 }
 
+ExchangeContext MpiBackend::exchange_context() {
+  return {data_, rank_, size_, local_size_ < size_, incoming_, reduced_, watchdog_, seq_ - 1};
+}
+
 bool MpiBackend::agree_carrying(torch::Tensor& tensor, ReduceOp op,
                                 const std::optional<std::string>& error) {
   // A tensor too big, off the CPU or rejected goes without data (any rank
@@ -182,7 +243,8 @@ torch::Tensor MpiBackend::allreduce(torch::Tensor tensor, ReduceOp op) {
     const auto n = static_cast<int>(std::min(chunk, host.numel() - done));
     const PayloadWatch watch(watchdog_, seq_ - 1, "allreduce", host.numel());
     if (exchange) {
-      exchange_allreduce(base + done * host.element_size(), n, host.element_size(), type, mpi_op);
+      exchange_allreduce(exchange_context(), base + done * host.element_size(), n,
+                         host.element_size(), type, mpi_op);
       continue;
     }
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, base + done * host.element_size(), n, type, mpi_op,
@@ -192,219 +254,6 @@ torch::Tensor MpiBackend::allreduce(torch::Tensor tensor, ReduceOp op) {
   if (op == ReduceOp::Average && size_ > 1) host.div_(size_);
   copy_back(tensor, host);
   return tensor;
-}
-
-void MpiBackend::exchange_with(int partner, const char* send, int send_bytes, char* recv,
-                               int recv_bytes) {
-  constexpr int kExchangeTag = 201;  // data_ carries nothing else point to point
-  MPI_Request reqs[2];
-  check_mpi(MPI_Irecv(recv, recv_bytes, MPI_BYTE, partner, kExchangeTag, data_, &reqs[0]),
-            "MPI_Irecv (allreduce)");
-  check_mpi(MPI_Isend(send, send_bytes, MPI_BYTE, partner, kExchangeTag, data_, &reqs[1]),
-            "MPI_Isend (allreduce)");
-  // No deadline here: the payload watchdog ends a payload that hangs.
-  wait_on_peers(
-      [&] {
-        int all = 0;
-        check_mpi(MPI_Testall(2, reqs, &all, MPI_STATUSES_IGNORE), "MPI_Testall (allreduce)");
-        return all != 0;
-      },
-      PollClock::time_point::max(), PollClock::time_point::max(), [] {});
-}
-
-void MpiBackend::exchange_allreduce(char* data, int count, std::size_t elem, MPI_Datatype type,
-                                    MPI_Op op) {
-  const std::size_t bytes = static_cast<std::size_t>(count) * elem;
-  if (incoming_.size() < bytes) incoming_.resize(bytes);
-  char* const theirs = incoming_.data();
-  // mine := mine op theirs, with the lower rank's operand first. A sum is
-  // the same either way round bit for bit (IEEE addition is commutative;
-  // only a NaN's payload bits may differ), so it needs no copy.
-  const auto combine = [&](char* mine, int n, int partner) {
-    if (rank_ < partner && op != MPI_SUM) {
-      check_mpi(MPI_Reduce_local(mine, theirs, n, type, op), "MPI_Reduce_local");
-      std::memcpy(mine, theirs, static_cast<std::size_t>(n) * elem);
-    } else {
-      check_mpi(MPI_Reduce_local(theirs, mine, n, type, op), "MPI_Reduce_local");
-    }
-  };
-  // Between hosts a round trip costs tens of microseconds, so whole
-  // buffers go further there.
-  const std::size_t doubled = local_size_ < size_ ? kMaxDoubledBytesHosts : kMaxDoubledBytes;
-  if (bytes <= doubled || count < size_) {
-    // Recursive doubling: whole buffers, one exchange per round.
-    for (int step = 1; step < size_; step *= 2) {
-      const int partner = rank_ ^ step;
-      exchange_with(partner, data, static_cast<int>(bytes), theirs, static_cast<int>(bytes));
-      combine(data, count, partner);
-    }
-    return;
-  }
-  // Recursive halving, then doubling (Rabenseifner): each round halves the
-  // range a rank reduces, so every element is reduced by one rank and sent
-  // back out; a rank sends about 2 (N-1)/N of the buffer in all, as a ring.
-  struct Range {
-    int lo, hi;
-  };
-  std::vector<Range> kept;  // per halving round: the range kept
-  std::vector<Range> given;  // ... and the one handed to the partner
-  Range mine{0, count};
-  for (int step = size_ / 2; step >= 1; step /= 2) {
-    const int partner = rank_ ^ step;
-    const int mid = mine.lo + (mine.hi - mine.lo) / 2;
-    const bool low = (rank_ & step) == 0;
-    const Range keep = low ? Range{mine.lo, mid} : Range{mid, mine.hi};
-    const Range give = low ? Range{mid, mine.hi} : Range{mine.lo, mid};
-    exchange_with(partner, data + give.lo * elem, (give.hi - give.lo) * static_cast<int>(elem),
-                  theirs, (keep.hi - keep.lo) * static_cast<int>(elem));
-    combine(data + keep.lo * elem, keep.hi - keep.lo, partner);
-    kept.push_back(keep);
-    given.push_back(give);
-    mine = keep;
-  }
-  for (int round = static_cast<int>(kept.size()) - 1, step = 1; round >= 0; --round, step *= 2) {
-    const int partner = rank_ ^ step;
-    const Range& keep = kept[round];
-    const Range& give = given[round];
-    exchange_with(partner, data + keep.lo * elem, (keep.hi - keep.lo) * static_cast<int>(elem),
-                  data + give.lo * elem, (give.hi - give.lo) * static_cast<int>(elem));
-  }
-}
-
-void MpiBackend::exchange_pieces(int partner, const char* send, std::int64_t send_bytes,
-                                 char* recv, std::int64_t recv_bytes,
-                                 const std::function<void(std::int64_t, std::int64_t)>& arrived,
-                                 const char* kind, std::int64_t elements) {
-  constexpr int kPiecesTag = 202;  // in order on every rank: one tag does
-  constexpr auto kPiece = static_cast<std::int64_t>(kMaxExchangedBytes);
-  const auto pieces = [](std::int64_t bytes) { return (bytes + kPiece - 1) / kPiece; };
-  const std::int64_t n_recv = pieces(recv_bytes);
-  const std::int64_t n_send = pieces(send_bytes);
-  std::vector<MPI_Request> reqs(static_cast<std::size_t>(n_recv + n_send), MPI_REQUEST_NULL);
-  for (std::int64_t i = 0; i < n_recv; ++i) {
-    const std::int64_t at = i * kPiece;
-    check_mpi(MPI_Irecv(recv + at, static_cast<int>(std::min(kPiece, recv_bytes - at)), MPI_BYTE,
-                        partner, kPiecesTag, data_, &reqs[static_cast<std::size_t>(i)]),
-              "MPI_Irecv");
-  }
-  for (std::int64_t i = 0; i < n_send; ++i) {
-    const std::int64_t at = i * kPiece;
-    check_mpi(MPI_Isend(send + at, static_cast<int>(std::min(kPiece, send_bytes - at)), MPI_BYTE,
-                        partner, kPiecesTag, data_, &reqs[static_cast<std::size_t>(n_recv + i)]),
-              "MPI_Isend");
-  }
-  std::int64_t next = 0;  // the first received piece not yet handed over
-  const auto advance = [&] {
-    bool moved = false;
-    while (next < n_recv) {
-      int done = 0;
-      check_mpi(MPI_Test(&reqs[static_cast<std::size_t>(next)], &done, MPI_STATUS_IGNORE),
-                "MPI_Test");
-      if (done == 0) break;
-      const std::int64_t at = next * kPiece;
-      arrived(at, std::min(kPiece, recv_bytes - at));
-      watchdog_.arm(seq_ - 1, kind, elements);  // progress: the clock starts again
-      ++next;
-      moved = true;
-    }
-    if (next < n_recv) return moved;
-    int all = 0;
-    check_mpi(MPI_Testall(static_cast<int>(n_send), reqs.data() + n_recv, &all,
-                          MPI_STATUSES_IGNORE),
-              "MPI_Testall");
-    return moved || all != 0;
-  };
-  for (;;) {
-    // No deadline here: the payload watchdog ends a payload that hangs.
-    wait_on_peers(advance, PollClock::time_point::max(), PollClock::time_point::max(), [] {});
-    if (next == n_recv) {
-      int all = 0;
-      check_mpi(MPI_Testall(static_cast<int>(n_send), reqs.data() + n_recv, &all,
-                            MPI_STATUSES_IGNORE),
-                "MPI_Testall");
-      if (all != 0) return;
-    }
-  }
-}
-
-void MpiBackend::exchange_reduce_scatter(const char* in,
-                                         const std::vector<std::int64_t>& block_start,
-                                         std::size_t elem, MPI_Datatype type, MPI_Op op,
-                                         char* out) {
-  const auto e = static_cast<std::int64_t>(elem);
-  const std::int64_t total = block_start[static_cast<std::size_t>(size_)];
-  // Ranks [lo, hi) own the blocks this rank still reduces; their partial
-  // results live in `mine` from element `base` on (first the input itself).
-  int lo = 0;
-  int hi = size_;
-  const char* mine = in;
-  std::int64_t base = 0;
-  for (int step = size_ / 2; step >= 1; step /= 2) {
-    const int partner = rank_ ^ step;
-    const int mid = lo + (hi - lo) / 2;
-    const bool low = (rank_ & step) == 0;
-    const int keep_lo = low ? lo : mid, keep_hi = low ? mid : hi;
-    const int give_lo = low ? mid : lo, give_hi = low ? hi : mid;
-    const std::int64_t keep0 = block_start[static_cast<std::size_t>(keep_lo)];
-    const std::int64_t keep_n = block_start[static_cast<std::size_t>(keep_hi)] - keep0;
-    const std::int64_t give0 = block_start[static_cast<std::size_t>(give_lo)];
-    const std::int64_t give_n = block_start[static_cast<std::size_t>(give_hi)] - give0;
-    const char* keep_src = mine + (keep0 - base) * e;
-    const bool first = mine == in;
-    const bool last = step == 1;  // what is kept is this rank's block
-    // The partner's part lands in `recv` and is reduced with `from` into
-    // `into`. First and last round: it lands where the result goes (the
-    // output in the last round, else reduced_), and this rank's own part
-    // is reduced into it there, so the input stays as it is and at 2 ranks
-    // nothing is allocated. Rounds in between (8 ranks and more): it lands
-    // in incoming_ and is reduced into reduced_ in place.
-    char* recv;
-    const char* from;
-    char* into;
-    if (first || last) {
-      if (!last && reduced_.size() < static_cast<std::size_t>(keep_n * e)) {
-        reduced_.resize(static_cast<std::size_t>(keep_n * e));
-      }
-      recv = into = last ? out : reduced_.data();
-      from = keep_src;
-    } else {
-      if (incoming_.size() < static_cast<std::size_t>(keep_n * e)) {
-        incoming_.resize(static_cast<std::size_t>(keep_n * e));
-      }
-      recv = incoming_.data();
-      from = recv;
-      into = reduced_.data() + (keep0 - base) * e;
-    }
-    exchange_pieces(
-        partner, mine + (give0 - base) * e, give_n * e, recv, keep_n * e,
-        [&](std::int64_t at, std::int64_t bytes) {
-          check_mpi(MPI_Reduce_local(from + at, into + at, static_cast<int>(bytes / e), type, op),
-                    "MPI_Reduce_local");
-        },
-        "reduce_scatter", total);
-    if (first) base = keep0;  // reduced_ starts at the first kept half
-    mine = reduced_.data();
-    lo = keep_lo;
-    hi = keep_hi;
-  }
-}
-
-void MpiBackend::exchange_allgather(char* out, const std::vector<std::int64_t>& block_start,
-                                    std::size_t elem, const char* kind) {
-  const auto e = static_cast<std::int64_t>(elem);
-  const std::int64_t total = block_start[static_cast<std::size_t>(size_)];
-  // Before the round of `step`, this rank holds the blocks of the `step`
-  // ranks from rank & ~(step - 1) on, and its partner the next (or previous)
-  // `step`.
-  for (int step = 1; step < size_; step *= 2) {
-    const int partner = rank_ ^ step;
-    const int mine_lo = rank_ & ~(step - 1);
-    const int theirs_lo = partner & ~(step - 1);
-    const auto at = [&](int r) { return block_start[static_cast<std::size_t>(r)]; };
-    exchange_pieces(partner, out + at(mine_lo) * e, (at(mine_lo + step) - at(mine_lo)) * e,
-                    out + at(theirs_lo) * e, (at(theirs_lo + step) - at(theirs_lo)) * e,
-                    [](std::int64_t, std::int64_t) {}, kind, total);
-  }
 }
 
 torch::Tensor MpiBackend::broadcast(torch::Tensor tensor, int root) {
@@ -442,12 +291,9 @@ torch::Tensor MpiBackend::allgather(torch::Tensor tensor) {
     as_count(out.numel(), "allgather result");
     const PayloadWatch watch(watchdog_, seq_ - 1, "allgather", host.numel());
     if (handshake_.carries_payloads()) {
-      std::vector<std::int64_t> block_start(static_cast<std::size_t>(size_) + 1);
-      for (int r = 0; r <= size_; ++r) block_start[static_cast<std::size_t>(r)] = r * host.numel();
-      std::memcpy(static_cast<char*>(out.data_ptr()) + rank_ * host.nbytes(), host.data_ptr(),
-                  host.nbytes());
-      exchange_allgather(static_cast<char*>(out.data_ptr()), block_start, host.element_size(),
-                         "allgather");
+      exchange_allgather(exchange_context(), static_cast<const char*>(host.data_ptr()),
+                         std::vector<int>(static_cast<std::size_t>(size_), n),
+                         host.element_size(), static_cast<char*>(out.data_ptr()), "allgather");
     } else {
       check_mpi(MPI_Allgather(host.data_ptr(), n, type, out.data_ptr(), n, type, data_),
                 "MPI_Allgather");
@@ -480,35 +326,10 @@ torch::Tensor MpiBackend::allgatherv(torch::Tensor tensor) {
     if (handshake_.carries_payloads()) {
       // Power-of-two groups: recursive doubling of our own, straight into
       // the result.
-      std::vector<std::int64_t> block_start(static_cast<std::size_t>(size_) + 1, 0);
-      for (int r = 0; r < size_; ++r) {
-        block_start[static_cast<std::size_t>(r) + 1] =
-            block_start[static_cast<std::size_t>(r)] + counts[static_cast<std::size_t>(r)];
-      }
-      std::memcpy(static_cast<char*>(out.data_ptr()) +
-                      block_start[static_cast<std::size_t>(rank_)] * host.element_size(),
-                  host.data_ptr(), host.nbytes());
-      exchange_allgather(static_cast<char*>(out.data_ptr()), block_start, host.element_size(),
-                         "allgatherv");
-      return out.to(tensor.device());
-    }
-    // At most kMaxChunk elements per call in all (as allreduce and
-    // broadcast move them): round k carries the k-th part of every rank's
-    // block, sent from its place and received into its place.
-    const std::int64_t part = std::max<std::int64_t>(1, kMaxChunk / size_);
-    const std::int64_t longest = *std::max_element(counts.begin(), counts.end());
-    const auto elem = static_cast<std::int64_t>(host.element_size());
-    std::vector<int> round_counts(size_), round_displs(size_);
-    for (std::int64_t done = 0; done < longest; done += part) {
-      for (int r = 0; r < size_; ++r) {
-        round_counts[r] = static_cast<int>(std::clamp<std::int64_t>(counts[r] - done, 0, part));
-        round_displs[r] = static_cast<int>(displs[r] + std::min<std::int64_t>(done, counts[r]));
-      }
-      const std::int64_t sent = std::min<std::int64_t>(done, counts[rank_]);
-      check_mpi(MPI_Allgatherv(static_cast<char*>(host.data_ptr()) + sent * elem,
-                               round_counts[rank_], type, out.data_ptr(), round_counts.data(),
-                               round_displs.data(), type, data_),
-                "MPI_Allgatherv");
+      exchange_allgather(exchange_context(), static_cast<const char*>(host.data_ptr()), counts,
+                         host.element_size(), static_cast<char*>(out.data_ptr()), "allgatherv");
+    } else {
+      allgatherv_in_rounds(host, counts, displs, rank_, type, data_, out);
     }
   }
   return out.to(tensor.device());
@@ -530,85 +351,18 @@ torch::Tensor MpiBackend::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
   torch::Tensor out = torch::empty(shape, host.options());
   if (host.numel() > 0) {
     const DType dtype = dtype_of(host);
+    const MPI_Datatype type = types_.datatype(dtype);
+    const MPI_Op mpi_op = types_.op(dtype, op);
     const PayloadWatch watch(watchdog_, seq_ - 1, "reduce_scatter", host.numel());
     if (handshake_.carries_payloads()) {
       // Power-of-two groups: recursive halving of our own.
-      const auto elem = static_cast<std::int64_t>(host.element_size());
-      const MPI_Datatype type = types_.datatype(dtype);
-      const MPI_Op mpi_op = types_.op(dtype, op);
-      std::vector<std::int64_t> block_start(static_cast<std::size_t>(size_) + 1, 0);
-      for (int r = 0; r < size_; ++r) {
-        block_start[static_cast<std::size_t>(r) + 1] =
-            block_start[static_cast<std::size_t>(r)] + counts[static_cast<std::size_t>(r)];
-      }
-      const std::int64_t slab = std::max<std::int64_t>(1, kMaxChunk / size_);
-      const std::int64_t longest = *std::max_element(counts.begin(), counts.end());
-      const auto* in = static_cast<const char*>(host.data_ptr());
-      auto* result = static_cast<char*>(out.data_ptr());
-      if (size_ == 2 || longest <= slab) {
-        // Straight from the input: at 2 ranks the partner's half lands in
-        // the output, so nothing else is allocated.
-        exchange_reduce_scatter(in, block_start, host.element_size(), type, mpi_op, result);
-      } else {
-        // From 4 ranks the first round keeps N/2 blocks of partial sums, so
-        // large blocks go in slabs: slab k packs the k-th part (at most
-        // kMaxChunk / N elements) of every rank's block side by side, which
-        // bounds that buffer to kMaxChunk / 2 elements. The same partners
-        // and the same sums per element as one exchange of the whole.
-        std::vector<char> packed(static_cast<std::size_t>(slab * size_ * elem));
-        std::vector<std::int64_t> packed_start(static_cast<std::size_t>(size_) + 1, 0);
-        for (std::int64_t done = 0; done < longest; done += slab) {
-          for (int r = 0; r < size_; ++r) {
-            const std::int64_t n =
-                std::clamp<std::int64_t>(counts[static_cast<std::size_t>(r)] - done, 0, slab);
-            const std::int64_t at = packed_start[static_cast<std::size_t>(r)];
-            if (n > 0) {
-              std::memcpy(packed.data() + at * elem,
-                          in + (block_start[static_cast<std::size_t>(r)] + done) * elem,
-                          static_cast<std::size_t>(n * elem));
-            }
-            packed_start[static_cast<std::size_t>(r) + 1] = at + n;
-          }
-          const std::int64_t mine =
-              std::min<std::int64_t>(done, counts[static_cast<std::size_t>(rank_)]);
-          exchange_reduce_scatter(packed.data(), packed_start, host.element_size(), type, mpi_op,
-                                  result + mine * elem);
-        }
-      }
+      exchange_reduce_scatter(exchange_context(), static_cast<const char*>(host.data_ptr()),
+                              counts, host.element_size(), type, mpi_op,
+                              static_cast<char*>(out.data_ptr()));
       if (op == ReduceOp::Average) out.div_(size_);
       return out.to(tensor.device());
     }
-    const std::int64_t part = std::max<std::int64_t>(1, kMaxChunk / size_);
-    const std::int64_t longest = *std::max_element(counts.begin(), counts.end());
-    if (longest <= part) {
-      check_mpi(MPI_Reduce_scatter(host.data_ptr(), out.data_ptr(), counts.data(),
-                                   types_.datatype(dtype), types_.op(dtype, op), data_),
-                "MPI_Reduce_scatter");
-    } else {
-      // At most kMaxChunk elements per call in all, as allreduce: round k
-      // reduces the k-th part of every rank's block, packed side by side.
-      const auto elem = static_cast<std::int64_t>(host.element_size());
-      std::vector<std::int64_t> block_start(size_, 0);
-      for (int r = 1; r < size_; ++r) block_start[r] = block_start[r - 1] + counts[r - 1];
-      torch::Tensor stage = torch::empty({part * size_}, host.options().dtype(host.dtype()));
-      auto* packed = static_cast<char*>(stage.data_ptr());
-      const auto* in = static_cast<const char*>(host.data_ptr());
-      std::vector<int> round_counts(size_);
-      for (std::int64_t done = 0; done < longest; done += part) {
-        std::int64_t at = 0;
-        for (int r = 0; r < size_; ++r) {
-          const std::int64_t n = std::clamp<std::int64_t>(counts[r] - done, 0, part);
-          round_counts[r] = static_cast<int>(n);
-          if (n > 0) std::memcpy(packed + at * elem, in + (block_start[r] + done) * elem, n * elem);
-          at += n;
-        }
-        const std::int64_t mine = std::min<std::int64_t>(done, counts[rank_]);
-        check_mpi(MPI_Reduce_scatter(packed, static_cast<char*>(out.data_ptr()) + mine * elem,
-                                     round_counts.data(), types_.datatype(dtype),
-                                     types_.op(dtype, op), data_),
-                  "MPI_Reduce_scatter");
-      }
-    }
+    reduce_scatter_in_rounds(host, counts, rank_, type, mpi_op, data_, out);
   }
   if (op == ReduceOp::Average && size_ > 1) out.div_(size_);
   return out.to(tensor.device());

@@ -5,7 +5,8 @@
 // collective, which runs at the MPI library's full speed, except for
 // allreduce, reduce_scatter and allgather(v) in power-of-two groups, which
 // go as our own point-to-point exchange in 1 MiB pieces, waited on with our
-// wait policy (see exchange_allreduce). The check is a
+// wait policy (exchange.h, one file per algorithm; the backend itself only
+// dispatches and makes the plain MPI calls). The check is a
 // fingerprint exchange among the peers when every rank has this collective's
 // descriptor in its response cache (response_cache.h), else the full
 // handshake through the master (handshake.h).
@@ -13,7 +14,6 @@
 
 #include <mpi.h>
 
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,19 +23,14 @@
 
 #include <tarantella/comm/backend.h>
 
+#include "comm/chunks.h"
+#include "comm/exchange.h"
 #include "comm/handshake.h"
 #include "comm/payload_watchdog.h"
 #include "comm/mpi_types.h"
 #include "comm/response_cache.h"
 
 namespace tnt::comm {
-
-/// Elements per MPI call: large collectives go in pieces of this many. MPI
-/// counts are int, so large payloads go in pieces anyway; pieces of 4 MiB (of
-/// float32) also reduce faster than one huge message over shared memory (an
-/// 80 MB gradient: 21 ms in 4 MiB pieces vs 34 ms whole; bench/train_step).
-/// The runtime sizes OpenMPI's TCP eager limit after it (runtime.cpp).
-constexpr std::int64_t kMaxChunk = 1LL << 20;
 
 class MpiBackend final : public Backend {
  public:
@@ -86,62 +81,9 @@ class MpiBackend final : public Backend {
   /// The payload ran past the timeout: finds the ranks that no longer
   /// answer, says so on stderr and ends this process (exit status 1).
   [[noreturn]] void payload_timed_out(const PayloadWatchdog::Payload& payload);
-  /// The payload of an allreduce in a power-of-two group, in pieces of
-  /// kMaxExchangedBytes: MPI_Isend/MPI_Irecv between partners, waited on
-  /// with the engine's policy (poll.h) instead of inside a blocking
-  /// MPI_Allreduce, which spins without ever yielding while a peer's engine
-  /// thread waits for a core (2 ranks on 2 cores, each with a training
-  /// thread: issue 15). Recursive doubling up to kMaxDoubledBytes,
-  /// recursive halving and doubling above. Each element's result is
-  /// computed as (lower rank's) op (higher rank's) at every level, so all
-  /// ranks end bitwise equal.
-  void exchange_allreduce(char* data, int count, std::size_t elem, MPI_Datatype type,
-                          MPI_Op op);
-  /// One round: sends `send_bytes` from `send` to `partner` and receives
-  /// `recv_bytes` from it into `recv`.
-  void exchange_with(int partner, const char* send, int send_bytes, char* recv, int recv_bytes);
-  /// One round of a large exchange: sends `send_bytes` from `send` to
-  /// `partner` and receives `recv_bytes` into `recv`, both in pieces of
-  /// kMaxExchangedBytes, all posted at once; `arrived(offset, bytes)` runs
-  /// for each received piece, in order, as soon as it is in (while later
-  /// pieces are still on the wire: a reduction runs on bytes still in
-  /// cache). Waited on with the engine's policy; every completed piece
-  /// restarts the payload watchdog's clock.
-  void exchange_pieces(int partner, const char* send, std::int64_t send_bytes, char* recv,
-                       std::int64_t recv_bytes,
-                       const std::function<void(std::int64_t, std::int64_t)>& arrived,
-                       const char* kind, std::int64_t elements);
-  /// The payloads of reduce_scatter and allgather(v) in power-of-two
-  /// groups, as the halves of exchange_allreduce's recursive halving and
-  /// doubling. `block_start` has size_ + 1 entries: rank r's block is
-  /// elements [block_start[r], block_start[r + 1]). Reduce-scatter reduces
-  /// `in` (left as it is) and writes this rank's block to `out`; each
-  /// element is reduced by one rank only, the sum tree being exchange_allreduce's
-  /// (partners rank ^ N/2 first). Allgather fills `out` (this rank's block
-  /// already in place) with every rank's block.
-  void exchange_reduce_scatter(const char* in, const std::vector<std::int64_t>& block_start,
-                               std::size_t elem, MPI_Datatype type, MPI_Op op, char* out);
-  void exchange_allgather(char* out, const std::vector<std::int64_t>& block_start,
-                          std::size_t elem, const char* kind);
-
- public:
-  /// Pieces up to this size go whole (one round trip per round); above, in
-  /// halves (bench/allreduce at 2 ranks on one host, whole buffers against
-  /// MPI_Allreduce: 1.04-1.07x at 64 KiB, 0.90x at 256 KiB, 0.89-0.92x at
-  /// 1 MiB, where MPI's tuned algorithm sends halves).
-  static constexpr std::size_t kMaxDoubledBytes = 64 * 1024;
-  /// The same when the group spans hosts: halving at 256 KiB measured
-  /// 0.76-0.91x of MPI_Allreduce between two simulated 10 Gbit/s hosts (two
-  /// round trips where a whole buffer takes one).
-  static constexpr std::size_t kMaxDoubledBytesHosts = 256 * 1024;
-  /// exchange_allreduce's piece. One halving-doubling exchange of a whole
-  /// 4 MiB piece measured 0.72-0.82x of MPI_Allreduce's pipelined
-  /// algorithm; the same 4 MiB as four 1 MiB pieces 0.96-0.98x (they stay
-  /// in cache), 16 MiB 0.98-1.00x, 64 MiB 2.3x (MPI's one call per 4 MiB
-  /// falls out of cache there too).
-  static constexpr std::size_t kMaxExchangedBytes = 1 << 20;
-
- private:
+  /// What the exchange of power-of-two groups needs of this backend, for
+  /// the collective now running.
+  ExchangeContext exchange_context();
 
   MPI_Comm data_ = MPI_COMM_NULL;
   MPI_Comm control_ = MPI_COMM_NULL;
@@ -157,8 +99,8 @@ class MpiBackend final : public Backend {
   Handshake handshake_;
   ResponseCache cache_;
   std::vector<char> staging_;  ///< a small allreduce's elements on the way
-  std::vector<char> incoming_;  ///< exchange_allreduce's partner data
-  std::vector<char> reduced_;  ///< exchange_reduce_scatter's partial sums
+  std::vector<char> incoming_;  ///< ExchangeContext::incoming
+  std::vector<char> reduced_;  ///< ExchangeContext::reduced
   PayloadWatchdog watchdog_;  // last: its thread stops before the rest goes
 };
 

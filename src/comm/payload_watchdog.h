@@ -4,7 +4,7 @@
 // runs, so a payload that does not complete means a rank stopped on the way
 // (SIGSTOP, a hung device, a dead link). The payload itself runs as a
 // blocking MPI call (or as point-to-point messages waited on without a
-// deadline: MpiBackend::exchange_allreduce): OpenMPI's non-blocking collectives (libnbc) measured
+// deadline: exchange.h): OpenMPI's non-blocking collectives (libnbc) measured
 // about half the bandwidth of the blocking ones at 1-4 MiB, so waiting on
 // MPI_Iallreduce with a deadline would cost every training step. Instead a
 // watchdog thread watches the one payload in flight: arming and disarming

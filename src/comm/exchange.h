@@ -44,12 +44,12 @@ constexpr std::size_t kMaxExchangedBytes = 1 << 20;
 struct ExchangeContext {
   MPI_Comm comm;  ///< the payload communicator; nothing else goes point to point on it
   int rank;
-  int size;  ///< a power of two
-  bool spans_hosts;  ///< some peers are on another host: round trips cost more
+  int size;                     ///< a power of two
+  bool spans_hosts;             ///< some peers are on another host: round trips cost more
   std::vector<char>& incoming;  ///< a partner's data on the way in
-  std::vector<char>& reduced;  ///< exchange_reduce_scatter's partial sums
-  PayloadWatchdog& watchdog;  ///< re-armed by every piece that arrives
-  std::int64_t seq;  ///< the collective's number, for the watchdog
+  std::vector<char>& reduced;   ///< exchange_reduce_scatter's partial sums
+  PayloadWatchdog& watchdog;    ///< re-armed by every piece that arrives
+  std::int64_t seq;             ///< the collective's number, for the watchdog
 };
 
 /// The payload of an allreduce piece of `count` elements of `elem` bytes
@@ -61,8 +61,8 @@ void exchange_allreduce(const ExchangeContext& ctx, char* data, int count, std::
 /// elements, and writes this rank's reduced block to `out`. Each element
 /// is reduced by one rank only, the sum tree being exchange_allreduce's.
 void exchange_reduce_scatter(const ExchangeContext& ctx, const char* in,
-                             const std::vector<int>& counts, std::size_t elem,
-                             MPI_Datatype type, MPI_Op op, char* out);
+                             const std::vector<int>& counts, std::size_t elem, MPI_Datatype type,
+                             MPI_Op op, char* out);
 
 /// Fills `out` with every rank's block, rank r's of `counts[r]` elements,
 /// side by side; this rank's comes from `mine`. `kind` names the

@@ -30,9 +30,10 @@ void exchange_allgather(const ExchangeContext& ctx, const char* mine,
     const int partner = ctx.rank ^ step;
     const int mine_lo = ctx.rank & ~(step - 1);
     const int theirs_lo = partner & ~(step - 1);
-    exchange_pieces(ctx, partner, out + at(mine_lo) * e, (at(mine_lo + step) - at(mine_lo)) * e,
-                    out + at(theirs_lo) * e, (at(theirs_lo + step) - at(theirs_lo)) * e,
-                    [](std::int64_t, std::int64_t) {}, kind, total);
+    exchange_pieces(
+        ctx, partner, out + at(mine_lo) * e, (at(mine_lo + step) - at(mine_lo)) * e,
+        out + at(theirs_lo) * e, (at(theirs_lo + step) - at(theirs_lo)) * e,
+        [](std::int64_t, std::int64_t) {}, kind, total);
   }
 }
 

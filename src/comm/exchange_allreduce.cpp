@@ -66,13 +66,12 @@ void recursive_doubling(const ExchangeContext& ctx, char* data, int count, std::
   }
 }
 
-void halving_doubling(const ExchangeContext& ctx, char* data, int count,
-                      const Combine& combine) {
+void halving_doubling(const ExchangeContext& ctx, char* data, int count, const Combine& combine) {
   const std::size_t elem = combine.elem;
   struct Range {
     int lo, hi;
   };
-  std::vector<Range> kept;  // per halving round: the range kept
+  std::vector<Range> kept;   // per halving round: the range kept
   std::vector<Range> given;  // ... and the one handed to the partner
   Range mine{0, count};
   for (int step = ctx.size / 2; step >= 1; step /= 2) {
@@ -81,9 +80,8 @@ void halving_doubling(const ExchangeContext& ctx, char* data, int count,
     const bool low = (ctx.rank & step) == 0;
     const Range keep = low ? Range{mine.lo, mid} : Range{mid, mine.hi};
     const Range give = low ? Range{mid, mine.hi} : Range{mine.lo, mid};
-    exchange_with(ctx, partner, data + give.lo * elem,
-                  (give.hi - give.lo) * static_cast<int>(elem), combine.theirs,
-                  (keep.hi - keep.lo) * static_cast<int>(elem));
+    exchange_with(ctx, partner, data + give.lo * elem, (give.hi - give.lo) * static_cast<int>(elem),
+                  combine.theirs, (keep.hi - keep.lo) * static_cast<int>(elem));
     combine(data + keep.lo * elem, keep.hi - keep.lo, partner);
     kept.push_back(keep);
     given.push_back(give);
@@ -93,9 +91,8 @@ void halving_doubling(const ExchangeContext& ctx, char* data, int count,
     const int partner = ctx.rank ^ step;
     const Range& keep = kept[round];
     const Range& give = given[round];
-    exchange_with(ctx, partner, data + keep.lo * elem,
-                  (keep.hi - keep.lo) * static_cast<int>(elem), data + give.lo * elem,
-                  (give.hi - give.lo) * static_cast<int>(elem));
+    exchange_with(ctx, partner, data + keep.lo * elem, (keep.hi - keep.lo) * static_cast<int>(elem),
+                  data + give.lo * elem, (give.hi - give.lo) * static_cast<int>(elem));
   }
 }
 

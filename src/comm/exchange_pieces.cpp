@@ -11,7 +11,7 @@ namespace tnt::comm {
 namespace {
 
 constexpr int kExchangeTag = 201;  // the payload communicator carries nothing else point to point
-constexpr int kPiecesTag = 202;  // in order on every rank: one tag does
+constexpr int kPiecesTag = 202;    // in order on every rank: one tag does
 constexpr auto kPiece = static_cast<std::int64_t>(kMaxExchangedBytes);
 
 std::int64_t pieces(std::int64_t bytes) { return (bytes + kPiece - 1) / kPiece; }
@@ -19,8 +19,7 @@ std::int64_t pieces(std::int64_t bytes) { return (bytes + kPiece - 1) / kPiece; 
 // Posts the receives of a round's pieces first (`n_recv` requests), then its
 // sends.
 std::vector<MPI_Request> post_pieces(const ExchangeContext& ctx, int partner, const char* send,
-                                     std::int64_t send_bytes, char* recv,
-                                     std::int64_t recv_bytes) {
+                                     std::int64_t send_bytes, char* recv, std::int64_t recv_bytes) {
   const std::int64_t n_recv = pieces(recv_bytes);
   const std::int64_t n_send = pieces(send_bytes);
   std::vector<MPI_Request> reqs(static_cast<std::size_t>(n_recv + n_send), MPI_REQUEST_NULL);
@@ -33,8 +32,7 @@ std::vector<MPI_Request> post_pieces(const ExchangeContext& ctx, int partner, co
   for (std::int64_t i = 0; i < n_send; ++i) {
     const std::int64_t at = i * kPiece;
     check_mpi(MPI_Isend(send + at, static_cast<int>(std::min(kPiece, send_bytes - at)), MPI_BYTE,
-                        partner, kPiecesTag, ctx.comm,
-                        &reqs[static_cast<std::size_t>(n_recv + i)]),
+                        partner, kPiecesTag, ctx.comm, &reqs[static_cast<std::size_t>(n_recv + i)]),
               "MPI_Isend");
   }
   return reqs;

@@ -80,8 +80,8 @@ void halving_rounds(const ExchangeContext& ctx, const char* in,
     const std::int64_t give_n = block_start[static_cast<std::size_t>(give_hi)] - give0;
     const bool first = mine == in;
     const bool last = step == 1;  // what is kept is this rank's block
-    const Landing at = landing(ctx, first, last, mine + (keep0 - base) * e, (keep0 - base) * e,
-                               keep_n * e, out);
+    const Landing at =
+        landing(ctx, first, last, mine + (keep0 - base) * e, (keep0 - base) * e, keep_n * e, out);
     exchange_pieces(
         ctx, partner, mine + (give0 - base) * e, give_n * e, at.recv, keep_n * e,
         [&](std::int64_t offset, std::int64_t bytes) {
@@ -100,8 +100,8 @@ void halving_rounds(const ExchangeContext& ctx, const char* in,
 }  // namespace
 
 void exchange_reduce_scatter(const ExchangeContext& ctx, const char* in,
-                             const std::vector<int>& counts, std::size_t elem,
-                             MPI_Datatype type, MPI_Op op, char* out) {
+                             const std::vector<int>& counts, std::size_t elem, MPI_Datatype type,
+                             MPI_Op op, char* out) {
   const std::vector<std::int64_t> block_start = block_starts(counts);
   const std::int64_t slab = std::max<std::int64_t>(1, kMaxChunk / ctx.size);
   const std::int64_t longest = *std::max_element(counts.begin(), counts.end());

@@ -104,7 +104,9 @@ Given define_flags(CLI::App& app, RawFlags& raw) {
                "Allocate each rank's memory on one NUMA node");
   given.interpreter =
       app.add_option("--python-interpreter,--interpreter", raw.interpreter,
-                     "Command put in front of the program on every rank, e.g. 'python3 -u'")
+                     "Command put in front of the program on every rank, e.g. 'python3 -u' "
+                     "(default for PROGRAM.py: the Python Tarantella was built for; "
+                     "'' runs the program itself)")
           ->type_name("CMD");
   given.max_restarts =
       app.add_option("--max-restarts", raw.max_restarts,
@@ -251,14 +253,9 @@ LaunchOptions to_options(const RawFlags& raw, const Given& given) {
   std::vector<McaParameter> mca;
   for (const auto& [name, value] : raw.mca) mca.push_back(parse_mca_parameter(name, value));
   options.mca_parameters(mca);
+  // An empty command is the manual's way to run a .py file as a binary.
   if (given.interpreter->count()) {
-    auto words = split_shell_words(raw.interpreter, "--python-interpreter");
-    if (words.empty()) {
-      throw LauncherError(
-          "--python-interpreter is empty: name a command such as python3, "
-          "or leave the flag out to run the program directly");
-    }
-    options.interpreter(words);
+    options.interpreter(split_shell_words(raw.interpreter, "--python-interpreter"));
   }
   return options.no_gpu(raw.no_gpu)
       .log_on_all_devices(raw.log_on_all)

@@ -47,8 +47,10 @@ class LaunchOptions {
   TNT_CLI_ARG(std::vector<McaParameter>, mca_parameters);
   TNT_CLI_ARG(bool, pin_to_socket) = false;
   TNT_CLI_ARG(bool, pin_memory_to_socket) = false;
-  /// --python-interpreter split into words; empty: run the program directly.
-  TNT_CLI_ARG(std::vector<std::string>, interpreter);
+  /// --python-interpreter split into words; an empty list (`""`) runs the
+  /// program itself; nullopt (no flag): Python for .py programs, else the
+  /// program itself (see python_interpreter.h).
+  TNT_CLI_ARG(std::optional<std::vector<std::string>>, interpreter);
   TNT_CLI_ARG(bool, dry_run) = false;
   TNT_CLI_ARG(bool, cleanup) = false;
   TNT_CLI_ARG(bool, force) = false;

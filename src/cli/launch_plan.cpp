@@ -6,7 +6,9 @@
 #include "launcher_error.h"
 #include "mpirun_command.h"
 #include "program_path.h"
+#include "python_interpreter.h"
 #include "rank_exec_options.h"
+#include "shell_words.h"
 #include "thread_rule.h"
 
 #include <tarantella/base/env_contract.h>
@@ -16,11 +18,13 @@ namespace {
 
 const char* bool_text(bool value) { return value ? "true" : "false"; }
 
-bool user_exports(const LaunchOptions& options, const std::string& name) {
+// The value the user gave NAME with -x (the last one wins), if any.
+std::optional<std::string> user_export(const LaunchOptions& options, const std::string& name) {
+  std::optional<std::string> value;
   for (const auto& e : options.exports()) {
-    if (e.name == name) return true;
+    if (e.name == name) value = e.value;
   }
-  return false;
+  return value;
 }
 
 std::string pin_flags(const LaunchOptions& options) {
@@ -97,6 +101,46 @@ void check_min_ranks(const LaunchOptions& options, int ranks_per_node) {
                       " rank(s) per node): give --min-ranks " + std::to_string(total) + " or less");
 }
 
+// From a build tree, `import tarantella` finds the package next to the
+// launcher; the user's own PYTHONPATH (-x, else the launcher's) comes after.
+void export_python_path(MpirunCommand& command, const LaunchOptions& options,
+                        const NodeFacts& facts) {
+  if (facts.python_package_dir().empty()) return;
+  const auto user = user_export(options, "PYTHONPATH");
+  command.export_value("PYTHONPATH", prepend_python_path(facts.python_package_dir(),
+                                                         user ? user : facts.python_path()));
+}
+
+std::optional<std::string> interpreter_note(const InterpreterChoice& interpreter,
+                                            const LaunchOptions& options,
+                                            const std::string& program_path) {
+  if (interpreter.is_default) {
+    return program_path + " runs under " + interpreter.words.front() +
+           (interpreter.words.front().find('/') == std::string::npos
+                ? " (from PATH on each host"
+                : " (the Python Tarantella was built for") +
+           "; --python-interpreter CMD names another)";
+  }
+  if (!options.interpreter()) return std::nullopt;
+  if (interpreter.words.empty()) {
+    return program_path + " runs as a program (--python-interpreter '')";
+  }
+  return program_path + " runs under " + shell_join(interpreter.words) + " (--python-interpreter)";
+}
+
+// The wrapper's argv on every rank: launcher --rank-exec FLAGS -- [interpreter] program args.
+std::vector<std::string> rank_command_for(const LaunchOptions& options, const NodeFacts& facts,
+                                          const RankExecOptions& wrapper,
+                                          const InterpreterChoice& interpreter,
+                                          const std::string& program_path) {
+  std::vector<std::string> rank_command = to_arguments(wrapper);
+  rank_command.insert(rank_command.begin(), facts.launcher_path());
+  rank_command.insert(rank_command.end(), interpreter.words.begin(), interpreter.words.end());
+  rank_command.push_back(program_path);
+  rank_command.insert(rank_command.end(), options.command().begin() + 1, options.command().end());
+  return rank_command;
+}
+
 std::string restart_note(const LaunchOptions& options) {
   const std::string k = std::to_string(options.max_restarts());
   std::string note = "on failure: up to " + k + " restart(s) (" + kRestartCountVariable +
@@ -138,9 +182,10 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& fact
   place(command, options, placement.ranks_per_node);
   command.mca(options.mca_parameters());
   export_tarantella_settings(command, options, facts, placement.use_gpu);
-  const bool keep_threads = facts.omp_num_threads_set() || user_exports(options, "OMP_NUM_THREADS");
+  const bool keep_threads = facts.omp_num_threads_set() || user_export(options, "OMP_NUM_THREADS");
   if (facts.omp_num_threads_set()) command.export_inherited("OMP_NUM_THREADS");
   for (const auto& e : options.exports()) command.export_value(e.name, e.value);
+  export_python_path(command, options, facts);
   // After -x: a fact about this attempt, not a setting the user may change.
   command.export_value(kRestartCountVariable, std::to_string(options.restart_count()));
 
@@ -151,17 +196,18 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& fact
   wrapper.set_omp_threads = !keep_threads;
   wrapper.pin_cpu = options.pin_to_socket();
   wrapper.pin_memory = options.pin_memory_to_socket();
-  std::vector<std::string> rank_command = to_arguments(wrapper);
-  rank_command.insert(rank_command.begin(), facts.launcher_path());
-  rank_command.insert(rank_command.end(), options.interpreter().begin(),
-                      options.interpreter().end());
-  rank_command.push_back(program_path);
-  rank_command.insert(rank_command.end(), options.command().begin() + 1, options.command().end());
+  const InterpreterChoice interpreter = choose_interpreter(options, facts.default_python());
 
-  LaunchPlan plan = command.build(rank_command);
+  LaunchPlan plan =
+      command.build(rank_command_for(options, facts, wrapper, interpreter, program_path));
   if (!placement.warning.empty()) plan.warnings.push_back(placement.warning);
   plan.notes.push_back(placement_note(options, placement.ranks_per_node, placement.use_gpu));
   plan.notes.push_back(threads_note(keep_threads, facts, placement.ranks_per_node));
+  if (auto note = interpreter_note(interpreter, options, program_path)) plan.notes.push_back(*note);
+  if (!facts.python_package_dir().empty()) {
+    plan.notes.push_back("PYTHONPATH starts with " + facts.python_package_dir() +
+                         ", the tarantella package of this build tree");
+  }
   if (options.max_restarts() > 0) {
     plan.notes.push_back(restart_note(options));
   }

@@ -17,6 +17,7 @@
 #include "node_facts.h"
 #include "output_files.h"
 #include "program_path.h"
+#include "python_interpreter.h"
 #include "restart_loop.h"
 #include "spawn.h"
 #include "supervisor.h"
@@ -122,9 +123,13 @@ int run_cleanup(const LaunchOptions& options) {
 }
 
 int run_job(const LaunchOptions& options) {
-  const std::string program = resolve_program(
-      options.command().front(), current_program_lookup(!options.interpreter().empty()));
   const NodeFacts facts = facts_for(options);
+  // Checked here, before anything starts, like the program itself; the plan
+  // makes the same choice from the same facts.
+  const InterpreterChoice interpreter = choose_interpreter(options, facts.default_python());
+  const ProgramLookup lookup = current_program_lookup(!interpreter.words.empty());
+  const std::string program = resolve_program(options.command().front(), lookup);
+  check_interpreter(interpreter, options.command().front(), lookup);
   const LaunchPlan plan = build_launch_plan(options, facts, program);
   if (options.dry_run()) {
     print_warnings(plan);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "program_path.h"
+#include "python_interpreter.h"
 #include "spawn.h"
 
 namespace tnt::cli {
@@ -78,6 +79,8 @@ std::string self_path() {
 }  // namespace
 
 NodeFacts detect_node_facts() {
+  const std::string launcher = self_path();
+  const char* python_path = std::getenv("PYTHONPATH");
   return NodeFacts()
       .gpu_count(detect_gpu_count())
       .core_count(usable_core_count())
@@ -85,9 +88,12 @@ NodeFacts detect_node_facts() {
       .numactl_available(!find_in_path("numactl").empty())
       .effective_uid(::geteuid())
       .omp_num_threads_set(std::getenv("OMP_NUM_THREADS") != nullptr)
-      .launcher_path(self_path())
+      .launcher_path(launcher)
       .current_dir(current_program_lookup(false).current_dir)
-      .stdout_is_terminal(::isatty(STDOUT_FILENO) == 1);
+      .stdout_is_terminal(::isatty(STDOUT_FILENO) == 1)
+      .default_python(default_python_interpreter())
+      .python_package_dir(build_tree_python_dir(launcher))
+      .python_path(python_path ? std::optional<std::string>(python_path) : std::nullopt);
 }
 
 }  // namespace tnt::cli

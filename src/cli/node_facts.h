@@ -5,6 +5,7 @@
 // --dry-run feed it fixed facts instead of probing the machine.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "arg.h"
@@ -33,6 +34,15 @@ class NodeFacts {
   /// isatty(STDOUT_FILENO) of the launcher: ranks' own stdout is a pipe
   /// under mpirun, so they learn it from TNT_STDOUT_IS_TERMINAL.
   TNT_CLI_ARG(bool, stdout_is_terminal) = false;
+  /// The interpreter for .py programs without --python-interpreter: the one
+  /// recorded at build time, else "python3" (see python_interpreter.h).
+  TNT_CLI_ARG(std::string, default_python) = "python3";
+  /// The build tree's python folder next to the launcher (holding
+  /// tarantella/__init__.py), put first in the ranks' PYTHONPATH; "" when
+  /// the launcher is installed.
+  TNT_CLI_ARG(std::string, python_package_dir);
+  /// The launcher's own PYTHONPATH, kept after python_package_dir.
+  TNT_CLI_ARG(std::optional<std::string>, python_path);
 };
 
 /// Probes this node: runs `nvidia-smi -L`, reads the CPU affinity, /sys and

@@ -18,10 +18,6 @@ bool is_regular_file(const std::string& path) {
   return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
 }
 
-bool is_usable(const std::string& path, bool need_executable) {
-  return is_regular_file(path) && (!need_executable || ::access(path.c_str(), X_OK) == 0);
-}
-
 std::string join(const std::string& dir, const std::string& name) {
   return normalize_absolute(dir + "/" + name);
 }
@@ -34,17 +30,23 @@ std::string join(const std::string& dir, const std::string& name) {
 std::string resolve_bare_name(const std::string& program, const ProgramLookup& lookup) {
   if (lookup.for_interpreter) {
     const std::string here = join(lookup.current_dir, program);
-    if (is_usable(here, false)) return here;
+    if (is_usable_file(here, false)) return here;
   }
   const std::string found = search_path(program, lookup.path_variable, !lookup.for_interpreter);
-  if (found.empty()) {
-    not_found(program, " in PATH",
-              "check the spelling, or give its path, e.g. ./" + program + " for one here");
+  if (!found.empty()) return found;
+  if (lookup.for_interpreter) {  // a script: most likely a typo or another directory
+    not_found(program, " (looked for " + join(lookup.current_dir, program) + " and in PATH)",
+              "check the spelling, or give the script's path, e.g. path/to/" + program);
   }
-  return found;
+  not_found(program, " in PATH",
+            "check the spelling, or give its path, e.g. ./" + program + " for one here");
 }
 
 }  // namespace
+
+bool is_usable_file(const std::string& path, bool need_executable) {
+  return is_regular_file(path) && (!need_executable || ::access(path.c_str(), X_OK) == 0);
+}
 
 ProgramLookup current_program_lookup(bool for_interpreter) {
   ProgramLookup lookup;
@@ -76,7 +78,7 @@ std::string search_path(const std::string& name, const std::string& path_variabl
     std::string dir = path_variable.substr(start, end - start);
     if (dir.empty()) dir = ".";
     std::string candidate = dir + "/" + name;
-    if (is_usable(candidate, need_executable)) {
+    if (is_usable_file(candidate, need_executable)) {
       if (candidate[0] != '/') {
         const auto lookup = current_program_lookup(false);
         candidate = join(lookup.current_dir, candidate);

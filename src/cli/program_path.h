@@ -35,6 +35,9 @@ std::string resolve_program(const std::string& program, const ProgramLookup& loo
 std::string search_path(const std::string& name, const std::string& path_variable,
                         bool need_executable);
 
+/// True when `path` is a regular file (and executable when need_executable).
+bool is_usable_file(const std::string& path, bool need_executable);
+
 /// `path` made absolute against `current_dir` (itself absolute) and
 /// normalized, without touching the file system: a file the program will
 /// create may not exist yet. Example: `absolute_path("out/t.json", "/home/me")`

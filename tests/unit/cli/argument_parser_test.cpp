@@ -39,7 +39,7 @@ TEST(ArgumentParser, DefaultsWhenOnlyAProgramIsGiven) {
   EXPECT_FALSE(o.log_level());
   EXPECT_FALSE(o.fusion_threshold_kib());
   EXPECT_TRUE(o.exports().empty());
-  EXPECT_TRUE(o.interpreter().empty());
+  EXPECT_FALSE(o.interpreter());  // the launch plan picks one for .py programs
   EXPECT_FALSE(o.dry_run() || o.cleanup() || o.force() || o.pin_to_socket() ||
                o.pin_memory_to_socket() || o.log_on_all_devices() || o.output_on_all_devices());
 }
@@ -147,8 +147,17 @@ TEST(ArgumentParser, InterpreterIsSplitIntoWords) {
 TEST(ArgumentParser, BadInterpreterIsNamed) {
   EXPECT_THAT(parse_error({"--python-interpreter", "python3 'x", "--", "p"}),
               HasSubstr("single quote"));
-  EXPECT_THAT(parse_error({"--python-interpreter", "  ", "--", "p"}),
-              HasSubstr("--python-interpreter is empty"));
+}
+
+// The manual's way to run a .py file as a binary: an empty interpreter,
+// which is not the same as no flag at all.
+TEST(ArgumentParser, EmptyInterpreterMeansRunTheProgramItself) {
+  const auto empty = parse({"--python-interpreter", "", "--", "x.py"}).interpreter();
+  ASSERT_TRUE(empty);
+  EXPECT_TRUE(empty->empty());
+  const auto blanks = parse({"--python-interpreter", "  ", "--", "x.py"}).interpreter();
+  ASSERT_TRUE(blanks);
+  EXPECT_TRUE(blanks->empty());
 }
 
 TEST(ArgumentParser, MissingProgramIsAnError) {

@@ -324,9 +324,83 @@ TEST(LaunchPlan, ThreadsComputedPerRankUnlessTheUserSetThem) {
 }
 
 TEST(LaunchPlan, InterpreterWordsGoBeforeTheProgram) {
-  const auto options = job(1).interpreter({"valgrind", "--leak-check=yes"});
-  const auto cmd = rank_command(build_launch_plan(options, cpu_node(), kProgram));
-  EXPECT_TRUE(contains_sequence(cmd, {"--", "valgrind", "--leak-check=yes", kProgram, "arg"}));
+  const auto options = job(1).interpreter(Args{"valgrind", "--leak-check=yes"});
+  const auto plan = build_launch_plan(options, cpu_node(), kProgram);
+  EXPECT_TRUE(contains_sequence(rank_command(plan),
+                                {"--", "valgrind", "--leak-check=yes", kProgram, "arg"}));
+  EXPECT_THAT(plan.notes, ::testing::Contains(kProgram + " runs under valgrind --leak-check=yes "
+                                                         "(--python-interpreter)"));
+}
+
+const std::string kScript = "/home/me/run/train.py";
+
+LaunchOptions script_job() {
+  return LaunchOptions().ranks(2).command({"train.py", "--epochs", "2"});
+}
+
+TEST(LaunchPlan, PythonScriptRunsUnderTheRecordedPython) {
+  const auto facts = cpu_node().default_python("/usr/bin/python3");
+  const auto plan = build_launch_plan(script_job(), facts, kScript);
+  EXPECT_TRUE(
+      contains_sequence(rank_command(plan), {"--", "/usr/bin/python3", kScript, "--epochs", "2"}));
+  EXPECT_THAT(plan.notes, ::testing::Contains(HasSubstr(
+                              kScript + " runs under /usr/bin/python3 (the Python Tarantella "
+                                        "was built for; --python-interpreter CMD names another)")));
+}
+
+TEST(LaunchPlan, PythonScriptRunsUnderPython3FromPathWithoutARecordedOne) {
+  const auto plan = build_launch_plan(script_job(), cpu_node().default_python("python3"), kScript);
+  EXPECT_TRUE(contains_sequence(rank_command(plan), {"--", "python3", kScript, "--epochs"}));
+  EXPECT_THAT(plan.notes, ::testing::Contains(HasSubstr("runs under python3 (from PATH")));
+}
+
+TEST(LaunchPlan, NamedInterpreterReplacesTheDefaultForScripts) {
+  const auto options = script_job().interpreter(Args{"env", "FOO=1", "/opt/py/bin/python"});
+  const auto cmd = rank_command(
+      build_launch_plan(options, cpu_node().default_python("/usr/bin/python3"), kScript));
+  EXPECT_TRUE(contains_sequence(cmd, {"--", "env", "FOO=1", "/opt/py/bin/python", kScript}));
+  EXPECT_EQ(std::count(cmd.begin(), cmd.end(), "/usr/bin/python3"), 0);
+}
+
+TEST(LaunchPlan, EmptyInterpreterRunsAScriptAsAProgram) {
+  const auto options = script_job().interpreter(Args{});
+  const auto plan =
+      build_launch_plan(options, cpu_node().default_python("/usr/bin/python3"), kScript);
+  EXPECT_TRUE(contains_sequence(rank_command(plan), {"--", kScript, "--epochs"}));
+  EXPECT_THAT(plan.notes,
+              ::testing::Contains(kScript + " runs as a program (--python-interpreter '')"));
+}
+
+TEST(LaunchPlan, OtherProgramsRunThemselvesWithoutTheFlag) {
+  const auto plan =
+      build_launch_plan(job(1), cpu_node().default_python("/usr/bin/python3"), kProgram);
+  EXPECT_TRUE(contains_sequence(rank_command(plan), {"--", kProgram, "arg"}));
+  EXPECT_THAT(plan.notes, ::testing::Not(::testing::Contains(HasSubstr("runs "))));
+}
+
+TEST(LaunchPlan, BuildTreePackageComesFirstInPythonPath) {
+  const NodeFacts facts = cpu_node().python_package_dir("/src/build/python");
+  const auto plan = build_launch_plan(script_job(), facts, kScript);
+  EXPECT_EQ(env_value(plan, "PYTHONPATH"), "/src/build/python");
+  EXPECT_TRUE(exported(plan, "PYTHONPATH"));
+  EXPECT_THAT(plan.notes,
+              ::testing::Contains(HasSubstr("PYTHONPATH starts with /src/build/python")));
+
+  const auto inherited =
+      build_launch_plan(script_job(), NodeFacts(facts).python_path("/mine:/theirs"), kScript);
+  EXPECT_EQ(env_value(inherited, "PYTHONPATH"), "/src/build/python:/mine:/theirs");
+
+  // -x wins over the launcher's own value, and still comes after the package.
+  const auto from_x = build_launch_plan(script_job().exports({{"PYTHONPATH", "/x"}}),
+                                        NodeFacts(facts).python_path("/mine"), kScript);
+  EXPECT_EQ(env_value(from_x, "PYTHONPATH"), "/src/build/python:/x");
+  EXPECT_TRUE(exported(from_x, "PYTHONPATH"));
+}
+
+TEST(LaunchPlan, InstalledLauncherLeavesPythonPathAlone) {
+  const auto plan = build_launch_plan(script_job(), cpu_node().python_path("/mine"), kScript);
+  EXPECT_FALSE(env_value(plan, "PYTHONPATH"));
+  EXPECT_FALSE(exported(plan, "PYTHONPATH"));  // ranks here inherit it from mpirun
 }
 
 TEST(LaunchPlan, PinningAddsWrapperFlags) {

@@ -62,6 +62,14 @@ TEST_F(ProgramPath, WithAnInterpreterScriptsNeedNotBeExecutable) {
   EXPECT_EQ(resolve_program(data, lookup), data);
 }
 
+TEST_F(ProgramPath, MissingScriptNamesWhereItWasLookedFor) {
+  lookup.for_interpreter = true;
+  const auto message = error_of([&] { resolve_program("trian.py", lookup); });
+  EXPECT_THAT(message, HasSubstr("program trian.py not found (looked for " + dir.str("work") +
+                                 "/trian.py and in PATH)"));
+  EXPECT_THAT(message, HasSubstr("give the script's path"));
+}
+
 TEST_F(ProgramPath, WithoutAnInterpreterBareNamesIgnoreTheCurrentDirectory) {
   EXPECT_THAT(error_of([&] { resolve_program("train.py", lookup); }), HasSubstr("not found"));
 }

@@ -45,10 +45,16 @@ LAYERS = [
     ("dp",),
     # File formats: atomic writes, torch.save reading (no Model knowledge).
     ("io",),
-    # One training step as a unit, timeline, auto-tuning, progress bar.
+    # The Keras collection: layers, losses, metrics, optimizers, schedules,
+    # SyncBatchNorm, the module adapter.
+    ("keras",),
+    # The training engine: the step, the loops, the callback interface and
+    # TrainingHost, timeline, auto-tuning, progress.
     ("train",),
-    # One level: the Model facade and the callbacks that see it.
-    ("model", "callbacks"),
+    # The built-in callbacks, written against TrainingHost.
+    ("callbacks",),
+    # The front ends over the engine: the C++ tnt::Model facade.
+    ("model",),
     ("cli",),
 ]
 

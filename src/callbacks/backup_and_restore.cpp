@@ -1,6 +1,6 @@
 // BackupAndRestore: one backup file per run directory, written at epoch ends
 // and every save_freq optimizer steps; restored by on_train_begin, after
-// which fit() continues from the saved position (model/model_impl.h).
+// which fit() continues from the saved position (TrainingHost::resume_from).
 #include <filesystem>
 #include <system_error>
 
@@ -11,7 +11,8 @@
 #include <tarantella/callbacks/builtins.h>
 
 #include "base/writable.h"
-#include "model/model_impl.h"
+#include "io/master_checked.h"
+#include <tarantella/train/training_host.h>
 
 namespace tnt::callbacks {
 
@@ -31,9 +32,8 @@ std::string BackupAndRestore::backup_path() const {
 
 void BackupAndRestore::on_train_begin(const Logs&) {
   batches_ = 0;
-  Model::Impl& s = ModelInternals::of(*model());
   std::string found;
-  run_on_master_checked(s.group, [&] {
+  run_on_master_checked(host()->group(), [&] {
     std::error_code error;
     std::filesystem::create_directories(dir_, error);
     TNT_CHECK(!error, "BackupAndRestore: cannot create the backup directory '", dir_,
@@ -41,15 +41,15 @@ void BackupAndRestore::on_train_begin(const Logs&) {
     ::tnt::detail::check_writable_directory(dir_, "BackupAndRestore");
     if (std::filesystem::exists(backup_path(), error)) found = backup_path();
   });
-  if (s.group.broadcast_string(found).empty()) return;
-  const TrainingPosition position = restore_backup(*model(), backup_path());
+  if (host()->group().broadcast_string(found).empty()) return;
+  const train::TrainingPosition position = host()->restore_backup(backup_path());
   const std::string where =
       position.step > 0 ? fmt::format("epoch {}, after step {}", position.epoch + 1, position.step)
                         : fmt::format("the start of epoch {}", position.epoch + 1);
   log::warning(fmt::format("BackupAndRestore: resuming from '{}' at {} (backed up at {} ranks, "
                            "running at {})",
-                           backup_path(), where, position.ranks, s.group.size()));
-  s.resume = position;
+                           backup_path(), where, position.ranks, host()->group().size()));
+  host()->resume_from(position);
 }
 
 void BackupAndRestore::on_train_batch_end(std::int64_t, const Logs&) {
@@ -60,7 +60,7 @@ void BackupAndRestore::on_epoch_end(std::int64_t, const Logs&) { backup(); }
 
 void BackupAndRestore::on_train_end(const Logs&) {
   if (!delete_checkpoint_) return;
-  run_on_master_checked(ModelInternals::of(*model()).group, [&] {
+  run_on_master_checked(host()->group(), [&] {
     std::error_code error;
     std::filesystem::remove(backup_path(), error);
     TNT_CHECK(!error, "BackupAndRestore: training is complete but its backup '", backup_path(),
@@ -69,10 +69,10 @@ void BackupAndRestore::on_train_end(const Logs&) {
 }
 
 void BackupAndRestore::backup() {
-  const Model::Impl& s = ModelInternals::of(*model());
-  save_backup(*model(), backup_path(), s.position);
-  log::debug(fmt::format("BackupAndRestore: backed up epoch {} step {} to '{}'",
-                         s.position.epoch + 1, s.position.step, backup_path()));
+  host()->save_backup(backup_path());
+  const train::TrainingPosition& at = host()->position();
+  log::debug(fmt::format("BackupAndRestore: backed up epoch {} step {} to '{}'", at.epoch + 1,
+                         at.step, backup_path()));
 }
 
 }  // namespace tnt::callbacks

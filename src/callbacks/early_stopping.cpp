@@ -1,5 +1,5 @@
 #include <tarantella/callbacks/builtins.h>
-#include <tarantella/model/model.h>
+#include <tarantella/train/training_host.h>
 #include <tarantella/base/logging.h>
 
 #include "callbacks/monitor.h"
@@ -25,12 +25,12 @@ void EarlyStopping::on_epoch_end(std::int64_t epoch, const Logs& logs) {
   if (detail::improved(max, current, best_, o_.min_delta())) {
     best_ = current;
     wait_ = 0;
-    if (o_.restore_best_weights()) best_weights_ = model()->get_weights();
+    if (o_.restore_best_weights()) best_weights_ = host()->get_weights();
     return;
   }
   if (wait_ > o_.patience() && epoch > 0) {
     stopped_epoch_ = epoch;
-    model()->stop_training = true;
+    host()->request_stop();
   }
 }
 
@@ -39,7 +39,7 @@ void EarlyStopping::on_train_end(const Logs&) {
     log::info("EarlyStopping: stopped after epoch " + std::to_string(stopped_epoch_ + 1));
   }
   // Collective (set_weights broadcasts): every rank runs this callback.
-  if (o_.restore_best_weights() && !best_weights_.empty()) model()->set_weights(best_weights_);
+  if (o_.restore_best_weights() && !best_weights_.empty()) host()->set_weights(best_weights_);
 }
 
 }  // namespace tnt::callbacks

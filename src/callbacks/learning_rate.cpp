@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <tarantella/callbacks/builtins.h>
+#include <tarantella/train/training_host.h>
 #include <tarantella/base/logging.h>
 
-#include "callbacks/lr_access.h"
 #include "callbacks/monitor.h"
 
 namespace tnt::callbacks {
@@ -16,10 +16,10 @@ LearningRateScheduler::LearningRateScheduler(Schedule schedule, int verbose)
 }
 
 void LearningRateScheduler::on_epoch_begin(std::int64_t epoch, const Logs&) {
-  const double lr = schedule_(epoch, detail::get_lr(*model()));
+  const double lr = schedule_(epoch, host()->learning_rate());
   TNT_CHECK(std::isfinite(lr) && lr >= 0, "LearningRateScheduler: the schedule returned ", lr,
             " for epoch ", epoch, ": return a finite, non-negative rate");
-  detail::set_lr(*model(), lr);
+  host()->set_learning_rate(lr);
   if (verbose_ > 0) log::info(fmt::format("epoch {}: learning rate {}", epoch + 1, lr));
 }
 
@@ -49,10 +49,10 @@ void ReduceLROnPlateau::on_epoch_end(std::int64_t epoch, const Logs& logs) {
     return;
   }
   if (cooldown_left_ > 0 || ++wait_ < o_.patience()) return;
-  const double old_lr = detail::get_lr(*model());
+  const double old_lr = host()->learning_rate();
   const double new_lr = std::max(old_lr * o_.factor(), o_.min_lr());
   if (new_lr < old_lr) {
-    detail::set_lr(*model(), new_lr);
+    host()->set_learning_rate(new_lr);
     log::info(fmt::format("epoch {}: ReduceLROnPlateau lowers the learning rate to {}", epoch + 1,
                           new_lr));
   }

@@ -5,7 +5,7 @@
 #include "base/writable.h"
 
 #include <tarantella/callbacks/builtins.h>
-#include <tarantella/model/model.h>
+#include <tarantella/train/training_host.h>
 #include <tarantella/base/logging.h>
 
 #include "callbacks/monitor.h"
@@ -67,9 +67,9 @@ void ModelCheckpoint::save(std::int64_t epoch, const Logs& logs) {
   }
   const std::string path = format_filepath(o_.filepath(), epoch, logs);
   if (o_.save_weights_only()) {
-    model()->save_weights(path);
+    host()->save_weights(path);
   } else {
-    model()->save(path);
+    host()->save(path);
   }
   log::info(fmt::format("epoch {}: saved {}", epoch + 1, path));
 }

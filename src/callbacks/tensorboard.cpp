@@ -26,11 +26,10 @@ bool starts_with(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
 
-// The configuration of the running job, or of the environment when the
-// callback is built before the runtime starts.
+// The running job's configuration (TNT_TENSORBOARD_ON_ALL_DEVICES, resolved
+// once by the runtime); without a runtime, the master rank only.
 bool tensorboard_on_all_devices() {
-  return is_initialized() ? config().tensorboard_on_all_devices
-                          : Config::from_env().tensorboard_on_all_devices;
+  return is_initialized() && config().tensorboard_on_all_devices;
 }
 
 }  // namespace

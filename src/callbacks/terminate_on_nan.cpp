@@ -1,7 +1,7 @@
 #include <cmath>
 
 #include <tarantella/callbacks/builtins.h>
-#include <tarantella/model/model.h>
+#include <tarantella/train/training_host.h>
 #include <tarantella/base/logging.h>
 
 namespace tnt::callbacks {
@@ -10,7 +10,7 @@ void TerminateOnNaN::on_train_batch_end(std::int64_t batch, const Logs& logs) {
   auto it = logs.find("loss");
   if (it != logs.end() && !std::isfinite(it->second)) {
     log::error("batch " + std::to_string(batch) + ": invalid loss, terminating training");
-    model()->stop_training = true;
+    host()->request_stop();
   }
 }
 

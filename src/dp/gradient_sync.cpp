@@ -344,6 +344,7 @@ bool GradientSynchronizer::armed() const {
 }
 
 const std::vector<Bucket>& GradientSynchronizer::buckets() const { return impl_->buckets; }
+const SyncOptions& GradientSynchronizer::options() const { return impl_->options; }
 const std::vector<torch::Tensor>& GradientSynchronizer::reduced_slices() const {
   return impl_->slices;
 }

@@ -224,41 +224,41 @@ namespace {
 // optimizer's are gathered from every rank (collective); otherwise the
 // master alone serializes them later (nullopt).
 std::optional<std::string> gather_optimizer_bytes(const Model& model) {
-  Model::Impl& s = ModelInternals::of(model);
-  if (!s.shards) return std::nullopt;
-  return s.shards->full_state_bytes();
+  train::Engine& s = ModelInternals::of(model);
+  if (!s.shards()) return std::nullopt;
+  return s.shards()->full_state_bytes();
 }
 
 // The entries of a Model::save file; `gathered` from gather_optimizer_bytes.
 c10::impl::GenericDict checkpoint_entries(const Model& model,
                                           const std::optional<std::string>& gathered) {
-  const Model::Impl& s = ModelInternals::of(model);
+  const train::Engine& s = ModelInternals::of(model);
   c10::Dict<std::string, torch::Tensor> weights;
   for (const auto& [name, t] : model.named_parameters()) weights.insert(name, t.detach().cpu().contiguous());
   for (const auto& [name, t] : model.named_buffers()) weights.insert(name, t.detach().cpu().contiguous());
   c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
   dict.insert("format", std::string(kFormat));
   dict.insert("weights", weights);
-  dict.insert("epochs_done", s.epochs_done);
-  dict.insert("optimizer_steps", s.optimizer_steps);
+  dict.insert("epochs_done", s.counters().epochs_done);
+  dict.insert("optimizer_steps", s.counters().optimizer_steps);
   dict.insert("rng_state", cpu_rng_state());
-  if (s.optimizer) {
-    dict.insert("optimizer", to_bytes(gathered ? *gathered : optimizer_bytes(*s.optimizer)));
+  if (s.is_compiled()) {
+    dict.insert("optimizer", to_bytes(gathered ? *gathered : optimizer_bytes(s.optimizer())));
   }
-  const std::string architecture = s.net->config_json();
+  const std::string architecture = s.net().config_json();
   if (!architecture.empty()) dict.insert("architecture", architecture);
-  const std::string torchscript = s.net->torchscript_bytes();
+  const std::string torchscript = s.net().torchscript_bytes();
   if (!torchscript.empty()) dict.insert("torchscript", to_bytes(torchscript));
-  if (s.options) dict.insert("compile", model.get_compile_config().dump());
-  if (s.deterministic_seed) {
-    dict.insert("deterministic_seed", static_cast<std::int64_t>(*s.deterministic_seed));
-    std::vector<std::int64_t> exponents(s.deterministic_exponents.begin(), s.deterministic_exponents.end());
+  if (s.is_compiled()) dict.insert("compile", model.get_compile_config().dump());
+  if (s.counters().deterministic_seed) {
+    dict.insert("deterministic_seed", static_cast<std::int64_t>(*s.counters().deterministic_seed));
+    std::vector<std::int64_t> exponents(s.counters().deterministic_exponents.begin(), s.counters().deterministic_exponents.end());
     dict.insert("deterministic_exponents", torch::tensor(exponents, torch::kInt64));
   }
-  if (s.scaler) {
-    dict.insert("loss_scale", s.scaler->scale());
-    dict.insert("loss_scale_good_steps", s.scaler->good_steps());
-    dict.insert("skipped_steps", s.scaler->skipped());
+  if (s.scaler()) {
+    dict.insert("loss_scale", s.scaler()->scale());
+    dict.insert("loss_scale_good_steps", s.scaler()->good_steps());
+    dict.insert("skipped_steps", s.scaler()->skipped());
   }
   return dict;
 }
@@ -266,21 +266,21 @@ c10::impl::GenericDict checkpoint_entries(const Model& model,
 }  // namespace
 
 void Model::save(const std::string& path, bool all_ranks) const {
-  Impl& s = *impl_;
+  train::Engine& s = *impl_->engine;
   const std::optional<std::string> gathered = gather_optimizer_bytes(*this);
   auto write = [&] {
     write_atomically(path, torch::pickle_save(checkpoint_entries(*this, gathered)));
   };
   if (all_ranks) {
     write();
-    s.group.barrier();
+    s.group().barrier();
     return;
   }
-  run_on_master_checked(s.group, write);
+  run_on_master_checked(s.group(), write);
 }
 
 std::int64_t Model::load(const std::string& path) {
-  Impl& s = *impl_;
+  train::Engine& s = *impl_->engine;
   s.require_compiled("load()");
   // The file holds the full optimizer state: load it in full form; the
   // next fit() shards it again.
@@ -289,7 +289,7 @@ std::int64_t Model::load(const std::string& path) {
   torch::Tensor scale = torch::zeros({1}, torch::kFloat64);
   std::vector<std::int64_t> exponents;
   torch::Tensor rng;
-  run_on_master_checked(s.group, [&] {
+  run_on_master_checked(s.group(), [&] {
     // Every entry is checked before anything changes. If the weights do not
     // fit after the optimizer state was loaded, the old state is put back.
     const Entries entries = read_checkpoint(path);
@@ -298,12 +298,12 @@ std::int64_t Model::load(const std::string& path) {
     const std::int64_t epochs_done = entries.count("epochs_done");
     const std::int64_t optimizer_steps = entries.count("optimizer_steps");
     const torch::Tensor state = rng_state(entries, path);
-    const std::string previous = optimizer_bytes(*s.optimizer);
-    load_optimizer_state(*s.optimizer, optimizer, path);
+    const std::string previous = optimizer_bytes(s.optimizer());
+    load_optimizer_state(s.optimizer(), optimizer, path);
     try {
       copy_weights(*this, weights, path);  // checks every entry before it copies one
     } catch (...) {
-      load_optimizer_state(*s.optimizer, previous, path);
+      load_optimizer_state(s.optimizer(), previous, path);
       throw;
     }
     counters[0] = epochs_done;
@@ -323,34 +323,34 @@ std::int64_t Model::load(const std::string& path) {
     }
   });
   s.synchronize_state();  // weights, buffers and optimizer state to all ranks
-  s.group.broadcast(counters);
+  s.group().broadcast(counters);
   torch::Tensor rng_size = torch::tensor({rng.defined() ? rng.numel() : 0});
-  s.group.broadcast(rng_size);
+  s.group().broadcast(rng_size);
   if (!rng.defined()) rng = torch::empty({rng_size.item<std::int64_t>()}, torch::kUInt8);
-  s.group.broadcast(rng);
+  s.group().broadcast(rng);
   set_cpu_rng_state(rng);
-  s.group.broadcast(scale);
+  s.group().broadcast(scale);
   const std::int64_t n_exponents =
-      s.group.broadcast(torch::tensor({static_cast<std::int64_t>(exponents.size())})).item<std::int64_t>();
-  torch::Tensor exponent_values = s.group.is_master() && n_exponents > 0
+      s.group().broadcast(torch::tensor({static_cast<std::int64_t>(exponents.size())})).item<std::int64_t>();
+  torch::Tensor exponent_values = s.group().is_master() && n_exponents > 0
                                       ? torch::tensor(exponents, torch::kInt64)
                                       : torch::zeros({n_exponents}, torch::kInt64);
-  if (n_exponents > 0) s.group.broadcast(exponent_values);
+  if (n_exponents > 0) s.group().broadcast(exponent_values);
   if (counters[2].item<std::int64_t>() != 0) {
-    s.deterministic_seed = static_cast<std::uint64_t>(counters[3].item<std::int64_t>());
-    s.deterministic_exponents.assign(exponent_values.data_ptr<std::int64_t>(),
+    s.counters().deterministic_seed = static_cast<std::uint64_t>(counters[3].item<std::int64_t>());
+    s.counters().deterministic_exponents.assign(exponent_values.data_ptr<std::int64_t>(),
                                      exponent_values.data_ptr<std::int64_t>() + n_exponents);
   }
-  if (counters[4].item<std::int64_t>() != 0 && s.scaler) {
-    s.scaler->restore(scale.item<double>(), counters[5].item<std::int64_t>(),
+  if (counters[4].item<std::int64_t>() != 0 && s.scaler()) {
+    s.scaler()->restore(scale.item<double>(), counters[5].item<std::int64_t>(),
                       counters[6].item<std::int64_t>());
   }
-  s.epochs_done = counters[0].item<std::int64_t>();
-  s.optimizer_steps = counters[1].item<std::int64_t>();
-  return s.epochs_done;
+  s.counters().epochs_done = counters[0].item<std::int64_t>();
+  s.counters().optimizer_steps = counters[1].item<std::int64_t>();
+  return s.counters().epochs_done;
 }
 
-std::int64_t Model::epochs_done() const { return impl_->epochs_done; }
+std::int64_t Model::epochs_done() const { return impl_->engine->counters().epochs_done; }
 
 
 std::string latest_checkpoint(const std::string& dir) {
@@ -402,7 +402,7 @@ std::string latest_checkpoint(const std::string& dir, const comm::ProcessGroup& 
 }
 
 std::string load_latest_checkpoint(Model& model, const std::string& dir) {
-  const std::vector<std::string> paths = checkpoints_newest_first(dir, ModelInternals::of(model).group);
+  const std::vector<std::string> paths = checkpoints_newest_first(dir, ModelInternals::of(model).group());
   std::string failures;
   for (std::size_t i = 0; i < paths.size(); ++i) {
     try {
@@ -441,43 +441,43 @@ SavedModelDescription read_saved_model_description(const comm::ProcessGroup& gro
 }
 
 void load_checkpoint_weights(Model& model, const std::string& path) {
-  Model::Impl& s = ModelInternals::of(model);
+  train::Engine& s = ModelInternals::of(model);
   torch::Tensor epochs = torch::zeros({1}, torch::kInt64);
-  run_on_master_checked(s.group, [&] {
+  run_on_master_checked(s.group(), [&] {
     const Entries entries = read_checkpoint(path);
     const std::int64_t epochs_done = entries.count("epochs_done");
     copy_weights(model, entries.dict("weights"), path);
     epochs[0] = epochs_done;
   });
   s.synchronize_state();
-  s.group.broadcast(epochs);
-  s.epochs_done = epochs[0].item<std::int64_t>();
+  s.group().broadcast(epochs);
+  s.counters().epochs_done = epochs[0].item<std::int64_t>();
 }
 
 void save_backup(const Model& model, const std::string& path, const TrainingPosition& position) {
-  const Model::Impl& s = ModelInternals::of(model);
+  const train::Engine& s = ModelInternals::of(model);
   // Every rank's generator: dropout and augmentation draw on each rank.
-  const torch::Tensor rng_states = s.group.allgather(cpu_rng_state());
+  const torch::Tensor rng_states = s.group().allgather(cpu_rng_state());
   const std::optional<std::string> gathered = gather_optimizer_bytes(model);
-  run_on_master_checked(s.group, [&] {
+  run_on_master_checked(s.group(), [&] {
     c10::impl::GenericDict dict = checkpoint_entries(model, gathered);
     dict.insert("backup_epoch", position.epoch);
     dict.insert("backup_step", position.step);
     dict.insert("backup_state", torch::tensor(position.state, torch::kFloat64));
     dict.insert("backup_global_batch_size", position.global_batch_size);
-    dict.insert("backup_ranks", static_cast<std::int64_t>(s.group.size()));
+    dict.insert("backup_ranks", static_cast<std::int64_t>(s.group().size()));
     dict.insert("backup_rng_states", rng_states);
     write_atomically(path, torch::pickle_save(dict));
   });
 }
 
 TrainingPosition restore_backup(Model& model, const std::string& path) {
-  Model::Impl& s = ModelInternals::of(model);
+  train::Engine& s = ModelInternals::of(model);
   model.load(path);  // weights, optimizer, counters, the master's random state
   TrainingPosition position;
   torch::Tensor numbers = torch::zeros({4}, torch::kInt64);
   torch::Tensor rng_states;
-  run_on_master_checked(s.group, [&] {
+  run_on_master_checked(s.group(), [&] {
     const Entries entries = read_checkpoint(path);
     position.state = entries.doubles("backup_state");
     numbers[0] = entries.count("backup_epoch");
@@ -495,12 +495,12 @@ TrainingPosition restore_backup(Model& model, const std::string& path) {
               "' holds ", position.state.size(), " loss/metric values, this model has ",
               s.state_size(), ": compile with the loss and metrics of the run that made it");
   });
-  s.group.broadcast(numbers);
+  s.group().broadcast(numbers);
   torch::Tensor count = torch::tensor({static_cast<std::int64_t>(position.state.size())});
-  s.group.broadcast(count);
-  torch::Tensor state = s.group.is_master() ? torch::tensor(position.state, torch::kFloat64)
+  s.group().broadcast(count);
+  torch::Tensor state = s.group().is_master() ? torch::tensor(position.state, torch::kFloat64)
                                             : torch::zeros({count.item<std::int64_t>()}, torch::kFloat64);
-  s.group.broadcast(state);
+  s.group().broadcast(state);
   position.state.assign(state.data_ptr<double>(), state.data_ptr<double>() + state.numel());
   position.epoch = numbers[0].item<std::int64_t>();
   position.step = numbers[1].item<std::int64_t>();
@@ -508,13 +508,25 @@ TrainingPosition restore_backup(Model& model, const std::string& path) {
   const std::int64_t ranks = numbers[3].item<std::int64_t>();
   position.ranks = ranks;
   const std::int64_t each = cpu_rng_state().numel();
-  if (!s.group.is_master()) rng_states = torch::empty({ranks * each}, torch::kUInt8);
-  s.group.broadcast(rng_states);
+  if (!s.group().is_master()) rng_states = torch::empty({ranks * each}, torch::kUInt8);
+  s.group().broadcast(rng_states);
   // The same rank count: each rank continues with its own generator; another
   // count has no such correspondence, and every rank takes the master's.
-  const std::int64_t row = ranks == s.group.size() ? s.group.rank() : 0;
+  const std::int64_t row = ranks == s.group().size() ? s.group().rank() : 0;
   set_cpu_rng_state(rng_states.narrow(0, row * each, each).clone());
   return position;
+}
+
+}  // namespace tnt
+
+namespace tnt {
+
+void Model::Impl::save_backup(const std::string& path) {
+  ::tnt::save_backup(*self, path, engine->position());
+}
+
+TrainingPosition Model::Impl::restore_backup(const std::string& path) {
+  return ::tnt::restore_backup(*self, path);
 }
 
 }  // namespace tnt

@@ -8,7 +8,7 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
-#include <tarantella/model/layers.h>
+#include <tarantella/keras/layers.h>
 #include <tarantella/base/error.h>
 
 #include "model/model_impl.h"
@@ -134,10 +134,11 @@ schedules::Schedule schedule_from(const json& j, const std::string& path) {
   unknown("learning-rate schedule", name, path);
 }
 
-Model model_from_description(const SavedModelDescription& d, const std::string& path) {
+Model model_from_description(const SavedModelDescription& d, const std::string& path,
+                             const comm::ProcessGroup& group) {
   if (!d.architecture.empty()) {
     try {
-      return models::model_from_json(d.architecture);
+      return models::model_from_json(d.architecture, group);
     } catch (const std::exception& e) {
       throw Error(detail::concat("cannot rebuild the architecture stored in '", path,
                                  "': ", e.what()));
@@ -146,7 +147,7 @@ Model model_from_description(const SavedModelDescription& d, const std::string& 
   if (!d.torchscript.empty()) {
     std::istringstream in(d.torchscript);
     try {
-      return Model(make_adapter(torch::jit::load(in)));
+      return Model(make_adapter(torch::jit::load(in)), group);
     } catch (const std::exception& e) {
       throw Error(detail::concat("the TorchScript module stored in '", path,
                                  "' does not load: ", std::string(e.what()).substr(0, 300)));
@@ -161,8 +162,8 @@ Model model_from_description(const SavedModelDescription& d, const std::string& 
 }  // namespace
 
 nlohmann::json Model::get_config() const {
-  const std::string text = impl_->net->config_json();
-  TNT_CHECK(!text.empty(), "get_config()/to_json(): the network '", impl_->net->type_name(),
+  const std::string text = impl_->engine->net().config_json();
+  TNT_CHECK(!text.empty(), "get_config()/to_json(): the network '", impl_->engine->net().type_name(),
             "' cannot describe its architecture: build it from tnt::layers (a "
             "tnt::layers::Sequential) to get a config; TorchScript and C++ modules are saved "
             "whole by Model::save and copied by tnt::models::clone_model");
@@ -172,8 +173,8 @@ nlohmann::json Model::get_config() const {
 std::string Model::to_json() const { return get_config().dump(2); }
 
 nlohmann::json Model::get_compile_config() const {
-  if (!impl_->options) return nullptr;
-  const CompileOptions& o = *impl_->options;
+  if (!impl_->engine->is_compiled()) return nullptr;
+  const CompileOptions& o = impl_->engine->compiled();
   json metrics = json::array();
   json metric_names = json::array();
   for (const auto& m : o.metrics()) {
@@ -244,29 +245,39 @@ CompileOptions compile_options_from_config(const std::string& compile_json,
 namespace models {
 
 Model model_from_config(const nlohmann::json& config) {
-  return Model(layers::Sequential(layers::SequentialImpl::from_config(config)));
+  return model_from_config(config, default_group());
 }
 
-Model model_from_json(const std::string& text) {
+Model model_from_config(const nlohmann::json& config, const comm::ProcessGroup& group) {
+  return Model(layers::Sequential(layers::SequentialImpl::from_config(config)), group);
+}
+
+Model model_from_json(const std::string& text) { return model_from_json(text, default_group()); }
+
+Model model_from_json(const std::string& text, const comm::ProcessGroup& group) {
   json config;
   try {
     config = json::parse(text);
   } catch (const json::exception& e) {
     throw Error(detail::concat("model_from_json: not valid JSON: ", e.what()));
   }
-  return model_from_config(config);
+  return model_from_config(config, group);
 }
 
 Model clone_model(const Model& model) {
-  const Model::Impl& s = ModelInternals::of(model);
-  const std::string architecture = s.net->config_json();
-  if (!architecture.empty()) return model_from_json(architecture);
-  return Model(s.net->clone());
+  const train::Engine& s = ModelInternals::of(model);
+  const std::string architecture = s.net().config_json();
+  if (!architecture.empty()) return model_from_json(architecture, s.group());
+  return Model(s.net().clone(), s.group());
 }
 
 Model load_model(const std::string& path, bool compile) {
-  const SavedModelDescription d = read_saved_model_description(default_group(), path);
-  Model model = model_from_description(d, path);
+  return load_model(path, default_group(), compile);
+}
+
+Model load_model(const std::string& path, const comm::ProcessGroup& group, bool compile) {
+  const SavedModelDescription d = read_saved_model_description(group, path);
+  Model model = model_from_description(d, path, group);
   if (compile && !d.compile.empty()) {
     model.compile(compile_options_from_config(d.compile, path));
     model.load(path);  // weights, optimizer state, epochs, steps, RNG

@@ -43,10 +43,10 @@ void Model::save_weights(const std::string& path, bool all_ranks) const {
   };
   if (all_ranks) {
     write();
-    impl_->group.barrier();
+    impl_->engine->group().barrier();
     return;
   }
-  run_on_master_checked(impl_->group, write);  // no rank returns before the file is complete
+  run_on_master_checked(impl_->engine->group(), write);  // no rank returns before the file is complete
 }
 
 // Checks every entry before it copies any, so a bad file leaves the model as
@@ -79,13 +79,13 @@ void copy_weights(Model& model, const c10::impl::GenericDict& dict, const std::s
 }
 
 void Model::load_weights(const std::string& path) {
-  run_on_master_checked(impl_->group, [&] {
+  run_on_master_checked(impl_->engine->group(), [&] {
     const torch::IValue value = load_torch_save_file(path);
     TNT_CHECK(value.isGenericDict(), "'", path, "' holds ", detail::kind_of(value),
               ", not a dict of tensors (save with torch.save(model.state_dict(), path))");
     copy_weights(*this, value.toGenericDict(), path);
   });
-  impl_->synchronize_state();
+  impl_->engine->synchronize_state();
 }
 
 }  // namespace tnt

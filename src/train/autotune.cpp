@@ -49,12 +49,12 @@ std::vector<std::size_t> default_autotune_thresholds() {
   return {0, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20};
 }
 
-AutoTuneOptions AutoTuneOptions::from_config(const Config& config,
+AutoTuneOptions AutoTuneOptions::from_engine(const train::EngineOptions& options,
                                              std::size_t configured_threshold) {
   return AutoTuneOptions()
-      .start({configured_threshold, config.overlap})
-      .tune_overlap(!config.overlap_set)
-      .log_path(config.autotune_log_path);
+      .start({configured_threshold, options.overlap()})
+      .tune_overlap(!options.overlap_set())
+      .log_path(options.autotune_log_path());
 }
 
 AutoTuner::AutoTuner(comm::ProcessGroup group, AutoTuneOptions options)

@@ -39,7 +39,7 @@
 #include <vector>
 
 #include <tarantella/base/arg.h>
-#include <tarantella/base/config.h>
+#include <tarantella/train/engine_options.h>
 #include <tarantella/comm/process_group.h>
 
 namespace tnt {
@@ -63,8 +63,10 @@ std::vector<std::size_t> default_autotune_thresholds();
 /// Example:
 ///   tnt::AutoTuneOptions().start({64 << 10, true}).tune_overlap(false).measured_steps(8)
 struct AutoTuneOptions {
-  /// From TNT_OVERLAP / TNT_AUTOTUNE_LOG and the threshold in effect.
-  static AutoTuneOptions from_config(const Config& config, std::size_t configured_threshold);
+  /// From the engine's switches (overlap, whether the user set it, the
+  /// log) and the threshold in effect.
+  static AutoTuneOptions from_engine(const train::EngineOptions& options,
+                                     std::size_t configured_threshold);
 
   TNT_ARG(std::vector<std::size_t>, thresholds) = default_autotune_thresholds();
   /// The configured setting: phase 1 decides overlap at its threshold.

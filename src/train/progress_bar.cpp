@@ -6,8 +6,6 @@
 
 #include <fmt/format.h>
 
-#include <tarantella/base/config.h>
-#include <tarantella/base/env_contract.h>
 
 namespace tnt::detail {
 namespace {
@@ -18,13 +16,6 @@ double seconds(std::chrono::steady_clock::duration d) {
 }  // namespace
 
 bool ProgressBar::output_is_terminal(std::FILE* out) {
-  // Through Config so the value is validated like every other TNT_* variable.
-  const Config told = Config::from_lookup([](const std::string& name) -> std::optional<std::string> {
-    const char* value = name == env::kStdoutIsTerminal ? std::getenv(name.c_str()) : nullptr;
-    if (value == nullptr || *value == '\0') return std::nullopt;
-    return std::string(value);
-  });
-  if (told.stdout_is_terminal) return *told.stdout_is_terminal;
   return out != nullptr && ::isatty(::fileno(out)) == 1;
 }
 

@@ -29,8 +29,8 @@ class ProgressBar {
   void update(std::int64_t step_done, const std::map<std::string, double>& logs);
   void finish(const std::map<std::string, double>& logs);
 
-  /// TNT_STDOUT_IS_TERMINAL when set (a malformed value throws tnt::Error
-  /// naming it), else whether `out` is a terminal.
+  /// Whether `out` is a terminal (the launcher's TNT_STDOUT_IS_TERMINAL
+  /// reaches the bar as `live`, through EngineOptions).
   static bool output_is_terminal(std::FILE* out);
 
  private:

@@ -35,7 +35,7 @@ std::vector<torch::Tensor> trained(const std::function<void(tnt::Model&)>& setup
 }
 
 void fixed_overlap(tnt::Model& model, bool overlap) {
-  ModelInternals::of(model).overlap_override = overlap;
+  ModelInternals::of(model).override_setting(std::nullopt, overlap);
 }
 
 // A tuner of 1-step trials over the tiny network's useful thresholds
@@ -43,13 +43,13 @@ void fixed_overlap(tnt::Model& model, bool overlap) {
 // tensor, two buckets, one bucket.
 void tuned(tnt::Model& model, bool tune_overlap, std::vector<std::size_t> thresholds) {
   auto& s = ModelInternals::of(model);
-  s.autotuner = std::make_shared<tnt::AutoTuner>(
-      s.group, AutoTuneOptions()
+  s.set_autotuner(std::make_shared<tnt::AutoTuner>(
+      s.group(), AutoTuneOptions()
                    .thresholds(std::move(thresholds))
                    .start({32 * 1024, true})
                    .tune_overlap(tune_overlap)
                    .warmup_steps(0)
-                   .measured_steps(1));
+                   .measured_steps(1)));
 }
 
 void expect_bitwise_equal(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b,
@@ -95,16 +95,16 @@ TEST(AutoTune, TheChosenSettingIsTheEngineInUseAndAlikeOnEveryRank) {
   tuned(model, true, {0, 300, 1 << 20});
   model.fit(tnt_test::train_set(8, true), tnt::FitOptions().epochs(1).verbose(0));
   auto& s = ModelInternals::of(model);
-  ASSERT_TRUE(s.autotuner->done());
-  EXPECT_EQ(s.autotuner->steps(), 5);  // 2 trials of overlap, 3 of thresholds
-  const EngineSetting chosen = s.autotuner->setting();
-  EXPECT_EQ(s.threshold_override, chosen.threshold_bytes);
-  EXPECT_EQ(s.overlap_override, chosen.overlap);
+  ASSERT_TRUE(s.autotuner()->done());
+  EXPECT_EQ(s.autotuner()->steps(), 5);  // 2 trials of overlap, 3 of thresholds
+  const EngineSetting chosen = s.autotuner()->setting();
+  EXPECT_EQ(s.threshold_override(), chosen.threshold_bytes);
+  EXPECT_EQ(s.overlap_override(), chosen.overlap);
   // Every rank: the master's choice.
   torch::Tensor mine = torch::tensor(
       {static_cast<double>(chosen.threshold_bytes), chosen.overlap ? 1.0 : 0.0}, torch::kFloat64);
   torch::Tensor master = mine.clone();
-  s.group.broadcast(master, 0);
+  s.group().broadcast(master, 0);
   EXPECT_TRUE(torch::equal(mine, master)) << "rank " << tnt::get_rank() << " chose otherwise";
 }
 

@@ -114,13 +114,14 @@ TEST(AutoTuner, KeepsTheUsersOverlapAndTunesOnlyTheThreshold) {
 TEST(AutoTuner, OptionsFromConfigTuneOverlapOnlyWhenTheUserLeftItAlone) {
   tnt::Config c;
   c.autotune_log_path = "trials.csv";
-  AutoTuneOptions o = AutoTuneOptions::from_config(c, 64 * KiB);
+  AutoTuneOptions o =
+      AutoTuneOptions::from_engine(tnt::train::EngineOptions::from_config(c), 64 * KiB);
   EXPECT_TRUE(o.tune_overlap());
   EXPECT_EQ(o.start(), (EngineSetting{64 * KiB, true}));
   EXPECT_EQ(o.log_path(), "trials.csv");
   c.overlap = false;
   c.overlap_set = true;
-  o = AutoTuneOptions::from_config(c, 0);
+  o = AutoTuneOptions::from_engine(tnt::train::EngineOptions::from_config(c), 0);
   EXPECT_FALSE(o.tune_overlap());
   EXPECT_EQ(o.start(), (EngineSetting{0, false}));
 }

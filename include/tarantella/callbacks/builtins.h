@@ -15,6 +15,7 @@
 
 #include <tarantella/base/arg.h>
 #include <tarantella/callbacks/callback.h>
+#include <tarantella/train/progbar_logger.h>
 
 namespace tnt::callbacks {
 
@@ -45,25 +46,6 @@ class LambdaCallback : public Callback {
  private:
   EpochFn epoch_begin_, epoch_end_, batch_begin_, batch_end_;
   TrainFn train_begin_, train_end_;
-};
-
-/// The progress bar of fit() (added automatically for verbose > 0).
-class ProgbarLogger : public Callback {
- public:
-  explicit ProgbarLogger(int verbose = 1);
-  ~ProgbarLogger() override;
-  void on_epoch_begin(std::int64_t epoch, const Logs& logs) override;
-  void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
-  void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
-  /// evaluate() shows its progress through the same bar.
-  void on_test_begin(const Logs& logs) override;
-  void on_test_batch_end(std::int64_t batch, const Logs& logs) override;
-  void on_test_end(const Logs& logs) override;
-
- private:
-  int verbose_;
-  struct Bar;
-  std::unique_ptr<Bar> bar_;
 };
 
 /// Streams epoch results to a CSV file: "epoch,<log names...>".
@@ -112,6 +94,7 @@ class LearningRateScheduler : public Callback {
  public:
   using Schedule = std::function<double(std::int64_t epoch, double lr)>;
   explicit LearningRateScheduler(Schedule schedule, int verbose = 0);
+  const char* sets_learning_rate() const override { return "LearningRateScheduler"; }
   void on_epoch_begin(std::int64_t epoch, const Logs& logs) override;
   void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
 
@@ -135,6 +118,7 @@ struct ReduceLROnPlateauOptions {
 class ReduceLROnPlateau : public Callback {
  public:
   explicit ReduceLROnPlateau(ReduceLROnPlateauOptions options = ReduceLROnPlateauOptions());
+  const char* sets_learning_rate() const override { return "ReduceLROnPlateau"; }
   void on_train_begin(const Logs& logs) override;
   void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
 

@@ -96,6 +96,8 @@ class GradientSynchronizer {
   torch::Tensor finish(const std::function<void(std::size_t)>& on_reduced = nullptr);
 
   const std::vector<Bucket>& buckets() const;
+  /// The options it was made with.
+  const SyncOptions& options() const;
   /// With SyncOptions().shard(true), after finish() of a reducing step:
   /// this rank's slice of each reduced bucket, in bucket order.
   const std::vector<torch::Tensor>& reduced_slices() const;

@@ -27,17 +27,22 @@ namespace tnt::models {
 /// Collective: the master reads the file and broadcasts; errors name the
 /// file and what is wrong, on every rank.
 Model load_model(const std::string& path, bool compile = true);
+/// The same on the ranks of `group` (the file is read by its master).
+Model load_model(const std::string& path, const comm::ProcessGroup& group, bool compile = true);
 
 /// A new, uncompiled model from Model::get_config()'s output, with freshly
 /// initialized weights (the master's, broadcast to every rank).
 Model model_from_config(const nlohmann::json& config);
+Model model_from_config(const nlohmann::json& config, const comm::ProcessGroup& group);
 /// The same from Model::to_json()'s output.
 Model model_from_json(const std::string& json);
+Model model_from_json(const std::string& json, const comm::ProcessGroup& group);
 
 /// A new, uncompiled model with the same architecture. As Keras, a model
 /// built from the layer registry gets freshly initialized weights; a
 /// TorchScript module or a C++ module (through LibTorch's clone(), which
-/// needs torch::nn::Cloneable) is deep-copied, weights included.
+/// needs torch::nn::Cloneable) is deep-copied, weights included. The clone
+/// trains on the same process group as `model`.
 Model clone_model(const Model& model);
 
 }  // namespace tnt::models

@@ -1,4 +1,4 @@
-#include <tarantella/callbacks/callback.h>
+#include <tarantella/train/callback.h>
 
 namespace tnt::callbacks {
 

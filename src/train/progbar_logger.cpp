@@ -1,7 +1,6 @@
 #include <fmt/format.h>
 
-#include <tarantella/callbacks/builtins.h>
-#include <tarantella/runtime/runtime.h>
+#include <tarantella/train/progbar_logger.h>
 
 #include "train/progress_bar.h"
 
@@ -11,16 +10,16 @@ struct ProgbarLogger::Bar {
   ::tnt::detail::ProgressBar bar;
 };
 
-ProgbarLogger::ProgbarLogger(int verbose) : verbose_(verbose) {
-  // Output belongs to the master rank unless TNT_OUTPUT_ON_ALL_DEVICES.
-  run_on_all_ranks = is_initialized() && config().output_on_all_devices;
+ProgbarLogger::ProgbarLogger(int verbose, std::optional<bool> live)
+    : verbose_(verbose), live_(live) {
+  run_on_all_ranks = false;  // output belongs to the master rank (the engine may widen it)
 }
 
 ProgbarLogger::~ProgbarLogger() = default;
 
 void ProgbarLogger::on_epoch_begin(std::int64_t epoch, const Logs&) {
   if (verbose_ > 0) fmt::print("Epoch {}/{}\n", epoch + 1, params().epochs);
-  bar_ = std::make_unique<Bar>(Bar{::tnt::detail::ProgressBar(params().steps, verbose_, true)});
+  bar_ = std::make_unique<Bar>(Bar{::tnt::detail::ProgressBar(params().steps, verbose_, true, stdout, live_)});
 }
 
 void ProgbarLogger::on_train_batch_end(std::int64_t batch, const Logs& logs) {
@@ -33,7 +32,7 @@ void ProgbarLogger::on_epoch_end(std::int64_t, const Logs& logs) {
 }
 
 void ProgbarLogger::on_test_begin(const Logs&) {
-  bar_ = std::make_unique<Bar>(Bar{::tnt::detail::ProgressBar(params().steps, verbose_, true)});
+  bar_ = std::make_unique<Bar>(Bar{::tnt::detail::ProgressBar(params().steps, verbose_, true, stdout, live_)});
 }
 
 void ProgbarLogger::on_test_batch_end(std::int64_t batch, const Logs&) {

@@ -1,4 +1,4 @@
-#include <tarantella/model/layers.h>
+#include <tarantella/keras/layers.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <torch/torch.h>
 
 #include <tarantella/base/error.h>
-#include <tarantella/model/sync_batchnorm.h>
+#include <tarantella/keras/sync_batchnorm.h>
 
 namespace tnt::layers {
 namespace {

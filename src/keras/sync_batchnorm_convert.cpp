@@ -12,7 +12,7 @@
 //
 // Two passes: the first finds every BatchNorm and checks that it can be
 // replaced; only if all can does the second change anything.
-#include <tarantella/model/sync_batchnorm.h>
+#include <tarantella/keras/sync_batchnorm.h>
 
 #include <functional>
 #include <string>
@@ -21,7 +21,7 @@
 #include <torch/torch.h>
 
 #include <tarantella/base/error.h>
-#include <tarantella/model/layers.h>
+#include <tarantella/keras/layers.h>
 
 namespace tnt::nn {
 namespace {

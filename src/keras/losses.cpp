@@ -1,10 +1,10 @@
-#include <tarantella/model/losses.h>
+#include <tarantella/keras/losses.h>
 #include <tarantella/base/error.h>
 #include <torch/torch.h>
 
 #include <utility>
 
-#include "model/describe.h"
+#include "keras/describe.h"
 
 namespace tnt::losses {
 namespace F = torch::nn::functional;

@@ -1,11 +1,11 @@
-#include <tarantella/model/optimizers.h>
+#include <tarantella/keras/optimizers.h>
 
 #include <cmath>
 
 #include <tarantella/base/error.h>
 #include <torch/torch.h>
 
-#include "model/describe.h"
+#include "keras/describe.h"
 
 namespace tnt::optimizers {
 namespace optim = torch::optim;

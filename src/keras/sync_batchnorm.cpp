@@ -8,7 +8,7 @@
 //             S1 = sum over ranks s of n_s * sum(dy),  S2 = ... of n_s * sum(dy * xmu)
 // where n_r is rank r's sample count (the weight of its loss, see the
 // header). With one rank this is BatchNorm's own gradient.
-#include <tarantella/model/sync_batchnorm.h>
+#include <tarantella/keras/sync_batchnorm.h>
 
 #include <ostream>
 #include <vector>

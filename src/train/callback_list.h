@@ -6,15 +6,22 @@
 
 #include <vector>
 
-#include <tarantella/callbacks/callback.h>
+#include <tarantella/train/callback.h>
 
-namespace tnt::callbacks {
+#include "train/engine.h"
+
+namespace tnt::train {
+
+using callbacks::Callback;
+using callbacks::CallbackPtr;
+using callbacks::Logs;
+using callbacks::Params;
 
 class CallbackList {
  public:
   /// `master`: whether this rank is the master of the model's group; the
   /// callbacks that run on the master only run here only then.
-  CallbackList(std::vector<CallbackPtr> callbacks, Model* model, const Params& params,
+  CallbackList(std::vector<CallbackPtr> callbacks, Driver driver, const Params& params,
                bool master);
 
   void train_begin();
@@ -40,4 +47,4 @@ class CallbackList {
   bool master_;
 };
 
-}  // namespace tnt::callbacks
+}  // namespace tnt::train

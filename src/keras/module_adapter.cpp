@@ -1,4 +1,4 @@
-#include <tarantella/model/module_adapter.h>
+#include <tarantella/keras/module_adapter.h>
 
 #include <torch/torch.h>
 

@@ -1,8 +1,8 @@
-#include <tarantella/model/metrics.h>
+#include <tarantella/keras/metrics.h>
 #include <tarantella/base/error.h>
 #include <torch/torch.h>
 
-#include "model/describe.h"
+#include "keras/describe.h"
 
 namespace tnt::metrics {
 namespace {

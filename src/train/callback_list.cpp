@@ -1,7 +1,7 @@
-#include "callbacks/callback_list.h"
+#include "train/callback_list.h"
 
 
-namespace tnt::callbacks {
+namespace tnt::train {
 namespace {
 const Logs& pick(const Callback& cb, const Logs& global, const Logs& local) {
   return cb.aggregate_logs ? global : local;
@@ -9,11 +9,12 @@ const Logs& pick(const Callback& cb, const Logs& global, const Logs& local) {
 const Logs kNoLogs;
 }  // namespace
 
-CallbackList::CallbackList(std::vector<CallbackPtr> callbacks, Model* model, const Params& params,
+CallbackList::CallbackList(std::vector<CallbackPtr> callbacks, Driver driver, const Params& params,
                            bool master)
     : callbacks_(std::move(callbacks)), master_(master) {
   for (auto& cb : callbacks_) {
-    cb->set_model(model);
+    cb->set_host(driver.host);
+    cb->set_model(driver.model);
     cb->set_params(params);
     cb->set_master(master);
   }
@@ -71,4 +72,4 @@ void CallbackList::predict_batch_end(std::int64_t b) {
   each([&](Callback& c) { c.on_predict_batch_end(b, kNoLogs); });
 }
 
-}  // namespace tnt::callbacks
+}  // namespace tnt::train

@@ -1,10 +1,10 @@
-#include <tarantella/model/schedules.h>
+#include <tarantella/keras/schedules.h>
 #include <tarantella/base/error.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "model/describe.h"
+#include "keras/describe.h"
 
 namespace tnt::schedules {
 

@@ -1,0 +1,50 @@
+// Metrics keep a STATE (e.g. correct predictions and samples) whose
+// increments are summed over ranks and steps; the value is computed from the
+// global sum (correct / total). That makes distributed metrics exact —
+// never a mean of per-rank means.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace tnt::metrics {
+
+/// A metric: its name, the size of its state, how a batch changes the state
+/// (returns `state_size` float64 values), and the value of a state.
+///
+/// Example (a user metric, mean over samples of a per-sample value):
+///   auto m = tnt::metrics::Metric::mean_of("abs_error",
+///       [](const torch::Tensor& p, const torch::Tensor& t) { return (p - t).abs(); });
+struct Metric {
+  using Update = std::function<torch::Tensor(const torch::Tensor& y_pred, const torch::Tensor& y_true)>;
+  using Result = std::function<double(const std::vector<double>& state)>;
+
+  std::string name;
+  std::int64_t state_size = 2;
+  Update update;
+  Result result;
+  /// {"class_name": ..., "config": {...}} for the built-in metrics (so that
+  /// a saved model can be recompiled by load_model); empty for a user metric.
+  std::string config;
+
+  /// The mean over all samples (and elements) of `per_sample(y_pred, y_true)`.
+  static Metric mean_of(std::string name, std::function<torch::Tensor(const torch::Tensor&,
+                                                                      const torch::Tensor&)>
+                                              per_sample);
+};
+
+/// Picks sparse, categorical or binary accuracy from the shapes (as Keras).
+Metric Accuracy();
+Metric SparseCategoricalAccuracy();
+Metric CategoricalAccuracy();
+/// Prediction > threshold counts as 1 (use 0 for logits).
+Metric BinaryAccuracy(double threshold = 0.5);
+/// The target is among the k highest scores; sparse or one-hot targets.
+Metric TopKCategoricalAccuracy(int k = 5);
+Metric MeanSquaredError();
+Metric MeanAbsoluteError();
+
+}  // namespace tnt::metrics

@@ -1,0 +1,54 @@
+// Learning-rate schedules: functions of the global step (counted from the
+// start of training, over all epochs). The Model sets the rate of every
+// parameter group before each optimizer step.
+#pragma once
+
+#include <cstdint>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace tnt::schedules {
+
+/// The learning rate as a function of the global step. The built-in
+/// schedules carry a description (`config`, JSON) so that a saved model can
+/// be recompiled by load_model; any callable converts to a Schedule
+/// (without one).
+/// Example: auto s = tnt::schedules::ExponentialDecay(0.1, 1000, 0.96);  s(2000) == 0.1 * 0.96^2
+struct Schedule {
+  using Fn = std::function<double(std::int64_t step)>;
+  Schedule() = default;
+  Schedule(std::nullptr_t) {}  // NOLINT: "no schedule", as for std::function
+  Schedule(Fn fn, std::string config) : fn(std::move(fn)), config(std::move(config)) {}
+  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, Schedule> &&
+                                                    !std::is_same_v<std::decay_t<F>, std::nullptr_t> &&
+                                                    std::is_constructible_v<Fn, F>>>
+  Schedule(F&& f) : fn(std::forward<F>(f)) {}  // NOLINT: implicit, like std::function
+  double operator()(std::int64_t step) const { return fn(step); }
+  explicit operator bool() const { return static_cast<bool>(fn); }
+
+  Fn fn;
+  /// {"class_name": ..., "config": {...}}; empty for a user function.
+  std::string config;
+};
+
+Schedule Constant(double learning_rate);
+/// lr * rate^(step / decay_steps), floored to whole periods if staircase.
+Schedule ExponentialDecay(double learning_rate, std::int64_t decay_steps, double decay_rate,
+                          bool staircase = false);
+/// values[i] while step < boundaries[i]; values.back() after the last.
+Schedule PiecewiseConstantDecay(std::vector<std::int64_t> boundaries, std::vector<double> values);
+/// Linear warm-up from `start_fraction` of the schedule's value to the full
+/// value over `warmup_steps`, then `schedule`.
+Schedule WarmUp(Schedule schedule, std::int64_t warmup_steps, double start_fraction = 0.0);
+/// The linear scaling rule with warm-up (Goyal et al.): starts at
+/// `base_learning_rate` (tuned for one rank) and rises linearly over
+/// `warmup_steps` to base * `num_ranks`, then follows `after` scaled the same
+/// way (constant if none).
+Schedule LinearScalingWarmUp(double base_learning_rate, int num_ranks, std::int64_t warmup_steps,
+                             Schedule after = nullptr);
+
+}  // namespace tnt::schedules

@@ -1,0 +1,121 @@
+// What the training engine takes from a front end, as Keras's arguments:
+// compile (optimizer, loss, metrics and the engine's training settings),
+// fit, evaluate and predict. The C++ tnt::Model and Python's tnt.Model
+// fill the same structs, so both drive the engine with the same meaning.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <tarantella/base/arg.h>
+#include <tarantella/base/mixed_precision.h>
+#include <tarantella/dp/gradient_sync.h>
+#include <tarantella/keras/losses.h>
+#include <tarantella/keras/metrics.h>
+#include <tarantella/keras/optimizers.h>
+#include <tarantella/keras/schedules.h>
+#include <tarantella/train/callback.h>
+
+namespace tnt {
+
+namespace data {
+class Dataset;
+}
+
+/// What compile() takes. optimizer and loss are required.
+///
+/// Example:
+///   model.compile(tnt::CompileOptions()
+///                     .optimizer(tnt::optimizers::SGD(0.01))
+///                     .loss(tnt::losses::SparseCategoricalCrossentropy())
+///                     .metrics({tnt::metrics::SparseCategoricalAccuracy()}));
+struct CompileOptions {
+  TNT_ARG(optimizers::Factory, optimizer);
+  TNT_ARG(losses::Loss, loss);
+  TNT_ARG(std::vector<metrics::Metric>, metrics);
+  /// Learning rate per global step; overrides the optimizer's rate.
+  TNT_ARG(schedules::Schedule, schedule);
+  /// How many leading tensors of a dataset element are inputs (default 1);
+  /// the next one is the target.
+  TNT_ARG(int, num_inputs) = 1;
+  /// Gradient accumulation (Determined's aggregation_frequency): k
+  /// micro-steps per optimizer step and allreduce; gradients are averaged.
+  TNT_ARG(int, aggregation_frequency) = 1;
+  /// Send gradients as float16/bfloat16 (off by default).
+  TNT_ARG(dp::Compression, compression) = dp::Compression::None;
+  /// Fusion threshold in bytes; default: TNT_FUSION_THRESHOLD (32 KiB).
+  TNT_ARG(std::optional<std::size_t>, fusion_threshold_bytes);
+  /// Keras's clipnorm: before each optimizer step, scale the (global,
+  /// allreduced) gradients so that their joint L2 norm is at most v.
+  TNT_ARG(std::optional<double>, clip_norm);
+  /// Keras's clipvalue: clamp every gradient element to [-v, v].
+  TNT_ARG(std::optional<double>, clip_value);
+  /// Deterministic mode with chunks of `chunk` samples: every chunk of a
+  /// global batch is computed on its own (on one thread), and the chunks'
+  /// gradients, losses, metrics and BatchNorm statistics are summed exactly
+  /// (64-bit fixed point), so weights and logs are bitwise the same at any
+  /// number of ranks and without MPI. Costs speed: no overlap, one chunk at
+  /// a time. See docs/training.md, "Deterministic mode".
+  TNT_ARG(std::optional<std::int64_t>, deterministic);
+  /// Mixed precision: the forward pass under autocast to bfloat16 (CPU and
+  /// GPU) or float16 (GPU); weights, gradients, optimizer, loss and metrics
+  /// stay float32 (the outputs are cast back). See docs/training.md.
+  TNT_ARG(MixedPrecision, mixed_precision) = MixedPrecision::None;
+  /// Dynamic loss scaling: on by default with Float16, off otherwise. A step
+  /// whose summed gradients overflow is skipped on every rank alike and the
+  /// scale halved (Model::loss_scale()).
+  TNT_ARG(std::optional<bool>, loss_scaling);
+  /// ZeRO stage 1: gradients are reduce-scattered, each rank keeps the
+  /// optimizer state of and steps only its 1/N of every gradient bucket, and
+  /// the updated parameters are allgathered. Optimizer memory per rank falls
+  /// to 1/N; checkpoints hold the whole state, so they load at any rank
+  /// count and with or without sharding. Works with the built-in optimizers
+  /// (SGD, Adam, AdamW, RMSprop, Adagrad), whose updates are element-wise.
+  /// See docs/performance.md, "Sharded optimizer".
+  TNT_ARG(bool, shard_optimizer) = false;
+};
+
+/// What fit() takes.
+/// Example: model.fit(train, tnt::FitOptions().epochs(5).validation_data(val).verbose(1));
+struct FitOptions {
+  TNT_ARG(std::int64_t, epochs) = 1;
+  TNT_ARG(std::int64_t, initial_epoch) = 0;
+  TNT_ARG(std::optional<std::int64_t>, steps_per_epoch);
+  TNT_ARG(std::int64_t, validation_freq) = 1;
+  TNT_ARG(std::vector<callbacks::CallbackPtr>, callbacks);
+  /// 0 silent, 1 progress bar, 2 one line per epoch (master rank only).
+  TNT_ARG(int, verbose) = 1;
+  TNT_ARG(std::optional<std::int64_t>, micro_batch_size);
+  TNT_ARG(std::optional<std::int64_t>, validation_micro_batch_size);
+  /// false: the dataset is already this rank's share (e.g. shard()).
+  TNT_ARG(bool, distribute_dataset) = true;
+  TNT_ARG(bool, distribute_validation_dataset) = true;
+
+ public:
+  /// Evaluated after every validation_freq epochs (global values, "val_" logs).
+  FitOptions& validation_data(const data::Dataset& v);
+  const std::shared_ptr<const data::Dataset>& validation_data() const { return validation_data_; }
+
+ private:
+  std::shared_ptr<const data::Dataset> validation_data_;
+};
+
+/// What evaluate() takes.
+struct EvaluateOptions {
+  TNT_ARG(int, verbose) = 0;
+  TNT_ARG(std::optional<std::int64_t>, micro_batch_size);
+  TNT_ARG(bool, distribute_dataset) = true;
+  TNT_ARG(std::vector<callbacks::CallbackPtr>, callbacks);
+};
+
+/// What predict() takes.
+struct PredictOptions {
+  /// Return the outputs on every rank, not only the master rank.
+  TNT_ARG(bool, on_all_ranks) = false;
+  TNT_ARG(std::optional<std::int64_t>, micro_batch_size);
+  TNT_ARG(std::vector<callbacks::CallbackPtr>, callbacks);
+};
+
+}  // namespace tnt

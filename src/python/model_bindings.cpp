@@ -1,0 +1,426 @@
+// The Model facade for Python: tnt.Model over a torch.nn.Module drives the
+// same training engine as the C++ tnt::Model (train/engine.h: the epoch
+// loop, validation, the stop vote, callbacks, checkpoints, resume). What is
+// Python's is adapted here, at the edges, and nothing else:
+//  * the network: PyModule, a ModuleAdapter whose forward calls the Python
+//    module under the GIL (parameters and buffers are the module's own
+//    tensors, shared without copies, so the optimizer and the gradient hooks
+//    work on them directly);
+//  * the loss: a torch loss module or any callable, called under the GIL;
+//  * callbacks: PyCallback, a trampoline that calls a Python object's Keras
+//    hooks under the GIL; the built-ins are the C++ ones (callback_bindings);
+//  * data: dataset_from_python (py_dataset.h).
+// The loops run with the GIL released; Python is entered only from the
+// thread that called fit/evaluate/predict, which holds it again there.
+// Persistence is tnt::Model's, so a checkpoint written from Python loads in
+// C++ and the reverse.
+#include <sstream>
+
+#include <tarantella/base/default_seed.h>
+#include <tarantella/base/error.h>
+#include <tarantella/callbacks/builtins.h>
+#include <tarantella/model/model.h>
+
+#include "python/bindings.h"
+#include "python/py_dataset.h"
+#include "python/py_object.h"
+
+namespace tnt::python {
+namespace {
+
+std::string type_name_of(const py::handle& object) {
+  return py::str(py::type::handle_of(object).attr("__name__"));
+}
+
+// A Python torch.nn.Module as the engine's network.
+class PyModule final : public ModuleAdapter {
+ public:
+  explicit PyModule(py::object module) : module_(share_object(std::move(module))) {}
+
+  torch::Tensor forward(const std::vector<torch::Tensor>& inputs) override {
+    py::gil_scoped_acquire gil;
+    py::tuple args(inputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i) args[i] = py::cast(inputs[i]);
+    const py::object out = (*module_)(*args);
+    TNT_CHECK(THPVariable_Check(out.ptr()), "the model's forward returned a ",
+              type_name_of(out), ", tnt.Model needs one torch.Tensor: return the output tensor "
+              "(a model with several outputs can return torch.cat or a stacked tensor)");
+    return out.cast<torch::Tensor>();
+  }
+  NamedTensorList named_parameters() override { return named("named_parameters"); }
+  NamedTensorList named_buffers() override { return named("named_buffers"); }
+  void train(bool on) override {
+    py::gil_scoped_acquire gil;
+    module_->attr("train")(on);
+  }
+  void to(const torch::Device& device) override {
+    py::gil_scoped_acquire gil;
+    module_->attr("to")(device.str());
+  }
+  std::string type_name() const override {
+    py::gil_scoped_acquire gil;
+    return type_name_of(*module_);
+  }
+  std::vector<std::pair<std::string, std::string>> named_module_types() override {
+    py::gil_scoped_acquire gil;
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const py::handle item : module_->attr("named_modules")()) {
+      const auto pair = item.cast<py::tuple>();
+      out.emplace_back(pair[0].cast<std::string>(), type_name_of(pair[1]));
+    }
+    return out;
+  }
+  std::shared_ptr<ModuleAdapter> clone() const override {
+    py::gil_scoped_acquire gil;
+    return std::make_shared<PyModule>(py::module_::import("copy").attr("deepcopy")(*module_));
+  }
+  const py::object& module() const { return *module_; }
+
+ private:
+  NamedTensorList named(const char* method) {
+    py::gil_scoped_acquire gil;
+    NamedTensorList out;
+    for (const py::handle item : module_->attr(method)()) {
+      const auto pair = item.cast<py::tuple>();
+      out.emplace_back(pair[0].cast<std::string>(), pair[1].cast<torch::Tensor>());
+    }
+    return out;
+  }
+  SharedPyObject module_;
+};
+
+// A Python callable as a loss (y_pred, y_true) -> mean loss.
+losses::Loss loss_from_callable(py::object fn, std::string name) {
+  SharedPyObject held = share_object(std::move(fn));
+  return losses::Loss(std::move(name), [held](const torch::Tensor& y_pred, const torch::Tensor& y_true) {
+    py::gil_scoped_acquire gil;
+    const py::object out = (*held)(y_pred, y_true);
+    TNT_CHECK(THPVariable_Check(out.ptr()), "the loss returned a ", type_name_of(out),
+              ", it must return a scalar torch.Tensor (the mean loss of the batch)");
+    return out.cast<torch::Tensor>();
+  });
+}
+
+// A Python callable as a metric: update(y_pred, y_true) -> state tensor of
+// `state_size` values summed over batches and ranks; result(list) -> float.
+metrics::Metric metric_from_callables(std::string name, py::object update, py::object result,
+                                      std::int64_t state_size) {
+  SharedPyObject u = share_object(std::move(update));
+  SharedPyObject r = share_object(std::move(result));
+  metrics::Metric m;
+  m.name = std::move(name);
+  m.state_size = state_size;
+  m.update = [u](const torch::Tensor& y_pred, const torch::Tensor& y_true) {
+    py::gil_scoped_acquire gil;
+    return (*u)(y_pred, y_true).cast<torch::Tensor>();
+  };
+  m.result = [r](const std::vector<double>& state) {
+    py::gil_scoped_acquire gil;
+    return (*r)(state).cast<double>();
+  };
+  return m;
+}
+
+// Keras hooks of a Python object, called under the GIL. Hooks the object
+// does not define are skipped.
+class PyCallback final : public callbacks::Callback {
+ public:
+  explicit PyCallback(py::object object) : object_(share_object(std::move(object))) {
+    aggregate_logs = py::getattr(*object_, "aggregate_logs", py::bool_(true)).cast<bool>();
+    run_on_all_ranks = py::getattr(*object_, "run_on_all_ranks", py::bool_(true)).cast<bool>();
+  }
+  void on_train_begin(const Logs& l) override { call("on_train_begin", l); }
+  void on_train_end(const Logs& l) override { call("on_train_end", l); }
+  void on_epoch_begin(std::int64_t e, const Logs& l) override { call("on_epoch_begin", e, l); }
+  void on_epoch_end(std::int64_t e, const Logs& l) override { call("on_epoch_end", e, l); }
+  void on_train_batch_begin(std::int64_t b, const Logs& l) override {
+    call("on_train_batch_begin", b, l);
+  }
+  void on_train_batch_end(std::int64_t b, const Logs& l) override {
+    call("on_train_batch_end", b, l);
+  }
+  void on_test_begin(const Logs& l) override { call("on_test_begin", l); }
+  void on_test_end(const Logs& l) override { call("on_test_end", l); }
+  void on_test_batch_begin(std::int64_t b, const Logs& l) override {
+    call("on_test_batch_begin", b, l);
+  }
+  void on_test_batch_end(std::int64_t b, const Logs& l) override {
+    call("on_test_batch_end", b, l);
+  }
+  void on_predict_begin(const Logs& l) override { call("on_predict_begin", l); }
+  void on_predict_end(const Logs& l) override { call("on_predict_end", l); }
+  void on_predict_batch_begin(std::int64_t b, const Logs& l) override {
+    call("on_predict_batch_begin", b, l);
+  }
+  void on_predict_batch_end(std::int64_t b, const Logs& l) override {
+    call("on_predict_batch_end", b, l);
+  }
+
+ private:
+  template <typename... Args>
+  void call(const char* hook, Args&&... args) {
+    py::gil_scoped_acquire gil;
+    if (!py::hasattr(*object_, hook)) return;
+    if (!params_given_) {
+      py::dict params;
+      params["epochs"] = this->params().epochs;
+      params["steps"] = this->params().steps < 0 ? py::object(py::none())
+                                                 : py::object(py::int_(this->params().steps));
+      params["verbose"] = this->params().verbose;
+      object_->attr("params") = params;
+      params_given_ = true;
+    }
+    object_->attr(hook)(std::forward<Args>(args)...);
+  }
+  SharedPyObject object_;
+  bool params_given_ = false;
+};
+
+std::vector<callbacks::CallbackPtr> to_callbacks(const py::list& list) {
+  std::vector<callbacks::CallbackPtr> out;
+  for (const py::handle item : list) {
+    if (py::isinstance<callbacks::Callback>(item)) {
+      out.push_back(item.cast<callbacks::CallbackPtr>());
+    } else {
+      out.push_back(std::make_shared<PyCallback>(py::reinterpret_borrow<py::object>(item)));
+    }
+  }
+  return out;
+}
+
+py::dict to_dict(const std::map<std::string, double>& logs) {
+  py::dict d;
+  for (const auto& [name, value] : logs) d[py::str(name)] = value;
+  return d;
+}
+
+std::optional<std::int64_t> optional_int(const py::object& value) {
+  if (value.is_none()) return std::nullopt;
+  return value.cast<std::int64_t>();
+}
+
+// tnt.Model's compiled part; the Python class (python/tarantella/model.py)
+// turns Keras's arguments into these.
+class PyModel {
+ public:
+  PyModel(const py::object& module, std::optional<comm::ProcessGroup> group)
+      : module_(module), model_(make(module, std::move(group))) {}
+
+  void compile(const optimizers::Factory& optimizer, const losses::Loss& loss,
+               const std::vector<metrics::Metric>& metric_list, const py::dict& settings) {
+    CompileOptions o;
+    o.optimizer(optimizer).loss(loss).metrics(metric_list);
+    if (settings.contains("num_inputs")) o.num_inputs(settings["num_inputs"].cast<int>());
+    if (settings.contains("aggregation_frequency")) {
+      o.aggregation_frequency(settings["aggregation_frequency"].cast<int>());
+    }
+    if (settings.contains("deterministic")) o.deterministic(settings["deterministic"].cast<std::int64_t>());
+    if (settings.contains("shard_optimizer")) o.shard_optimizer(settings["shard_optimizer"].cast<bool>());
+    if (settings.contains("clip_norm")) o.clip_norm(settings["clip_norm"].cast<double>());
+    if (settings.contains("clip_value")) o.clip_value(settings["clip_value"].cast<double>());
+    if (settings.contains("fusion_threshold_bytes")) {
+      o.fusion_threshold_bytes(settings["fusion_threshold_bytes"].cast<std::size_t>());
+    }
+    if (settings.contains("mixed_precision")) {
+      const auto p = settings["mixed_precision"].cast<std::string>();
+      TNT_CHECK(p == "bfloat16" || p == "float16" || p == "none", "mixed_precision '", p,
+                "' is not known: use 'bfloat16', 'float16' or None");
+      o.mixed_precision(p == "bfloat16"   ? MixedPrecision::BFloat16
+                        : p == "float16" ? MixedPrecision::Float16
+                                         : MixedPrecision::None);
+    }
+    if (settings.contains("compression")) {
+      const auto c = settings["compression"].cast<std::string>();
+      TNT_CHECK(c == "float16" || c == "bfloat16" || c == "none", "compression '", c,
+                "' is not known: use 'float16', 'bfloat16' or None");
+      o.compression(c == "float16"    ? dp::Compression::Float16
+                    : c == "bfloat16" ? dp::Compression::BFloat16
+                                      : dp::Compression::None);
+    }
+    model_.compile(std::move(o));
+  }
+
+  py::dict fit(const data::Dataset& train, const py::dict& a, const py::list& cbs,
+               const std::optional<data::Dataset>& validation) {
+    FitOptions o;
+    o.epochs(a["epochs"].cast<std::int64_t>())
+        .initial_epoch(a["initial_epoch"].cast<std::int64_t>())
+        .steps_per_epoch(optional_int(a["steps_per_epoch"]))
+        .validation_freq(a["validation_freq"].cast<std::int64_t>())
+        .verbose(a["verbose"].cast<int>())
+        .micro_batch_size(optional_int(a["micro_batch_size"]))
+        .validation_micro_batch_size(optional_int(a["validation_micro_batch_size"]))
+        .distribute_dataset(a["distribute_dataset"].cast<bool>())
+        .distribute_validation_dataset(a["distribute_dataset"].cast<bool>())
+        .callbacks(to_callbacks(cbs));
+    if (validation) o.validation_data(*validation);
+    callbacks::History history;
+    {
+      py::gil_scoped_release release;
+      history = model_.fit(train, o);
+    }
+    py::dict h;
+    for (const auto& [name, values] : history.history) h[py::str(name)] = values;
+    return h;
+  }
+
+  py::dict evaluate(const data::Dataset& dataset, const py::dict& a, const py::list& cbs) {
+    EvaluateOptions o;
+    o.verbose(a["verbose"].cast<int>())
+        .micro_batch_size(optional_int(a["micro_batch_size"]))
+        .distribute_dataset(a["distribute_dataset"].cast<bool>())
+        .callbacks(to_callbacks(cbs));
+    std::map<std::string, double> logs;
+    {
+      py::gil_scoped_release release;
+      logs = model_.evaluate(dataset, o);
+    }
+    return to_dict(logs);
+  }
+
+  py::object predict(const data::Dataset& dataset, const py::dict& a, const py::list& cbs) {
+    PredictOptions o;
+    o.micro_batch_size(optional_int(a["micro_batch_size"]))
+        .on_all_ranks(a["on_all_ranks"].cast<bool>())
+        .callbacks(to_callbacks(cbs));
+    torch::Tensor out;
+    {
+      py::gil_scoped_release release;
+      out = model_.predict(dataset, o);
+    }
+    if (!out.defined()) return py::none();
+    return py::cast(out);
+  }
+
+  tnt::Model& model() { return model_; }
+  const py::object& module() const { return module_; }
+
+ private:
+  static tnt::Model make(const py::object& module, std::optional<comm::ProcessGroup> group) {
+    const py::object nn_module = py::module_::import("torch.nn").attr("Module");
+    TNT_CHECK(py::isinstance(module, nn_module), "tnt.Model needs a torch.nn.Module, got a ",
+              type_name_of(module), ": wrap the network in a torch.nn.Module subclass (or pass "
+              "the module itself, not its output or state_dict)");
+    auto adapter = std::make_shared<PyModule>(module);
+    if (group) return tnt::Model(adapter, *group);
+    return tnt::Model(adapter);
+  }
+  py::object module_;
+  tnt::Model model_;
+};
+
+void bind_keras(py::module_& m) {
+  py::class_<optimizers::Factory>(m, "OptimizerFactory");
+  m.def("optimizer_sgd", &optimizers::SGD, py::arg("lr"), py::arg("momentum"),
+        py::arg("nesterov"), py::arg("weight_decay"));
+  m.def("optimizer_adam", &optimizers::Adam, py::arg("lr"), py::arg("beta1"), py::arg("beta2"),
+        py::arg("eps"), py::arg("weight_decay"));
+  m.def("optimizer_adamw", &optimizers::AdamW, py::arg("lr"), py::arg("weight_decay"),
+        py::arg("beta1"), py::arg("beta2"), py::arg("eps"));
+  m.def("optimizer_rmsprop", &optimizers::RMSprop, py::arg("lr"), py::arg("rho"),
+        py::arg("momentum"), py::arg("eps"));
+  m.def("optimizer_adagrad", &optimizers::Adagrad, py::arg("lr"), py::arg("initial_accumulator"));
+
+  py::class_<losses::Loss>(m, "Loss").def_readonly("name", &losses::Loss::name);
+  m.def("loss_from_callable", &loss_from_callable, py::arg("fn"), py::arg("name"));
+  m.def("loss_by_name", [](const std::string& name) -> losses::Loss {
+    if (name == "sparse_categorical_crossentropy") return losses::SparseCategoricalCrossentropy();
+    if (name == "categorical_crossentropy") return losses::CategoricalCrossentropy();
+    if (name == "binary_crossentropy") return losses::BinaryCrossentropy();
+    if (name == "mean_squared_error" || name == "mse") return losses::MeanSquaredError();
+    if (name == "mean_absolute_error" || name == "mae") return losses::MeanAbsoluteError();
+    if (name == "huber") return losses::Huber();
+    if (name == "nll_loss") return losses::NLLLoss();
+    throw Error(detail::concat("loss '", name, "' is not known: use a torch loss module, a "
+                               "callable, or one of sparse_categorical_crossentropy, "
+                               "categorical_crossentropy, binary_crossentropy, mse, mae, huber, "
+                               "nll_loss"));
+  });
+
+  py::class_<metrics::Metric>(m, "Metric").def_readonly("name", &metrics::Metric::name);
+  m.def("metric_from_callables", &metric_from_callables, py::arg("name"), py::arg("update"),
+        py::arg("result"), py::arg("state_size"));
+  m.def("metric_by_name", [](const std::string& name) -> metrics::Metric {
+    if (name == "accuracy" || name == "acc") return metrics::Accuracy();
+    if (name == "sparse_categorical_accuracy") return metrics::SparseCategoricalAccuracy();
+    if (name == "categorical_accuracy") return metrics::CategoricalAccuracy();
+    if (name == "binary_accuracy") return metrics::BinaryAccuracy();
+    if (name == "top_k_categorical_accuracy") return metrics::TopKCategoricalAccuracy();
+    if (name == "mean_squared_error" || name == "mse") return metrics::MeanSquaredError();
+    if (name == "mean_absolute_error" || name == "mae") return metrics::MeanAbsoluteError();
+    throw Error(detail::concat("metric '", name, "' is not known: use one of accuracy, "
+                               "sparse_categorical_accuracy, categorical_accuracy, "
+                               "binary_accuracy, top_k_categorical_accuracy, mse, mae, or a "
+                               "tnt.metrics.Metric"));
+  });
+}
+
+}  // namespace
+
+void bind_callbacks(py::module_& m);
+
+void bind_model(py::module_& m) {
+  bind_keras(m);
+  m.def("default_shuffle_seed", &default_shuffle_seed);
+  bind_callbacks(m);
+  py::class_<PyModel>(m, "Model")
+      .def(py::init<const py::object&, std::optional<comm::ProcessGroup>>(), py::arg("module"),
+           py::arg("group") = py::none())
+      .def("compile", &PyModel::compile)
+      .def("fit", &PyModel::fit)
+      .def("evaluate", &PyModel::evaluate)
+      .def("predict", &PyModel::predict)
+      .def_static("dataset", &dataset_from_python, py::arg("x"), py::arg("y"),
+                  py::arg("batch_size"), py::arg("shuffle"), py::arg("seed"))
+      .def_property(
+          "stop_training", [](PyModel& s) { return s.model().stop_training; },
+          [](PyModel& s, bool v) { s.model().stop_training = v; })
+      .def_property_readonly("epochs_done", [](PyModel& s) { return s.model().epochs_done(); })
+      .def_property_readonly("loss_scale", [](PyModel& s) { return s.model().loss_scale(); })
+      .def_property_readonly("skipped_steps",
+                             [](PyModel& s) { return s.model().skipped_steps(); })
+      .def_property_readonly("is_compiled", [](PyModel& s) { return s.model().is_compiled(); })
+      .def_property_readonly("group", [](PyModel& s) { return s.model().group(); })
+      .def_property_readonly("device", [](PyModel& s) { return s.model().device().str(); })
+      .def_property(
+          "learning_rate",
+          [](PyModel& s) {
+            return s.model().optimizer().param_groups().front().options().get_lr();
+          },
+          [](PyModel& s, double lr) {
+            for (auto& g : s.model().optimizer().param_groups()) g.options().set_lr(lr);
+          })
+      .def("get_weights", [](PyModel& s) { return s.model().get_weights(); })
+      .def("set_weights",
+           [](PyModel& s, const std::vector<torch::Tensor>& w) {
+             py::gil_scoped_release release;
+             s.model().set_weights(w);
+           })
+      .def("save_weights",
+           [](PyModel& s, const std::string& path, bool all_ranks) {
+             py::gil_scoped_release release;
+             s.model().save_weights(path, all_ranks);
+           })
+      .def("load_weights",
+           [](PyModel& s, const std::string& path) {
+             py::gil_scoped_release release;
+             s.model().load_weights(path);
+           })
+      .def("save",
+           [](PyModel& s, const std::string& path, bool all_ranks) {
+             py::gil_scoped_release release;
+             s.model().save(path, all_ranks);
+           })
+      .def("load",
+           [](PyModel& s, const std::string& path) {
+             py::gil_scoped_release release;
+             return s.model().load(path);
+           })
+      .def("summary", [](PyModel& s) {
+        std::ostringstream out;
+        s.model().summary(out);
+        return out.str();
+      });
+}
+
+}  // namespace tnt::python

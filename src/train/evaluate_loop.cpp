@@ -1,0 +1,164 @@
+// Engine::evaluate and Engine::predict: each rank runs its micro-batches of
+// every global batch. evaluate() sums the loss/metric state locally and
+// reduces it once at the end (exact global metrics, one collective; in
+// deterministic mode an exact sum of every chunk's state); predict()
+// gathers the outputs once at the end and puts them back into dataset order.
+#include <torch/torch.h>
+
+#include <tarantella/base/error.h>
+#include <tarantella/data/dataset.h>
+#include <tarantella/data/distribute.h>
+#include <tarantella/train/progbar_logger.h>
+
+#include "dp/exact_sum.h"
+#include "train/callback_list.h"
+#include "train/deterministic_step.h"
+#include "train/engine.h"
+#include "train/fit_checks.h"
+#include "train/train_step.h"
+
+namespace tnt::train {
+namespace {
+
+data::DistributedDataset distribute_for(const comm::ProcessGroup& group,
+                                        const data::Dataset& dataset, bool enabled,
+                                        const std::optional<std::int64_t>& micro_batch,
+                                        std::int64_t granularity = 1) {
+  data::DistributeOptions d;
+  d.group(group).enabled(enabled).granularity(granularity);
+  if (micro_batch) d.micro_batch_size(*micro_batch);
+  return data::distribute(dataset, d);
+}
+
+// What a deterministic evaluation needs of the model (forward, target, loss, state).
+StepModel step_model(Engine& e) {
+  return {[&e](const data::Element& x) { return e.forward(e.inputs_of(x)); },
+          [&e](const data::Element& x) { return e.target_of(x); },
+          [&e](const torch::Tensor& output, const torch::Tensor& target) {
+            return e.compiled().loss()(output, target);
+          },
+          [&e](const torch::Tensor& output, const torch::Tensor& target, const torch::Tensor& loss,
+               std::int64_t samples) { return e.state_of(output, target, loss, samples); }};
+}
+
+// The loss/metric state of an evaluation: summed locally per micro-batch,
+// or per chunk in deterministic mode (summed exactly over all ranks later).
+class EvaluationState {
+ public:
+  EvaluationState(Engine& e, std::optional<std::int64_t> chunk)
+      : e_(e), chunk_(chunk), model_(step_model(e)),
+        local_(static_cast<std::size_t>(e.state_size()), 0.0) {}
+
+  void add(const data::MicroBatch& mb) {
+    if (chunk_) {
+      const std::size_t before = parts_.size();
+      evaluate_chunks(model_, mb, *chunk_, parts_);
+      for (std::size_t j = before; j < parts_.size(); ++j) accumulate(local_, parts_[j][0]);
+      total_parts_ += chunk_count(mb.global_size, *chunk_);
+    } else if (mb.local_size > 0) {
+      const torch::Tensor output = e_.forward(e_.inputs_of(mb.tensors));
+      const torch::Tensor target = e_.target_of(mb.tensors);
+      accumulate(local_, e_.state_of(output, target, e_.compiled().loss()(output, target),
+                                     mb.local_size));
+    }
+  }
+  const std::vector<double>& local() const { return local_; }
+  /// The global state. Collective.
+  std::vector<double> global() const {
+    if (!chunk_) return allreduce_state(e_.group(), local_);
+    const torch::Tensor like =
+        torch::zeros({static_cast<std::int64_t>(local_.size())}, torch::kFloat64);
+    const torch::Tensor sum = dp::exact_sum(e_.group(), parts_, {like}, total_parts_).front();
+    return {sum.data_ptr<double>(), sum.data_ptr<double>() + sum.numel()};
+  }
+
+ private:
+  Engine& e_;
+  std::optional<std::int64_t> chunk_;
+  StepModel model_;
+  std::vector<double> local_;
+  std::vector<std::vector<torch::Tensor>> parts_;  // deterministic: a state per chunk
+  std::int64_t total_parts_ = 0;
+};
+
+// predict()'s gathered outputs hold rank 0's outputs for every step, then
+// rank 1's, ...; the dataset order is step 0 of ranks 0..N-1, then step 1, ...
+torch::Tensor in_dataset_order(const torch::Tensor& all, const torch::Tensor& all_sizes, int n,
+                               std::int64_t steps) {
+  const auto* sz = all_sizes.data_ptr<std::int64_t>();
+  std::vector<std::int64_t> cursor(static_cast<std::size_t>(n), 0);
+  for (int r = 1; r < n; ++r) {
+    std::int64_t total = 0;
+    for (std::int64_t t = 0; t < steps; ++t) total += sz[(r - 1) * steps + t];
+    cursor[static_cast<std::size_t>(r)] = cursor[static_cast<std::size_t>(r - 1)] + total;
+  }
+  std::vector<torch::Tensor> ordered;
+  for (std::int64_t t = 0; t < steps; ++t) {
+    for (int r = 0; r < n; ++r) {
+      const std::int64_t len = sz[r * steps + t];
+      ordered.push_back(all.narrow(0, cursor[static_cast<std::size_t>(r)], len));
+      cursor[static_cast<std::size_t>(r)] += len;
+    }
+  }
+  return torch::cat(ordered);
+}
+
+}  // namespace
+
+Logs Engine::evaluate(const data::Dataset& dataset, const EvaluateOptions& options, Driver driver) {
+  require_compiled("evaluate()");
+  // Deterministic mode: each chunk forwarded on its own, states summed exactly.
+  const std::optional<std::int64_t> chunk = compiled_->deterministic();
+  TNT_CHECK(!chunk || options.distribute_dataset(), "evaluate(): deterministic mode needs "
+            "distribute_dataset(true): it gives each rank whole chunks of the global batch");
+  const auto dist = distribute_for(group_, dataset, options.distribute_dataset(),
+                                   options.micro_batch_size(), chunk.value_or(1));
+  std::optional<SingleThreadScope> one_thread;
+  if (chunk) one_thread.emplace();
+  // One progress path: the bar is the ProgbarLogger callback, as in fit().
+  std::vector<callbacks::CallbackPtr> list = options.callbacks();
+  if (options.verbose() > 0) list.push_back(progress_bar(options_, options.verbose()));
+  CallbackList cbs(list, driver, {1, dist.cardinality(), options.verbose()}, group_.is_master());
+  cbs.test_begin();
+  torch::NoGradGuard no_grad;
+  net_->train(false);
+  EvaluationState state(*this, chunk);
+  auto it = dist.iterate(0);
+  std::int64_t step = 0;
+  for (std::optional<data::MicroBatch> mb; (mb = it.next()); ++step) {
+    cbs.test_batch_begin(step);
+    state.add(*mb);
+    cbs.test_batch_end(step, logs_of(state.local()));
+  }
+  const Logs logs = logs_of(state.global());
+  cbs.test_end(logs, logs_of(state.local()));
+  return logs;
+}
+
+torch::Tensor Engine::predict(const data::Dataset& dataset, const PredictOptions& options,
+                              Driver driver) {
+  const auto dist = distribute_for(group_, dataset, true, options.micro_batch_size());
+  CallbackList cbs(options.callbacks(), driver, {1, dist.cardinality(), 0}, group_.is_master());
+  cbs.predict_begin();
+  torch::NoGradGuard no_grad;
+  net_->train(false);
+  std::vector<torch::Tensor> outputs;
+  std::vector<std::int64_t> sizes;
+  auto it = dist.iterate(0);
+  std::int64_t step = 0;
+  for (std::optional<data::MicroBatch> mb; (mb = it.next()); ++step) {
+    cbs.predict_batch_begin(step);
+    // Empty micro-batches run too: they give the output's trailing shape.
+    outputs.push_back(run(inputs_of(mb->tensors)).cpu().contiguous());
+    sizes.push_back(mb->local_size);
+    cbs.predict_batch_end(step);
+  }
+  TNT_CHECK(!outputs.empty(), "predict() on an empty dataset: there is nothing to predict");
+  const torch::Tensor all = group_.allgatherv(torch::cat(outputs));
+  const torch::Tensor all_sizes = group_.allgather(torch::tensor(sizes));
+  cbs.predict_end();
+  if (!group_.is_master() && !options.on_all_ranks()) return torch::Tensor();
+  return in_dataset_order(all, all_sizes, group_.size(), static_cast<std::int64_t>(sizes.size()));
+}
+
+}  // namespace tnt::train

@@ -1,0 +1,240 @@
+// The epoch loop of Engine::fit around the training step of
+// train/train_step.h (forward, armed backward, summed gradients, clip,
+// learning rate, optimizer): distribution of the dataset over the engine's
+// group, accumulation cycles, auto-tuning between cycles, the timeline and
+// overlap meter, callbacks with global and local logs, BatchNorm buffers
+// shared after each epoch, validation, and the stop vote.
+#include "train/fit_loop.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <tarantella/base/error.h>
+#include <tarantella/base/logging.h>
+#include <tarantella/data/dataset.h>
+#include <tarantella/dp/state_sync.h>
+#include <tarantella/train/progbar_logger.h>
+
+#include "train/autotune.h"
+#include "train/fit_checks.h"
+
+namespace tnt::train {
+namespace {
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// The global sample count of a step when the user distributed by hand.
+std::int64_t manual_global_size(const comm::ProcessGroup& group, std::int64_t local) {
+  torch::Tensor n = torch::tensor({local});
+  group.allreduce(n);
+  return n.item<std::int64_t>();
+}
+
+std::vector<torch::Tensor> buffers_of(ModuleAdapter& net) {
+  std::vector<torch::Tensor> buffers;
+  for (const auto& [name, b] : net.named_buffers()) buffers.push_back(b);
+  return buffers;
+}
+
+}  // namespace
+
+CyclePoint cycle_at(std::int64_t step, int k, std::int64_t steps_total) {
+  CyclePoint c;
+  c.start = step - step % k;
+  c.length = steps_total > 0 ? std::min<std::int64_t>(k, steps_total - c.start) : k;
+  c.reduce = (step + 1) % k == 0 || (steps_total > 0 && step + 1 == steps_total);
+  return c;
+}
+
+FitLoop::FitLoop(Engine& engine, const data::Dataset& train, const FitOptions& options,
+                 Driver driver)
+    : e_(engine), train_(train), options_(options), driver_(driver) {}
+
+FitLoop::~FitLoop() = default;
+
+callbacks::History FitLoop::run() {
+  begin();
+  for (std::int64_t epoch = first_epoch(); epoch < options_.epochs(); ++epoch) {
+    if (!run_epoch(epoch)) break;
+  }
+  end();
+  return *history_;
+}
+
+StepModel FitLoop::step_model() {
+  Engine& e = e_;
+  return {[&e](const data::Element& x) { return e.forward(e.inputs_of(x)); },
+          [&e](const data::Element& x) { return e.target_of(x); },
+          [&e](const torch::Tensor& output, const torch::Tensor& target) {
+            return e.compiled().loss()(output, target);
+          },
+          [&e](const torch::Tensor& output, const torch::Tensor& target, const torch::Tensor& loss,
+               std::int64_t samples) { return e.state_of(output, target, loss, samples); }};
+}
+
+void FitLoop::begin() {
+  e_.require_compiled("fit()");
+  const CompileOptions& compiled = e_.compiled();
+  check_fit_options(options_, compiled, e_.collective_layers());
+  const std::optional<std::int64_t> chunk = compiled.deterministic();
+  dist_.emplace(data::distribute(train_, distribute_options(e_.group(), options_, chunk)));
+  e_.synchronize_state();
+  if (chunk) one_thread_.emplace();
+  if (e_.options().autotune() && !chunk) e_.start_autotuner();
+  e_.timeline();  // collective when it is made
+  step_ = std::make_unique<TrainStep>(
+      step_model(), e_.trainable(), e_.optimizer(),
+      StepRules{compiled.clip_norm(), compiled.clip_value(), compiled.schedule().fn, e_.scaler()});
+  // With distribute_dataset(false) the dataset's batch is already this rank's.
+  warn_small_batchnorm(e_.net(), options_.distribute_dataset()
+                                     ? dist_->global_batch_size() / e_.group().size()
+                                     : dist_->global_batch_size());
+  steps_total_ = steps_per_epoch(dist_->cardinality(), options_.steps_per_epoch());
+  history_ = std::make_shared<callbacks::History>();
+  std::vector<callbacks::CallbackPtr> list = options_.callbacks();
+  if (options_.verbose() > 0) list.push_back(progress_bar(e_.options(), options_.verbose()));
+  list.push_back(history_);
+  callbacks_.emplace(list, driver_, callbacks::Params{options_.epochs(), steps_total_, options_.verbose()},
+                     e_.group().is_master());
+  e_.take_resume();
+  callbacks_->train_begin();
+  // A callback (BackupAndRestore) may have given a position to continue from.
+  resume_ = e_.take_resume();
+  if (resume_) check_resume(*resume_, dist_->global_batch_size(), steps_total_);
+  // After train_begin: a restored backup brings the model's seed and exponents.
+  if (chunk) {
+    Counters& c = e_.counters();
+    if (!c.deterministic_seed) c.deterministic_seed = shared_seed(e_.group());
+    deterministic_.emplace(step_->model(), e_.trainable(), buffers_of(e_.net()), e_.optimizer(),
+                           step_->rules(), e_.group(), *chunk, *c.deterministic_seed,
+                           c.deterministic_exponents);
+  }
+}
+
+std::int64_t FitLoop::first_epoch() const {
+  return resume_ ? resume_->epoch : options_.initial_epoch();
+}
+
+bool FitLoop::run_epoch(std::int64_t epoch) {
+  if (driver_.host->stop_requested()) return false;
+  callbacks_->epoch_begin(epoch);
+  e_.net().train(true);
+  const std::size_t n_state = static_cast<std::size_t>(e_.state_size());
+  global_state_.assign(n_state, 0.0);
+  local_state_.assign(n_state, 0.0);
+  pending_.assign(n_state, 0.0);  // this rank, this accumulation cycle
+  auto it = dist_->iterate(epoch);
+  std::int64_t step = 0;
+  if (resume_ && resume_->step > 0) {  // mid-epoch: the batches done are passed unread
+    step = it.skip(resume_->step);
+    global_state_ = resume_->state;
+    logs_ = e_.logs_of(global_state_);
+  }
+  resume_.reset();
+  overlap_ = OverlapMeter();
+  while (run_step(it, epoch, step)) ++step;
+  end_epoch(epoch);
+  return !stop_vote();
+}
+
+bool FitLoop::run_step(data::DistributedDataset::Iterator& it, std::int64_t epoch,
+                       std::int64_t step) {
+  if (driver_.host->stop_requested()) return false;
+  if (options_.steps_per_epoch() && step >= *options_.steps_per_epoch()) return false;
+  const auto data_begin = Clock::now();
+  std::optional<data::MicroBatch> mb = it.next();
+  if (!mb) return false;
+  callbacks_->train_batch_begin(step);
+  const CyclePoint cycle = cycle_at(step, e_.compiled().aggregation_frequency(), steps_total_);
+  const StepResult r = train_micro_batch(*mb, epoch, step, cycle, data_begin);
+  if (!cycle.reduce) return true;
+  if (e_.autotuner()) e_.autotuner()->record(seconds(r.times.step_end - r.times.forward_begin));
+  accumulate(global_state_, r.global_state);
+  for (std::size_t i = 0; i < pending_.size(); ++i) local_state_[i] += pending_[i];
+  std::fill(pending_.begin(), pending_.end(), 0.0);
+  logs_ = e_.logs_of(global_state_);
+  local_logs_ = e_.logs_of(local_state_);
+  e_.set_position({epoch, step + 1, global_state_, dist_->global_batch_size(), e_.group().size()});
+  // A callback that stops training here stops every rank at this step
+  // when it decides from global logs (the default).
+  callbacks_->train_batch_end(step, logs_, local_logs_);
+  return true;
+}
+
+StepResult FitLoop::train_micro_batch(const data::MicroBatch& mb, std::int64_t epoch,
+                                      std::int64_t step, const CyclePoint& cycle,
+                                      Clock::time_point data_begin) {
+  const auto data_end = Clock::now();
+  std::int64_t& optimizer_steps = e_.counters().optimizer_steps;
+  if (deterministic_) {
+    const std::uint64_t batch_key =
+        (static_cast<std::uint64_t>(epoch) << 32) ^ static_cast<std::uint64_t>(step);
+    return deterministic_->run(mb, batch_key, cycle.length, cycle.reduce, pending_,
+                               optimizer_steps, data_begin, data_end);
+  }
+  // Asked every step: a callback's load() may have dropped the gradient
+  // engine. A new auto-tuned setting only between cycles.
+  dp::GradientSynchronizer& sync =
+      e_.autotuner() && step == cycle.start ? e_.retune() : e_.synchronizer();
+  const std::int64_t global = options_.distribute_dataset()
+                                  ? mb.global_size
+                                  : manual_global_size(e_.group(), mb.local_size);
+  const double weight =
+      static_cast<double>(mb.local_size) / static_cast<double>(global * cycle.length);
+  StepResult r = step_->run(mb, sync, weight, cycle.reduce, pending_, optimizer_steps, data_begin,
+                            data_end, e_.shards(), e_.bucket_steps());
+  record_step(e_.timeline(), overlap_, sync, cycle.reduce, r.times);
+  return r;
+}
+
+void FitLoop::end_epoch(std::int64_t epoch) {
+  if (overlap_.total_s > 0) {
+    log::info(fmt::format("epoch {}: {:.0f}% of the allreduce time was hidden behind backward "
+                          "({:.3f} s of {:.3f} s)",
+                          epoch + 1, 100.0 * overlap_.fraction(), overlap_.hidden_s,
+                          overlap_.total_s));
+  }
+  // Buffers (BatchNorm statistics) are local during the epoch; the
+  // master's are shared so that every rank evaluates the same model.
+  std::vector<torch::Tensor> buffers = buffers_of(e_.net());
+  if (!buffers.empty()) dp::broadcast_tensors(e_.group(), buffers);
+  if (options_.validation_data() && (epoch + 1) % options_.validation_freq() == 0) {
+    EvaluateOptions eval;
+    eval.distribute_dataset(options_.distribute_validation_dataset());
+    if (options_.validation_micro_batch_size()) {
+      eval.micro_batch_size(*options_.validation_micro_batch_size());
+    }
+    for (const auto& [name, value] : e_.evaluate(*options_.validation_data(), eval, driver_)) {
+      logs_["val_" + name] = value;
+      local_logs_["val_" + name] = value;  // evaluation logs are global
+    }
+  }
+  e_.counters().epochs_done = epoch + 1;
+  e_.set_position({epoch + 1, 0, {}, dist_->global_batch_size(), e_.group().size()});
+  callbacks_->epoch_end(epoch, logs_, local_logs_);
+}
+
+// Callbacks decide from global values, but agree anyway: no rank may leave
+// the loop alone.
+bool FitLoop::stop_vote() {
+  torch::Tensor stop = torch::tensor({driver_.host->stop_requested() ? 1 : 0}, torch::kInt32);
+  e_.group().allreduce(stop, comm::ReduceOp::Max);
+  const bool stopped = stop.item<int>() != 0;
+  if (stopped) driver_.host->request_stop();
+  return stopped;
+}
+
+void FitLoop::end() {
+  callbacks_->train_end(logs_, local_logs_);
+  if (Timeline* timeline = e_.timeline()) timeline->write();
+}
+
+callbacks::History Engine::fit(const data::Dataset& train, const FitOptions& options,
+                               Driver driver) {
+  return FitLoop(*this, train, options, driver).run();
+}
+
+}  // namespace tnt::train

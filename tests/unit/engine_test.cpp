@@ -1,0 +1,342 @@
+// The training engine's loop (train/engine.h, train/fit_loop.h) driven
+// directly on the in-process backend, 1 to 4 ranks as threads, no MPI and no
+// tnt::Model: its control paths (resume at a step and at an epoch, the stop
+// vote when one rank asks, validation frequency, accumulation) and its step
+// strategies (deterministic, sharded), plus every engine switch set through
+// EngineOptions alone.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+#include <torch/torch.h>
+
+#include <tarantella/base/error.h>
+#include <tarantella/comm/in_process.h>
+#include <tarantella/data/dataset.h>
+#include <tarantella/keras/losses.h>
+#include <tarantella/keras/metrics.h>
+#include <tarantella/keras/optimizers.h>
+
+#include "../support/weights.h"
+#include "train/engine.h"
+#include "train/fit_loop.h"
+
+namespace {
+
+using tnt::comm::ProcessGroup;
+using tnt::comm::run_in_process;
+using tnt::train::Engine;
+using tnt::train::EngineOptions;
+using tnt::train::TrainingPosition;
+using tnt_test::max_rel_diff;
+using Logs = tnt::callbacks::Logs;
+
+// The host a test gives the engine: stop, learning rate, weights and
+// position through the engine; no files.
+class TestHost final : public tnt::train::TrainingHost {
+ public:
+  explicit TestHost(Engine& e) : e_(e) {}
+  void request_stop() override { stop_ = true; }
+  bool stop_requested() const override { return stop_; }
+  double learning_rate() const override { return e_.learning_rate(); }
+  void set_learning_rate(double rate) override { e_.set_learning_rate(rate); }
+  std::vector<torch::Tensor> get_weights() const override { return weights_of(e_); }
+  void set_weights(const std::vector<torch::Tensor>&) override { unsupported(); }
+  void save(const std::string&) override { unsupported(); }
+  void save_weights(const std::string&) override { unsupported(); }
+  const ProcessGroup& group() const override { return e_.group(); }
+  const TrainingPosition& position() const override { return e_.position(); }
+  void save_backup(const std::string&) override { unsupported(); }
+  TrainingPosition restore_backup(const std::string&) override {
+    unsupported();
+    return {};
+  }
+  void resume_from(const TrainingPosition& p) override { e_.resume_from(p); }
+
+  static std::vector<torch::Tensor> weights_of(const Engine& e) {
+    std::vector<torch::Tensor> out;
+    for (const auto& [name, t] : e.net().named_parameters()) out.push_back(t.detach().clone());
+    return out;
+  }
+
+ private:
+  static void unsupported() { throw tnt::Error("not part of this test"); }
+  Engine& e_;
+  bool stop_ = false;
+};
+
+// 22 samples: global batches of 8 are 8, 8, 6 (uneven shares at 3 and 4 ranks).
+constexpr std::int64_t kSamples = 22;
+tnt::data::Dataset samples() {
+  torch::Generator g = at::detail::createCPUGenerator(11);
+  return tnt::data::Dataset::from_tensor_slices(
+      {torch::randn({kSamples, 6}, g), torch::randint(0, 4, {kSamples}, g)});
+}
+
+std::mutex g_seed;  // the global generator gives every engine the same start
+std::shared_ptr<tnt::ModuleAdapter> fresh_net() {
+  std::lock_guard<std::mutex> lock(g_seed);
+  torch::manual_seed(3);
+  return tnt::make_adapter(tnt_test::SmallNet());
+}
+
+tnt::CompileOptions sgd() {
+  return tnt::CompileOptions()
+      .optimizer(tnt::optimizers::SGD(0.1, 0.5))
+      .loss(tnt::losses::SparseCategoricalCrossentropy())
+      .metrics({tnt::metrics::SparseCategoricalAccuracy()});
+}
+
+EngineOptions quiet() { return EngineOptions().use_gpu(false); }
+
+struct Trained {
+  std::vector<torch::Tensor> weights;
+  tnt::callbacks::History history;
+};
+
+// Trains on `ranks` in-process ranks; rank 0's result.
+Trained train(int ranks, tnt::CompileOptions compile, tnt::FitOptions fit,
+          EngineOptions options = quiet(),
+          std::function<void(Engine&, TestHost&)> before = nullptr) {
+  Trained out;
+  std::mutex m;
+  run_in_process(ranks, [&](const ProcessGroup& g) {
+    Engine e(fresh_net(), g, options);
+    TestHost host(e);
+    e.compile(compile);
+    if (before) before(e, host);
+    auto history = e.fit(samples().batch(8), fit, {&host, nullptr});
+    if (g.rank() == 0) {
+      std::lock_guard<std::mutex> lock(m);
+      out = {TestHost::weights_of(e), history};
+    }
+  });
+  return out;
+}
+
+tnt::FitOptions epochs(std::int64_t n) { return tnt::FitOptions().epochs(n).verbose(0); }
+
+// Records the hooks it sees, per rank.
+struct Recorder : tnt::callbacks::Callback {
+  std::vector<std::int64_t> epochs_begun, batches_begun;
+  std::map<std::int64_t, Logs> epoch_logs;
+  void on_epoch_begin(std::int64_t e, const Logs&) override { epochs_begun.push_back(e); }
+  void on_train_batch_begin(std::int64_t b, const Logs&) override { batches_begun.push_back(b); }
+  void on_epoch_end(std::int64_t e, const Logs& logs) override { epoch_logs[e] = logs; }
+};
+
+TEST(EngineCycles, AccumulationCyclesEndWhereTheyShould) {
+  using tnt::train::cycle_at;
+  // k = 3 over 7 steps: cycles [0,3), [3,6), [6,7) (the last one short).
+  EXPECT_FALSE(cycle_at(0, 3, 7).reduce);
+  EXPECT_TRUE(cycle_at(2, 3, 7).reduce);
+  EXPECT_EQ(cycle_at(4, 3, 7).start, 3);
+  EXPECT_EQ(cycle_at(4, 3, 7).length, 3);
+  EXPECT_EQ(cycle_at(6, 3, 7).length, 1);
+  EXPECT_TRUE(cycle_at(6, 3, 7).reduce);
+  // Unknown epoch length: full cycles only.
+  EXPECT_EQ(cycle_at(6, 3, -1).length, 3);
+  EXPECT_FALSE(cycle_at(6, 3, -1).reduce);
+  EXPECT_TRUE(cycle_at(5, 1, -1).reduce);
+}
+
+TEST(Engine, AnyRankCountTrainsLikeOneRank) {
+  const Trained one = train(1, sgd(), epochs(2));
+  for (int n : {2, 3, 4}) {
+    const Trained many = train(n, sgd(), epochs(2));
+    EXPECT_LT(max_rel_diff(one.weights, many.weights), 1e-5) << n << " ranks";
+    EXPECT_NEAR(one.history.history.at("loss").back(), many.history.history.at("loss").back(),
+                1e-5)
+        << n << " ranks";
+  }
+}
+
+// Accumulating k = 2 micro-steps of global batch 4 is one step of batch 8
+// when every cycle is full: 16 samples (the first 16 of the data set).
+TEST(Engine, AccumulationEqualsTheLargerBatch) {
+  auto run = [](int ranks, int k, std::int64_t batch) {
+    std::vector<torch::Tensor> w;
+    std::mutex m;
+    run_in_process(ranks, [&](const ProcessGroup& g) {
+      Engine e(fresh_net(), g, quiet());
+      TestHost host(e);
+      e.compile(sgd().aggregation_frequency(k));
+      e.fit(samples().take(16).batch(batch), epochs(2), {&host, nullptr});
+      std::lock_guard<std::mutex> lock(m);
+      if (g.rank() == 0) w = TestHost::weights_of(e);
+    });
+    return w;
+  };
+  const auto reference = run(1, 1, 8);
+  for (int n : {1, 2, 3}) {
+    EXPECT_LT(max_rel_diff(reference, run(n, 2, 4)), 1e-5) << n << " ranks";
+  }
+}
+
+// One rank asks to stop at the end of epoch 1 (its own logs); the vote
+// stops every rank there.
+TEST(Engine, StopVoteStopsEveryRankWhenOneAsks) {
+  for (int n : {2, 3, 4}) {
+    std::atomic<int> finished_after_two{0};
+    run_in_process(n, [&](const ProcessGroup& g) {
+      Engine e(fresh_net(), g, quiet());
+      TestHost host(e);
+      e.compile(sgd());
+      struct StopOnLastRank : tnt::callbacks::Callback {
+        void on_epoch_end(std::int64_t epoch, const Logs&) override {
+          if (epoch == 1 && host()->group().rank() == host()->group().size() - 1) {
+            host()->request_stop();
+          }
+        }
+      };
+      auto recorder = std::make_shared<Recorder>();
+      e.fit(samples().batch(8),
+            epochs(5).callbacks({std::make_shared<StopOnLastRank>(), recorder}), {&host, nullptr});
+      if (recorder->epochs_begun == std::vector<std::int64_t>{0, 1} && host.stop_requested()) {
+        ++finished_after_two;
+      }
+    });
+    EXPECT_EQ(finished_after_two.load(), n) << n << " ranks";
+  }
+}
+
+TEST(Engine, ValidationRunsEveryValidationFreqEpochs) {
+  for (int n : {1, 3}) {
+    auto recorder = std::make_shared<Recorder>();
+    std::mutex m;
+    run_in_process(n, [&](const ProcessGroup& g) {
+      Engine e(fresh_net(), g, quiet());
+      TestHost host(e);
+      e.compile(sgd());
+      auto mine = std::make_shared<Recorder>();
+      e.fit(samples().batch(8),
+            epochs(5).validation_data(samples().take(10).batch(4)).validation_freq(2).callbacks(
+                {mine}),
+            {&host, nullptr});
+      std::lock_guard<std::mutex> lock(m);
+      if (g.rank() == 0) recorder = mine;
+    });
+    for (std::int64_t epoch = 0; epoch < 5; ++epoch) {
+      const bool validated = recorder->epoch_logs.at(epoch).count("val_loss") > 0;
+      EXPECT_EQ(validated, epoch == 1 || epoch == 3) << "epoch " << epoch << ", " << n << " ranks";
+    }
+  }
+}
+
+// A position given on train_begin (what BackupAndRestore does) moves the
+// loop: mid-epoch it starts at the next step with the saved logs' state, at
+// an epoch boundary at the next epoch.
+TEST(Engine, ResumesAtAStepAndAtAnEpoch) {
+  struct ResumeAt : tnt::callbacks::Callback {
+    explicit ResumeAt(TrainingPosition p) : at(std::move(p)) {}
+    void on_train_begin(const Logs&) override { host()->resume_from(at); }
+    TrainingPosition at;
+  };
+  for (int n : {1, 2, 4}) {
+    run_in_process(n, [&](const ProcessGroup& g) {
+      Engine e(fresh_net(), g, quiet());
+      TestHost host(e);
+      e.compile(sgd());
+      // Epoch 1 after step 2 of 3, with the state of 16 samples at loss 0.5
+      // and accuracy 0.25 (loss sum, samples, hits, count).
+      TrainingPosition mid{1, 2, {8.0, 16.0, 4.0, 16.0}, 8, 1};
+      auto step = std::make_shared<Recorder>();
+      e.fit(samples().batch(8), epochs(3).callbacks({std::make_shared<ResumeAt>(mid), step}),
+            {&host, nullptr});
+      EXPECT_EQ(step->epochs_begun, (std::vector<std::int64_t>{1, 2}));
+      EXPECT_EQ(step->batches_begun, (std::vector<std::int64_t>{2, 0, 1, 2}));
+      EXPECT_EQ(e.counters().epochs_done, 3);
+      // The resumed epoch's logs include the 16 samples done before.
+      const double acc = step->epoch_logs.at(1).at("sparse_categorical_accuracy");
+      EXPECT_LT(acc, 0.25 * 16 / 22 + 6.0 / 22 + 1e-9);
+      EXPECT_GT(acc, 0.25 * 16 / 22 - 1e-9);
+
+      TrainingPosition boundary{2, 0, {}, 8, 3};
+      auto epoch = std::make_shared<Recorder>();
+      e.fit(samples().batch(8),
+            epochs(4).callbacks({std::make_shared<ResumeAt>(boundary), epoch}), {&host, nullptr});
+      EXPECT_EQ(epoch->epochs_begun, (std::vector<std::int64_t>{2, 3}));
+      EXPECT_EQ(epoch->batches_begun.size(), 6u);
+
+      TrainingPosition other_batch{0, 1, {}, 16, 1};
+      try {
+        e.fit(samples().batch(8), epochs(1).callbacks({std::make_shared<ResumeAt>(other_batch)}),
+              {&host, nullptr});
+        ADD_FAILURE() << "a backup of another global batch size was accepted";
+      } catch (const tnt::Error& error) {
+        EXPECT_NE(std::string(error.what()).find("global batch size 16"), std::string::npos)
+            << error.what();
+      }
+    });
+  }
+}
+
+TEST(Engine, DeterministicStepIsBitwiseTheSameAtAnyRankCount) {
+  const Trained one = train(1, sgd().deterministic(2), epochs(2));
+  for (int n : {2, 3, 4}) {
+    const Trained many = train(n, sgd().deterministic(2), epochs(2));
+    for (std::size_t i = 0; i < one.weights.size(); ++i) {
+      EXPECT_TRUE(torch::equal(one.weights[i], many.weights[i])) << "tensor " << i << ", " << n;
+    }
+    EXPECT_EQ(one.history.history.at("loss"), many.history.history.at("loss")) << n << " ranks";
+  }
+}
+
+TEST(Engine, ShardedStepMatchesTheWholeStep) {
+  auto adam = [] {
+    return tnt::CompileOptions()
+        .optimizer(tnt::optimizers::Adam(0.01))
+        .loss(tnt::losses::SparseCategoricalCrossentropy());
+  };
+  for (int n : {2, 4}) {
+    const Trained whole = train(n, adam(), epochs(2));
+    bool sharded = false;
+    const Trained shards = train(n, adam().shard_optimizer(true), epochs(2), quiet(),
+                             [&](Engine& e, TestHost&) {
+                               e.synchronizer();
+                               sharded = e.shards() != nullptr;
+                             });
+    EXPECT_TRUE(sharded) << n << " ranks";
+    EXPECT_LT(max_rel_diff(whole.weights, shards.weights), 1e-6) << n << " ranks";
+  }
+}
+
+// Every engine switch through EngineOptions alone (nothing from the
+// environment): bucket size, overlap, per-bucket optimizer steps,
+// auto-tuning, the timeline, the device.
+TEST(EngineOptions, EverySwitchTakesEffectThroughTheStruct) {
+  const auto timeline = std::filesystem::temp_directory_path() / "tnt_engine_options_timeline.json";
+  std::filesystem::remove(timeline);
+  run_in_process(2, [&](const ProcessGroup& g) {
+    auto buckets = [&](EngineOptions o) {
+      Engine e(fresh_net(), g, o);
+      e.compile(sgd());
+      return e.synchronizer().buckets().size();
+    };
+    EXPECT_EQ(buckets(quiet().fusion_threshold_bytes(0)), 4u);  // one per tensor
+    EXPECT_EQ(buckets(quiet().fusion_threshold_bytes(1 << 20)), 1u);
+
+    Engine no_overlap(fresh_net(), g, quiet().overlap(false).overlap_optimizer(true));
+    no_overlap.compile(sgd());
+    EXPECT_FALSE(no_overlap.synchronizer().options().overlap());
+    EXPECT_NE(no_overlap.bucket_steps(), nullptr);
+    Engine plain(fresh_net(), g, quiet());
+    plain.compile(sgd());
+    EXPECT_TRUE(plain.synchronizer().options().overlap());
+    EXPECT_EQ(plain.bucket_steps(), nullptr);
+    EXPECT_EQ(plain.device(), torch::Device(torch::kCPU));
+
+    Engine tuned(fresh_net(), g, quiet().autotune(true).timeline_path(timeline.string()));
+    TestHost host(tuned);
+    tuned.compile(sgd());
+    tuned.fit(samples().batch(8), epochs(1), {&host, nullptr});
+    EXPECT_NE(tuned.autotuner(), nullptr);
+  });
+  EXPECT_TRUE(std::filesystem::exists(timeline));
+  std::filesystem::remove(timeline);
+}
+
+}  // namespace

@@ -20,7 +20,7 @@
 // and the best threshold depends on it (without overlap only the number of
 // calls matters; with it, also how early the first bucket leaves). Deciding
 // it at one threshold costs two trials; the full grid would cost twice the
-// thresholds. The piece size of large allreduces (4 MiB, comm/mpi_backend.h)
+// thresholds. The piece size of large allreduces (4 MiB, comm/chunks.h)
 // is not tuned: it is tied to the TCP eager limit set at MPI_Init, and a
 // larger piece would cross it mid-job.
 //

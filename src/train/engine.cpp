@@ -295,6 +295,17 @@ torch::Tensor Engine::run(const std::vector<torch::Tensor>& inputs) {
   return output.is_floating_point() ? output.to(torch::kFloat32) : output;
 }
 
+StepModel Engine::step_model() {
+  return {[this](const data::Element& x) { return forward(inputs_of(x)); },
+          [this](const data::Element& x) { return target_of(x); },
+          [this](const torch::Tensor& output, const torch::Tensor& target) {
+            return compiled().loss()(output, target);
+          },
+          [this](const torch::Tensor& output, const torch::Tensor& target,
+                 const torch::Tensor& loss,
+                 std::int64_t samples) { return state_of(output, target, loss, samples); }};
+}
+
 void Engine::bind_collective_layers() {
   collective_layers_ = false;
   for (const auto& module : net_->modules()) {

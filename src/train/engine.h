@@ -32,6 +32,7 @@
 #include <tarantella/train/training_host.h>
 
 #include "train/mixed_precision.h"
+#include "train/train_step.h"
 
 namespace torch::optim {
 class Optimizer;
@@ -135,6 +136,9 @@ class Engine {
   /// join their collectives).
   torch::Tensor forward(const std::vector<torch::Tensor>& inputs);
   bool collective_layers() const { return collective_layers_; }
+  /// What the step needs of the model (forward, target, loss, state), as
+  /// functions over this engine.
+  StepModel step_model();
   /// The gradient engine, built on first use (or rebuilt after a drop).
   dp::GradientSynchronizer& synchronizer();
   dp::OptimizerShards* shards() const { return shards_.get(); }

@@ -30,23 +30,12 @@ data::DistributedDataset distribute_for(const comm::ProcessGroup& group,
   return data::distribute(dataset, d);
 }
 
-// What a deterministic evaluation needs of the model (forward, target, loss, state).
-StepModel step_model(Engine& e) {
-  return {[&e](const data::Element& x) { return e.forward(e.inputs_of(x)); },
-          [&e](const data::Element& x) { return e.target_of(x); },
-          [&e](const torch::Tensor& output, const torch::Tensor& target) {
-            return e.compiled().loss()(output, target);
-          },
-          [&e](const torch::Tensor& output, const torch::Tensor& target, const torch::Tensor& loss,
-               std::int64_t samples) { return e.state_of(output, target, loss, samples); }};
-}
-
 // The loss/metric state of an evaluation: summed locally per micro-batch,
 // or per chunk in deterministic mode (summed exactly over all ranks later).
 class EvaluationState {
  public:
   EvaluationState(Engine& e, std::optional<std::int64_t> chunk)
-      : e_(e), chunk_(chunk), model_(step_model(e)),
+      : e_(e), chunk_(chunk), model_(e.step_model()),
         local_(static_cast<std::size_t>(e.state_size()), 0.0) {}
 
   void add(const data::MicroBatch& mb) {

@@ -64,17 +64,6 @@ callbacks::History FitLoop::run() {
   return *history_;
 }
 
-StepModel FitLoop::step_model() {
-  Engine& e = e_;
-  return {[&e](const data::Element& x) { return e.forward(e.inputs_of(x)); },
-          [&e](const data::Element& x) { return e.target_of(x); },
-          [&e](const torch::Tensor& output, const torch::Tensor& target) {
-            return e.compiled().loss()(output, target);
-          },
-          [&e](const torch::Tensor& output, const torch::Tensor& target, const torch::Tensor& loss,
-               std::int64_t samples) { return e.state_of(output, target, loss, samples); }};
-}
-
 void FitLoop::begin() {
   e_.require_compiled("fit()");
   const CompileOptions& compiled = e_.compiled();
@@ -86,7 +75,7 @@ void FitLoop::begin() {
   if (e_.options().autotune() && !chunk) e_.start_autotuner();
   e_.timeline();  // collective when it is made
   step_ = std::make_unique<TrainStep>(
-      step_model(), e_.trainable(), e_.optimizer(),
+      e_.step_model(), e_.trainable(), e_.optimizer(),
       StepRules{compiled.clip_norm(), compiled.clip_value(), compiled.schedule().fn, e_.scaler()});
   // With distribute_dataset(false) the dataset's batch is already this rank's.
   warn_small_batchnorm(e_.net(), options_.distribute_dataset()

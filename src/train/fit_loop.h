@@ -59,7 +59,6 @@ class FitLoop {
                                const CyclePoint& cycle, Clock::time_point data_begin);
   void end_epoch(std::int64_t epoch);
   bool stop_vote();
-  StepModel step_model();
 
   Engine& e_;
   const data::Dataset& train_;

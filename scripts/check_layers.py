@@ -47,8 +47,9 @@ LAYERS = [
     ("io",),
     # One training step as a unit, timeline, auto-tuning, progress bar.
     ("train",),
-    # One level: the Model facade and the callbacks that see it.
-    ("model", "callbacks"),
+    # One level: the Model facade, the callbacks that see it, and the Python
+    # package's bindings (src/python), a second front end beside model/.
+    ("model", "callbacks", "python"),
     ("cli",),
 ]
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <tarantella/base/config.h>
+#include <tarantella/base/error.h>
 #include <tarantella/data/batch_share.h>
 #include <tarantella/dp/distributed_optimizer.h>
 #include <tarantella/dp/gradient_sync.h>
@@ -34,7 +35,7 @@ namespace {
 class GradientSync {
  public:
   GradientSync(comm::ProcessGroup group, std::vector<at::Tensor> params,
-               std::shared_ptr<const data::BatchShare> share,
+               std::shared_ptr<data::BatchShare> share,
                std::optional<std::size_t> fusion_threshold_bytes)
       : group_(std::move(group)), share_(std::move(share)) {
     const Config config = is_initialized() ? tnt::config() : Config::from_env();
@@ -62,7 +63,7 @@ class GradientSync {
   }
   bool armed() const { return sync_->armed(); }
   std::size_t bucket_count() const { return sync_->buckets().size(); }
-  void set_share(std::shared_ptr<const data::BatchShare> share) { share_ = std::move(share); }
+  void set_share(std::shared_ptr<data::BatchShare> share) { share_ = std::move(share); }
 
  private:
   comm::ProcessGroup group_;
@@ -90,7 +91,7 @@ void bind_optimizer(py::module_& m) {
                            "Fused, overlapped gradient allreduce over the given parameters "
                            "(dp::GradientSynchronizer); used by tnt.DistributedOptimizer.")
       .def(py::init<comm::ProcessGroup, std::vector<at::Tensor>,
-                    std::shared_ptr<const data::BatchShare>, std::optional<std::size_t>>(),
+                    std::shared_ptr<data::BatchShare>, std::optional<std::size_t>>(),
            py::arg("group"), py::arg("params"), py::arg("share") = nullptr,
            py::arg("fusion_threshold_bytes") = py::none())
       .def("arm", &GradientSync::arm, "Arms the hooks for the next step.")

@@ -1,5 +1,6 @@
 #include "python/py_dataset.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 

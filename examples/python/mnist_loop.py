@@ -86,16 +86,18 @@ def train(args, model, train_loader, optimizer, epoch):
             break
 
 
-def test(model, test_loader):
+def test(args, model, test_loader):
     model.eval()
     test_loss = 0
     correct = 0
     with torch.no_grad():
-        for data, target in test_loader:
+        for batch_idx, (data, target) in enumerate(test_loader):
             output = model(data)
             test_loss += F.nll_loss(output, target, reduction='sum').item()  # sum up batch loss
             pred = output.argmax(dim=1, keepdim=True)  # get the index of the max log-probability
             correct += pred.eq(target.view_as(pred)).sum().item()
+            if args.max_steps and batch_idx + 1 >= args.max_steps:
+                break
 
     test_loss /= len(test_loader.dataset)
 
@@ -129,7 +131,7 @@ def main():
     parser.add_argument('--log-interval', type=int, default=10, metavar='N',
                         help='how many batches to wait before logging training status')
     parser.add_argument('--max-steps', type=int, default=0, metavar='N',
-                        help='stop each epoch after N batches (default: 0, the whole epoch)')
+                        help='a quick check: stop each epoch and the test after N batches (default: 0, all)')
     parser.add_argument('--data', default='/usr/share/datasets/fashion-mnist',
                         help='directory of the Fashion-MNIST IDX files')
     parser.add_argument('--save-model', default='', metavar='PATH',
@@ -152,7 +154,7 @@ def main():
     scheduler = StepLR(optimizer, step_size=1, gamma=args.gamma)
     for epoch in range(1, args.epochs + 1):
         train(args, model, train_loader, optimizer, epoch)
-        test(model, test_loader)
+        test(args, model, test_loader)
         scheduler.step()
 
     if args.save_model:

@@ -33,6 +33,8 @@ void bind_groups(py::module_& m) {
   py::class_<ProcessGroup>(m, "ProcessGroup",
                            "A group of ranks: tnt.world() or a subgroup of it. Collectives of "
                            "a group must be called by all of its ranks.")
+      .def(py::init<>(), "An empty handle (valid is False): means the default group where "
+                         "a group is optional.")
       .def_property_readonly("valid", &ProcessGroup::valid)
       .def_property_readonly("is_member", &ProcessGroup::is_member,
                              "Whether this rank belongs to the group.")

@@ -18,7 +18,7 @@ fi
 changed=$(diff "$EX/mnist_loop.py" "$EX/mnist_loop_tnt.py" | grep -c '^>')
 if [ "$changed" -le 4 ]; then pass "the twin differs in $changed lines"; else fail "the twin differs in $changed lines (at most 4)"; fi
 
-ARGS=(--epochs 1 --max-steps 30 --test-batch-size 2000 --log-interval 10)
+ARGS=(--epochs 1 --max-steps 30 --test-batch-size 100 --log-interval 10)
 OMP_NUM_THREADS=2 "$PY" "$EX/mnist_loop.py" "${ARGS[@]}" --save-model "$WORK/plain.pt" >"$WORK/plain.log" 2>&1 \
   || { fail "plain loop failed"; cat "$WORK/plain.log"; }
 for n in 2 3; do

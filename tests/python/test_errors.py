@@ -33,7 +33,7 @@ def test_cpp_check_in_the_library_is_a_tnt_error(rank):
 
 
 def test_bad_batch_size_names_value_and_fix(size):
-    with pytest.raises(tnt.Error, match="batch size 0 must be positive"):
+    with pytest.raises(tnt.Error, match="batch_size 0 must be positive"):
         _tarantella.dataset_from_python(torch.zeros(4), None, 0)
 
 

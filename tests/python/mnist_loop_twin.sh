@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The own-loop must-show: examples/python/mnist_loop.py and its distributed
 # twin mnist_loop_tnt.py differ in at most 4 lines, and after 30 steps the
-# twin at 2 and 3 ranks has the plain loop's weights within 1e-5 relative
-# (per tensor, ||twin - plain|| / ||plain||: the sum over ranks rounds
-# differently, and a single weight may move by more when a max-pool or ReLU
-# decision flips; the plain loop at 1 and 2 threads differs by ~2e-6 so).
+# twin at 2 and 3 ranks has the plain loop's weights within 1e-5 relative,
+# measured as tests/examples/mnist_loop.sh does for the C++ twin (per tensor,
+# max |twin - plain| / max(1, max |plain|)). The plain loop runs on one
+# thread, as each rank does: the same kernel blocking, the same rounding.
 # The test accuracies, summed over ranks, agree within 3 samples.
 #   mnist_loop_twin.sh LAUNCHER PYTHON BUILD_PYTHON_DIR EXAMPLES_DIR
 set -u
@@ -28,10 +28,10 @@ REAL=$(diff -U0 "$EX/mnist_loop.py" "$EX/mnist_loop_tnt.py" | grep -E '^(@@|[-+]
 if [ "$DOC" = "$REAL" ]; then pass "docs/python.md shows the real diff"; else fail "docs/python.md's diff is stale: regenerate it with diff -U0"; fi
 
 ARGS=(--epochs 1 --max-steps 30 --test-batch-size 100 --log-interval 10)
-OMP_NUM_THREADS=2 "$PY" "$EX/mnist_loop.py" "${ARGS[@]}" --save-model "$WORK/plain.pt" >"$WORK/plain.log" 2>&1 \
+OMP_NUM_THREADS=1 "$PY" "$EX/mnist_loop.py" "${ARGS[@]}" --save-model "$WORK/plain.pt" >"$WORK/plain.log" 2>&1 \
   || { fail "plain loop failed"; cat "$WORK/plain.log"; }
 for n in 2 3; do
-  if "$LAUNCHER" -n "$n" -- "$PY" "$EX/mnist_loop_tnt.py" "${ARGS[@]}" --save-model "$WORK/tnt$n.pt" \
+  if OMP_NUM_THREADS=1 "$LAUNCHER" -n "$n" -- "$PY" "$EX/mnist_loop_tnt.py" "${ARGS[@]}" --save-model "$WORK/tnt$n.pt" \
        >"$WORK/tnt$n.log" 2>&1; then
     pass "twin runs at $n ranks"
   else
@@ -40,7 +40,8 @@ for n in 2 3; do
   if "$PY" - "$WORK/plain.pt" "$WORK/tnt$n.pt" <<'PYEOF'
 import sys, torch
 a, b = (torch.load(p) for p in sys.argv[1:3])
-worst, name = max((((a[k] - b[k]).norm() / a[k].norm().clamp_min(1e-12)).item(), k) for k in a)
+worst, name = max((((a[k] - b[k]).abs().max() / max(1.0, a[k].abs().max().item())).item(), k)
+                  for k in a)
 print(f"largest relative difference over the tensors: {worst:.2e} ({name})")
 sys.exit(0 if worst <= 1e-5 else 1)
 PYEOF

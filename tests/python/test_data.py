@@ -158,3 +158,15 @@ def test_distributed_dataset_share(rank, size):
     lo, hi = tnt.data.micro_batch_range(7, size, rank)
     assert b.tolist() == list(range(lo, hi))
     assert dist.share.get() == (hi - lo, 7)
+
+
+def test_python_map_under_prefetch_and_early_stop():
+    """The prefetch thread runs the Python map (taking the GIL) while this thread
+    waits without it; stopping mid-pass joins that thread without a deadlock."""
+    ds = (tnt.data.Dataset.range(0, 64).map(lambda i: i * 3, num_workers=2)
+          .batch(4).prefetch(3))
+    assert [b[0].tolist() for b in ds][1] == [12, 15, 18, 21]
+    for _ in range(5):
+        it = iter(ds)
+        next(it)
+        del it  # mid-pass: the prefetch thread may be inside the Python map

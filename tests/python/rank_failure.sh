@@ -57,6 +57,22 @@ check "KeyboardInterrupt fails the job" test "$STATUS" -ne 0
 check "KeyboardInterrupt ends it within 15 s" test "$MS" -lt 15000
 check "KeyboardInterrupt is named" has "interrupted (KeyboardInterrupt"
 
+# A collective that a rank does not reach in time: tnt.TimeoutError with the
+# C++ message on the waiting rank; the job then ends (a broken group cannot
+# shut down cleanly).
+export TNT_COMM_TIMEOUT=2
+run 'import sys, time, torch, tarantella as tnt
+if tnt.get_rank() == 1:
+    time.sleep(8)
+try:
+    tnt.allreduce(torch.zeros(1))
+except tnt.TimeoutError as e:
+    print("caught tnt.TimeoutError:", e, file=sys.stderr, flush=True)
+    sys.exit(3)' 2
+unset TNT_COMM_TIMEOUT
+check "timeout fails the job" test "$STATUS" -ne 0
+check "the waiting rank gets tnt.TimeoutError" has "caught tnt.TimeoutError: [tarantella rank 0]"
+
 # A clean job exits 0 (the runtime shuts down at exit on every rank).
 run 'import torch, tarantella as tnt
 tnt.allreduce(torch.ones(1))

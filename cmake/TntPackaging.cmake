@@ -43,6 +43,11 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "libtorch-dev, nlohmann-json3-dev, openmpi-bin, libopenmpi-dev")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "cmake, pkg-config, g++")
+if(TNT_PYTHON_ENABLED)
+  # The Python package (lib/python3/dist-packages/tarantella) needs the
+  # python3-torch it was built against.
+  string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", python3-torch, python3-numpy")
+endif()
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
     "${PROJECT_DESCRIPTION}\n Keras-style compile/fit/evaluate for LibTorch models, data-parallel over\n MPI ranks, with the tarantella launcher. Build against it with\n find_package(Tarantella) or pkg-config tarantella.")
 # Only the project's own install rules (not those of anything pulled in).

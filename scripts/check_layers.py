@@ -53,8 +53,9 @@ LAYERS = [
     ("train",),
     # The built-in callbacks, written against TrainingHost.
     ("callbacks",),
-    # The front ends over the engine: the C++ tnt::Model facade.
-    ("model",),
+    # The front ends over the engine, one level: the C++ tnt::Model facade
+    # and the Python package's bindings (src/python).
+    ("model", "python"),
     ("cli",),
 ]
 

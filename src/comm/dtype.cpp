@@ -119,6 +119,9 @@ MpiTypes::MpiTypes() {
 }
 
 MpiTypes::~MpiTypes() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;  // a group handle outlived the runtime (as in ~MpiBackend)
   free_ops(half_ops_);
   free_ops(bfloat_ops_);
   if (half_ != MPI_DATATYPE_NULL) MPI_Type_free(&half_);

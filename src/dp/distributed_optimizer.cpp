@@ -10,6 +10,7 @@
 
 #include <tarantella/base/config.h>
 #include <tarantella/base/error.h>
+#include <tarantella/dp/share_weight.h>
 #include <tarantella/dp/state_sync.h>
 #include <tarantella/runtime/runtime.h>
 
@@ -61,18 +62,18 @@ DistributedOptimizer::DistributedOptimizer(std::unique_ptr<torch::optim::Optimiz
 
 DistributedOptimizer::~DistributedOptimizer() = default;
 
+std::function<double()> share_weight(std::shared_ptr<const data::BatchShare> share, int ranks) {
+  return [share = std::move(share), ranks] {
+    if (!share) return 1.0 / ranks;
+    const auto [local, global] = share->get();
+    TNT_CHECK(global > 0, "DistributedOptimizer: the loader has not handed out a batch yet, "
+                          "so this rank's share is unknown: draw the batch before backward()");
+    return static_cast<double>(local) / static_cast<double>(global);
+  };
+}
+
 void DistributedOptimizer::arm() {
-  const auto share = share_;
-  const int ranks = group_.size();
-  sync_->begin_step(
-      [share, ranks] {
-        if (!share) return 1.0 / ranks;
-        const auto [local, global] = share->get();
-        TNT_CHECK(global > 0, "DistributedOptimizer: the loader has not handed out a batch yet, "
-                              "so this rank's share is unknown: draw the batch before backward()");
-        return static_cast<double>(local) / static_cast<double>(global);
-      },
-      /*reduce=*/true);
+  sync_->begin_step(share_weight(share_, group_.size()), /*reduce=*/true);
 }
 
 torch::Tensor DistributedOptimizer::step(LossClosure closure) {

@@ -4,6 +4,7 @@
 // own callbacks are tnt.callbacks.Callback subclasses, called through the
 // trampoline in model_bindings.cpp. A Python schedule for
 // LearningRateScheduler is called under the GIL.
+#include <tarantella/base/error.h>
 #include <tarantella/callbacks/builtins.h>
 #include <tarantella/callbacks/remote_monitor.h>
 #include <tarantella/callbacks/tensorboard.h>

@@ -125,6 +125,7 @@ metrics::Metric metric_from_callables(std::string name, py::object update, py::o
 // does not define are skipped.
 class PyCallback final : public callbacks::Callback {
  public:
+  using Logs = callbacks::Logs;
   explicit PyCallback(py::object object) : object_(share_object(std::move(object))) {
     aggregate_logs = py::getattr(*object_, "aggregate_logs", py::bool_(true)).cast<bool>();
     run_on_all_ranks = py::getattr(*object_, "run_on_all_ranks", py::bool_(true)).cast<bool>();
@@ -301,7 +302,7 @@ class PyModel {
     TNT_CHECK(py::isinstance(module, nn_module), "tnt.Model needs a torch.nn.Module, got a ",
               type_name_of(module), ": wrap the network in a torch.nn.Module subclass (or pass "
               "the module itself, not its output or state_dict)");
-    auto adapter = std::make_shared<PyModule>(module);
+    std::shared_ptr<ModuleAdapter> adapter = std::make_shared<PyModule>(module);
     if (group) return tnt::Model(adapter, *group);
     return tnt::Model(adapter);
   }

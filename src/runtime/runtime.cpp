@@ -6,6 +6,7 @@
 // check: every rank must reach it, or this rank ends the same way (and mpirun
 // then stops the others) so that no rank hangs.
 #include <tarantella/runtime/runtime.h>
+#include <tarantella/runtime/fail_rank.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -142,5 +143,12 @@ int get_local_rank() { return require_runtime("tnt::get_local_rank()").world.loc
 int get_local_size() { return require_runtime("tnt::get_local_size()").world.local_size(); }
 bool is_initialized() { return g_runtime.load() != nullptr; }
 const Config& config() { return require_runtime("tnt::config()").config; }
+
+void fail_rank(const std::string& message) {
+  const Runtime::Impl* rt = g_runtime.load();
+  const int rank = rt ? rt->world.rank() : -1;
+  detail::end_failed_rank(rank, detail::without_rank_prefix(message, rank),
+                          /*with_backtrace=*/false);
+}
 
 }  // namespace tnt

@@ -1,0 +1,37 @@
+"""Loads the compiled core, after checking that torch imports.
+
+Why a check first: the extension links libtorch_python and is built for one
+interpreter (the one recorded in _build_info.py). Under another Python, or
+one without torch, importing it fails with an obscure loader error; this
+says instead which interpreter, what failed and the fix, in one message.
+"""
+import sys
+
+
+def _built_for():
+    try:
+        from . import _build_info
+        return _build_info.PYTHON_EXECUTABLE
+    except ImportError:  # a source tree without a build
+        return "/usr/bin/python3"
+
+
+def load():
+    """Returns the _tarantella extension module."""
+    try:
+        import torch  # noqa: F401  (registers the tensor types the extension uses)
+    except ImportError as e:
+        raise ImportError(
+            f"tarantella needs PyTorch, but this Python ({sys.executable}) cannot import "
+            f"torch ({e}). Run your script with the interpreter tarantella was built for, "
+            f"{_built_for()} (Debian's python3 with python3-torch: apt-get install "
+            f"python3-torch), e.g. `tarantella -n 2 -- {_built_for()} train.py`.") from None
+    try:
+        from . import _tarantella
+    except ImportError as e:
+        raise ImportError(
+            f"tarantella's compiled core does not load in this Python ({sys.executable}, "
+            f"{sys.version.split()[0]}): {e}. It was built for {_built_for()}: run your script "
+            f"with that interpreter, or rebuild with -DTNT_PYTHON_EXECUTABLE={sys.executable}."
+        ) from None
+    return _tarantella

@@ -1,0 +1,14 @@
+// PYBIND11_MODULE for `_tarantella`: the bindings in dependency order, so
+// that a later one may refer to the types an earlier one registered (the
+// Model binding takes a ProcessGroup and a Dataset).
+#include "python/bindings.h"
+
+PYBIND11_MODULE(_tarantella, m) {
+  m.doc() = "Tarantella's C++ core; use it through `import tarantella as tnt`.";
+  tnt::python::bind_errors(m);
+  tnt::python::bind_runtime(m);
+  tnt::python::bind_groups(m);
+  tnt::python::bind_data(m);
+  tnt::python::bind_optimizer(m);
+  tnt::python::bind_model(m);
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# One engine, two front ends: examples/python/lenet5.py and the C++
+# examples/lenet5 on the same network, data, initial weights and order give
+# bitwise equal weights at 1 rank and within 1e-6 at 2; and the Python
+# front end's deterministic mode gives bitwise equal weight files at 1, 2
+# and 4 ranks (cmp).
+#   one_engine.sh LAUNCHER PYTHON BUILD_PYTHON_DIR LENET5_BINARY EXAMPLES_PYTHON_DIR
+set -u
+LAUNCHER=$1 PY=$2 LENET5=$4 EXAMPLE=$5/lenet5.py
+export PYTHONPATH=$3 PYTHONDONTWRITEBYTECODE=1
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tnt-one-engine.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+FAILURES=0
+fail() { echo "FAIL: $*"; FAILURES=$((FAILURES + 1)); }
+pass() { echo "PASS: $*"; }
+
+# Small and fixed: 640 training samples (10 steps of 64), no shuffle, no
+# validation, the same initial weights file for both.
+COMMON=(--epochs 1 --train-size 640 --val-size 0 --test-size 200 --no-shuffle --verbose 0)
+"$PY" - "$WORK/init.pt" "$EXAMPLE" <<'EOF' || { echo "cannot write the initial weights"; exit 1; }
+import sys, torch
+# Only the class is needed: importing the module would start the runtime.
+source = open(sys.argv[2]).read()
+start = source.index("class LeNet5")
+end = source.index("class FashionMNIST")
+namespace = {"torch": torch}
+exec(source[start:end], namespace)
+torch.manual_seed(5)
+torch.save(namespace["LeNet5"]().state_dict(), sys.argv[1])
+EOF
+
+compare() {  # compare A B TOLERANCE -> prints the worst relative difference
+  "$PY" - "$1" "$2" "$3" <<'EOF'
+import sys, torch
+a, b, tol = torch.load(sys.argv[1]), torch.load(sys.argv[2]), float(sys.argv[3])
+assert a.keys() == b.keys(), (sorted(a), sorted(b))
+worst = max(((a[k] - b[k]).abs().max() / max(1.0, a[k].abs().max().item())).item() for k in a)
+print(f"worst relative difference {worst:.3g} (tolerance {tol:g})")
+sys.exit(0 if worst <= tol else 1)
+EOF
+}
+
+for ranks in 1 2; do
+  tol=$([ "$ranks" = 1 ] && echo 0 || echo 1e-6)
+  timeout 240 "$LAUNCHER" -n "$ranks" -- "$LENET5" "${COMMON[@]}" \
+      --init-weights "$WORK/init.pt" --save-weights "$WORK/cpp$ranks.pt" >"$WORK/cpp.log" 2>&1 \
+    || { fail "C++ example at $ranks ranks"; cat "$WORK/cpp.log"; continue; }
+  timeout 240 "$LAUNCHER" -n "$ranks" -- "$PY" "$EXAMPLE" "${COMMON[@]}" \
+      --init-weights "$WORK/init.pt" --save-weights "$WORK/py$ranks.pt" >"$WORK/py.log" 2>&1 \
+    || { fail "Python example at $ranks ranks"; cat "$WORK/py.log"; continue; }
+  if [ "$ranks" = 1 ] && cmp -s "$WORK/cpp1.pt" "$WORK/py1.pt"; then
+    pass "1 rank: the weight files are byte for byte the same"
+  elif compare "$WORK/cpp$ranks.pt" "$WORK/py$ranks.pt" "$tol"; then
+    pass "$ranks ranks: C++ and Python weights agree"
+  else
+    fail "$ranks ranks: C++ and Python weights differ"
+  fi
+done
+
+for ranks in 1 2 4; do
+  timeout 240 "$LAUNCHER" -n "$ranks" -- "$PY" "$EXAMPLE" "${COMMON[@]}" --deterministic 4 \
+      --init-weights "$WORK/init.pt" --save-weights "$WORK/det$ranks.pt" >"$WORK/det.log" 2>&1 \
+    || { fail "deterministic run at $ranks ranks"; cat "$WORK/det.log"; }
+done
+for ranks in 2 4; do
+  if cmp "$WORK/det1.pt" "$WORK/det$ranks.pt"; then
+    pass "deterministic mode: $ranks ranks bitwise equal to 1 rank"
+  else
+    compare "$WORK/det1.pt" "$WORK/det$ranks.pt" 0
+    fail "deterministic mode: $ranks ranks differ from 1 rank"
+  fi
+done
+
+echo "$FAILURES failure(s)"
+[ "$FAILURES" = 0 ]

@@ -1,0 +1,191 @@
+"""tnt.Model on the C++ engine, at every rank count of the job: the weights of an
+independent serial torch loop, Keras's fit/evaluate/predict results, Python
+callbacks with global logs and the stop vote, weight files, and bad input."""
+import copy
+import os
+import tempfile
+
+import pytest
+import torch
+
+import tarantella as tnt
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 4, 3)
+        self.fc1 = torch.nn.Linear(4 * 6 * 6, 16)
+        self.fc2 = torch.nn.Linear(16, 5)
+
+    def forward(self, x):
+        x = torch.relu(self.conv(x)).flatten(1)
+        return self.fc2(torch.tanh(self.fc1(x)))
+
+
+def make_net(seed=1):
+    torch.manual_seed(seed)
+    return Net()
+
+
+class Data(torch.utils.data.Dataset):
+    """A map-style dataset as a user writes one: 125 samples, so global
+    batches of 16 end in a short one of 13 (uneven shares at 2, 3 and 4 ranks)."""
+
+    def __init__(self, n=125):
+        g = torch.Generator().manual_seed(0)
+        self.x = torch.randn(n, 1, 8, 8, generator=g)
+        self.y = torch.randint(0, 5, (n,), generator=g)
+
+    def __len__(self):
+        return len(self.y)
+
+    def __getitem__(self, i):
+        return self.x[i], self.y[i]
+
+
+def serial_sgd(net, data, batch, steps, lr=0.1, momentum=0.5):
+    """Plain PyTorch, no tarantella: the same batches in file order."""
+    opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=momentum)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    done = 0
+    while done < steps:
+        for start in range(0, len(data), batch):
+            if done == steps:
+                break
+            x, y = data.x[start:start + batch], data.y[start:start + batch]
+            opt.zero_grad()
+            loss_fn(net(x), y).backward()
+            opt.step()
+            done += 1
+    return net
+
+
+def max_rel_diff(a, b):
+    return max(((p - q).abs().max() / max(1.0, p.abs().max())).item()
+               for p, q in zip(a, b))
+
+
+def compiled(net, metrics=("sparse_categorical_accuracy",), **settings):
+    model = tnt.Model(net)
+    model.compile(optimizer=torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.5),
+                  loss=torch.nn.CrossEntropyLoss(), metrics=list(metrics), **settings)
+    return model
+
+
+def test_fit_matches_a_serial_torch_loop_after_30_steps():
+    data = Data()
+    reference = serial_sgd(make_net(), data, 16, 30)  # 8 steps an epoch: 30 = 3 epochs + 6
+    model = compiled(make_net())
+    model.fit(data, batch_size=16, epochs=3, shuffle=False, verbose=0)
+    model.fit(data, batch_size=16, epochs=4, initial_epoch=3, steps_per_epoch=6, shuffle=False,
+              verbose=0)
+    diff = max_rel_diff(list(reference.parameters()), list(model.module.parameters()))
+    assert diff < 1e-5, f"{tnt.get_size()} ranks: relative difference {diff}"
+
+
+def test_history_evaluate_and_predict_are_global():
+    data = Data()
+    model = compiled(make_net())
+    history = model.fit(data, batch_size=16, epochs=2, shuffle=True, verbose=0)
+    assert sorted(history.history) == ["loss", "sparse_categorical_accuracy"]
+    assert len(history.history["loss"]) == 2 and history.epoch == [0, 1]
+    loss, accuracy = model.evaluate(data, batch_size=32)
+    with torch.no_grad():
+        out = model.module(data.x)
+    expected_loss = torch.nn.functional.cross_entropy(out, data.y).item()
+    expected_acc = (out.argmax(1) == data.y).double().mean().item()
+    assert loss == pytest.approx(expected_loss, rel=1e-5)
+    assert accuracy == pytest.approx(expected_acc, abs=1e-12)
+    assert model.evaluate(data, batch_size=32, return_dict=True)["loss"] == pytest.approx(loss)
+    predicted = model.predict(data.x, batch_size=20)
+    assert predicted.shape == (125, 5)
+    assert torch.allclose(predicted, out, atol=1e-6)
+
+
+def test_python_callbacks_see_global_logs_and_one_rank_stops_all():
+    data = Data()
+
+    class Recorder(tnt.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.epochs, self.losses, self.batches = [], [], 0
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.batches += 1
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.epochs.append(epoch)
+            self.losses.append(logs["loss"])
+            if epoch == 1 and tnt.get_rank() == tnt.get_size() - 1:
+                self.model.stop_training = True  # only the last rank asks
+
+    recorder = Recorder()
+    model = compiled(make_net())
+    history = model.fit(data, batch_size=16, epochs=5, verbose=0, callbacks=[recorder])
+    assert recorder.epochs == [0, 1]
+    assert recorder.batches == 16
+    assert recorder.params["epochs"] == 5 and recorder.params["steps"] == 8
+    assert recorder.losses == history.history["loss"]
+    # Global logs: the same on every rank.
+    gathered = tnt.allgather(torch.tensor(recorder.losses, dtype=torch.float64).reshape(1, -1))
+    assert torch.equal(gathered.min(0).values, gathered.max(0).values)
+
+
+def test_builtin_and_lambda_callbacks():
+    data = Data()
+    seen = []
+    lam = tnt.callbacks.LambdaCallback(on_epoch_begin=lambda epoch, logs: seen.append(epoch))
+    rates = []
+    schedule = tnt.callbacks.LearningRateScheduler(lambda epoch, lr: rates.append(lr) or lr / 2)
+    model = compiled(make_net())
+    model.fit(data, batch_size=16, epochs=3, verbose=0, callbacks=[lam, schedule])
+    assert seen == [0, 1, 2]
+    assert rates == pytest.approx([0.1, 0.05, 0.025])
+    assert model.learning_rate == pytest.approx(0.0125)
+
+
+def test_weights_round_trip_through_torch_save_files():
+    model = compiled(make_net())
+    model.fit(Data(), batch_size=16, epochs=1, verbose=0)
+    directory = tnt.broadcast_object(tempfile.mkdtemp() if tnt.is_master_rank() else None)
+    path = os.path.join(directory, "w.pt")
+    model.save_weights(path)
+    other = compiled(make_net(seed=7))
+    other.load_weights(path)
+    for a, b in zip(model.get_weights(), other.get_weights()):
+        assert torch.equal(a, b)
+    if tnt.is_master_rank():
+        state = torch.load(path)
+        assert torch.equal(state["fc2.weight"], model.module.fc2.weight.detach())
+
+
+def test_a_non_module_is_refused_with_the_fix():
+    with pytest.raises(tnt.Error, match="needs a torch.nn.Module, got a function"):
+        tnt.Model(lambda x: x)
+
+
+def test_a_target_shape_mismatch_names_both_shapes():
+    model = tnt.Model(make_net())
+    model.compile(optimizer="sgd", loss="mse")
+    x = torch.randn(20, 1, 8, 8)
+    with pytest.raises(tnt.Error, match=r"\[.*5\]"):
+        model.fit(x, torch.randn(20, 3), batch_size=8, epochs=1, verbose=0)
+
+
+def test_a_data_set_smaller_than_the_ranks_is_an_error_on_every_rank():
+    if tnt.get_size() < 2:
+        pytest.skip("needs 2 ranks or more")
+    model = compiled(make_net())
+    small = Data(n=tnt.get_size() - 1)
+    with pytest.raises(tnt.Error, match="fewer than the .* ranks of the model.s group"):
+        model.fit(small, batch_size=16, epochs=1, verbose=0)
+
+
+def test_optimizers_outside_the_supported_set_name_the_alternative():
+    net = make_net()
+    model = tnt.Model(net)
+    with pytest.raises(tnt.Error, match="DistributedOptimizer"):
+        model.compile(optimizer=torch.optim.Adamax(net.parameters()), loss="mse")
+    with pytest.raises(tnt.Error, match="not the model's trainable parameters"):
+        model.compile(optimizer=torch.optim.SGD(make_net().parameters(), lr=0.1), loss="mse")

@@ -1,0 +1,125 @@
+"""tnt.DistributedOptimizer: the C++ hooks and buckets under a Python loop give the
+weights of a serial torch loop over the same global batches."""
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import tarantella as tnt
+
+
+def make_model(seed):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(1, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+        torch.nn.Linear(4 * 6 * 6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 5))
+
+
+class Data(torch.utils.data.Dataset):
+    def __init__(self, n=200):
+        g = torch.Generator().manual_seed(0)
+        self.x = torch.randn(n, 1, 8, 8, generator=g)
+        self.y = torch.randint(0, 5, (n,), generator=g)
+
+    def __len__(self):
+        return len(self.y)
+
+    def __getitem__(self, i):
+        return self.x[i], self.y[i]
+
+
+OPTIMIZERS = {
+    "sgd_momentum": lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9),
+    "adam": lambda p: torch.optim.Adam(p, lr=0.01),
+}
+
+
+def serial_weights(make_opt, steps, batch, data):
+    model = make_model(1)
+    opt = make_opt(model.parameters())
+    loader = torch.utils.data.DataLoader(data, batch_size=batch)
+    scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=10, gamma=0.5)
+    done = 0
+    while done < steps:
+        for x, y in loader:
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+            scheduler.step()
+            done += 1
+            if done == steps:
+                break
+    return model.state_dict()
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_thirty_steps_match_a_serial_loop(name, rank):
+    data, batch, steps = Data(), 10, 30  # 10 samples over 3 ranks: 4, 3, 3
+    model = make_model(1 + rank)  # different on every rank: the broadcast must fix it
+    opt = OPTIMIZERS[name](model.parameters())
+    loader = tnt.data.DataLoader(data, batch_size=batch)
+    dopt = tnt.DistributedOptimizer(opt, named_parameters=model.named_parameters(), loader=loader)
+    scheduler = torch.optim.lr_scheduler.StepLR(dopt, step_size=10, gamma=0.5)
+    done = 0
+    while done < steps:
+        for x, y in loader:
+            dopt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            dopt.step()
+            scheduler.step()
+            done += 1
+            if done == steps:
+                break
+    expected = serial_weights(OPTIMIZERS[name], steps, batch, data)
+    for key, value in model.state_dict().items():
+        torch.testing.assert_close(value, expected[key], rtol=1e-5, atol=1e-6,
+                                   msg=lambda m: f"{key} after {steps} steps: {m}")
+    assert dopt.param_groups[0]["lr"] == opt.param_groups[0]["lr"]
+
+
+def test_initial_state_is_rank_zeros(rank, size):
+    model = make_model(100 + rank)
+    opt = torch.optim.Adam(model.parameters(), lr=0.001 * (rank + 1))
+    # Give every rank its own Adam moments before wrapping.
+    F.cross_entropy(model(torch.randn(3, 1, 8, 8) + rank), torch.tensor([0, 1, 2])).backward()
+    opt.step()
+    tnt.DistributedOptimizer(opt)
+    state = [opt.state[p]["exp_avg"] for p in model.parameters()]
+    for t in list(model.parameters()) + state:
+        everyone = tnt.allgather(t.detach().reshape(1, -1))
+        assert all(torch.equal(row, everyone[0]) for row in everyone)
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.001)
+
+
+def test_without_loader_weights_are_one_over_n(rank, size):
+    torch.manual_seed(0)
+    w = torch.nn.Parameter(torch.zeros(3))
+    opt = tnt.DistributedOptimizer(torch.optim.SGD([w], lr=1.0))
+    (w * float(rank + 1)).sum().backward()
+    opt.step()
+    mean = sum(r + 1 for r in range(size)) / size
+    assert torch.allclose(w.detach(), torch.full((3,), -mean))
+
+
+def test_grad_holds_the_global_gradient_before_the_inner_step(rank, size):
+    w = torch.nn.Parameter(torch.ones(2))
+    opt = tnt.DistributedOptimizer(torch.optim.SGD([w], lr=0.0))
+    opt.zero_grad()
+    (w * float(rank)).sum().backward()
+    opt.synchronize()
+    assert w.grad.tolist() == [sum(range(size)) / size] * 2
+    opt.step()
+    assert w.tolist() == [1.0, 1.0]
+
+
+def test_closure_and_wrong_types_are_refused():
+    w = torch.nn.Parameter(torch.ones(1))
+    opt = tnt.DistributedOptimizer(torch.optim.SGD([w], lr=0.1))
+    with pytest.raises(tnt.Error, match="takes no closure"):
+        opt.step(lambda: 0.0)
+    with pytest.raises(TypeError, match="torch.optim.Optimizer"):
+        tnt.DistributedOptimizer(object())
+    with pytest.raises(TypeError, match="loader="):
+        tnt.DistributedOptimizer(torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=0.1),
+                                 loader=[1, 2])

@@ -73,6 +73,51 @@ unset TNT_COMM_TIMEOUT
 check "timeout fails the job" test "$STATUS" -ne 0
 check "the waiting rank gets tnt.TimeoutError" has "caught tnt.TimeoutError: [tarantella rank 0]"
 
+# tnt.Model: an exception in the module's forward on rank 1 of 3, raised
+# while the C++ engine runs the step with the GIL released, ends the job the
+# same way (the Python exception crosses the engine and back).
+run 'import torch, tarantella as tnt
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 2)
+    def forward(self, x):
+        if tnt.get_rank() == 1:
+            raise RuntimeError("forward broke on purpose")
+        return self.fc(x)
+model = tnt.Model(Net())
+model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+model.fit(torch.randn(64, 4), torch.randint(0, 2, (64,)), batch_size=16, epochs=2, verbose=0)' 3
+check "forward failure fails the job" test "$STATUS" -ne 0
+check "forward failure ends it within 15 s" test "$MS" -lt 15000
+check "forward failure names rank 1" has "rank 1 on host"
+check "forward failure shows the error" has "forward broke on purpose"
+check "forward failure: one traceback" test "$(count 'Traceback (most recent call last)')" -eq 1
+check "forward failure: other ranks not blamed" bash -c "! grep -qE 'rank (0|2) on host' '$WORK/err'"
+
+# A user callback that raises on rank 0 of 2.
+run 'import torch, tarantella as tnt
+class Broken(tnt.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        if tnt.get_rank() == 0:
+            raise ValueError("callback broke on purpose")
+net = torch.nn.Linear(4, 2)
+model = tnt.Model(net)
+model.compile(optimizer=torch.optim.SGD(net.parameters(), lr=0.1), loss=torch.nn.CrossEntropyLoss())
+model.fit(torch.randn(64, 4), torch.randint(0, 2, (64,)), batch_size=16, epochs=3, verbose=0,
+          callbacks=[Broken()])' 2
+check "callback failure fails the job" test "$STATUS" -ne 0
+check "callback failure ends it within 15 s" test "$MS" -lt 15000
+check "callback failure names rank 0" has "rank 0 on host"
+check "callback failure shows the error" has "callback broke on purpose"
+check "callback failure: one traceback" test "$(count 'Traceback (most recent call last)')" -eq 1
+
+# A non-Module model: a clear tnt.Error on every rank, the job fails.
+run 'import tarantella as tnt
+tnt.Model(lambda x: x)' 2
+check "non-Module fails the job" test "$STATUS" -ne 0
+check "non-Module: the message names the fix" has "tnt.Model needs a torch.nn.Module, got a function"
+
 # A clean job exits 0 (the runtime shuts down at exit on every rank).
 run 'import torch, tarantella as tnt
 tnt.allreduce(torch.ones(1))

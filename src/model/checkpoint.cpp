@@ -161,6 +161,17 @@ class Entries {
     return std::string(static_cast<const char*>(t.data_ptr()), static_cast<std::size_t>(t.numel()));
   }
 
+  /// The entries among `keys` that are present, as a dict of their own.
+  Entries subset(std::initializer_list<const char*> keys) const {
+    c10::impl::GenericDict out(c10::StringType::get(), c10::AnyType::get());
+    for (const char* key : keys) {
+      if (has(key)) out.insert(key, get(key));
+    }
+    return Entries(out, path_);
+  }
+  const c10::impl::GenericDict& all() const { return dict_; }
+  const std::string& path() const { return path_; }
+
  private:
   [[noreturn]] void wrong(const char* key, const std::string& is, const char* expected) const {
     detail::throw_error(
@@ -182,6 +193,23 @@ Entries read_checkpoint(const std::string& path) {
   TNT_CHECK(entries.str("format") == kFormat, "'", path,
             "' has an unknown checkpoint format: write it with tnt::Model::save");
   return entries;
+}
+
+// The small entries the master read and checked (counters, random state,
+// loss scale, a backup's position), on every rank: one pickled dict sent
+// as one string broadcast, so every value travels by name and no length
+// is sent by hand. `master` is set on the group's master only. Collective.
+Entries broadcast_entries(const comm::ProcessGroup& group, const std::optional<Entries>& master,
+                          const std::string& path) {
+  std::string bytes;
+  if (group.is_master()) {
+    const std::vector<char> pickled = torch::pickle_save(master->all());
+    bytes.assign(pickled.begin(), pickled.end());
+  }
+  bytes = group.broadcast_string(bytes);
+  if (group.is_master()) return *master;
+  const torch::IValue value = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  return Entries(value.toGenericDict(), path);
 }
 
 // The CPU generator's state from a checkpoint, checked to be one.
@@ -285,19 +313,26 @@ std::int64_t Model::load(const std::string& path) {
   // The file holds the full optimizer state: load it in full form; the
   // next fit() shards it again.
   s.unshard_optimizer();
-  torch::Tensor counters = torch::zeros({7}, torch::kInt64);
-  torch::Tensor scale = torch::zeros({1}, torch::kFloat64);
-  std::vector<std::int64_t> exponents;
-  torch::Tensor rng;
+  std::optional<Entries> small;
   run_on_master_checked(s.group(), [&] {
     // Every entry is checked before anything changes. If the weights do not
     // fit after the optimizer state was loaded, the old state is put back.
     const Entries entries = read_checkpoint(path);
     const auto weights = entries.dict("weights");
     const std::string optimizer = entries.bytes("optimizer");
-    const std::int64_t epochs_done = entries.count("epochs_done");
-    const std::int64_t optimizer_steps = entries.count("optimizer_steps");
-    const torch::Tensor state = rng_state(entries, path);
+    entries.count("epochs_done");
+    entries.count("optimizer_steps");
+    rng_state(entries, path);
+    // Optional: the state of deterministic mode and of loss scaling.
+    if (entries.has("deterministic_seed")) {
+      entries.count("deterministic_seed");
+      entries.integers("deterministic_exponents");
+    }
+    if (entries.has("loss_scale")) {
+      entries.positive("loss_scale");
+      entries.count("loss_scale_good_steps");
+      entries.count("skipped_steps");
+    }
     const std::string previous = optimizer_bytes(s.optimizer());
     load_optimizer_state(s.optimizer(), optimizer, path);
     try {
@@ -306,48 +341,26 @@ std::int64_t Model::load(const std::string& path) {
       load_optimizer_state(s.optimizer(), previous, path);
       throw;
     }
-    counters[0] = epochs_done;
-    counters[1] = optimizer_steps;
-    rng = state;
-    // Optional: the state of deterministic mode and of loss scaling.
-    if (entries.has("deterministic_seed")) {
-      counters[2] = 1;
-      counters[3] = entries.count("deterministic_seed");
-      for (std::int64_t e : entries.integers("deterministic_exponents")) exponents.push_back(e);
-    }
-    if (entries.has("loss_scale")) {
-      counters[4] = 1;
-      counters[5] = entries.count("loss_scale_good_steps");
-      counters[6] = entries.count("skipped_steps");
-      scale[0] = entries.positive("loss_scale");
-    }
+    small = entries.subset({"epochs_done", "optimizer_steps", "rng_state", "deterministic_seed",
+                            "deterministic_exponents", "loss_scale", "loss_scale_good_steps",
+                            "skipped_steps"});
   });
   s.synchronize_state();  // weights, buffers and optimizer state to all ranks
-  s.group().broadcast(counters);
-  torch::Tensor rng_size = torch::tensor({rng.defined() ? rng.numel() : 0});
-  s.group().broadcast(rng_size);
-  if (!rng.defined()) rng = torch::empty({rng_size.item<std::int64_t>()}, torch::kUInt8);
-  s.group().broadcast(rng);
-  set_cpu_rng_state(rng);
-  s.group().broadcast(scale);
-  const std::int64_t n_exponents =
-      s.group().broadcast(torch::tensor({static_cast<std::int64_t>(exponents.size())})).item<std::int64_t>();
-  torch::Tensor exponent_values = s.group().is_master() && n_exponents > 0
-                                      ? torch::tensor(exponents, torch::kInt64)
-                                      : torch::zeros({n_exponents}, torch::kInt64);
-  if (n_exponents > 0) s.group().broadcast(exponent_values);
-  if (counters[2].item<std::int64_t>() != 0) {
-    s.counters().deterministic_seed = static_cast<std::uint64_t>(counters[3].item<std::int64_t>());
-    s.counters().deterministic_exponents.assign(exponent_values.data_ptr<std::int64_t>(),
-                                     exponent_values.data_ptr<std::int64_t>() + n_exponents);
+  const Entries e = broadcast_entries(s.group(), small, path);
+  set_cpu_rng_state(e.byte_tensor("rng_state"));
+  train::Counters& c = s.counters();
+  if (e.has("deterministic_seed")) {
+    c.deterministic_seed = static_cast<std::uint64_t>(e.count("deterministic_seed"));
+    const std::vector<std::int64_t> exponents = e.integers("deterministic_exponents");
+    c.deterministic_exponents.assign(exponents.begin(), exponents.end());
   }
-  if (counters[4].item<std::int64_t>() != 0 && s.scaler()) {
-    s.scaler()->restore(scale.item<double>(), counters[5].item<std::int64_t>(),
-                      counters[6].item<std::int64_t>());
+  if (e.has("loss_scale") && s.scaler()) {
+    s.scaler()->restore(e.positive("loss_scale"), e.count("loss_scale_good_steps"),
+                        e.count("skipped_steps"));
   }
-  s.counters().epochs_done = counters[0].item<std::int64_t>();
-  s.counters().optimizer_steps = counters[1].item<std::int64_t>();
-  return s.counters().epochs_done;
+  c.epochs_done = e.count("epochs_done");
+  c.optimizer_steps = e.count("optimizer_steps");
+  return c.epochs_done;
 }
 
 std::int64_t Model::epochs_done() const { return impl_->engine->counters().epochs_done; }
@@ -442,16 +455,15 @@ SavedModelDescription read_saved_model_description(const comm::ProcessGroup& gro
 
 void load_checkpoint_weights(Model& model, const std::string& path) {
   train::Engine& s = ModelInternals::of(model);
-  torch::Tensor epochs = torch::zeros({1}, torch::kInt64);
+  std::optional<Entries> small;
   run_on_master_checked(s.group(), [&] {
     const Entries entries = read_checkpoint(path);
-    const std::int64_t epochs_done = entries.count("epochs_done");
+    entries.count("epochs_done");
     copy_weights(model, entries.dict("weights"), path);
-    epochs[0] = epochs_done;
+    small = entries.subset({"epochs_done"});
   });
   s.synchronize_state();
-  s.group().broadcast(epochs);
-  s.counters().epochs_done = epochs[0].item<std::int64_t>();
+  s.counters().epochs_done = broadcast_entries(s.group(), small, path).count("epochs_done");
 }
 
 void save_backup(const Model& model, const std::string& path, const TrainingPosition& position) {
@@ -474,46 +486,36 @@ void save_backup(const Model& model, const std::string& path, const TrainingPosi
 TrainingPosition restore_backup(Model& model, const std::string& path) {
   train::Engine& s = ModelInternals::of(model);
   model.load(path);  // weights, optimizer, counters, the master's random state
-  TrainingPosition position;
-  torch::Tensor numbers = torch::zeros({4}, torch::kInt64);
-  torch::Tensor rng_states;
+  const std::int64_t each = cpu_rng_state().numel();
+  std::optional<Entries> small;
   run_on_master_checked(s.group(), [&] {
     const Entries entries = read_checkpoint(path);
-    position.state = entries.doubles("backup_state");
-    numbers[0] = entries.count("backup_epoch");
-    numbers[1] = entries.count("backup_step");
-    numbers[2] = entries.count("backup_global_batch_size");
-    numbers[3] = entries.count("backup_ranks");
-    rng_states = entries.byte_tensor("backup_rng_states");
-    const std::int64_t each = cpu_rng_state().numel();
-    TNT_CHECK(numbers[3].item<std::int64_t>() >= 1 &&
-                  rng_states.numel() == numbers[3].item<std::int64_t>() * each,
-              "backup '", path, "': entry 'backup_rng_states' has ", rng_states.numel(),
-              " bytes for ", numbers[3].item<std::int64_t>(), " ranks, expected ", each,
-              " per rank: the file is damaged");
-    TNT_CHECK(static_cast<std::int64_t>(position.state.size()) == s.state_size(), "backup '", path,
-              "' holds ", position.state.size(), " loss/metric values, this model has ",
-              s.state_size(), ": compile with the loss and metrics of the run that made it");
+    const std::vector<double> state = entries.doubles("backup_state");
+    entries.count("backup_epoch");
+    entries.count("backup_step");
+    entries.count("backup_global_batch_size");
+    const std::int64_t ranks = entries.count("backup_ranks");
+    const torch::Tensor rng_states = entries.byte_tensor("backup_rng_states");
+    TNT_CHECK(ranks >= 1 && rng_states.numel() == ranks * each, "backup '", path,
+              "': entry 'backup_rng_states' has ", rng_states.numel(), " bytes for ", ranks,
+              " ranks, expected ", each, " per rank: the file is damaged");
+    TNT_CHECK(static_cast<std::int64_t>(state.size()) == s.state_size(), "backup '", path,
+              "' holds ", state.size(), " loss/metric values, this model has ", s.state_size(),
+              ": compile with the loss and metrics of the run that made it");
+    small = entries.subset({"backup_state", "backup_epoch", "backup_step",
+                            "backup_global_batch_size", "backup_ranks", "backup_rng_states"});
   });
-  s.group().broadcast(numbers);
-  torch::Tensor count = torch::tensor({static_cast<std::int64_t>(position.state.size())});
-  s.group().broadcast(count);
-  torch::Tensor state = s.group().is_master() ? torch::tensor(position.state, torch::kFloat64)
-                                            : torch::zeros({count.item<std::int64_t>()}, torch::kFloat64);
-  s.group().broadcast(state);
-  position.state.assign(state.data_ptr<double>(), state.data_ptr<double>() + state.numel());
-  position.epoch = numbers[0].item<std::int64_t>();
-  position.step = numbers[1].item<std::int64_t>();
-  position.global_batch_size = numbers[2].item<std::int64_t>();
-  const std::int64_t ranks = numbers[3].item<std::int64_t>();
-  position.ranks = ranks;
-  const std::int64_t each = cpu_rng_state().numel();
-  if (!s.group().is_master()) rng_states = torch::empty({ranks * each}, torch::kUInt8);
-  s.group().broadcast(rng_states);
+  const Entries e = broadcast_entries(s.group(), small, path);
+  TrainingPosition position;
+  position.state = e.doubles("backup_state");
+  position.epoch = e.count("backup_epoch");
+  position.step = e.count("backup_step");
+  position.global_batch_size = e.count("backup_global_batch_size");
+  position.ranks = e.count("backup_ranks");
   // The same rank count: each rank continues with its own generator; another
   // count has no such correspondence, and every rank takes the master's.
-  const std::int64_t row = ranks == s.group().size() ? s.group().rank() : 0;
-  set_cpu_rng_state(rng_states.narrow(0, row * each, each).clone());
+  const std::int64_t row = position.ranks == s.group().size() ? s.group().rank() : 0;
+  set_cpu_rng_state(e.byte_tensor("backup_rng_states").narrow(0, row * each, each).clone());
   return position;
 }
 

@@ -80,6 +80,8 @@ def main():
     p.add_argument("--save-weights", help="write the trained weights here (torch.save format)")
     p.add_argument("--checkpoint-dir", help="ModelCheckpoint every epoch into this folder")
     p.add_argument("--backup-dir", help="BackupAndRestore (with tarantella --max-restarts)")
+    p.add_argument("--backup-every", type=int, default=0,
+                   help="also back up every N steps (0: at epoch ends only)")
     p.add_argument("--deterministic", type=int, default=0, help="chunk size (bitwise mode)")
     p.add_argument("--verbose", type=int, default=1)
     a = p.parse_args()
@@ -104,7 +106,7 @@ def main():
         callbacks.append(tnt.callbacks.ModelCheckpoint(
             os.path.join(a.checkpoint_dir, "epoch-{epoch:04d}.pt")))
     if a.backup_dir:
-        callbacks.append(tnt.callbacks.BackupAndRestore(a.backup_dir))
+        callbacks.append(tnt.callbacks.BackupAndRestore(a.backup_dir, save_freq=a.backup_every))
     if a.epochs > 0:
         model.fit(train, batch_size=a.batch_size, epochs=a.epochs,  # 3. the GLOBAL batch
                   shuffle=not a.no_shuffle, validation_data=val if a.val_size else None,

@@ -18,7 +18,9 @@
 # src/python: TNT_PYTHON_VERSION, TNT_PYTHON_INCLUDE_DIR,
 # TNT_PYBIND11_INCLUDE_DIR, TNT_PYTHON_EXT_SUFFIX, TNT_TORCH_PYTHON_LIBRARY.
 
-option(TNT_PYTHON "Build the Python front end (import tarantella)" ON)
+# Not TNT_PYTHON: tests/CMakeLists.txt keeps the interpreter of the test
+# scripts in that variable.
+option(TNT_BUILD_PYTHON "Build the Python front end (import tarantella)" ON)
 set(TNT_PYTHON_EXECUTABLE "" CACHE FILEPATH
     "Python the front end is built for (default: /usr/bin/python3 if it can import torch, else python3 from PATH)")
 set(TNT_PYTHON_ENABLED OFF)
@@ -51,7 +53,7 @@ function(_tnt_python_run exe result_var output_var error_var)
   set(${error_var} "${err}" PARENT_SCOPE)
 endfunction()
 
-if(TNT_PYTHON)
+if(TNT_BUILD_PYTHON)
   if(TNT_PYTHON_EXECUTABLE AND TNT_PYTHON_EXECUTABLE STREQUAL _TNT_PYTHON_AUTO)
     set(_tnt_py "${TNT_PYTHON_EXECUTABLE}")
     set(_tnt_py_why "${_TNT_PYTHON_AUTO_WHY}, chosen at the first configuration")
@@ -123,5 +125,5 @@ if(TNT_PYTHON)
     endif()
   endif()
 else()
-  message(STATUS "Tarantella Python front end: off (TNT_PYTHON=OFF)")
+  message(STATUS "Tarantella Python front end: off (TNT_BUILD_PYTHON=OFF)")
 endif()

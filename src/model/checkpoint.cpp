@@ -499,9 +499,11 @@ TrainingPosition restore_backup(Model& model, const std::string& path) {
     TNT_CHECK(ranks >= 1 && rng_states.numel() == ranks * each, "backup '", path,
               "': entry 'backup_rng_states' has ", rng_states.numel(), " bytes for ", ranks,
               " ranks, expected ", each, " per rank: the file is damaged");
-    TNT_CHECK(static_cast<std::int64_t>(state.size()) == s.state_size(), "backup '", path,
-              "' holds ", state.size(), " loss/metric values, this model has ", s.state_size(),
-              ": compile with the loss and metrics of the run that made it");
+    // A backup at an epoch's end (step 0) has no epoch in progress: no state.
+    const bool epoch_end = entries.count("backup_step") == 0 && state.empty();
+    TNT_CHECK(epoch_end || static_cast<std::int64_t>(state.size()) == s.state_size(), "backup '",
+              path, "' holds ", state.size(), " loss/metric values, this model has ",
+              s.state_size(), ": compile with the loss and metrics of the run that made it");
     small = entries.subset({"backup_state", "backup_epoch", "backup_step",
                             "backup_global_batch_size", "backup_ranks", "backup_rng_states"});
   });

@@ -189,3 +189,20 @@ def test_optimizers_outside_the_supported_set_name_the_alternative():
         model.compile(optimizer=torch.optim.Adamax(net.parameters()), loss="mse")
     with pytest.raises(tnt.Error, match="not the model's trainable parameters"):
         model.compile(optimizer=torch.optim.SGD(make_net().parameters(), lr=0.1), loss="mse")
+
+
+def test_a_backup_from_an_epoch_end_resumes_at_the_next_epoch():
+    """BackupAndRestore's epoch-end backup holds no mid-epoch loss state; it
+    must resume at the next epoch (it was refused as 'holds 0 values')."""
+    directory = tnt.broadcast_object(tempfile.mkdtemp() if tnt.is_master_rank() else None)
+    data = Data()
+    first = compiled(make_net())
+    first.fit(data, batch_size=16, epochs=1, verbose=0,
+              callbacks=[tnt.callbacks.BackupAndRestore(directory, delete_checkpoint=False)])
+    seen = []
+    second = compiled(make_net(seed=9))
+    second.fit(data, batch_size=16, epochs=3, verbose=0,
+               callbacks=[tnt.callbacks.BackupAndRestore(directory),
+                          tnt.callbacks.LambdaCallback(on_epoch_begin=lambda e, l: seen.append(e))])
+    assert seen == [1, 2]
+    assert second.epochs_done == 3

@@ -108,7 +108,6 @@ class Engine {
   const comm::ProcessGroup& group() const { return group_; }
   const EngineOptions& options() const { return options_; }
   ModuleAdapter& net() const { return *net_; }
-  const std::shared_ptr<ModuleAdapter>& net_ptr() const { return net_; }
   torch::Device device() const { return device_; }
   const CompileOptions& compiled() const;
   torch::optim::Optimizer& optimizer() const;

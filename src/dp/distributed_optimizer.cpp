@@ -8,7 +8,6 @@
 
 #include <torch/torch.h>
 
-#include <tarantella/base/config.h>
 #include <tarantella/base/error.h>
 #include <tarantella/dp/share_weight.h>
 #include <tarantella/dp/state_sync.h>
@@ -50,13 +49,15 @@ DistributedOptimizer::DistributedOptimizer(std::unique_ptr<torch::optim::Optimiz
   // Every rank starts from rank 0's weights and optimizer state.
   broadcast_tensors(group_, params);
   broadcast_optimizer_state(group_, *inner_);
-  const Config config = is_initialized() ? tnt::config() : Config::from_env();
+  // Unset options take the run's configuration (TNT_FUSION_THRESHOLD,
+  // TNT_OVERLAP): this class is a facade for the user's own loop.
+  const Config config = current_config();
   sync_ = std::make_unique<GradientSynchronizer>(
       group_, params,
       SyncOptions()
           .fusion_threshold_bytes(options.fusion_threshold_bytes().value_or(
               config.fusion_threshold_bytes))
-          .overlap(config.overlap));
+          .overlap(options.overlap().value_or(config.overlap)));
   arm();
 }
 

@@ -33,8 +33,7 @@ Model::Model(std::shared_ptr<ModuleAdapter> adapter, comm::ProcessGroup group)
                      std::move(adapter), std::move(group),
                      // The facade resolves the run's configuration; the
                      // engine only takes explicit options.
-                     train::EngineOptions::from_config(is_initialized() ? tnt::config()
-                                                                        : Config::from_env())))) {}
+                     train::EngineOptions::from_config(current_config())))) {}
 
 const comm::ProcessGroup& Model::group() const { return impl_->engine->group(); }
 

@@ -38,7 +38,7 @@ class GradientSync {
                std::shared_ptr<data::BatchShare> share,
                std::optional<std::size_t> fusion_threshold_bytes)
       : group_(std::move(group)), share_(std::move(share)) {
-    const Config config = is_initialized() ? tnt::config() : Config::from_env();
+    const Config config = current_config();
     sync_ = std::make_unique<dp::GradientSynchronizer>(
         group_, std::move(params),
         dp::SyncOptions()

@@ -143,6 +143,7 @@ int get_local_rank() { return require_runtime("tnt::get_local_rank()").world.loc
 int get_local_size() { return require_runtime("tnt::get_local_size()").world.local_size(); }
 bool is_initialized() { return g_runtime.load() != nullptr; }
 const Config& config() { return require_runtime("tnt::config()").config; }
+Config current_config() { return is_initialized() ? config() : Config::from_env(); }
 
 void fail_rank(const std::string& message) {
   const Runtime::Impl* rt = g_runtime.load();

@@ -9,6 +9,7 @@
 #include <tarantella/base/error.h>
 
 #include "data/node.h"
+#include "train/engine.h"
 
 namespace tnt::train {
 namespace {
@@ -66,31 +67,36 @@ std::int64_t chunk_count(std::int64_t global, std::int64_t chunk) {
   return (global + chunk - 1) / chunk;
 }
 
-DeterministicStep::DeterministicStep(StepModel model, std::vector<torch::Tensor> trainable,
-                                     std::vector<torch::Tensor> buffers,
-                                     torch::optim::Optimizer& optimizer, StepRules rules,
-                                     comm::ProcessGroup group, std::int64_t chunk,
-                                     std::uint64_t seed, std::vector<int>& exponents)
-    : model_(std::move(model)),
-      trainable_(std::move(trainable)),
-      buffers_(std::move(buffers)),
-      optimizer_(optimizer),
-      rules_(std::move(rules)),
-      group_(std::move(group)),
-      chunk_(chunk),
-      seed_(seed),
-      exponents_(exponents) {}
+namespace {
 
-StepResult DeterministicStep::run(const data::MicroBatch& mb, std::uint64_t batch_key,
-                                  std::int64_t cycle, bool reduce, std::vector<double>& pending,
-                                  std::int64_t& optimizer_steps, Clock::time_point data_begin,
-                                  Clock::time_point data_end) {
+// The engine's seed for deterministic mode, agreed on first use.
+std::uint64_t engine_seed(Engine& engine) {
+  Counters& c = engine.counters();
+  if (!c.deterministic_seed) c.deterministic_seed = shared_seed(engine.group());
+  return *c.deterministic_seed;
+}
+
+}  // namespace
+
+DeterministicStep::DeterministicStep(Engine& engine)
+    : Step(static_cast<std::size_t>(engine.state_size())),
+      e_(engine),
+      model_(engine.step_model()),
+      rules_(rules_of(engine)),
+      trainable_(engine.trainable()),
+      buffers_(engine.buffers()),
+      group_(engine.group()),
+      chunk_(*engine.compiled().deterministic()),
+      seed_(engine_seed(engine)),
+      exponents_(engine.counters().deterministic_exponents) {}
+
+StepResult DeterministicStep::run(const StepInput& in) {
   StepResult result;
   StepTimes& t = result.times;
-  t.data_begin = data_begin;
-  t.data_end = data_end;
+  t.data_begin = in.data_begin;
+  t.data_end = in.data_end;
   t.forward_begin = Clock::now();
-  const std::int64_t total = chunk_count(mb.global_size, chunk_);
+  const data::MicroBatch& mb = in.mb;
   const auto [lo, hi] =
       data::micro_batch_range(mb.global_size, group_.size(), group_.rank(), chunk_);
   TNT_CHECK(hi - lo == mb.local_size, "deterministic training: a micro-batch of ", mb.local_size,
@@ -98,24 +104,48 @@ StepResult DeterministicStep::run(const data::MicroBatch& mb, std::uint64_t batc
             " expected): distribute the dataset with the model's granularity");
   std::vector<torch::Tensor> base;
   for (const auto& b : buffers_) base.push_back(b.detach().clone());
+  const std::vector<torch::Tensor> sums = sum_chunks(in, lo / chunk_, base);
+  t.backward_begin = t.backward_end = Clock::now();
+  t.sync_end = Clock::now();
+  add_sums(sums, in, base);
+  if (in.cycle.reduce) {
+    for (std::size_t i = 0; i < trainable_.size(); ++i) {
+      trainable_[i].mutable_grad() = gradient_[i].to(trainable_[i].options());
+    }
+    result.stepped =
+        apply_update(trainable_, e_.optimizer(), rules_, e_.counters().optimizer_steps);
+    result.global_state = state_;
+    result.local_state = take_pending();
+    gradient_.clear();
+    state_ = torch::Tensor();
+  }
+  t.step_end = Clock::now();
+  return result;
+}
+
+std::vector<torch::Tensor> DeterministicStep::sum_chunks(const StepInput& in, std::int64_t first,
+                                                         const std::vector<torch::Tensor>& base) {
   if (!sum_) {
     // A part: per chunk, [gradients..., state, buffers...].
     std::vector<torch::Tensor> like(trainable_.begin(), trainable_.end());
-    like.push_back(torch::zeros({static_cast<std::int64_t>(pending.size())}, torch::kFloat64));
+    like.push_back(torch::zeros({static_cast<std::int64_t>(state_size())}, torch::kFloat64));
     like.insert(like.end(), buffers_.begin(), buffers_.end());
     sum_.emplace(like);
     if (exponents_.size() != like.size()) exponents_.assign(like.size(), 0);
   }
+  const std::uint64_t batch_key =
+      (static_cast<std::uint64_t>(in.epoch) << 32) ^ static_cast<std::uint64_t>(in.step);
+  const data::MicroBatch& mb = in.mb;
   std::optional<std::vector<torch::Tensor>> sums;
-  std::vector<double> mine(pending.size(), 0.0);  // this rank's state increment
+  std::vector<double> mine;  // this rank's state increment
   for (int attempt = 0; !sums; ++attempt) {
     TNT_CHECK(attempt < 3, "internal error: deterministic training found no fitting exponents");
     sum_->begin(exponents_);
-    std::fill(mine.begin(), mine.end(), 0.0);
+    mine.assign(state_size(), 0.0);
     GeneratorStateGuard generator;
     for (std::int64_t begin = 0; begin < mb.local_size; begin += chunk_) {
       const std::int64_t n = std::min(chunk_, mb.local_size - begin);
-      const std::int64_t index = (lo + begin) / chunk_;  // in the global batch
+      const std::int64_t index = first + begin / chunk_;  // in the global batch
       generator.seed(data::detail::mix64(
           seed_ ^ data::detail::mix64(batch_key * 0x9E3779B97F4A7C15ULL +
                                       static_cast<std::uint64_t>(index))));
@@ -123,59 +153,53 @@ StepResult DeterministicStep::run(const data::MicroBatch& mb, std::uint64_t batc
         torch::NoGradGuard no_grad;
         for (std::size_t b = 0; b < buffers_.size(); ++b) buffers_[b].copy_(base[b]);
       }
-      for (auto& p : trainable_) p.mutable_grad() = torch::Tensor();
-      const data::Element e = rows(mb.tensors, begin, n);
-      const torch::Tensor output = model_.forward(e);
-      const torch::Tensor target = model_.target(e);
-      const torch::Tensor loss = model_.loss(output, target);
-      const torch::Tensor state = model_.state(output, target, loss, n).to(torch::kFloat64);
-      accumulate(mine, state);
-      // The chunk's summed loss (times the loss scale, with mixed precision).
-      const double factor = static_cast<double>(n) * (rules_.scaler ? rules_.scaler->scale() : 1.0);
-      (loss * factor).backward();
-      std::vector<torch::Tensor> part;
-      for (const auto& p : trainable_) part.push_back(p.grad().defined() ? p.grad() : torch::zeros_like(p));
-      part.push_back(state);
-      for (const auto& b : buffers_) part.push_back(b);
+      std::vector<torch::Tensor> part = chunk_part(rows(mb.tensors, begin, n), n);
+      accumulate(mine, part[trainable_.size()]);
       sum_->add(part);
     }
-    sums = sum_->finish(group_, total);
+    sums = sum_->finish(group_, chunk_count(mb.global_size, chunk_));
     exponents_ = sum_->exponents();  // the prediction for the next step
   }
-  for (std::size_t i = 0; i < pending.size(); ++i) pending[i] += mine[i];
-  t.backward_begin = t.backward_end = Clock::now();
-  t.sync_end = Clock::now();
+  add_pending(torch::tensor(mine, torch::kFloat64));
+  return std::move(*sums);
+}
 
+std::vector<torch::Tensor> DeterministicStep::chunk_part(const data::Element& e, std::int64_t n) {
+  for (auto& p : trainable_) p.mutable_grad() = torch::Tensor();
+  const torch::Tensor output = model_.forward(e);
+  const torch::Tensor target = model_.target(e);
+  const torch::Tensor loss = model_.loss(output, target);
+  const torch::Tensor state = model_.state(output, target, loss, n).to(torch::kFloat64);
+  // The chunk's summed loss (times the loss scale, with mixed precision).
+  const double factor = static_cast<double>(n) * (rules_.scaler ? rules_.scaler->scale() : 1.0);
+  (loss * factor).backward();
+  std::vector<torch::Tensor> part;
+  for (const auto& p : trainable_) part.push_back(p.grad().defined() ? p.grad() : torch::zeros_like(p));
+  part.push_back(state);
+  for (const auto& b : buffers_) part.push_back(b);
+  return part;
+}
+
+void DeterministicStep::add_sums(const std::vector<torch::Tensor>& sums, const StepInput& in,
+                                 const std::vector<torch::Tensor>& base) {
   // The mean gradient of this micro-step's global batch, averaged over the
   // cycle (as TrainStep's weights n_r / (B * cycle) do).
-  const double divisor = static_cast<double>(mb.global_size * cycle);
+  const double divisor = static_cast<double>(in.mb.global_size * in.cycle.length);
   if (gradient_.empty()) {
     for (const auto& p : trainable_) gradient_.push_back(torch::zeros(p.sizes(), torch::kFloat64));
-    state_ = torch::zeros({static_cast<std::int64_t>(pending.size())}, torch::kFloat64);
+    state_ = torch::zeros({static_cast<std::int64_t>(state_size())}, torch::kFloat64);
   }
-  for (std::size_t i = 0; i < trainable_.size(); ++i) gradient_[i].add_((*sums)[i].div(divisor));
-  state_.add_((*sums)[trainable_.size()]);
-  {
-    torch::NoGradGuard no_grad;
-    for (std::size_t b = 0; b < buffers_.size(); ++b) {
-      const torch::Tensor sum = (*sums)[trainable_.size() + 1 + b];
-      const torch::Tensor mean = sum.is_floating_point()
-                                     ? sum.div(static_cast<double>(total))
-                                     : sum.div(total, /*rounding_mode=*/"floor");
-      buffers_[b].copy_(total > 0 ? mean.to(buffers_[b].dtype()) : base[b]);
-    }
+  for (std::size_t i = 0; i < trainable_.size(); ++i) gradient_[i].add_(sums[i].div(divisor));
+  state_.add_(sums[trainable_.size()]);
+  const std::int64_t total = chunk_count(in.mb.global_size, chunk_);
+  torch::NoGradGuard no_grad;
+  for (std::size_t b = 0; b < buffers_.size(); ++b) {
+    const torch::Tensor sum = sums[trainable_.size() + 1 + b];
+    const torch::Tensor mean = sum.is_floating_point()
+                                   ? sum.div(static_cast<double>(total))
+                                   : sum.div(total, /*rounding_mode=*/"floor");
+    buffers_[b].copy_(total > 0 ? mean.to(buffers_[b].dtype()) : base[b]);
   }
-  if (reduce) {
-    for (std::size_t i = 0; i < trainable_.size(); ++i) {
-      trainable_[i].mutable_grad() = gradient_[i].to(trainable_[i].options());
-    }
-    result.stepped = apply_update(trainable_, optimizer_, rules_, optimizer_steps);
-    result.global_state = state_;
-    gradient_.clear();
-    state_ = torch::Tensor();
-  }
-  t.step_end = Clock::now();
-  return result;
 }
 
 void evaluate_chunks(const StepModel& model, const data::MicroBatch& mb, std::int64_t chunk,

@@ -28,38 +28,42 @@
 
 #include <tarantella/comm/process_group.h>
 #include <tarantella/data/distribute.h>
+#include <tarantella/data/element.h>
 
 #include "dp/exact_sum.h"
 #include "train/train_step.h"
 
 namespace tnt::train {
 
-class DeterministicStep {
+class DeterministicStep final : public Step {
  public:
-  /// `buffers`: the network's buffers (reset per chunk, averaged); `seed`:
-  /// the same on every rank (the model's); `exponents`: the prediction of
-  /// the fixed-point exponents, kept by the caller across fits and in
-  /// checkpoints (empty at first), so that a resumed run predicts — and
-  /// rounds — exactly as the uninterrupted one.
-  DeterministicStep(StepModel model, std::vector<torch::Tensor> trainable,
-                    std::vector<torch::Tensor> buffers, torch::optim::Optimizer& optimizer,
-                    StepRules rules, comm::ProcessGroup group, std::int64_t chunk,
-                    std::uint64_t seed, std::vector<int>& exponents);
+  /// Over `engine`'s network: its buffers are reset per chunk and
+  /// averaged. The seed (the same on every rank) and the prediction of the
+  /// fixed-point exponents are the engine's counters, kept across fits and
+  /// in checkpoints, so that a resumed run predicts — and rounds — exactly
+  /// as the uninterrupted one. Collective: agrees on a seed if there is none.
+  explicit DeterministicStep(Engine& engine);
 
-  /// One micro-step on `mb`, the rank's chunks of global batch `batch_key`
-  /// (unique within the fit, e.g. epoch and step). `cycle`: micro-steps in
-  /// this accumulation cycle; `reduce`: it ends here (the optimizer steps).
-  /// This rank's own state increment is added to `pending`.
-  StepResult run(const data::MicroBatch& mb, std::uint64_t batch_key, std::int64_t cycle,
-                 bool reduce, std::vector<double>& pending, std::int64_t& optimizer_steps,
-                 Clock::time_point data_begin, Clock::time_point data_end);
+  /// One micro-step on the rank's chunks of the global batch (epoch, step).
+  StepResult run(const StepInput& in) override;
 
  private:
+  /// This rank's chunks of `in.mb`, starting at global chunk `first`,
+  /// summed exactly over all ranks: [gradients..., state, buffers...].
+  std::vector<torch::Tensor> sum_chunks(const StepInput& in, std::int64_t first,
+                                        const std::vector<torch::Tensor>& base);
+  /// One chunk's part of the sum: forward, backward, its state added to
+  /// this rank's.
+  std::vector<torch::Tensor> chunk_part(const data::Element& e, std::int64_t n);
+  /// The sums into the cycle's gradient and state, the buffers averaged.
+  void add_sums(const std::vector<torch::Tensor>& sums, const StepInput& in,
+                const std::vector<torch::Tensor>& base);
+
+  Engine& e_;
   StepModel model_;
+  StepRules rules_;
   std::vector<torch::Tensor> trainable_;
   std::vector<torch::Tensor> buffers_;
-  torch::optim::Optimizer& optimizer_;
-  StepRules rules_;
   comm::ProcessGroup group_;
   std::int64_t chunk_;
   std::uint64_t seed_;

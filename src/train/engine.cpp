@@ -253,8 +253,7 @@ dp::GradientSynchronizer& Engine::synchronizer() {
   if (sync_) return *sync_;
   const std::size_t threshold = threshold_override_.value_or(
       compiled_->fusion_threshold_bytes().value_or(options_.fusion_threshold_bytes()));
-  // At one rank there is nothing to shard: the plain step is the same.
-  const bool shard = compiled_->shard_optimizer() && group_.size() > 1;
+  const bool shard = sharded();
   sync_ = std::make_unique<dp::GradientSynchronizer>(
       group_, trainable_,
       dp::SyncOptions()
@@ -270,8 +269,7 @@ dp::GradientSynchronizer& Engine::synchronizer() {
     shards_ = std::make_unique<dp::OptimizerShards>(
         group_, trainable_, sync_->buckets(), *optimizer_,
         [engine](std::size_t b, torch::Tensor bucket) { engine->adopt_buffer(b, std::move(bucket)); });
-  } else if (options_.overlap_optimizer() && group_.size() > 1 &&
-             dp::updates_element_wise(*optimizer_)) {
+  } else if (updates_per_bucket()) {
     bucket_steps_ = std::make_unique<dp::BucketSteps>(trainable_, sync_->buckets(), *optimizer_);
   }
   return *sync_;
@@ -293,6 +291,20 @@ torch::Tensor Engine::run(const std::vector<torch::Tensor>& inputs) {
   }
   // Loss and metrics in float32, as Keras's mixed policy recommends.
   return output.is_floating_point() ? output.to(torch::kFloat32) : output;
+}
+
+// At one rank there is nothing to shard: the plain step is the same.
+bool Engine::sharded() const { return compiled().shard_optimizer() && group_.size() > 1; }
+
+bool Engine::updates_per_bucket() const {
+  return sharded() || (options_.overlap_optimizer() && group_.size() > 1 &&
+                       dp::updates_element_wise(optimizer()));
+}
+
+std::vector<torch::Tensor> Engine::buffers() const {
+  std::vector<torch::Tensor> buffers;
+  for (const auto& [name, b] : net_->named_buffers()) buffers.push_back(b);
+  return buffers;
 }
 
 StepModel Engine::step_model() {

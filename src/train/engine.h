@@ -32,7 +32,7 @@
 #include <tarantella/train/training_host.h>
 
 #include "train/mixed_precision.h"
-#include "train/train_step.h"
+#include "train/step_model.h"
 
 namespace torch::optim {
 class Optimizer;
@@ -143,6 +143,12 @@ class Engine {
   dp::OptimizerShards* shards() const { return shards_.get(); }
   dp::BucketSteps* bucket_steps() const { return bucket_steps_.get(); }
   const std::vector<torch::Tensor>& trainable() const { return trainable_; }
+  /// The network's buffers (BatchNorm's running statistics).
+  std::vector<torch::Tensor> buffers() const;
+  /// Whether the optimizer steps bucket by bucket (sharded, or element-wise
+  /// with the optimizer overlap on; more than one rank): shards() or
+  /// bucket_steps() exist once the gradient engine is built.
+  bool updates_per_bucket() const;
   /// Auto-tuning: made on the first fit that tunes; the gradient engine
   /// rebuilt for the tuner's current setting (between cycles only).
   AutoTuner* autotuner() const { return autotuner_.get(); }
@@ -159,6 +165,8 @@ class Engine {
   std::optional<TrainingPosition> take_resume();
 
  private:
+  bool sharded() const;
+
   comm::ProcessGroup group_;
   EngineOptions options_;
   std::shared_ptr<ModuleAdapter> net_;

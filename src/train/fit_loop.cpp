@@ -24,8 +24,6 @@
 namespace tnt::train {
 namespace {
 
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
 // The global sample count of a step when the user distributed by hand.
 std::int64_t manual_global_size(const comm::ProcessGroup& group, std::int64_t local) {
   torch::Tensor n = torch::tensor({local});
@@ -33,21 +31,7 @@ std::int64_t manual_global_size(const comm::ProcessGroup& group, std::int64_t lo
   return n.item<std::int64_t>();
 }
 
-std::vector<torch::Tensor> buffers_of(ModuleAdapter& net) {
-  std::vector<torch::Tensor> buffers;
-  for (const auto& [name, b] : net.named_buffers()) buffers.push_back(b);
-  return buffers;
-}
-
 }  // namespace
-
-CyclePoint cycle_at(std::int64_t step, int k, std::int64_t steps_total) {
-  CyclePoint c;
-  c.start = step - step % k;
-  c.length = steps_total > 0 ? std::min<std::int64_t>(k, steps_total - c.start) : k;
-  c.reduce = (step + 1) % k == 0 || (steps_total > 0 && step + 1 == steps_total);
-  return c;
-}
 
 FitLoop::FitLoop(Engine& engine, const data::Dataset& train, const FitOptions& options,
                  Driver driver)
@@ -74,9 +58,6 @@ void FitLoop::begin() {
   if (chunk) one_thread_.emplace();
   if (e_.options().autotune() && !chunk) e_.start_autotuner();
   e_.timeline();  // collective when it is made
-  step_ = std::make_unique<TrainStep>(
-      e_.step_model(), e_.trainable(), e_.optimizer(),
-      StepRules{compiled.clip_norm(), compiled.clip_value(), compiled.schedule().fn, e_.scaler()});
   // With distribute_dataset(false) the dataset's batch is already this rank's.
   warn_small_batchnorm(e_.net(), options_.distribute_dataset()
                                      ? dist_->global_batch_size() / e_.group().size()
@@ -93,14 +74,9 @@ void FitLoop::begin() {
   // A callback (BackupAndRestore) may have given a position to continue from.
   resume_ = e_.take_resume();
   if (resume_) check_resume(*resume_, dist_->global_batch_size(), steps_total_);
-  // After train_begin: a restored backup brings the model's seed and exponents.
-  if (chunk) {
-    Counters& c = e_.counters();
-    if (!c.deterministic_seed) c.deterministic_seed = shared_seed(e_.group());
-    deterministic_.emplace(step_->model(), e_.trainable(), buffers_of(e_.net()), e_.optimizer(),
-                           step_->rules(), e_.group(), *chunk, *c.deterministic_seed,
-                           c.deterministic_exponents);
-  }
+  // After train_begin: a restored backup brings deterministic mode's seed
+  // and exponents.
+  step_ = make_step(e_);
 }
 
 std::int64_t FitLoop::first_epoch() const {
@@ -114,7 +90,6 @@ bool FitLoop::run_epoch(std::int64_t epoch) {
   const std::size_t n_state = static_cast<std::size_t>(e_.state_size());
   global_state_.assign(n_state, 0.0);
   local_state_.assign(n_state, 0.0);
-  pending_.assign(n_state, 0.0);  // this rank, this accumulation cycle
   auto it = dist_->iterate(epoch);
   std::int64_t step = 0;
   if (resume_ && resume_->step > 0) {  // mid-epoch: the batches done are passed unread
@@ -123,7 +98,7 @@ bool FitLoop::run_epoch(std::int64_t epoch) {
     logs_ = e_.logs_of(global_state_);
   }
   resume_.reset();
-  overlap_ = OverlapMeter();
+  step_->take_overlap();
   while (run_step(it, epoch, step)) ++step;
   end_epoch(epoch);
   return !stop_vote();
@@ -138,12 +113,13 @@ bool FitLoop::run_step(data::DistributedDataset::Iterator& it, std::int64_t epoc
   if (!mb) return false;
   callbacks_->train_batch_begin(step);
   const CyclePoint cycle = cycle_at(step, e_.compiled().aggregation_frequency(), steps_total_);
-  const StepResult r = train_micro_batch(*mb, epoch, step, cycle, data_begin);
+  const std::int64_t global = options_.distribute_dataset()
+                                  ? mb->global_size
+                                  : manual_global_size(e_.group(), mb->local_size);
+  const StepResult r = step_->run({*mb, epoch, step, cycle, global, data_begin, Clock::now()});
   if (!cycle.reduce) return true;
-  if (e_.autotuner()) e_.autotuner()->record(seconds(r.times.step_end - r.times.forward_begin));
   accumulate(global_state_, r.global_state);
-  for (std::size_t i = 0; i < pending_.size(); ++i) local_state_[i] += pending_[i];
-  std::fill(pending_.begin(), pending_.end(), 0.0);
+  for (std::size_t i = 0; i < local_state_.size(); ++i) local_state_[i] += r.local_state[i];
   logs_ = e_.logs_of(global_state_);
   local_logs_ = e_.logs_of(local_state_);
   e_.set_position({epoch, step + 1, global_state_, dist_->global_batch_size(), e_.group().size()});
@@ -153,42 +129,17 @@ bool FitLoop::run_step(data::DistributedDataset::Iterator& it, std::int64_t epoc
   return true;
 }
 
-StepResult FitLoop::train_micro_batch(const data::MicroBatch& mb, std::int64_t epoch,
-                                      std::int64_t step, const CyclePoint& cycle,
-                                      Clock::time_point data_begin) {
-  const auto data_end = Clock::now();
-  std::int64_t& optimizer_steps = e_.counters().optimizer_steps;
-  if (deterministic_) {
-    const std::uint64_t batch_key =
-        (static_cast<std::uint64_t>(epoch) << 32) ^ static_cast<std::uint64_t>(step);
-    return deterministic_->run(mb, batch_key, cycle.length, cycle.reduce, pending_,
-                               optimizer_steps, data_begin, data_end);
-  }
-  // Asked every step: a callback's load() may have dropped the gradient
-  // engine. A new auto-tuned setting only between cycles.
-  dp::GradientSynchronizer& sync =
-      e_.autotuner() && step == cycle.start ? e_.retune() : e_.synchronizer();
-  const std::int64_t global = options_.distribute_dataset()
-                                  ? mb.global_size
-                                  : manual_global_size(e_.group(), mb.local_size);
-  const double weight =
-      static_cast<double>(mb.local_size) / static_cast<double>(global * cycle.length);
-  StepResult r = step_->run(mb, sync, weight, cycle.reduce, pending_, optimizer_steps, data_begin,
-                            data_end, e_.shards(), e_.bucket_steps());
-  record_step(e_.timeline(), overlap_, sync, cycle.reduce, r.times);
-  return r;
-}
-
 void FitLoop::end_epoch(std::int64_t epoch) {
-  if (overlap_.total_s > 0) {
+  const OverlapMeter overlap = step_->take_overlap();
+  if (overlap.total_s > 0) {
     log::info(fmt::format("epoch {}: {:.0f}% of the allreduce time was hidden behind backward "
                           "({:.3f} s of {:.3f} s)",
-                          epoch + 1, 100.0 * overlap_.fraction(), overlap_.hidden_s,
-                          overlap_.total_s));
+                          epoch + 1, 100.0 * overlap.fraction(), overlap.hidden_s,
+                          overlap.total_s));
   }
   // Buffers (BatchNorm statistics) are local during the epoch; the
   // master's are shared so that every rank evaluates the same model.
-  std::vector<torch::Tensor> buffers = buffers_of(e_.net());
+  std::vector<torch::Tensor> buffers = e_.buffers();
   if (!buffers.empty()) dp::broadcast_tensors(e_.group(), buffers);
   if (options_.validation_data() && (epoch + 1) % options_.validation_freq() == 0) {
     EvaluateOptions eval;

@@ -6,8 +6,9 @@
 //   run_epoch(e)   the steps of epoch e (run_step each), then end_epoch(e):
 //                  buffers shared, validation, epoch_end, the stop vote
 //   end()          train_end, the timeline written
-// Accumulation is arithmetic on the step index (cycle_at), kept apart so
-// that it can be checked without training.
+// Accumulation is arithmetic on the step index (cycle_at in
+// train_step.h), kept apart so that it can be checked without training;
+// the step (train_step.h) owns the cycle's state.
 #pragma once
 
 #include <cstdint>
@@ -20,21 +21,9 @@
 #include "train/engine.h"
 #include "train/callback_list.h"
 #include "train/deterministic_step.h"
-#include "train/timeline.h"
 #include "train/train_step.h"
 
 namespace tnt::train {
-
-/// Where step `step` of an epoch of `steps_total` steps (< 0: unknown) lies
-/// in accumulation cycles of k micro-steps: the length of its cycle (the
-/// last one of an epoch may be shorter; its gradients are averaged over
-/// its real length) and whether the cycle ends (reduces) there.
-struct CyclePoint {
-  std::int64_t start = 0;
-  std::int64_t length = 1;
-  bool reduce = true;
-};
-CyclePoint cycle_at(std::int64_t step, int k, std::int64_t steps_total);
 
 class FitLoop {
  public:
@@ -55,8 +44,6 @@ class FitLoop {
 
  private:
   bool run_step(data::DistributedDataset::Iterator& it, std::int64_t epoch, std::int64_t step);
-  StepResult train_micro_batch(const data::MicroBatch& mb, std::int64_t epoch, std::int64_t step,
-                               const CyclePoint& cycle, Clock::time_point data_begin);
   void end_epoch(std::int64_t epoch);
   bool stop_vote();
 
@@ -66,15 +53,13 @@ class FitLoop {
   Driver driver_;
   std::optional<data::DistributedDataset> dist_;
   std::optional<SingleThreadScope> one_thread_;
-  std::unique_ptr<TrainStep> step_;
-  std::optional<DeterministicStep> deterministic_;
+  std::unique_ptr<Step> step_;
   std::shared_ptr<callbacks::History> history_;
   std::optional<CallbackList> callbacks_;
   std::optional<TrainingPosition> resume_;
   std::int64_t steps_total_ = -1;
   Logs logs_, local_logs_;
-  std::vector<double> global_state_, local_state_, pending_;
-  OverlapMeter overlap_;
+  std::vector<double> global_state_, local_state_;
 };
 
 }  // namespace tnt::train

@@ -1,48 +1,103 @@
 #include "train/train_step.h"
 
+#include <algorithm>
+#include <utility>
+
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <tarantella/base/error.h>
 
 #include "dp/optimizer_shards.h"
+#include "train/autotune.h"
+#include "train/deterministic_step.h"
+#include "train/engine.h"
 
 namespace tnt::train {
 
-TrainStep::TrainStep(StepModel model, std::vector<torch::Tensor> trainable,
-                     torch::optim::Optimizer& optimizer, StepRules rules)
-    : model_(std::move(model)),
-      trainable_(std::move(trainable)),
-      optimizer_(optimizer),
-      rules_(std::move(rules)) {}
+CyclePoint cycle_at(std::int64_t step, int k, std::int64_t steps_total) {
+  CyclePoint c;
+  c.start = step - step % k;
+  c.length = steps_total > 0 ? std::min<std::int64_t>(k, steps_total - c.start) : k;
+  c.reduce = (step + 1) % k == 0 || (steps_total > 0 && step + 1 == steps_total);
+  return c;
+}
 
-StepResult TrainStep::run(const data::MicroBatch& mb, dp::GradientSynchronizer& sync,
-                          double weight, bool reduce, std::vector<double>& pending,
-                          std::int64_t& optimizer_steps, Clock::time_point data_begin,
-                          Clock::time_point data_end, dp::OptimizerShards* shards,
-                          dp::BucketSteps* bucket_steps) {
+OverlapMeter Step::take_overlap() { return std::exchange(overlap_, OverlapMeter()); }
+
+void Step::add_pending(const torch::Tensor& increment) { accumulate(pending_, increment); }
+
+std::vector<double> Step::take_pending() {
+  std::vector<double> out(pending_.size(), 0.0);
+  std::swap(out, pending_);
+  return out;
+}
+
+StepRules rules_of(Engine& engine) {
+  const CompileOptions& c = engine.compiled();
+  return StepRules{c.clip_norm(), c.clip_value(), c.schedule().fn, engine.scaler()};
+}
+
+std::unique_ptr<Step> make_step(Engine& engine) {
+  if (engine.compiled().deterministic()) return std::make_unique<DeterministicStep>(engine);
+  return std::make_unique<TrainStep>(engine);
+}
+
+TrainStep::TrainStep(Engine& engine)
+    : Step(static_cast<std::size_t>(engine.state_size())),
+      e_(engine),
+      model_(engine.step_model()),
+      rules_(rules_of(engine)),
+      trainable_(engine.trainable()),
+      update_(engine.updates_per_bucket() && !rules_.needs_all_gradients() ? Update::kPerBucket
+                                                                           : Update::kAfterSync) {}
+
+StepResult TrainStep::run(const StepInput& in) {
+  // A new auto-tuned setting only between cycles.
+  AutoTuner* tuner = e_.autotuner();
+  dp::GradientSynchronizer& sync =
+      tuner && in.step == in.cycle.start ? e_.retune() : e_.synchronizer();
   StepResult result;
+  forward_backward(in, sync, result.times);
+  if (in.cycle.reduce && update_ == Update::kPerBucket) {
+    update_per_bucket(sync, result);
+  } else {
+    update_after_sync(sync, in.cycle.reduce, result);
+  }
   StepTimes& t = result.times;
-  t.data_begin = data_begin;
-  t.data_end = data_end;
+  t.step_end = Clock::now();
+  record_step(e_.timeline(), overlap_, sync, in.cycle.reduce, t);
+  if (in.cycle.reduce) {
+    result.local_state = take_pending();
+    if (tuner) tuner->record(std::chrono::duration<double>(t.step_end - t.forward_begin).count());
+  }
+  return result;
+}
+
+void TrainStep::forward_backward(const StepInput& in, dp::GradientSynchronizer& sync,
+                                 StepTimes& t) {
+  const data::MicroBatch& mb = in.mb;
+  t.data_begin = in.data_begin;
+  t.data_end = in.data_end;
   t.forward_begin = Clock::now();
-  torch::Tensor loss;
   // A rank with an empty micro-batch (a short last batch smaller than the
   // number of ranks) contributes zeros, so every rank runs the same
   // collectives. The model decides whether its network runs on the empty
   // batch (StepModel::forward): one whose layers communicate must, and then
   // backward runs too, from the empty output, for those layers'
   // collectives; there is no loss or state to add.
-  torch::Tensor empty_output;
+  torch::Tensor loss, empty_output;
   if (mb.local_size > 0) {
     const torch::Tensor output = forward_checked(mb);
     const torch::Tensor target = model_.target(mb.tensors);
     loss = model_.loss(output, target);
-    accumulate(pending, model_.state(output, target, loss, mb.local_size));
+    add_pending(model_.state(output, target, loss, mb.local_size));
   } else {
     empty_output = forward_checked(mb);
   }
-  sync.begin_step(weight, reduce, torch::tensor(pending, torch::kFloat64));
+  const double weight = static_cast<double>(mb.local_size) /
+                        static_cast<double>(in.global_size * in.cycle.length);
+  sync.begin_step(weight, in.cycle.reduce, torch::tensor(pending(), torch::kFloat64));
   t.backward_begin = Clock::now();
   if (loss.defined()) {
     (rules_.scaler ? loss * rules_.scaler->scale() : loss).backward();
@@ -50,42 +105,48 @@ StepResult TrainStep::run(const data::MicroBatch& mb, dp::GradientSynchronizer& 
     empty_output.sum().backward();
   }
   t.backward_end = Clock::now();
-  const bool per_bucket = reduce && (shards || bucket_steps) && !rules_.scaler &&
-                          !rules_.clip_norm && !rules_.clip_value;
-  if (per_bucket) {
-    // Each bucket's step as soon as it is reduced; a sharded bucket's slice
-    // leaves for the allgather right after its step.
-    set_learning_rate(optimizer_, rules_, optimizer_steps);
-    std::size_t stepped = 0;
-    result.global_state = sync.finish([&](std::size_t b) {
-      if (shards) {
-        shards->set_gradient(b, sync.reduced_slices()[b]);
-        shards->step_bucket(b);
-        shards->start_gather(b);
-      } else {
-        bucket_steps->step(b);
-      }
-      ++stepped;
-    });
-    t.sync_end = Clock::now();
-    if (stepped == 0) {
-      // One rank: autograd's .grad was the answer, no bucket went out.
-      if (shards) shards->set_gradients(sync.reduced_slices());
-      result.stepped = apply_update(trainable_, optimizer_, rules_, optimizer_steps, shards);
+}
+
+void TrainStep::update_after_sync(dp::GradientSynchronizer& sync, bool reduce, StepResult& r) {
+  r.global_state = sync.finish();
+  r.times.sync_end = Clock::now();
+  if (!reduce) return;
+  dp::OptimizerShards* shards = e_.shards();
+  if (shards) shards->set_gradients(sync.reduced_slices());
+  r.stepped =
+      apply_update(trainable_, e_.optimizer(), rules_, e_.counters().optimizer_steps, shards);
+}
+
+// Each bucket's step as soon as it is reduced; a sharded bucket's slice
+// leaves for the allgather right after its step.
+void TrainStep::update_per_bucket(dp::GradientSynchronizer& sync, StepResult& r) {
+  std::int64_t& optimizer_steps = e_.counters().optimizer_steps;
+  set_learning_rate(e_.optimizer(), rules_, optimizer_steps);
+  dp::OptimizerShards* shards = e_.shards();
+  dp::BucketSteps* bucket_steps = e_.bucket_steps();
+  TNT_CHECK(shards || bucket_steps,
+            "internal error: a per-bucket update without sharded or per-bucket optimizer steps");
+  std::size_t stepped = 0;
+  r.global_state = sync.finish([&](std::size_t b) {
+    if (shards) {
+      shards->set_gradient(b, sync.reduced_slices()[b]);
+      shards->step_bucket(b);
+      shards->start_gather(b);
     } else {
-      if (shards) shards->finish_gather();
-      ++optimizer_steps;
-      result.stepped = true;
+      bucket_steps->step(b);
     }
-    t.step_end = Clock::now();
-    return result;
+    ++stepped;
+  });
+  r.times.sync_end = Clock::now();
+  if (stepped == 0) {
+    // No bucket went out (nothing to reduce): .grad is the answer.
+    if (shards) shards->set_gradients(sync.reduced_slices());
+    r.stepped = apply_update(trainable_, e_.optimizer(), rules_, optimizer_steps, shards);
+    return;
   }
-  result.global_state = sync.finish();
-  t.sync_end = Clock::now();
-  if (reduce && shards) shards->set_gradients(sync.reduced_slices());
-  if (reduce) result.stepped = apply_update(trainable_, optimizer_, rules_, optimizer_steps, shards);
-  t.step_end = Clock::now();
-  return result;
+  if (shards) shards->finish_gather();
+  ++optimizer_steps;
+  r.stepped = true;
 }
 
 void set_learning_rate(torch::optim::Optimizer& optimizer, const StepRules& rules,

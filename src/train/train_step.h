@@ -1,23 +1,25 @@
-// Private: one training step as a unit. On rank r, for its micro-batch of
-// n_r samples of a global batch of B:
-//   forward -> mean loss and loss/metric state (no loss when n_r = 0; see
-//              StepModel::forward)
-//   begin_step(weight n_r / (B * cycle), extras = state) -> hooks armed
-//   backward -> buckets leave for the allreduce while backward runs
-//   finish() -> summed gradients in .grad, the global state back
-//   (when the accumulation cycle ends) clip, learning rate, optimizer step
-// and the step's moments on the timeline and the overlap meter.
-//
-// train/ sits below the Model facade: what the step needs of the model
-// (forward, loss, state) comes in as plain functions, so the epoch loop
-// (model/fit.cpp: callbacks, validation, stop vote) and tests can drive it.
+// Private: one training step as a unit, and the strategy that runs it,
+// chosen once per fit (make_step):
+//   TrainStep          (the default) on rank r, for its micro-batch of n_r
+//                      samples of a global batch of B:
+//     forward -> mean loss and loss/metric state (no loss when n_r = 0; see
+//                StepModel::forward)
+//     begin_step(weight n_r / (B * cycle), extras = state) -> hooks armed
+//     backward -> buckets leave for the allreduce while backward runs
+//     finish() -> summed gradients in .grad, the global state back
+//     (when the accumulation cycle ends) the update: clip, learning rate,
+//     optimizer step, either after the last bucket or bucket by bucket as
+//     each is reduced (Update, decided once from the compiled options)
+//   DeterministicStep  (CompileOptions().deterministic; deterministic_step.h)
+// A step owns its accumulation cycle's state (this rank's loss/metric state
+// so far; the deterministic step also the cycle's gradients) and hands it
+// out when the cycle ends. It asks the engine for the gradient engine every
+// step: a callback's load() may drop it, and the auto-tuner replaces it
+// between cycles.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include <torch/types.h>
@@ -25,49 +27,41 @@
 #include <tarantella/data/distribute.h>
 #include <tarantella/dp/gradient_sync.h>
 
-#include "train/mixed_precision.h"
+#include "train/step_model.h"
 #include "train/timeline.h"
 
 namespace torch::optim {
 class Optimizer;
 }
 namespace tnt::dp {
-class BucketSteps;
 class OptimizerShards;
 }
 
 namespace tnt::train {
 
-/// What a step needs of the model.
-struct StepModel {
-  /// The network's output for a micro-batch's element (inputs on device).
-  /// For an empty micro-batch it may return an undefined tensor: the step
-  /// then skips forward and backward. A defined output is backpropagated
-  /// (with zero gradients), for models whose layers communicate
-  /// (SyncBatchNorm), which every rank must run.
-  std::function<torch::Tensor(const data::Element&)> forward;
-  /// The target of a micro-batch's element (on device).
-  std::function<torch::Tensor(const data::Element&)> target;
-  /// The mean loss of a batch.
-  std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)> loss;
-  /// The float64 loss/metric state increment of a batch:
-  /// (output, target, mean loss, samples).
-  std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                              std::int64_t)>
-      state;
-};
+class Engine;
 
-/// What happens after the gradients are summed (Keras's clipnorm/clipvalue,
-/// a learning rate per optimizer step).
-struct StepRules {
-  std::optional<double> clip_norm;
-  std::optional<double> clip_value;
-  std::function<double(std::int64_t)> schedule;  ///< optimizer step -> rate, or empty
-  /// Dynamic loss scaling (mixed precision), or null.
-  std::shared_ptr<LossScaler> scaler;
+/// Where step `step` of an epoch of `steps_total` steps (< 0: unknown) lies
+/// in accumulation cycles of k micro-steps: the length of its cycle (the
+/// last one of an epoch may be shorter; its gradients are averaged over
+/// its real length) and whether the cycle ends (reduces) there.
+struct CyclePoint {
+  std::int64_t start = 0;
+  std::int64_t length = 1;
+  bool reduce = true;
 };
+CyclePoint cycle_at(std::int64_t step, int k, std::int64_t steps_total);
 
-using Clock = std::chrono::steady_clock;
+/// One micro-step as the loop sees it.
+struct StepInput {
+  const data::MicroBatch& mb;
+  std::int64_t epoch = 0;
+  std::int64_t step = 0;
+  CyclePoint cycle;
+  /// Samples in the global batch (the ranks' micro-batches summed).
+  std::int64_t global_size = 0;
+  Clock::time_point data_begin, data_end;
+};
 
 /// The moments of one step, in order.
 struct StepTimes {
@@ -77,49 +71,76 @@ struct StepTimes {
 
 /// One step's outcome.
 struct StepResult {
-  /// The global (summed over ranks) state of the cycle when it ended here;
-  /// undefined in the middle of an accumulation cycle.
+  /// When the cycle ended here: its state summed over the ranks, and this
+  /// rank's own; undefined/empty in the middle of an accumulation cycle.
   torch::Tensor global_state;
+  std::vector<double> local_state;
   bool stepped = false;  ///< the optimizer stepped (end of an accumulation cycle)
   StepTimes times;
 };
 
-/// Runs steps of one model.
-///
-/// Example:
-///   tnt::train::TrainStep step(model_fns, trainable, optimizer, rules);
-///   auto r = step.run(*mb, sync, weight, reduce, pending, times_so_far);
-class TrainStep {
+/// A training step strategy.
+class Step {
  public:
-  TrainStep(StepModel model, std::vector<torch::Tensor> trainable,
-            torch::optim::Optimizer& optimizer, StepRules rules);
+  /// `state_size`: values of the loss/metric state.
+  explicit Step(std::size_t state_size) : pending_(state_size, 0.0) {}
+  virtual ~Step() = default;
+  Step(const Step&) = delete;
+  Step& operator=(const Step&) = delete;
 
-  /// One micro-step on `mb` with `weight` (n_r / (B * cycle)); this rank's
-  /// state increment is added to `pending` (the cycle's state so far, which
-  /// rides with the gradients; the caller clears it when the cycle ends).
-  /// `optimizer_steps` counts optimizer steps (the schedule's clock) and is
-  /// advanced when the optimizer steps (`reduce`: the cycle ends here).
-  /// With `shards` (CompileOptions().shard_optimizer), `sync` reduce-scatters
-  /// and the optimizer steps this rank's slices (dp::OptimizerShards).
-  /// With `bucket_steps` (or `shards`) and no rule that needs every gradient
-  /// first (clip_norm, clip_value, loss scaling), the optimizer steps each
-  /// bucket as soon as it is reduced, while later buckets are on the wire.
-  StepResult run(const data::MicroBatch& mb, dp::GradientSynchronizer& sync, double weight,
-                 bool reduce, std::vector<double>& pending, std::int64_t& optimizer_steps,
-                 Clock::time_point data_begin, Clock::time_point data_end,
-                 dp::OptimizerShards* shards = nullptr, dp::BucketSteps* bucket_steps = nullptr);
-  const StepModel& model() const { return model_; }
-  const StepRules& rules() const { return rules_; }
+  /// One micro-step (collective over the engine's group).
+  virtual StepResult run(const StepInput& in) = 0;
+  /// How much of the allreduce time since the last call was hidden behind
+  /// backward (nothing for a step without overlap); the meter restarts.
+  OverlapMeter take_overlap();
+
+ protected:
+  /// Adds this rank's state increment to the cycle's.
+  void add_pending(const torch::Tensor& increment);
+  /// The cycle's state of this rank, cleared for the next cycle.
+  std::vector<double> take_pending();
+  const std::vector<double>& pending() const { return pending_; }
+  std::size_t state_size() const { return pending_.size(); }
+
+  OverlapMeter overlap_;
 
  private:
+  std::vector<double> pending_;  // this rank, this accumulation cycle
+};
+
+/// The strategy for `engine`'s compiled options (collective: deterministic
+/// mode agrees on a seed).
+std::unique_ptr<Step> make_step(Engine& engine);
+
+/// How the default step updates the weights when a cycle ends.
+enum class Update {
+  kAfterSync,  ///< after every bucket is reduced (clipping and loss scaling need that)
+  kPerBucket,  ///< each bucket as soon as it is reduced (sharded or element-wise optimizer)
+};
+
+class TrainStep final : public Step {
+ public:
+  explicit TrainStep(Engine& engine);
+  StepResult run(const StepInput& in) override;
+  Update update() const { return update_; }
+
+ private:
+  /// Forward, the gradient engine armed, backward; the times recorded.
+  void forward_backward(const StepInput& in, dp::GradientSynchronizer& sync, StepTimes& t);
+  void update_after_sync(dp::GradientSynchronizer& sync, bool reduce, StepResult& r);
+  void update_per_bucket(dp::GradientSynchronizer& sync, StepResult& r);
   /// model_.forward, its LibTorch errors explained.
   torch::Tensor forward_checked(const data::MicroBatch& mb);
 
+  Engine& e_;
   StepModel model_;
-  std::vector<torch::Tensor> trainable_;
-  torch::optim::Optimizer& optimizer_;
   StepRules rules_;
+  std::vector<torch::Tensor> trainable_;
+  Update update_;
 };
+
+/// The rules of `engine`'s compiled options.
+StepRules rules_of(Engine& engine);
 
 /// The update after the global gradients are in .grad: with loss scaling,
 /// unscale (or skip the step: false), then clip (by norm, by value), the

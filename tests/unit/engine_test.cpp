@@ -23,6 +23,7 @@
 #include "../support/weights.h"
 #include "train/engine.h"
 #include "train/fit_loop.h"
+#include "train/train_step.h"
 
 namespace {
 
@@ -301,6 +302,37 @@ TEST(Engine, ShardedStepMatchesTheWholeStep) {
                              });
     EXPECT_TRUE(sharded) << n << " ranks";
     EXPECT_LT(max_rel_diff(whole.weights, shards.weights), 1e-6) << n << " ranks";
+  }
+}
+
+// The update strategy is decided once, from the compiled options: bucket
+// by bucket where the optimizer allows it and no rule needs every gradient
+// first; and it trains as the update after the last bucket does.
+TEST(Engine, StepUpdateIsChosenOnceFromTheOptions) {
+  using tnt::train::Update;
+  auto update_of = [](int ranks, EngineOptions o, tnt::CompileOptions c) {
+    Update u = Update::kAfterSync;
+    run_in_process(ranks, [&](const ProcessGroup& g) {
+      Engine e(fresh_net(), g, o);
+      e.compile(c);
+      const Update mine = tnt::train::TrainStep(e).update();
+      if (g.rank() == 0) u = mine;
+    });
+    return u;
+  };
+  const EngineOptions per_bucket = quiet().overlap_optimizer(true);
+  EXPECT_EQ(update_of(2, per_bucket, sgd()), Update::kPerBucket);
+  EXPECT_EQ(update_of(2, quiet(), sgd()), Update::kAfterSync);
+  EXPECT_EQ(update_of(1, per_bucket, sgd()), Update::kAfterSync);  // nothing to overlap
+  EXPECT_EQ(update_of(2, per_bucket, sgd().clip_norm(1.0)), Update::kAfterSync);
+  EXPECT_EQ(update_of(2, quiet(), sgd().shard_optimizer(true)), Update::kPerBucket);
+  EXPECT_EQ(update_of(2, quiet(), sgd().shard_optimizer(true).clip_value(0.5)),
+            Update::kAfterSync);
+  for (int n : {2, 3}) {
+    const Trained after = train(n, sgd(), epochs(2));
+    const Trained bucketwise = train(n, sgd(), epochs(2), per_bucket);
+    EXPECT_LT(max_rel_diff(after.weights, bucketwise.weights), 1e-6) << n << " ranks";
+    EXPECT_EQ(after.history.history.at("loss").size(), 2u);
   }
 }
 

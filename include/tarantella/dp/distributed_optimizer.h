@@ -52,12 +52,20 @@ class DistributedOptimizerOptions {
   }
   const std::shared_ptr<const data::BatchShare>& share() const { return share_; }
   const comm::ProcessGroup& group() const { return group_; }
+  /// Whether buckets leave while backward runs (default: TNT_OVERLAP, on);
+  /// off sends every bucket after backward, for comparison.
+  DistributedOptimizerOptions& overlap(bool v) {
+    overlap_ = v;
+    return *this;
+  }
   const std::optional<std::size_t>& fusion_threshold_bytes() const { return threshold_; }
+  const std::optional<bool>& overlap() const { return overlap_; }
 
  private:
   std::shared_ptr<const data::BatchShare> share_;
   comm::ProcessGroup group_;
   std::optional<std::size_t> threshold_;
+  std::optional<bool> overlap_;
 };
 
 /// Example:

@@ -62,5 +62,10 @@ int get_local_size();
 bool is_initialized();
 /// The configuration of the running runtime. Throws if none is alive.
 const Config& config();
+/// What the facades (tnt::Model, DistributedOptimizer, the Python package)
+/// resolve their defaults from: the running runtime's configuration, or,
+/// before tnt::init(), the one the environment gives. The layers below the
+/// facades take explicit options and never read the environment.
+Config current_config();
 
 }  // namespace tnt

@@ -173,9 +173,7 @@ keras::Registry<Loss>::Reader reader(Loss (*make)()) {
 
 const keras::Registry<Loss>& registry() {
   static const auto* r = new keras::Registry<Loss>(  // never destroyed, as the layers'
-      "loss",
-      "use one of those names; a description from a newer version, or a loss of your own, "
-      "cannot be rebuilt: compile the model yourself",
+      "loss", keras::compile_part_fix("a loss"),
       {{"SparseCategoricalCrossentropy",
         reader("SparseCategoricalCrossentropy", SparseCategoricalCrossentropy)},
        {"CategoricalCrossentropy", reader("CategoricalCrossentropy", CategoricalCrossentropy)},

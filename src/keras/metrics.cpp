@@ -121,9 +121,7 @@ keras::Registry<Metric>::Reader reader(Metric (*make)()) {
 
 const keras::Registry<Metric>& registry() {
   static const auto* r = new keras::Registry<Metric>(  // never destroyed, as the layers'
-      "metric",
-      "use one of those names; a description from a newer version, or a metric of your own, "
-      "cannot be rebuilt: compile the model yourself",
+      "metric", keras::compile_part_fix("a metric"),
       {{"Accuracy", reader(Accuracy)},
        {"SparseCategoricalAccuracy", reader(SparseCategoricalAccuracy)},
        {"CategoricalAccuracy", reader(CategoricalAccuracy)},

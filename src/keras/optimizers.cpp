@@ -83,9 +83,7 @@ keras::Registry<Factory>::Reader reader(const char* name, Factory (*make)(Option
 
 const keras::Registry<Factory>& registry() {
   static const auto* r = new keras::Registry<Factory>(  // never destroyed, as the layers'
-      "optimizer",
-      "use one of those names; a description from a newer version, or an optimizer of your "
-      "own (tnt::optimizers::custom), cannot be rebuilt: compile the model yourself",
+      "optimizer", keras::compile_part_fix("an optimizer"),
       {{"SGD",
         [](const json& c) {
           const double lr = keras::field<double>("optimizer SGD", c, "learning_rate");

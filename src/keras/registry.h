@@ -52,6 +52,13 @@ auto with_or_without(const std::string& where, const nlohmann::json& config, con
   return config.contains(key) ? make(field<T>(where, config, key)) : make();
 }
 
+/// The fix for an unknown class name of a compile part: `a_kind` is e.g.
+/// "an optimizer" or "a loss".
+inline std::string compile_part_fix(const std::string& a_kind) {
+  return "use one of those names; a description from a newer version, or " + a_kind +
+         " of your own, cannot be rebuilt: compile the model yourself";
+}
+
 /// Class name -> reader, for one kind of object. Thread-safe: users may
 /// add readers (tnt::layers::register_layer) while models load.
 template <typename T>

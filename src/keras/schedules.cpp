@@ -122,9 +122,7 @@ Schedule linear_scaling_warm_up_from(const json& c) {
 
 const keras::Registry<Schedule>& registry() {
   static const auto* r = new keras::Registry<Schedule>(  // never destroyed, as the layers'
-      "learning-rate schedule",
-      "use one of those names; a description from a newer version, or a schedule of your own, "
-      "cannot be rebuilt: compile the model yourself",
+      "learning-rate schedule", keras::compile_part_fix("a schedule"),
       {{"Constant",
         [](const json& c) {
           return Constant(field<double>("schedule Constant", c, "learning_rate"));

@@ -105,7 +105,7 @@ tnt::callbacks::History show_lr_scaling() {
   namespace L = tnt::layers;
   tnt::Model model{L::Sequential({L::Dense(8, 32, "relu"), L::Dense(32, 3)})};
   model.compile(tnt::CompileOptions()
-                    .optimizer(tnt::optimizers::SGD(0.05, /*momentum=*/0.9))
+                    .optimizer(tnt::optimizers::SGD(tnt::optimizers::SGDOptions(0.05).momentum(0.9)))
                     .schedule(tnt::schedules::LinearScalingWarmUp(
                         /*base_learning_rate=*/0.05, /*num_ranks=*/tnt::get_size(),
                         /*warmup_steps=*/20))

@@ -51,7 +51,7 @@ void move_to_fit(const std::string& root) {
                    .batch(64);  // the GLOBAL batch size
   tnt::Model model{Net()};      // a value module works as well as a holder
   model.compile(tnt::CompileOptions()
-                    .optimizer(tnt::optimizers::SGD(0.01, /*momentum=*/0.5))
+                    .optimizer(tnt::optimizers::SGD(tnt::optimizers::SGDOptions(0.01).momentum(0.5)))
                     .loss(tnt::losses::NLLLoss())  // for log_softmax outputs
                     .metrics({tnt::metrics::SparseCategoricalAccuracy()}));
   model.fit(train, tnt::FitOptions().epochs(1).verbose(2));

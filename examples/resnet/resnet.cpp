@@ -288,8 +288,9 @@ int main(int argc, char** argv) {
   const int scale = a.no_lr_scaling ? 1 : tnt::get_size();
   std::ostringstream lr_text;
   model.compile(tnt::CompileOptions()
-                    .optimizer(tnt::optimizers::SGD(a.learning_rate, a.momentum,
-                                                    /*nesterov=*/false, a.weight_decay))
+                    .optimizer(tnt::optimizers::SGD(tnt::optimizers::SGDOptions(a.learning_rate)
+                                                        .momentum(a.momentum)
+                                                        .weight_decay(a.weight_decay)))
                     .schedule(make_schedule(a, steps_per_epoch, scale, lr_text))
                     .loss(tnt::losses::SparseCategoricalCrossentropy())
                     .metrics({tnt::metrics::SparseCategoricalAccuracy()})

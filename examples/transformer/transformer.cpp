@@ -287,8 +287,10 @@ int main(int argc, char** argv) {
   tnt::CompileOptions options =
       tnt::CompileOptions()
           .num_inputs(2)  // forward(source, decoder_input); then the target
-          .optimizer(tnt::optimizers::Adam(a.learning_rate, /*beta1=*/0.9, /*beta2=*/0.98,
-                                           /*epsilon=*/1e-9))
+          .optimizer(tnt::optimizers::Adam(tnt::optimizers::AdamOptions()
+                                               .learning_rate(a.learning_rate)
+                                               .beta2(0.98)
+                                               .epsilon(1e-9)))
           .schedule(inverse_sqrt_warmup(a.learning_rate, a.warmup_steps))
           .loss(masked_cross_entropy(task.mean_target_tokens()))
           .metrics({token_accuracy(), sentence_accuracy()});

@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <mutex>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <tarantella/base/error.h>
 #include <tarantella/keras/sync_batchnorm.h>
+
+#include "keras/registry.h"
 
 namespace tnt::layers {
 namespace {
@@ -310,77 +311,66 @@ class ActivationLayer : public LayerImpl {
 // layer and the field.
 template <typename T>
 T field(const std::string& layer, const json& config, const char* key) {
-  const auto it = config.find(key);
-  TNT_CHECK(it != config.end(), "layer config of ", layer, " has no \"", key, "\": ",
-            config.dump());
-  try {
-    return it->get<T>();
-  } catch (const json::exception& e) {
-    throw Error(detail::concat("layer config of ", layer, ": field \"", key, "\" has the wrong type (",
-                               it->dump(), "): ", e.what()));
-  }
+  return keras::field<T>("layer " + layer, config, key);
 }
 template <typename T>
 T field_or(const std::string& layer, const json& config, const char* key, T fallback) {
   return config.contains(key) ? field<T>(layer, config, key) : fallback;
 }
 
-struct Registry {
-  std::mutex mutex;
-  std::map<std::string, LayerFactory> factories;
-};
+// The built-in layers' readers; register_layer adds the user's.
+std::map<std::string, LayerFactory> builtin_readers() {
+  using I = std::int64_t;
+  std::map<std::string, LayerFactory> reg;
+  reg["Dense"] = [](const json& c) {
+    return Dense(field<I>("Dense", c, "in_features"), field<I>("Dense", c, "units"),
+                 field_or<std::string>("Dense", c, "activation", "linear"),
+                 field_or<bool>("Dense", c, "use_bias", true));
+  };
+  reg["Conv2D"] = [](const json& c) {
+    return Conv2D(field<I>("Conv2D", c, "in_channels"), field<I>("Conv2D", c, "filters"),
+                  field<I>("Conv2D", c, "kernel_size"), field_or<I>("Conv2D", c, "strides", 1),
+                  field_or<std::string>("Conv2D", c, "padding", "valid"),
+                  field_or<std::string>("Conv2D", c, "activation", "linear"),
+                  field_or<bool>("Conv2D", c, "use_bias", true));
+  };
+  reg["MaxPool2D"] = [](const json& c) {
+    return MaxPool2D(field_or<I>("MaxPool2D", c, "pool_size", 2),
+                     field_or<I>("MaxPool2D", c, "strides", 0));
+  };
+  reg["AvgPool2D"] = [](const json& c) {
+    return AvgPool2D(field_or<I>("AvgPool2D", c, "pool_size", 2),
+                     field_or<I>("AvgPool2D", c, "strides", 0));
+  };
+  reg["Flatten"] = [](const json&) { return Flatten(); };
+  reg["Dropout"] = [](const json& c) { return Dropout(field<double>("Dropout", c, "rate")); };
+  reg["BatchNorm"] = [](const json& c) {
+    return BatchNorm(field<I>("BatchNorm", c, "num_features"),
+                     field_or<double>("BatchNorm", c, "momentum", 0.99),
+                     field_or<double>("BatchNorm", c, "epsilon", 1e-3));
+  };
+  reg["SyncBatchNorm"] = [](const json& c) {
+    return SyncBatchNorm(field<I>("SyncBatchNorm", c, "num_features"),
+                         field_or<double>("SyncBatchNorm", c, "momentum", 0.99),
+                         field_or<double>("SyncBatchNorm", c, "epsilon", 1e-3));
+  };
+  reg["LayerNorm"] = [](const json& c) {
+    return LayerNorm(field<std::vector<I>>("LayerNorm", c, "normalized_shape"),
+                     field_or<double>("LayerNorm", c, "epsilon", 1e-3));
+  };
+  reg["Embedding"] = [](const json& c) {
+    return Embedding(field<I>("Embedding", c, "input_dim"), field<I>("Embedding", c, "output_dim"));
+  };
+  reg["Activation"] = [](const json& c) {
+    return Activation(field<std::string>("Activation", c, "activation"));
+  };
+  return reg;
+}
 
-Registry& registry() {
-  static Registry* r = [] {
-    auto* reg = new Registry;  // never destroyed: usable from static destructors
-    using I = std::int64_t;
-    reg->factories["Dense"] = [](const json& c) {
-      return Dense(field<I>("Dense", c, "in_features"), field<I>("Dense", c, "units"),
-                   field_or<std::string>("Dense", c, "activation", "linear"),
-                   field_or<bool>("Dense", c, "use_bias", true));
-    };
-    reg->factories["Conv2D"] = [](const json& c) {
-      return Conv2D(field<I>("Conv2D", c, "in_channels"), field<I>("Conv2D", c, "filters"),
-                    field<I>("Conv2D", c, "kernel_size"), field_or<I>("Conv2D", c, "strides", 1),
-                    field_or<std::string>("Conv2D", c, "padding", "valid"),
-                    field_or<std::string>("Conv2D", c, "activation", "linear"),
-                    field_or<bool>("Conv2D", c, "use_bias", true));
-    };
-    reg->factories["MaxPool2D"] = [](const json& c) {
-      return MaxPool2D(field_or<I>("MaxPool2D", c, "pool_size", 2),
-                       field_or<I>("MaxPool2D", c, "strides", 0));
-    };
-    reg->factories["AvgPool2D"] = [](const json& c) {
-      return AvgPool2D(field_or<I>("AvgPool2D", c, "pool_size", 2),
-                       field_or<I>("AvgPool2D", c, "strides", 0));
-    };
-    reg->factories["Flatten"] = [](const json&) { return Flatten(); };
-    reg->factories["Dropout"] = [](const json& c) {
-      return Dropout(field<double>("Dropout", c, "rate"));
-    };
-    reg->factories["BatchNorm"] = [](const json& c) {
-      return BatchNorm(field<I>("BatchNorm", c, "num_features"),
-                       field_or<double>("BatchNorm", c, "momentum", 0.99),
-                       field_or<double>("BatchNorm", c, "epsilon", 1e-3));
-    };
-    reg->factories["SyncBatchNorm"] = [](const json& c) {
-      return SyncBatchNorm(field<I>("SyncBatchNorm", c, "num_features"),
-                           field_or<double>("SyncBatchNorm", c, "momentum", 0.99),
-                           field_or<double>("SyncBatchNorm", c, "epsilon", 1e-3));
-    };
-    reg->factories["LayerNorm"] = [](const json& c) {
-      return LayerNorm(field<std::vector<I>>("LayerNorm", c, "normalized_shape"),
-                       field_or<double>("LayerNorm", c, "epsilon", 1e-3));
-    };
-    reg->factories["Embedding"] = [](const json& c) {
-      return Embedding(field<I>("Embedding", c, "input_dim"),
-                       field<I>("Embedding", c, "output_dim"));
-    };
-    reg->factories["Activation"] = [](const json& c) {
-      return Activation(field<std::string>("Activation", c, "activation"));
-    };
-    return reg;
-  }();
+keras::Registry<Layer>& registry() {
+  // Never destroyed: usable from static destructors.
+  static auto* r = new keras::Registry<Layer>(
+      "layer", "register it with tnt::layers::register_layer", builtin_readers());
   return *r;
 }
 
@@ -423,45 +413,15 @@ Layer Embedding(std::int64_t input_dim, std::int64_t output_dim) {
 Layer Activation(std::string name) { return std::make_shared<ActivationLayer>(std::move(name)); }
 
 void register_layer(const std::string& class_name, LayerFactory factory) {
-  TNT_CHECK(!class_name.empty(), "register_layer needs a class name");
-  TNT_CHECK(static_cast<bool>(factory), "register_layer(\"", class_name, "\") needs a factory");
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  r.factories[class_name] = std::move(factory);
+  registry().add(class_name, std::move(factory));
 }
 
-std::vector<std::string> registered_layers() {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  std::vector<std::string> names;
-  for (const auto& [name, f] : r.factories) names.push_back(name);
-  return names;
-}
+std::vector<std::string> registered_layers() { return registry().names(); }
 
 Layer layer_from_config(const json& description) {
-  TNT_CHECK(description.is_object() && description.contains("class_name") &&
-                description["class_name"].is_string(),
-            "a layer description needs {\"class_name\": ..., \"config\": {...}}, got ",
-            description.dump());
-  const std::string class_name = description["class_name"].get<std::string>();
-  LayerFactory factory;
-  {
-    Registry& r = registry();
-    std::lock_guard<std::mutex> lock(r.mutex);
-    const auto it = r.factories.find(class_name);
-    if (it == r.factories.end()) {
-      std::string known;
-      for (const auto& [name, f] : r.factories) known += (known.empty() ? "" : ", ") + name;
-      throw Error(detail::concat("unknown layer class '", class_name, "' (registered: ", known,
-                                 "); register it with tnt::layers::register_layer"));
-    }
-    factory = it->second;
-  }
-  const json config = description.value("config", json::object());
-  TNT_CHECK(config.is_object(), "layer ", class_name, ": \"config\" must be an object, got ",
-            config.dump());
-  Layer layer = factory(config);
-  TNT_CHECK(layer != nullptr, "the factory of layer class '", class_name, "' returned no layer");
+  Layer layer = registry().read(description);
+  TNT_CHECK(layer != nullptr, "the factory of layer class ", description["class_name"].dump(),
+            " returned no layer");
   return layer;
 }
 

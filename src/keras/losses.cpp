@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "keras/describe.h"
+#include "keras/registry.h"
 
 namespace tnt::losses {
 namespace F = torch::nn::functional;
@@ -150,5 +151,41 @@ Loss Huber(LossOptions o) {
                         }},
                    describe("Huber", {{"delta", o.delta()}}));
 }
+
+namespace {
+using json = nlohmann::json;
+
+// LossOptions with every field the config has; the rest keep their defaults.
+LossOptions options_from(const char* name, const json& config) {
+  const std::string where = std::string("loss ") + name;
+  LossOptions o;
+  keras::read_field(where, config, "from_logits", o.from_logits());
+  keras::read_field(where, config, "delta", o.delta());
+  return o;
+}
+
+keras::Registry<Loss>::Reader reader(const char* name, Loss (*make)(LossOptions)) {
+  return [name, make](const json& config) { return make(options_from(name, config)); };
+}
+keras::Registry<Loss>::Reader reader(Loss (*make)()) {
+  return [make](const json&) { return make(); };
+}
+
+const keras::Registry<Loss>& registry() {
+  static const auto* r = new keras::Registry<Loss>(  // never destroyed, as the layers'
+      "loss", keras::compile_part_fix("a loss"),
+      {{"SparseCategoricalCrossentropy",
+        reader("SparseCategoricalCrossentropy", SparseCategoricalCrossentropy)},
+       {"CategoricalCrossentropy", reader("CategoricalCrossentropy", CategoricalCrossentropy)},
+       {"BinaryCrossentropy", reader("BinaryCrossentropy", BinaryCrossentropy)},
+       {"Huber", reader("Huber", Huber)},
+       {"NLLLoss", reader(NLLLoss)},
+       {"MeanSquaredError", reader(MeanSquaredError)},
+       {"MeanAbsoluteError", reader(MeanAbsoluteError)}});
+  return *r;
+}
+}  // namespace
+
+Loss from_config(const json& description) { return registry().read(description); }
 
 }  // namespace tnt::losses

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "keras/describe.h"
+#include "keras/registry.h"
 
 namespace tnt::metrics {
 namespace {
@@ -110,5 +111,37 @@ Metric MeanAbsoluteError() {
                                    }),
                    describe("MeanAbsoluteError", nlohmann::json::object()));
 }
+
+namespace {
+using json = nlohmann::json;
+
+keras::Registry<Metric>::Reader reader(Metric (*make)()) {
+  return [make](const json&) { return make(); };
+}
+
+const keras::Registry<Metric>& registry() {
+  static const auto* r = new keras::Registry<Metric>(  // never destroyed, as the layers'
+      "metric", keras::compile_part_fix("a metric"),
+      {{"Accuracy", reader(Accuracy)},
+       {"SparseCategoricalAccuracy", reader(SparseCategoricalAccuracy)},
+       {"CategoricalAccuracy", reader(CategoricalAccuracy)},
+       {"BinaryAccuracy",
+        [](const json& c) {
+          return keras::with_or_without<double>("metric BinaryAccuracy", c, "threshold",
+                                                [](auto... t) { return BinaryAccuracy(t...); });
+        }},
+       {"TopKCategoricalAccuracy",
+        [](const json& c) {
+          return keras::with_or_without<int>(
+              "metric TopKCategoricalAccuracy", c, "k",
+              [](auto... k) { return TopKCategoricalAccuracy(k...); });
+        }},
+       {"MeanSquaredError", reader(MeanSquaredError)},
+       {"MeanAbsoluteError", reader(MeanAbsoluteError)}});
+  return *r;
+}
+}  // namespace
+
+Metric from_config(const json& description) { return registry().read(description); }
 
 }  // namespace tnt::metrics

@@ -1,19 +1,99 @@
 #include <tarantella/keras/optimizers.h>
 
 #include <cmath>
+#include <string>
 
 #include <tarantella/base/error.h>
 #include <torch/torch.h>
 
 #include "keras/describe.h"
+#include "keras/registry.h"
 
 namespace tnt::optimizers {
 namespace optim = torch::optim;
+using json = nlohmann::json;
 namespace {
 // NaN passes every "> 0" check written as "reject <= 0", so test finiteness.
 void check_learning_rate(const char* optimizer, double lr) {
   TNT_CHECK(std::isfinite(lr) && lr >= 0, optimizer, ": learning_rate must be a finite number >= 0, got ",
             lr);
+}
+
+// Each options struct's fields under their names in the description: the one
+// list that both writing (config_of) and reading (options_from) go through.
+template <typename Visit>
+void fields(SGDOptions& o, Visit&& v) {
+  v("learning_rate", o.learning_rate());
+  v("momentum", o.momentum());
+  v("nesterov", o.nesterov());
+  v("weight_decay", o.weight_decay());
+}
+template <typename Visit>
+void fields(AdamOptions& o, Visit&& v) {
+  v("learning_rate", o.learning_rate());
+  v("beta_1", o.beta1());
+  v("beta_2", o.beta2());
+  v("epsilon", o.epsilon());
+  v("weight_decay", o.weight_decay());
+}
+template <typename Visit>
+void fields(AdamWOptions& o, Visit&& v) {
+  v("learning_rate", o.learning_rate());
+  v("weight_decay", o.weight_decay());
+  v("beta_1", o.beta1());
+  v("beta_2", o.beta2());
+  v("epsilon", o.epsilon());
+}
+template <typename Visit>
+void fields(RMSpropOptions& o, Visit&& v) {
+  v("learning_rate", o.learning_rate());
+  v("rho", o.rho());
+  v("momentum", o.momentum());
+  v("epsilon", o.epsilon());
+}
+template <typename Visit>
+void fields(AdagradOptions& o, Visit&& v) {
+  v("learning_rate", o.learning_rate());
+  v("initial_accumulator_value", o.initial_accumulator_value());
+}
+
+// {"class_name": name, "config": {the fields of o}}.
+template <typename Options>
+std::string config_of(const char* name, Options o) {
+  json config = json::object();
+  fields(o, [&](const char* key, const auto& value) { config[key] = value; });
+  return describe(name, std::move(config));
+}
+
+// `defaults` with every field the config has; the rest keep the struct's
+// defaults.
+template <typename Options>
+Options options_from(const char* name, const json& config, Options defaults) {
+  const std::string where = std::string("optimizer ") + name;
+  fields(defaults,
+         [&](const char* key, auto& value) { keras::read_field(where, config, key, value); });
+  return defaults;
+}
+
+// A reader that rebuilds optimizer `name` with `make` from its options.
+template <typename Options>
+keras::Registry<Factory>::Reader reader(const char* name, Factory (*make)(Options)) {
+  return [name, make](const json& config) { return make(options_from(name, config, Options())); };
+}
+
+const keras::Registry<Factory>& registry() {
+  static const auto* r = new keras::Registry<Factory>(  // never destroyed, as the layers'
+      "optimizer", keras::compile_part_fix("an optimizer"),
+      {{"SGD",
+        [](const json& c) {
+          const double lr = keras::field<double>("optimizer SGD", c, "learning_rate");
+          return SGD(options_from("SGD", c, SGDOptions(lr)));
+        }},
+       {"Adam", reader<AdamOptions>("Adam", Adam)},
+       {"AdamW", reader<AdamWOptions>("AdamW", AdamW)},
+       {"RMSprop", reader<RMSpropOptions>("RMSprop", RMSprop)},
+       {"Adagrad", reader<AdagradOptions>("Adagrad", Adagrad)}});
+  return *r;
 }
 }  // namespace
 
@@ -22,73 +102,95 @@ std::unique_ptr<torch::optim::Optimizer> Factory::operator()(
   return fn(params);
 }
 
-Factory SGD(double lr, double momentum, bool nesterov, double weight_decay) {
-  check_learning_rate("SGD", lr);
-  TNT_CHECK(!nesterov || momentum > 0, "SGD with nesterov=true needs momentum > 0, got ", momentum);
+Factory SGD(SGDOptions o) {
+  check_learning_rate("SGD", o.learning_rate());
+  TNT_CHECK(!o.nesterov() || o.momentum() > 0, "SGD with nesterov=true needs momentum > 0, got ",
+            o.momentum());
   return Factory(
-      [=](const std::vector<torch::Tensor>& params) {
-        return std::make_unique<optim::SGD>(
-            params,
-            optim::SGDOptions(lr).momentum(momentum).nesterov(nesterov).weight_decay(weight_decay));
+      [o](const std::vector<torch::Tensor>& params) {
+        return std::make_unique<optim::SGD>(params, optim::SGDOptions(o.learning_rate())
+                                                        .momentum(o.momentum())
+                                                        .nesterov(o.nesterov())
+                                                        .weight_decay(o.weight_decay()));
       },
-      describe("SGD", {{"learning_rate", lr},
-                       {"momentum", momentum},
-                       {"nesterov", nesterov},
-                       {"weight_decay", weight_decay}}));
+      config_of("SGD", o));
+}
+
+Factory Adam(AdamOptions o) {
+  check_learning_rate("Adam", o.learning_rate());
+  return Factory(
+      [o](const std::vector<torch::Tensor>& params) {
+        return std::make_unique<optim::Adam>(params, optim::AdamOptions(o.learning_rate())
+                                                         .betas({o.beta1(), o.beta2()})
+                                                         .eps(o.epsilon())
+                                                         .weight_decay(o.weight_decay()));
+      },
+      config_of("Adam", o));
+}
+
+Factory AdamW(AdamWOptions o) {
+  check_learning_rate("AdamW", o.learning_rate());
+  return Factory(
+      [o](const std::vector<torch::Tensor>& params) {
+        return std::make_unique<optim::AdamW>(params, optim::AdamWOptions(o.learning_rate())
+                                                          .betas({o.beta1(), o.beta2()})
+                                                          .eps(o.epsilon())
+                                                          .weight_decay(o.weight_decay()));
+      },
+      config_of("AdamW", o));
+}
+
+Factory RMSprop(RMSpropOptions o) {
+  check_learning_rate("RMSprop", o.learning_rate());
+  return Factory(
+      [o](const std::vector<torch::Tensor>& params) {
+        return std::make_unique<optim::RMSprop>(params, optim::RMSpropOptions(o.learning_rate())
+                                                            .alpha(o.rho())
+                                                            .momentum(o.momentum())
+                                                            .eps(o.epsilon()));
+      },
+      config_of("RMSprop", o));
+}
+
+Factory Adagrad(AdagradOptions o) {
+  check_learning_rate("Adagrad", o.learning_rate());
+  return Factory(
+      [o](const std::vector<torch::Tensor>& params) {
+        return std::make_unique<optim::Adagrad>(
+            params, optim::AdagradOptions(o.learning_rate())
+                        .initial_accumulator_value(o.initial_accumulator_value()));
+      },
+      config_of("Adagrad", o));
+}
+
+Factory SGD(double lr, double momentum, bool nesterov, double weight_decay) {
+  return SGD(SGDOptions(lr).momentum(momentum).nesterov(nesterov).weight_decay(weight_decay));
 }
 
 Factory Adam(double lr, double beta1, double beta2, double epsilon, double weight_decay) {
-  check_learning_rate("Adam", lr);
-  return Factory(
-      [=](const std::vector<torch::Tensor>& params) {
-        return std::make_unique<optim::Adam>(
-            params,
-            optim::AdamOptions(lr).betas({beta1, beta2}).eps(epsilon).weight_decay(weight_decay));
-      },
-      describe("Adam", {{"learning_rate", lr},
-                        {"beta_1", beta1},
-                        {"beta_2", beta2},
-                        {"epsilon", epsilon},
-                        {"weight_decay", weight_decay}}));
+  return Adam(
+      AdamOptions().learning_rate(lr).beta1(beta1).beta2(beta2).epsilon(epsilon).weight_decay(
+          weight_decay));
 }
 
 Factory AdamW(double lr, double weight_decay, double beta1, double beta2, double epsilon) {
-  check_learning_rate("AdamW", lr);
-  return Factory(
-      [=](const std::vector<torch::Tensor>& params) {
-        return std::make_unique<optim::AdamW>(
-            params,
-            optim::AdamWOptions(lr).betas({beta1, beta2}).eps(epsilon).weight_decay(weight_decay));
-      },
-      describe("AdamW", {{"learning_rate", lr},
-                         {"weight_decay", weight_decay},
-                         {"beta_1", beta1},
-                         {"beta_2", beta2},
-                         {"epsilon", epsilon}}));
+  return AdamW(AdamWOptions()
+                   .learning_rate(lr)
+                   .weight_decay(weight_decay)
+                   .beta1(beta1)
+                   .beta2(beta2)
+                   .epsilon(epsilon));
 }
 
 Factory RMSprop(double lr, double rho, double momentum, double epsilon) {
-  check_learning_rate("RMSprop", lr);
-  return Factory(
-      [=](const std::vector<torch::Tensor>& params) {
-        return std::make_unique<optim::RMSprop>(
-            params, optim::RMSpropOptions(lr).alpha(rho).momentum(momentum).eps(epsilon));
-      },
-      describe(
-          "RMSprop",
-          {{"learning_rate", lr}, {"rho", rho}, {"momentum", momentum}, {"epsilon", epsilon}}));
+  return RMSprop(RMSpropOptions().learning_rate(lr).rho(rho).momentum(momentum).epsilon(epsilon));
 }
 
 Factory Adagrad(double lr, double initial_accumulator) {
-  check_learning_rate("Adagrad", lr);
-  return Factory(
-      [=](const std::vector<torch::Tensor>& params) {
-        return std::make_unique<optim::Adagrad>(
-            params, optim::AdagradOptions(lr).initial_accumulator_value(initial_accumulator));
-      },
-      describe("Adagrad",
-               {{"learning_rate", lr}, {"initial_accumulator_value", initial_accumulator}}));
+  return Adagrad(AdagradOptions().learning_rate(lr).initial_accumulator_value(initial_accumulator));
 }
+
+Factory from_config(const json& description) { return registry().read(description); }
 
 Factory custom(Factory factory) {
   TNT_CHECK(static_cast<bool>(factory), "optimizers::custom() needs a factory function");

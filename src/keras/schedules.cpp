@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "keras/describe.h"
+#include "keras/registry.h"
 
 namespace tnt::schedules {
 
@@ -87,5 +88,58 @@ Schedule LinearScalingWarmUp(double base_lr, int num_ranks, std::int64_t warmup_
   }
   return result;
 }
+
+namespace {
+using json = nlohmann::json;
+using keras::field;
+using Step = std::int64_t;
+
+Schedule exponential_decay_from(const json& c) {
+  const char* where = "schedule ExponentialDecay";
+  return keras::with_or_without<bool>(where, c, "staircase", [&](auto... staircase) {
+    return ExponentialDecay(field<double>(where, c, "learning_rate"),
+                            field<Step>(where, c, "decay_steps"),
+                            field<double>(where, c, "decay_rate"), staircase...);
+  });
+}
+
+Schedule warm_up_from(const json& c) {
+  const char* where = "schedule WarmUp";
+  return keras::with_or_without<double>(where, c, "start_fraction", [&](auto... fraction) {
+    return WarmUp(from_config(field<json>(where, c, "schedule")),
+                  field<Step>(where, c, "warmup_steps"), fraction...);
+  });
+}
+
+Schedule linear_scaling_warm_up_from(const json& c) {
+  const char* where = "schedule LinearScalingWarmUp";
+  const auto base = field<double>(where, c, "base_learning_rate");
+  const auto ranks = field<int>(where, c, "num_ranks");
+  const auto steps = field<Step>(where, c, "warmup_steps");
+  if (!c.contains("after")) return LinearScalingWarmUp(base, ranks, steps);
+  return LinearScalingWarmUp(base, ranks, steps, from_config(c.at("after")));
+}
+
+const keras::Registry<Schedule>& registry() {
+  static const auto* r = new keras::Registry<Schedule>(  // never destroyed, as the layers'
+      "learning-rate schedule", keras::compile_part_fix("a schedule"),
+      {{"Constant",
+        [](const json& c) {
+          return Constant(field<double>("schedule Constant", c, "learning_rate"));
+        }},
+       {"ExponentialDecay", exponential_decay_from},
+       {"PiecewiseConstantDecay",
+        [](const json& c) {
+          const char* where = "schedule PiecewiseConstantDecay";
+          return PiecewiseConstantDecay(field<std::vector<Step>>(where, c, "boundaries"),
+                                        field<std::vector<double>>(where, c, "values"));
+        }},
+       {"WarmUp", warm_up_from},
+       {"LinearScalingWarmUp", linear_scaling_warm_up_from}});
+  return *r;
+}
+}  // namespace
+
+Schedule from_config(const json& description) { return registry().read(description); }
 
 }  // namespace tnt::schedules

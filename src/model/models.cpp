@@ -9,6 +9,10 @@
 #include <torch/torch.h>
 
 #include <tarantella/keras/layers.h>
+#include <tarantella/keras/losses.h>
+#include <tarantella/keras/metrics.h>
+#include <tarantella/keras/optimizers.h>
+#include <tarantella/keras/schedules.h>
 #include <tarantella/base/error.h>
 
 #include "model/model_impl.h"
@@ -36,12 +40,12 @@ dp::Compression compression_from(const std::string& name, const std::string& pat
   throw Error(detail::concat("'", path, "': unknown gradient compression '", name, "'"));
 }
 
-// Reads {"class_name": ..., "config": {...}}; `what` names the part in errors.
-struct Described {
-  std::string class_name;
-  json config;
-};
-Described described(const json& j, const std::string& what, const std::string& path) {
+// Rebuilds a part of the compile configuration with its kind's from_config
+// (keras/): a user-defined part (null) cannot be rebuilt, and every error
+// names the file.
+template <typename FromConfig>
+auto part_from(const json& j, const std::string& what, const std::string& path,
+               FromConfig from_config) {
   if (j.is_null()) {
     throw Error(detail::concat(
         "'", path, "' was compiled with a user-defined ", what,
@@ -49,89 +53,12 @@ Described described(const json& j, const std::string& what, const std::string& p
         "tnt::models::load_model(path, /*compile=*/false), compile it yourself, then call "
         "model.load(path) to restore the optimizer state"));
   }
-  TNT_CHECK(j.is_object() && j.contains("class_name"), "'", path, "': bad ", what,
-            " description ", j.dump());
-  return {j.at("class_name").get<std::string>(), j.value("config", json::object())};
-}
-
-[[noreturn]] void unknown(const std::string& what, const std::string& name,
-                          const std::string& path) {
-  throw Error(detail::concat("'", path, "': unknown ", what, " '", name,
-                             "' in the compile configuration (written by a newer version?)"));
-}
-
-optimizers::Factory optimizer_from(const json& j, const std::string& path) {
-  const auto [name, c] = described(j, "optimizer", path);
-  if (name == "SGD") {
-    return optimizers::SGD(c.at("learning_rate"), c.value("momentum", 0.0),
-                           c.value("nesterov", false), c.value("weight_decay", 0.0));
+  try {
+    return from_config(j);
+  } catch (const Error& e) {
+    throw Error(
+        detail::concat("'", path, "': the ", what, " of the compile configuration: ", e.what()));
   }
-  if (name == "Adam") {
-    return optimizers::Adam(c.at("learning_rate"), c.value("beta_1", 0.9), c.value("beta_2", 0.999),
-                            c.value("epsilon", 1e-7), c.value("weight_decay", 0.0));
-  }
-  if (name == "AdamW") {
-    return optimizers::AdamW(c.at("learning_rate"), c.value("weight_decay", 1e-2),
-                             c.value("beta_1", 0.9), c.value("beta_2", 0.999),
-                             c.value("epsilon", 1e-7));
-  }
-  if (name == "RMSprop") {
-    return optimizers::RMSprop(c.at("learning_rate"), c.value("rho", 0.9),
-                               c.value("momentum", 0.0), c.value("epsilon", 1e-7));
-  }
-  if (name == "Adagrad") {
-    return optimizers::Adagrad(c.at("learning_rate"), c.value("initial_accumulator_value", 0.1));
-  }
-  unknown("optimizer", name, path);
-}
-
-losses::Loss loss_from(const json& j, const std::string& path) {
-  const auto [name, c] = described(j, "loss", path);
-  const auto options = losses::LossOptions()
-                           .from_logits(c.value("from_logits", true))
-                           .delta(c.value("delta", 1.0));
-  if (name == "SparseCategoricalCrossentropy") return losses::SparseCategoricalCrossentropy(options);
-  if (name == "CategoricalCrossentropy") return losses::CategoricalCrossentropy(options);
-  if (name == "BinaryCrossentropy") return losses::BinaryCrossentropy(options);
-  if (name == "MeanSquaredError") return losses::MeanSquaredError();
-  if (name == "MeanAbsoluteError") return losses::MeanAbsoluteError();
-  if (name == "Huber") return losses::Huber(options);
-  if (name == "NLLLoss") return losses::NLLLoss();
-  unknown("loss", name, path);
-}
-
-metrics::Metric metric_from(const json& j, const std::string& path) {
-  const auto [name, c] = described(j, "metric", path);
-  if (name == "Accuracy") return metrics::Accuracy();
-  if (name == "SparseCategoricalAccuracy") return metrics::SparseCategoricalAccuracy();
-  if (name == "CategoricalAccuracy") return metrics::CategoricalAccuracy();
-  if (name == "BinaryAccuracy") return metrics::BinaryAccuracy(c.value("threshold", 0.5));
-  if (name == "TopKCategoricalAccuracy") return metrics::TopKCategoricalAccuracy(c.value("k", 5));
-  if (name == "MeanSquaredError") return metrics::MeanSquaredError();
-  if (name == "MeanAbsoluteError") return metrics::MeanAbsoluteError();
-  unknown("metric", name, path);
-}
-
-schedules::Schedule schedule_from(const json& j, const std::string& path) {
-  const auto [name, c] = described(j, "learning-rate schedule", path);
-  if (name == "Constant") return schedules::Constant(c.at("learning_rate"));
-  if (name == "ExponentialDecay") {
-    return schedules::ExponentialDecay(c.at("learning_rate"), c.at("decay_steps"),
-                                       c.at("decay_rate"), c.value("staircase", false));
-  }
-  if (name == "PiecewiseConstantDecay") {
-    return schedules::PiecewiseConstantDecay(c.at("boundaries"), c.at("values"));
-  }
-  if (name == "WarmUp") {
-    return schedules::WarmUp(schedule_from(c.at("schedule"), path), c.at("warmup_steps"),
-                             c.value("start_fraction", 0.0));
-  }
-  if (name == "LinearScalingWarmUp") {
-    return schedules::LinearScalingWarmUp(
-        c.at("base_learning_rate"), c.at("num_ranks"), c.at("warmup_steps"),
-        c.contains("after") ? schedule_from(c.at("after"), path) : nullptr);
-  }
-  unknown("learning-rate schedule", name, path);
 }
 
 Model model_from_description(const SavedModelDescription& d, const std::string& path,
@@ -140,8 +67,8 @@ Model model_from_description(const SavedModelDescription& d, const std::string& 
     try {
       return models::model_from_json(d.architecture, group);
     } catch (const std::exception& e) {
-      throw Error(detail::concat("cannot rebuild the architecture stored in '", path,
-                                 "': ", e.what()));
+      throw Error(
+          detail::concat("cannot rebuild the architecture stored in '", path, "': ", e.what()));
     }
   }
   if (!d.torchscript.empty()) {
@@ -154,7 +81,8 @@ Model model_from_description(const SavedModelDescription& d, const std::string& 
     }
   }
   throw Error(detail::concat(
-      "'", path, "' holds no architecture: the model was a C++ module that cannot describe "
+      "'", path,
+      "' holds no architecture: the model was a C++ module that cannot describe "
       "itself. Construct the same network, wrap it in tnt::Model, compile it and call "
       "model.load(path) instead (or build it from tnt::layers to make load_model work)"));
 }
@@ -163,7 +91,8 @@ Model model_from_description(const SavedModelDescription& d, const std::string& 
 
 nlohmann::json Model::get_config() const {
   const std::string text = impl_->engine->net().config_json();
-  TNT_CHECK(!text.empty(), "get_config()/to_json(): the network '", impl_->engine->net().type_name(),
+  TNT_CHECK(!text.empty(), "get_config()/to_json(): the network '",
+            impl_->engine->net().type_name(),
             "' cannot describe its architecture: build it from tnt::layers (a "
             "tnt::layers::Sequential) to get a config; TorchScript and C++ modules are saved "
             "whole by Model::save and copied by tnt::models::clone_model");
@@ -208,16 +137,22 @@ CompileOptions compile_options_from_config(const std::string& compile_json,
   try {
     c = json::parse(compile_json);
   } catch (const json::exception& e) {
-    throw Error(detail::concat("'", path, "': the compile configuration is not valid JSON: ",
-                               e.what()));
+    throw Error(
+        detail::concat("'", path, "': the compile configuration is not valid JSON: ", e.what()));
   }
   try {
     CompileOptions o;
-    o.optimizer(optimizer_from(c.at("optimizer"), path)).loss(loss_from(c.at("loss"), path));
+    o.optimizer(part_from(c.at("optimizer"), "optimizer", path, optimizers::from_config))
+        .loss(part_from(c.at("loss"), "loss", path, losses::from_config));
     std::vector<metrics::Metric> metrics;
-    for (const json& m : c.value("metrics", json::array())) metrics.push_back(metric_from(m, path));
+    for (const json& m : c.value("metrics", json::array())) {
+      metrics.push_back(part_from(m, "metric", path, metrics::from_config));
+    }
     o.metrics(std::move(metrics));
-    if (c.contains("schedule")) o.schedule(schedule_from(c.at("schedule"), path));
+    if (c.contains("schedule")) {
+      o.schedule(
+          part_from(c.at("schedule"), "learning-rate schedule", path, schedules::from_config));
+    }
     o.num_inputs(c.value("num_inputs", 1))
         .aggregation_frequency(c.value("aggregation_frequency", 1))
         .compression(compression_from(c.value("compression", std::string("none")), path));

@@ -312,15 +312,23 @@ class PyModel {
 
 void bind_keras(py::module_& m) {
   py::class_<optimizers::Factory>(m, "OptimizerFactory");
-  m.def("optimizer_sgd", &optimizers::SGD, py::arg("lr"), py::arg("momentum"),
-        py::arg("nesterov"), py::arg("weight_decay"));
-  m.def("optimizer_adam", &optimizers::Adam, py::arg("lr"), py::arg("beta1"), py::arg("beta2"),
-        py::arg("eps"), py::arg("weight_decay"));
-  m.def("optimizer_adamw", &optimizers::AdamW, py::arg("lr"), py::arg("weight_decay"),
-        py::arg("beta1"), py::arg("beta2"), py::arg("eps"));
-  m.def("optimizer_rmsprop", &optimizers::RMSprop, py::arg("lr"), py::arg("rho"),
-        py::arg("momentum"), py::arg("eps"));
-  m.def("optimizer_adagrad", &optimizers::Adagrad, py::arg("lr"), py::arg("initial_accumulator"));
+  // The positional forms (each factory also takes an options struct).
+  using F = optimizers::Factory;
+  m.def("optimizer_sgd", static_cast<F (*)(double, double, bool, double)>(&optimizers::SGD),
+        py::arg("lr"), py::arg("momentum"), py::arg("nesterov"), py::arg("weight_decay"));
+  m.def("optimizer_adam",
+        static_cast<F (*)(double, double, double, double, double)>(&optimizers::Adam),
+        py::arg("lr"), py::arg("beta1"), py::arg("beta2"), py::arg("eps"),
+        py::arg("weight_decay"));
+  m.def("optimizer_adamw",
+        static_cast<F (*)(double, double, double, double, double)>(&optimizers::AdamW),
+        py::arg("lr"), py::arg("weight_decay"), py::arg("beta1"), py::arg("beta2"),
+        py::arg("eps"));
+  m.def("optimizer_rmsprop",
+        static_cast<F (*)(double, double, double, double)>(&optimizers::RMSprop), py::arg("lr"),
+        py::arg("rho"), py::arg("momentum"), py::arg("eps"));
+  m.def("optimizer_adagrad", static_cast<F (*)(double, double)>(&optimizers::Adagrad),
+        py::arg("lr"), py::arg("initial_accumulator"));
 
   py::class_<losses::Loss>(m, "Loss").def_readonly("name", &losses::Loss::name);
   m.def("loss_from_callable", &loss_from_callable, py::arg("fn"), py::arg("name"));

@@ -16,6 +16,7 @@
 #include <functional>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
 #include <torch/types.h>
 
 namespace tnt::losses {
@@ -75,5 +76,11 @@ Loss MeanAbsoluteError();
 /// Input: values (any shape). Target: values of the same shape; `delta`
 /// (LossOptions().delta) is where the loss turns from quadratic to linear.
 Loss Huber(LossOptions options = LossOptions());
+
+/// Rebuilds a built-in loss from its description (Loss::config, parsed); a
+/// field left out takes LossOptions' default. An unknown class name is a
+/// tnt::Error naming it and the registered ones.
+/// Example: auto l = tnt::losses::from_config(nlohmann::json::parse(Huber().config));
+Loss from_config(const nlohmann::json& description);
 
 }  // namespace tnt::losses

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
 #include <torch/types.h>
 
 namespace tnt::metrics {
@@ -46,5 +47,11 @@ Metric BinaryAccuracy(double threshold = 0.5);
 Metric TopKCategoricalAccuracy(int k = 5);
 Metric MeanSquaredError();
 Metric MeanAbsoluteError();
+
+/// Rebuilds a built-in metric from its description (Metric::config,
+/// parsed); a field left out takes the factory's default. An unknown class
+/// name is a tnt::Error naming it and the registered ones.
+/// Example: auto m = tnt::metrics::from_config(nlohmann::json::parse(Accuracy().config));
+Metric from_config(const nlohmann::json& description);
 
 }  // namespace tnt::metrics

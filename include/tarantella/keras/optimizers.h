@@ -1,7 +1,11 @@
 // Optimizers are given as factories: the Model builds the optimizer over its
 // own parameters when it compiles. Any torch::optim optimizer can be used
-// through custom().
+// through custom(). Each built-in takes an options struct (whose member
+// initialisers are its defaults, the only copy of them) or, for source
+// compatibility, positional arguments that forward to it.
 #pragma once
+
+#include <tarantella/base/arg.h>
 
 #include <functional>
 #include <memory>
@@ -10,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
 #include <torch/types.h>
 
 namespace torch::optim {
@@ -40,15 +45,82 @@ struct Factory {
   std::string config;
 };
 
-Factory SGD(double learning_rate, double momentum = 0.0, bool nesterov = false,
-            double weight_decay = 0.0);
-Factory Adam(double learning_rate = 1e-3, double beta1 = 0.9, double beta2 = 0.999,
-             double epsilon = 1e-7, double weight_decay = 0.0);
-Factory AdamW(double learning_rate = 1e-3, double weight_decay = 1e-2, double beta1 = 0.9,
-              double beta2 = 0.999, double epsilon = 1e-7);
-Factory RMSprop(double learning_rate = 1e-3, double rho = 0.9, double momentum = 0.0,
-                double epsilon = 1e-7);
-Factory Adagrad(double learning_rate = 1e-3, double initial_accumulator = 0.1);
+/// SGD (torch::optim::SGD); the learning rate has no default.
+/// Example: tnt::optimizers::SGD(tnt::optimizers::SGDOptions(0.1).momentum(0.9).nesterov(true))
+struct SGDOptions {
+  explicit SGDOptions(double learning_rate) : learning_rate_(learning_rate) {}
+  TNT_ARG(double, learning_rate);
+  TNT_ARG(double, momentum) = 0.0;
+  /// Nesterov momentum; needs momentum > 0.
+  TNT_ARG(bool, nesterov) = false;
+  TNT_ARG(double, weight_decay) = 0.0;
+};
+
+/// Adam (torch::optim::Adam, L2 weight decay added to the gradient);
+/// epsilon's default is Keras's.
+/// Example: tnt::optimizers::Adam(tnt::optimizers::AdamOptions().learning_rate(1e-2).beta2(0.98))
+struct AdamOptions {
+  TNT_ARG(double, learning_rate) = 1e-3;
+  TNT_ARG(double, beta1) = 0.9;
+  TNT_ARG(double, beta2) = 0.999;
+  TNT_ARG(double, epsilon) = 1e-7;
+  TNT_ARG(double, weight_decay) = 0.0;
+};
+
+/// AdamW (torch::optim::AdamW, decoupled weight decay).
+/// Example: tnt::optimizers::AdamW(tnt::optimizers::AdamWOptions().weight_decay(0.1))
+struct AdamWOptions {
+  TNT_ARG(double, learning_rate) = 1e-3;
+  TNT_ARG(double, weight_decay) = 1e-2;
+  TNT_ARG(double, beta1) = 0.9;
+  TNT_ARG(double, beta2) = 0.999;
+  TNT_ARG(double, epsilon) = 1e-7;
+};
+
+/// RMSprop (torch::optim::RMSprop; rho is PyTorch's alpha).
+/// Example: tnt::optimizers::RMSprop(tnt::optimizers::RMSpropOptions().momentum(0.9))
+struct RMSpropOptions {
+  TNT_ARG(double, learning_rate) = 1e-3;
+  TNT_ARG(double, rho) = 0.9;
+  TNT_ARG(double, momentum) = 0.0;
+  TNT_ARG(double, epsilon) = 1e-7;
+};
+
+/// Adagrad (torch::optim::Adagrad).
+/// Example: tnt::optimizers::Adagrad(tnt::optimizers::AdagradOptions().learning_rate(0.01))
+struct AdagradOptions {
+  TNT_ARG(double, learning_rate) = 1e-3;
+  TNT_ARG(double, initial_accumulator_value) = 0.1;
+};
+
+Factory SGD(SGDOptions options);
+Factory Adam(AdamOptions options = AdamOptions());
+Factory AdamW(AdamWOptions options = AdamWOptions());
+Factory RMSprop(RMSpropOptions options = RMSpropOptions());
+Factory Adagrad(AdagradOptions options = AdagradOptions());
+
+// The positional forms of before the options structs; each forwards to the
+// options form, and an argument left out takes the struct's default.
+Factory SGD(double learning_rate, double momentum = SGDOptions(0).momentum(),
+            bool nesterov = SGDOptions(0).nesterov(),
+            double weight_decay = SGDOptions(0).weight_decay());
+Factory Adam(double learning_rate, double beta1 = AdamOptions().beta1(),
+             double beta2 = AdamOptions().beta2(), double epsilon = AdamOptions().epsilon(),
+             double weight_decay = AdamOptions().weight_decay());
+Factory AdamW(double learning_rate, double weight_decay = AdamWOptions().weight_decay(),
+              double beta1 = AdamWOptions().beta1(), double beta2 = AdamWOptions().beta2(),
+              double epsilon = AdamWOptions().epsilon());
+Factory RMSprop(double learning_rate, double rho = RMSpropOptions().rho(),
+                double momentum = RMSpropOptions().momentum(),
+                double epsilon = RMSpropOptions().epsilon());
+Factory Adagrad(double learning_rate,
+                double initial_accumulator = AdagradOptions().initial_accumulator_value());
+
+/// Rebuilds a built-in optimizer from its description (Factory::config,
+/// parsed); a field left out takes the options struct's default. An unknown
+/// class name is a tnt::Error naming it and the registered ones.
+/// Example: auto f = tnt::optimizers::from_config(nlohmann::json::parse(Adam(1e-2).config));
+Factory from_config(const nlohmann::json& description);
 Factory custom(Factory factory);
 
 }  // namespace tnt::optimizers

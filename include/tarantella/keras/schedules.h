@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace tnt::schedules {
 
 /// The learning rate as a function of the global step. The built-in
@@ -50,5 +52,12 @@ Schedule WarmUp(Schedule schedule, std::int64_t warmup_steps, double start_fract
 /// way (constant if none).
 Schedule LinearScalingWarmUp(double base_learning_rate, int num_ranks, std::int64_t warmup_steps,
                              Schedule after = nullptr);
+
+/// Rebuilds a built-in schedule (and the schedules inside it) from its
+/// description (Schedule::config, parsed); a field left out takes the
+/// factory's default. An unknown class name is a tnt::Error naming it and
+/// the registered ones.
+/// Example: auto s = tnt::schedules::from_config(nlohmann::json::parse(Constant(0.1).config));
+Schedule from_config(const nlohmann::json& description);
 
 }  // namespace tnt::schedules

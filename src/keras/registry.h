@@ -1,0 +1,122 @@
+// Private: the one registry style of the Keras collection. Every kind
+// (optimizers, losses, metrics, schedules, layers) keeps a Registry of
+// readers, class name -> "build the object from its config", in the .cpp
+// file whose factories write those configs, so that the code that writes a
+// {"class_name": ..., "config": {...}} description and the code that reads
+// it back sit side by side. A reader takes every default from the factory
+// it calls (an options struct's member initialisers, a default argument),
+// never from a copy of its own: an absent field is simply not passed on.
+#pragma once
+
+#include <tarantella/base/error.h>
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tnt::keras {
+
+/// Reads field `key` of `config`; `where` ("optimizer SGD", "layer Dense")
+/// names the object in the error raised when it is missing or ill-typed.
+template <typename T>
+T field(const std::string& where, const nlohmann::json& config, const char* key) {
+  const auto it = config.find(key);
+  TNT_CHECK(it != config.end(), "the config of ", where, " has no \"", key, "\": ", config.dump(),
+            " (add it, as get_config writes it)");
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(detail::concat("the config of ", where, ": field \"", key,
+                               "\" has the wrong type (", it->dump(), "): ", e.what()));
+  }
+}
+
+/// Overwrites `into` with field `key` when the config has it, so that an
+/// options struct keeps its own default otherwise.
+template <typename T>
+void read_field(const std::string& where, const nlohmann::json& config, const char* key, T& into) {
+  if (config.contains(key)) into = field<T>(where, config, key);
+}
+
+/// make(value of `key`) when the config has the field, else make(): the
+/// default stays the factory's own default argument.
+/// Example: with_or_without<double>("metric BinaryAccuracy", c, "threshold",
+///                                  [](auto... t) { return BinaryAccuracy(t...); })
+template <typename T, typename Make>
+auto with_or_without(const std::string& where, const nlohmann::json& config, const char* key,
+                     Make make) {
+  return config.contains(key) ? make(field<T>(where, config, key)) : make();
+}
+
+/// The fix for an unknown class name of a compile part: `a_kind` is e.g.
+/// "an optimizer" or "a loss".
+inline std::string compile_part_fix(const std::string& a_kind) {
+  return "use one of those names; a description from a newer version, or " + a_kind +
+         " of your own, cannot be rebuilt: compile the model yourself";
+}
+
+/// Class name -> reader, for one kind of object. Thread-safe: users may
+/// add readers (tnt::layers::register_layer) while models load.
+template <typename T>
+class Registry {
+ public:
+  using Reader = std::function<T(const nlohmann::json& config)>;
+
+  /// `kind` names the objects in errors ("optimizer", "layer"); `fix` says
+  /// what to do about an unknown class name.
+  Registry(std::string kind, std::string fix, std::map<std::string, Reader> readers)
+      : kind_(std::move(kind)), fix_(std::move(fix)), readers_(std::move(readers)) {}
+
+  /// Adds (or replaces) the reader of `class_name`.
+  void add(const std::string& class_name, Reader reader) {
+    TNT_CHECK(!class_name.empty(), "a ", kind_, " class needs a name to be registered");
+    TNT_CHECK(static_cast<bool>(reader), "registering ", kind_, " class \"", class_name,
+              "\" needs a factory");
+    std::lock_guard<std::mutex> lock(mutex_);
+    readers_[class_name] = std::move(reader);
+  }
+
+  /// The registered class names, sorted.
+  std::vector<std::string> names() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::string> names;
+    for (const auto& entry : readers_) names.push_back(entry.first);
+    return names;
+  }
+
+  /// Builds the object of {"class_name": ..., "config": {...}}.
+  T read(const nlohmann::json& description) const {
+    TNT_CHECK(description.is_object() && description.contains("class_name") &&
+                  description["class_name"].is_string(),
+              "a ", kind_, " description needs {\"class_name\": ..., \"config\": {...}}, got ",
+              description.dump());
+    const std::string class_name = description["class_name"].get<std::string>();
+    const Reader reader = reader_of(class_name);
+    const nlohmann::json config = description.value("config", nlohmann::json::object());
+    TNT_CHECK(config.is_object(), kind_, " ", class_name, ": \"config\" must be an object, got ",
+              config.dump());
+    return reader(config);
+  }
+
+ private:
+  Reader reader_of(const std::string& class_name) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = readers_.find(class_name);
+    if (it != readers_.end()) return it->second;
+    std::string known;
+    for (const auto& entry : readers_) known += (known.empty() ? "" : ", ") + entry.first;
+    throw Error(detail::concat("unknown ", kind_, " class '", class_name, "' (registered: ", known,
+                               "); ", fix_));
+  }
+
+  std::string kind_;
+  std::string fix_;
+  mutable std::mutex mutex_;
+  std::map<std::string, Reader> readers_;
+};
+
+}  // namespace tnt::keras

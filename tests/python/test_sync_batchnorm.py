@@ -6,6 +6,7 @@ micro-batches; tnt.Model.fit of a small CNN with BatchNorm gives the weights
 of a serial torch loop; a short last batch with an empty micro-batch does
 not hang; bad input is a tnt.Error."""
 import copy
+import io
 
 import pytest
 import torch
@@ -120,9 +121,13 @@ def test_convert_keeps_settings_tensors_and_mode():
     assert not bn.training and not inner.training
     assert list(net.state_dict()) == ["0.weight", "0.bias", "1.weight", "1.bias",
                                       "1.running_mean", "1.running_var", "1.num_batches_tracked"]
-    single = tnt.nn.convert_sync_batchnorm(torch.nn.BatchNorm2d(3))
+    single = tnt.nn.convert_sync_batchnorm(torch.nn.BatchNorm2d(3), group=tnt.world())
     assert isinstance(single, tnt.nn.SyncBatchNorm)
-    assert copy.deepcopy(single).process_group is None
+    assert copy.deepcopy(single).process_group == tnt.world()   # a given group is kept
+    buffer = io.BytesIO()
+    torch.save(single, buffer)                   # pickles carry no group (one job's)
+    buffer.seek(0)
+    assert torch.load(buffer).process_group is None
 
 
 def test_the_model_gives_its_group_and_a_given_group_is_kept():
@@ -185,6 +190,27 @@ def test_fit_gives_the_weights_of_serial_batchnorm(n, batch):
     loss = model.evaluate(x, y, batch_size=batch)
     expected = torch.nn.functional.cross_entropy(reference.eval()(x), y).item()
     assert abs(loss - expected) < 1e-4
+
+
+def test_own_loop_with_distributed_optimizer_uses_the_world():
+    """No tnt.Model: the layers normalize over the world; a rank with an
+    empty batch (10 samples, batch 4, 3+ ranks) runs forward and
+    backward of output.sum(), as docs/python.md says."""
+    x, y = data(10)
+    torch.manual_seed(5)
+    reference = serial_fit(Cnn(), x, y, 4, epochs=1)
+    torch.manual_seed(5)
+    net = tnt.nn.convert_sync_batchnorm(Cnn())
+    loader = tnt.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=4)
+    opt = tnt.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.5),
+                                   named_parameters=net.named_parameters(), loader=loader)
+    for xb, yb in loader:
+        opt.zero_grad()
+        out = net(xb)
+        (torch.nn.functional.cross_entropy(out, yb) if len(yb) else out.sum()).backward()
+        opt.step()
+    for (name, a), b in zip(net.state_dict().items(), reference.state_dict().values()):
+        assert rel(a.double(), b.double()) < 1e-4, name
 
 
 def test_bad_input_is_an_error_with_the_fix():

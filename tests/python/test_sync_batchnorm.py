@@ -192,6 +192,29 @@ def test_fit_gives_the_weights_of_serial_batchnorm(n, batch):
     assert abs(loss - expected) < 1e-4
 
 
+def test_fit_on_a_process_set_normalizes_over_that_set():
+    """At 3+ ranks a model on ranks {0, 1}: its layers take the pair (the
+    world would leave the pair waiting for ranks that never come)."""
+    world = tnt.world()
+    if world.size < 3:
+        pytest.skip("needs a rank outside the pair")
+    pair = world.subgroup([0, 1])
+    if not pair.is_member:
+        return
+    x, y = data(12)
+    torch.manual_seed(5)
+    reference = serial_fit(Cnn(), x, y, 4, epochs=1)
+    torch.manual_seed(5)
+    net = tnt.nn.convert_sync_batchnorm(Cnn())
+    model = tnt.Model(net, group=pair)
+    model.compile(optimizer=torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.5),
+                  loss=torch.nn.CrossEntropyLoss())
+    model.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    assert net.bn.process_group == pair
+    for (name, a), b in zip(net.state_dict().items(), reference.state_dict().values()):
+        assert rel(a.double(), b.double()) < 1e-4, name
+
+
 def test_own_loop_with_distributed_optimizer_uses_the_world():
     """No tnt.Model: the layers normalize over the world; a rank with an
     empty batch (10 samples, batch 4, 3+ ranks) runs forward and

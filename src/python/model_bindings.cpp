@@ -113,10 +113,11 @@ torch::Tensor call_for_tensor(const SharedPyObject& fn, const torch::Tensor& y_p
 // A Python callable as a loss (y_pred, y_true) -> mean loss.
 losses::Loss loss_from_callable(py::object fn, std::string name) {
   SharedPyObject held = share_object(std::move(fn));
-  return losses::Loss(std::move(name), [held](const torch::Tensor& y_pred, const torch::Tensor& y_true) {
-    return call_for_tensor(held, y_pred, y_true, "the loss",
-                           "a scalar torch.Tensor (the mean loss of the batch)");
-  });
+  return losses::Loss(
+      std::move(name), [held](const torch::Tensor& y_pred, const torch::Tensor& y_true) {
+        return call_for_tensor(held, y_pred, y_true, "the loss",
+                               "a scalar torch.Tensor (the mean loss of the batch)");
+      });
 }
 
 // A Python callable as a metric: update(y_pred, y_true) -> state tensor of
@@ -129,7 +130,7 @@ metrics::Metric metric_from_callables(std::string name, py::object update, py::o
   m.name = std::move(name);
   m.state_size = state_size;
   m.update = [u, what = "metric '" + m.name + "'"](const torch::Tensor& y_pred,
-                                                  const torch::Tensor& y_true) {
+                                                   const torch::Tensor& y_true) {
     return call_for_tensor(u, y_pred, y_true, what, "a torch.Tensor of its state values");
   };
   m.result = [r](const std::vector<double>& state) {
@@ -146,8 +147,7 @@ metrics::Metric metric_mean_of(std::string name, py::object fn) {
   const std::string what = "metric '" + name + "'";
   return metrics::Metric::mean_of(
       std::move(name), [held, what](const torch::Tensor& y_pred, const torch::Tensor& y_true) {
-        return call_for_tensor(held, y_pred, y_true, what,
-                               "a torch.Tensor of per-sample values");
+        return call_for_tensor(held, y_pred, y_true, what, "a torch.Tensor of per-sample values");
       });
 }
 

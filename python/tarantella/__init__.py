@@ -23,8 +23,10 @@ from .optimizer import DistributedOptimizer  # noqa: E402
 
 init()
 
+from . import metrics  # noqa: E402
 from .model import Model  # noqa: E402
 from . import callbacks  # noqa: E402
+from . import nn  # noqa: E402
 
 __version__ = "0.1.0"
 try:

@@ -16,6 +16,7 @@ import torch
 
 from . import _tarantella as _t
 from .callbacks import Callback, History
+from .metrics import get as _metric
 
 __all__ = ["Model"]
 
@@ -102,15 +103,6 @@ def _loss(loss):
                    f"-> mean loss, or a Keras name, got a {type(loss).__name__}")
 
 
-def _metric(metric):
-    if isinstance(metric, str):
-        return _t.metric_by_name(metric)
-    if isinstance(metric, _t.Metric):
-        return metric
-    raise _t.Error(f"compile(): a metric must be a name such as 'accuracy' or a "
-                   f"tnt.metrics.Metric, got a {type(metric).__name__}")
-
-
 def _samples(x):
     """The number of samples of fit's x, when it has a length (None for a
     tnt.data.Dataset, which is already batched)."""
@@ -149,7 +141,8 @@ class Model:
         """Keras's compile. `optimizer`: a torch.optim optimizer over the
         module's parameters (SGD, Adam, AdamW, RMSprop, Adagrad) or a name;
         `loss`: a torch loss module, a callable or a Keras name; `metrics`:
-        names ('accuracy', ...) or tnt.metrics.Metric objects. The keyword
+        names ('accuracy', ...), tnt.metrics.Metric objects, or callables
+        (y_pred, y_true) -> per-sample values (their mean). The keyword
         arguments are the C++ CompileOptions (docs/python.md)."""
         if loss is None:
             raise _t.Error("compile() needs a loss, e.g. loss=torch.nn.CrossEntropyLoss()")

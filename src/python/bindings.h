@@ -31,6 +31,8 @@ void bind_groups(py::module_& m);
 void bind_data(py::module_& m);
 /// The gradient synchronizer under tnt.DistributedOptimizer.
 void bind_optimizer(py::module_& m);
+/// tnt.nn's C++ core (CollectiveLayer: SyncBatchNorm for Python modules).
+void bind_nn(py::module_& m);
 /// The Model facade (owned by the lead).
 void bind_model(py::module_& m);
 

@@ -14,6 +14,7 @@
 // thread that called fit/evaluate/predict, which holds it again there.
 // Persistence is tnt::Model's, so a checkpoint written from Python loads in
 // C++ and the reverse.
+#include <array>
 #include <sstream>
 
 #include <tarantella/base/default_seed.h>
@@ -22,6 +23,7 @@
 #include <tarantella/model/model.h>
 
 #include "python/bindings.h"
+#include "python/py_collective.h"
 #include "python/py_dataset.h"
 #include "python/py_object.h"
 
@@ -61,6 +63,13 @@ class PyModule final : public ModuleAdapter {
     py::gil_scoped_acquire gil;
     return type_name_of(*module_);
   }
+  // The C++ cores of the module's collective layers (py_collective.h): the
+  // engine gives them the model's group and, because they exist, runs
+  // forward and backward on empty micro-batches too.
+  std::vector<std::shared_ptr<torch::nn::Module>> modules() override {
+    py::gil_scoped_acquire gil;
+    return collective_layers_of(*module_);
+  }
   std::vector<std::pair<std::string, std::string>> named_module_types() override {
     py::gil_scoped_acquire gil;
     std::vector<std::pair<std::string, std::string>> out;
@@ -89,16 +98,26 @@ class PyModule final : public ModuleAdapter {
   SharedPyObject module_;
 };
 
+// Calls a Python (y_pred, y_true) -> tensor under the GIL; anything but a
+// tensor is an Error naming `what` returned it and what it must return.
+torch::Tensor call_for_tensor(const SharedPyObject& fn, const torch::Tensor& y_pred,
+                              const torch::Tensor& y_true, const std::string& what,
+                              const char* must) {
+  py::gil_scoped_acquire gil;
+  const py::object out = (*fn)(y_pred, y_true);
+  TNT_CHECK(THPVariable_Check(out.ptr()), what, " returned a ", type_name_of(out),
+            ", it must return ", must);
+  return out.cast<torch::Tensor>();
+}
+
 // A Python callable as a loss (y_pred, y_true) -> mean loss.
 losses::Loss loss_from_callable(py::object fn, std::string name) {
   SharedPyObject held = share_object(std::move(fn));
-  return losses::Loss(std::move(name), [held](const torch::Tensor& y_pred, const torch::Tensor& y_true) {
-    py::gil_scoped_acquire gil;
-    const py::object out = (*held)(y_pred, y_true);
-    TNT_CHECK(THPVariable_Check(out.ptr()), "the loss returned a ", type_name_of(out),
-              ", it must return a scalar torch.Tensor (the mean loss of the batch)");
-    return out.cast<torch::Tensor>();
-  });
+  return losses::Loss(
+      std::move(name), [held](const torch::Tensor& y_pred, const torch::Tensor& y_true) {
+        return call_for_tensor(held, y_pred, y_true, "the loss",
+                               "a scalar torch.Tensor (the mean loss of the batch)");
+      });
 }
 
 // A Python callable as a metric: update(y_pred, y_true) -> state tensor of
@@ -110,9 +129,9 @@ metrics::Metric metric_from_callables(std::string name, py::object update, py::o
   metrics::Metric m;
   m.name = std::move(name);
   m.state_size = state_size;
-  m.update = [u](const torch::Tensor& y_pred, const torch::Tensor& y_true) {
-    py::gil_scoped_acquire gil;
-    return (*u)(y_pred, y_true).cast<torch::Tensor>();
+  m.update = [u, what = "metric '" + m.name + "'"](const torch::Tensor& y_pred,
+                                                   const torch::Tensor& y_true) {
+    return call_for_tensor(u, y_pred, y_true, what, "a torch.Tensor of its state values");
   };
   m.result = [r](const std::vector<double>& state) {
     py::gil_scoped_acquire gil;
@@ -121,47 +140,93 @@ metrics::Metric metric_from_callables(std::string name, py::object update, py::o
   return m;
 }
 
-// Keras hooks of a Python object, called under the GIL. Hooks the object
-// does not define are skipped.
+// A Python callable (y_pred, y_true) -> per-sample values as a metric: their
+// mean over all samples of all ranks (Metric::mean_of).
+metrics::Metric metric_mean_of(std::string name, py::object fn) {
+  SharedPyObject held = share_object(std::move(fn));
+  const std::string what = "metric '" + name + "'";
+  return metrics::Metric::mean_of(
+      std::move(name), [held, what](const torch::Tensor& y_pred, const torch::Tensor& y_true) {
+        return call_for_tensor(held, y_pred, y_true, what, "a torch.Tensor of per-sample values");
+      });
+}
+
+// The Keras hooks a Python callback may have, in kHookNames' order.
+enum Hook : std::size_t {
+  kTrainBegin,
+  kTrainEnd,
+  kEpochBegin,
+  kEpochEnd,
+  kTrainBatchBegin,
+  kTrainBatchEnd,
+  kTestBegin,
+  kTestEnd,
+  kTestBatchBegin,
+  kTestBatchEnd,
+  kPredictBegin,
+  kPredictEnd,
+  kPredictBatchBegin,
+  kPredictBatchEnd,
+  kHookCount
+};
+constexpr std::array<const char*, kHookCount> kHookNames = {
+    "on_train_begin",         "on_train_end",        "on_epoch_begin",   "on_epoch_end",
+    "on_train_batch_begin",   "on_train_batch_end",  "on_test_begin",    "on_test_end",
+    "on_test_batch_begin",    "on_test_batch_end",   "on_predict_begin", "on_predict_end",
+    "on_predict_batch_begin", "on_predict_batch_end"};
+
+// Which hooks `object` implements: those it has, except the no-ops it
+// inherits from tnt.callbacks.Callback (a method whose function is the base
+// class's own). Hooks set on the instance (LambdaCallback) count.
+std::array<bool, kHookCount> implemented_hooks(const py::object& object) {
+  const py::object base = py::module_::import("tarantella.callbacks").attr("Callback");
+  std::array<bool, kHookCount> out{};
+  for (std::size_t h = 0; h < kHookCount; ++h) {
+    const py::object fn = py::getattr(object, kHookNames[h], py::none());
+    const py::object func = py::getattr(fn, "__func__", py::none());
+    out[h] = !fn.is_none() && !func.is(base.attr("__dict__")[kHookNames[h]]);
+  }
+  return out;
+}
+
+// Keras hooks of a Python object, called under the GIL. Which hooks the
+// object implements is decided once, when fit/evaluate/predict starts: the
+// others return at once, without taking the GIL, so a callback with only
+// on_epoch_end costs nothing per step.
 class PyCallback final : public callbacks::Callback {
  public:
   using Logs = callbacks::Logs;
-  explicit PyCallback(py::object object) : object_(share_object(std::move(object))) {
+  explicit PyCallback(py::object object)
+      : object_(share_object(std::move(object))), hooks_(implemented_hooks(*object_)) {
     aggregate_logs = py::getattr(*object_, "aggregate_logs", py::bool_(true)).cast<bool>();
     run_on_all_ranks = py::getattr(*object_, "run_on_all_ranks", py::bool_(true)).cast<bool>();
   }
-  void on_train_begin(const Logs& l) override { call("on_train_begin", l); }
-  void on_train_end(const Logs& l) override { call("on_train_end", l); }
-  void on_epoch_begin(std::int64_t e, const Logs& l) override { call("on_epoch_begin", e, l); }
-  void on_epoch_end(std::int64_t e, const Logs& l) override { call("on_epoch_end", e, l); }
+  void on_train_begin(const Logs& l) override { call(kTrainBegin, l); }
+  void on_train_end(const Logs& l) override { call(kTrainEnd, l); }
+  void on_epoch_begin(std::int64_t e, const Logs& l) override { call(kEpochBegin, e, l); }
+  void on_epoch_end(std::int64_t e, const Logs& l) override { call(kEpochEnd, e, l); }
   void on_train_batch_begin(std::int64_t b, const Logs& l) override {
-    call("on_train_batch_begin", b, l);
+    call(kTrainBatchBegin, b, l);
   }
-  void on_train_batch_end(std::int64_t b, const Logs& l) override {
-    call("on_train_batch_end", b, l);
-  }
-  void on_test_begin(const Logs& l) override { call("on_test_begin", l); }
-  void on_test_end(const Logs& l) override { call("on_test_end", l); }
-  void on_test_batch_begin(std::int64_t b, const Logs& l) override {
-    call("on_test_batch_begin", b, l);
-  }
-  void on_test_batch_end(std::int64_t b, const Logs& l) override {
-    call("on_test_batch_end", b, l);
-  }
-  void on_predict_begin(const Logs& l) override { call("on_predict_begin", l); }
-  void on_predict_end(const Logs& l) override { call("on_predict_end", l); }
+  void on_train_batch_end(std::int64_t b, const Logs& l) override { call(kTrainBatchEnd, b, l); }
+  void on_test_begin(const Logs& l) override { call(kTestBegin, l); }
+  void on_test_end(const Logs& l) override { call(kTestEnd, l); }
+  void on_test_batch_begin(std::int64_t b, const Logs& l) override { call(kTestBatchBegin, b, l); }
+  void on_test_batch_end(std::int64_t b, const Logs& l) override { call(kTestBatchEnd, b, l); }
+  void on_predict_begin(const Logs& l) override { call(kPredictBegin, l); }
+  void on_predict_end(const Logs& l) override { call(kPredictEnd, l); }
   void on_predict_batch_begin(std::int64_t b, const Logs& l) override {
-    call("on_predict_batch_begin", b, l);
+    call(kPredictBatchBegin, b, l);
   }
   void on_predict_batch_end(std::int64_t b, const Logs& l) override {
-    call("on_predict_batch_end", b, l);
+    call(kPredictBatchEnd, b, l);
   }
 
  private:
   template <typename... Args>
-  void call(const char* hook, Args&&... args) {
+  void call(Hook hook, Args&&... args) {
+    if (!hooks_[hook]) return;
     py::gil_scoped_acquire gil;
-    if (!py::hasattr(*object_, hook)) return;
     if (!params_given_) {
       py::dict params;
       params["epochs"] = this->params().epochs;
@@ -171,9 +236,10 @@ class PyCallback final : public callbacks::Callback {
       object_->attr("params") = params;
       params_given_ = true;
     }
-    object_->attr(hook)(std::forward<Args>(args)...);
+    object_->attr(kHookNames[hook])(std::forward<Args>(args)...);
   }
   SharedPyObject object_;
+  std::array<bool, kHookCount> hooks_;
   bool params_given_ = false;
 };
 
@@ -349,6 +415,7 @@ void bind_keras(py::module_& m) {
   py::class_<metrics::Metric>(m, "Metric").def_readonly("name", &metrics::Metric::name);
   m.def("metric_from_callables", &metric_from_callables, py::arg("name"), py::arg("update"),
         py::arg("result"), py::arg("state_size"));
+  m.def("metric_mean_of", &metric_mean_of, py::arg("name"), py::arg("fn"));
   m.def("metric_by_name", [](const std::string& name) -> metrics::Metric {
     if (name == "accuracy" || name == "acc") return metrics::Accuracy();
     if (name == "sparse_categorical_accuracy") return metrics::SparseCategoricalAccuracy();
@@ -359,8 +426,9 @@ void bind_keras(py::module_& m) {
     if (name == "mean_absolute_error" || name == "mae") return metrics::MeanAbsoluteError();
     throw Error(detail::concat("metric '", name, "' is not known: use one of accuracy, "
                                "sparse_categorical_accuracy, categorical_accuracy, "
-                               "binary_accuracy, top_k_categorical_accuracy, mse, mae, or a "
-                               "tnt.metrics.Metric"));
+                               "binary_accuracy, top_k_categorical_accuracy, mse, mae, a "
+                               "tnt.metrics.Metric or a callable (y_pred, y_true) -> per-sample "
+                               "values"));
   });
 }
 

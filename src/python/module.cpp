@@ -10,5 +10,6 @@ PYBIND11_MODULE(_tarantella, m) {
   tnt::python::bind_groups(m);
   tnt::python::bind_data(m);
   tnt::python::bind_optimizer(m);
+  tnt::python::bind_nn(m);
   tnt::python::bind_model(m);
 }

@@ -75,7 +75,7 @@ void warn_small_batchnorm(ModuleAdapter& net, std::int64_t micro_batch) {
           "BatchNorm uses each rank's local statistics, which are noisy below 16 samples; use "
           "a larger global batch or fewer ranks, or SyncBatchNorm for the statistics of the "
           "global batch (tnt::nn::SyncBatchNorm, tnt::layers::SyncBatchNorm, "
-          "tnt::nn::convert_sync_batchnorm)",
+          "tnt::nn::convert_sync_batchnorm; from Python tnt.nn.convert_sync_batchnorm)",
           name.empty() ? type : name, micro_batch));
       return;
     }

@@ -145,6 +145,56 @@ def test_builtin_and_lambda_callbacks():
     assert model.learning_rate == pytest.approx(0.0125)
 
 
+class Counter(tnt.callbacks.Callback):
+    """Counts its batch hooks: every call must arrive."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = {}
+
+    def _count(self, hook):
+        self.calls[hook] = self.calls.get(hook, 0) + 1
+
+    def on_train_batch_begin(self, batch, logs=None): self._count("train_begin")
+    def on_train_batch_end(self, batch, logs=None): self._count("train_end")
+    def on_test_batch_end(self, batch, logs=None): self._count("test_end")
+    def on_predict_batch_end(self, batch, logs=None): self._count("predict_end")
+
+
+class EpochsOnly(tnt.callbacks.Callback):
+    """Overrides only on_epoch_end, and counts how often the trampoline looks
+    any hook up: the inherited no-ops are decided once, not at every step."""
+
+    def __init__(self):
+        super().__init__()
+        self.epochs, self.lookups = [], 0
+
+    def __getattribute__(self, name):
+        if name.startswith("on_"):
+            object.__setattr__(self, "lookups", object.__getattribute__(self, "lookups") + 1)
+        return object.__getattribute__(self, name)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epochs.append(epoch)
+
+
+def test_callbacks_get_the_hooks_they_override_and_nothing_per_step_otherwise():
+    data = Data()   # 125 samples: 8 training steps of 16
+    counter, epochs_only = Counter(), EpochsOnly()
+    lam = tnt.callbacks.LambdaCallback(on_train_batch_end=lambda b, logs: seen.append(b))
+    seen = []
+    model = compiled(make_net())
+    model.fit(data, batch_size=16, epochs=3, verbose=0, callbacks=[counter, epochs_only, lam])
+    assert counter.calls == {"train_begin": 24, "train_end": 24}
+    assert seen == list(range(8)) * 3
+    assert epochs_only.epochs == [0, 1, 2]
+    # 14 hooks looked up once when fit starts, then on_epoch_end per epoch.
+    assert epochs_only.lookups == 14 + 3
+    model.evaluate(data, batch_size=50, callbacks=[counter])
+    model.predict(data.x, batch_size=25, callbacks=[counter])
+    assert (counter.calls["test_end"], counter.calls["predict_end"]) == (3, 5)
+
+
 def test_weights_round_trip_through_torch_save_files():
     model = compiled(make_net())
     model.fit(Data(), batch_size=16, epochs=1, verbose=0)

@@ -1,0 +1,136 @@
+"""tnt.nn: SyncBatchNorm for Python modules.
+
+    net = tnt.nn.convert_sync_batchnorm(net)   # every BatchNorm{1,2,3}d, recursively
+    model = tnt.Model(net)                     # normalizes over the model's group
+
+In training, tnt.nn.SyncBatchNorm normalizes with the mean and variance of
+the GLOBAL batch (the micro-batches of all ranks of its group); outputs,
+gradients and running statistics are those of torch's BatchNorm over the
+whole batch in one process, also with uneven micro-batches and ranks
+without samples. In evaluation the running statistics normalize and nothing
+is sent. The arithmetic is the C++ tnt::nn::SyncBatchNorm's (a C++ autograd
+function; the GIL is released while it communicates); this class is the
+torch.nn.Module around it, with torch's BatchNorm parameters, buffers and
+state_dict keys.
+
+Group: the one given; else a tnt.Model gives its group when it wraps (and
+compiles) the module; else (your own loop) the world group.
+"""
+import torch
+from torch.nn.modules.batchnorm import _BatchNorm
+
+from . import _tarantella as _t
+
+__all__ = ["SyncBatchNorm", "convert_sync_batchnorm"]
+
+
+def _check_group(group, what):
+    if group is not None and not isinstance(group, _t.ProcessGroup):
+        raise _t.Error(f"{what}: group must be a tnt.ProcessGroup (tnt.world(), or one made by "
+                       f"subgroup()/split()) or None, got a {type(group).__name__}")
+
+
+class SyncBatchNorm(_BatchNorm):
+    """torch.nn.BatchNorm1d/2d/3d with the statistics of the global batch.
+
+    Arguments as torch's BatchNorm (inputs [N, C] or [N, C, ...]), plus
+    `group`: the ranks whose micro-batches form the batch (None: the
+    tnt.Model's group, else the world). Every rank of the group must run its
+    forward and backward in training, also with an empty micro-batch
+    (tnt.Model.fit does so)."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, group=None, device=None, dtype=None):
+        _check_group(group, "tnt.nn.SyncBatchNorm")
+        _t.check_sync_batchnorm_options(num_features, eps)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats,
+                         device=device, dtype=dtype)
+        self._tnt_collective = _t.CollectiveLayer(group)
+
+    @property
+    def process_group(self):
+        """The group it normalizes over; None until given or bound by a tnt.Model."""
+        group = self._tnt_collective.group
+        return group if group.valid else None
+
+    def set_process_group(self, group):
+        """Normalize over `group` (a tnt.Model keeps it); None: the model's group."""
+        _check_group(group, "SyncBatchNorm.set_process_group")
+        self._tnt_collective.set_group(group if group is not None else _t.ProcessGroup())
+
+    def _check_input_dim(self, input):
+        pass  # the C++ core checks, with tnt::nn::SyncBatchNorm's message
+
+    def forward(self, input):
+        # Momentum and num_batches_tracked as torch's _BatchNorm.forward.
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # a cumulative average
+                factor = 1.0 / float(self.num_batches_tracked)
+        use_running = not self.training or self.track_running_stats
+        return self._tnt_collective.sync_batch_norm(
+            input, self.num_features, self.weight, self.bias,
+            self.running_mean if use_running else None,
+            self.running_var if use_running else None,
+            self.training, factor, self.eps)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, group=None):
+        """tnt.nn.convert_sync_batchnorm(module, group)."""
+        return convert_sync_batchnorm(module, group)
+
+
+def _from_batchnorm(bn, group, name):
+    if torch.nn.parameter.is_lazy(bn.weight) or torch.nn.parameter.is_lazy(bn.running_mean):
+        raise _t.Error(f"convert_sync_batchnorm: '{name or type(bn).__name__}' is a "
+                       f"{type(bn).__name__} that has not seen an input yet, so its number of "
+                       "features is unknown: run one forward pass before converting, or use "
+                       "BatchNorm with num_features")
+    sync = SyncBatchNorm(bn.num_features, bn.eps, bn.momentum, bn.affine,
+                         bn.track_running_stats, group)
+    # The same tensors, not copies: an optimizer built over the old module's
+    # parameters keeps working.
+    if bn.affine:
+        with torch.no_grad():
+            sync.weight, sync.bias = bn.weight, bn.bias
+    sync.running_mean, sync.running_var = bn.running_mean, bn.running_var
+    sync.num_batches_tracked = bn.num_batches_tracked
+    if hasattr(bn, "qconfig"):
+        sync.qconfig = bn.qconfig
+    sync.train(bn.training)
+    return sync
+
+
+def _convert(module, group, name):
+    out = module
+    if isinstance(module, SyncBatchNorm):
+        if group is not None:
+            module.set_process_group(group)
+    elif isinstance(module, _BatchNorm):
+        out = _from_batchnorm(module, group, name)
+    for child_name, child in module.named_children():
+        out.add_module(child_name, _convert(child, group, f"{name}.{child_name}" if name
+                                            else child_name))
+    return out
+
+
+def convert_sync_batchnorm(module, group=None):
+    """Replaces every torch BatchNorm layer (BatchNorm1d/2d/3d,
+    torch.nn.SyncBatchNorm) in `module`'s tree by a tnt.nn.SyncBatchNorm with
+    the same num_features, eps, momentum, affine, track_running_stats,
+    training mode, parameters and buffers (the same tensors). Returns the
+    module (a new object only when `module` itself is a BatchNorm), as
+    torch.nn.SyncBatchNorm.convert_sync_batchnorm does. `group`: see
+    SyncBatchNorm; given, it is also set on SyncBatchNorm layers already
+    there. Convert before building the optimizer and before
+    tnt.Model.compile.
+
+        net = tnt.nn.convert_sync_batchnorm(torchvision.models.resnet18())
+    """
+    if not isinstance(module, torch.nn.Module):
+        raise _t.Error(f"convert_sync_batchnorm needs a torch.nn.Module, got a "
+                       f"{type(module).__name__}: pass the network itself (not its output, "
+                       "state_dict or a tnt.Model: convert before wrapping it)")
+    _check_group(group, "convert_sync_batchnorm")
+    return _convert(module, group, "")

@@ -30,20 +30,13 @@ _SUPPORTED = "SGD, Adam, AdamW, RMSprop and Adagrad"
 def _refuse(optimizer, what):
     raise _t.Error(
         f"compile(): {type(optimizer).__name__} with {what} is not supported by tnt.Model; "
-        f"use {_SUPPORTED} with one parameter group, or keep your own loop with "
+        f"use {_SUPPORTED}, or keep your own loop with "
         "tnt.DistributedOptimizer(your_optimizer), which takes any torch optimizer")
 
 
-def _from_torch_optimizer(optimizer, module):
-    if len(optimizer.param_groups) != 1:
-        _refuse(optimizer, f"{len(optimizer.param_groups)} parameter groups")
-    g = optimizer.param_groups[0]
-    trainable = {id(p) for p in module.parameters() if p.requires_grad}
-    if {id(p) for p in g["params"]} != trainable:
-        raise _t.Error(
-            "compile(): the optimizer's parameters are not the model's trainable parameters: "
-            "build it over the wrapped module's parameters, e.g. "
-            "torch.optim.SGD(module.parameters(), lr=0.1), or over model.parameters()")
+def _group_factory(optimizer, g):
+    """The engine's optimizer of `optimizer`'s rule with group `g`'s
+    hyper-parameters."""
     if g.get("maximize", False):
         _refuse(optimizer, "maximize=True")
     kind = type(optimizer)
@@ -70,6 +63,23 @@ def _from_torch_optimizer(optimizer, module):
             _refuse(optimizer, "lr_decay or weight_decay")
         return _t.optimizer_adagrad(g["lr"], g["initial_accumulator_value"])
     _refuse(optimizer, "this class")
+
+
+def _from_torch_optimizer(optimizer, module):
+    trainable = [p for p in module.parameters() if p.requires_grad]
+    position = {id(p): i for i, p in enumerate(trainable)}
+    indices = [[position.get(id(p), -1) for p in g["params"]] for g in optimizer.param_groups]
+    flat = [i for group in indices for i in group]
+    if -1 in flat or sorted(flat) != list(range(len(trainable))):
+        raise _t.Error(
+            "compile(): the optimizer's parameters are not the model's trainable parameters "
+            "(each exactly once): build it over the wrapped module's parameters, e.g. "
+            "torch.optim.SGD(module.parameters(), lr=0.1), or over model.parameters(), or "
+            "give parameter groups that together hold each trainable parameter once")
+    factories = [_group_factory(optimizer, g) for g in optimizer.param_groups]
+    if len(factories) == 1:
+        return factories[0]  # saved with the model's compile configuration
+    return _t.optimizer_grouped(factories, indices)
 
 
 # Keras's optimizer names with Keras's defaults.

@@ -376,6 +376,42 @@ class PyModel {
   tnt::Model model_;
 };
 
+namespace {
+
+// One optimizer with a parameter group per torch.optim group: each group's
+// factory (the same rule, that group's hyper-parameters) over the positions
+// `indices[g]` of the engine's trainable parameters (the module's
+// parameters() order, those that require grad).
+optimizers::Factory grouped_optimizer(std::vector<optimizers::Factory> per_group,
+                                      std::vector<std::vector<std::int64_t>> indices) {
+  TNT_CHECK(!per_group.empty() && per_group.size() == indices.size(),
+            "grouped optimizer: ", per_group.size(), " factories for ", indices.size(),
+            " groups of parameters");
+  return optimizers::Factory([per_group = std::move(per_group), indices = std::move(indices)](
+                                 const std::vector<torch::Tensor>& params) {
+    auto pick = [&](std::size_t g) {
+      std::vector<torch::Tensor> out;
+      for (const std::int64_t i : indices[g]) {
+        TNT_CHECK(i >= 0 && i < static_cast<std::int64_t>(params.size()),
+                  "grouped optimizer: parameter ", i, " of group ", g, " is not one of the ",
+                  params.size(), " trainable parameters");
+        out.push_back(params[static_cast<std::size_t>(i)]);
+      }
+      return out;
+    };
+    std::unique_ptr<torch::optim::Optimizer> optimizer = per_group[0](pick(0));
+    for (std::size_t g = 1; g < per_group.size(); ++g) {
+      const std::vector<torch::Tensor> mine = pick(g);
+      const std::unique_ptr<torch::optim::Optimizer> like = per_group[g](mine);
+      optimizer->add_param_group(
+          torch::optim::OptimizerParamGroup(mine, like->param_groups()[0].options().clone()));
+    }
+    return optimizer;
+  });
+}
+
+}  // namespace
+
 void bind_keras(py::module_& m) {
   py::class_<optimizers::Factory>(m, "OptimizerFactory");
   // The positional forms (each factory also takes an options struct).
@@ -395,6 +431,7 @@ void bind_keras(py::module_& m) {
         py::arg("rho"), py::arg("momentum"), py::arg("eps"));
   m.def("optimizer_adagrad", static_cast<F (*)(double, double)>(&optimizers::Adagrad),
         py::arg("lr"), py::arg("initial_accumulator"));
+  m.def("optimizer_grouped", &grouped_optimizer, py::arg("per_group"), py::arg("indices"));
 
   py::class_<losses::Loss>(m, "Loss").def_readonly("name", &losses::Loss::name);
   m.def("loss_from_callable", &loss_from_callable, py::arg("fn"), py::arg("name"));

@@ -256,3 +256,40 @@ def test_a_backup_from_an_epoch_end_resumes_at_the_next_epoch():
                           tnt.callbacks.LambdaCallback(on_epoch_begin=lambda e, l: seen.append(e))])
     assert seen == [1, 2]
     assert second.epochs_done == 3
+
+
+def test_parameter_groups_keep_their_own_hyper_parameters():
+    # Two groups (no weight decay and a smaller rate for the biases) against
+    # the same torch optimizer in a plain serial loop.
+    def groups(net):
+        weights = [p for n, p in net.named_parameters() if n.endswith("weight")]
+        biases = [p for n, p in net.named_parameters() if n.endswith("bias")]
+        return [{"params": weights, "weight_decay": 0.01},
+                {"params": biases, "lr": 0.02, "momentum": 0.0}]
+
+    data = Data()
+    reference = make_net()
+    opt = torch.optim.SGD(groups(reference), lr=0.1, momentum=0.5)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for start in range(0, 64, 16):
+        opt.zero_grad()
+        loss_fn(reference(data.x[start:start + 16]), data.y[start:start + 16]).backward()
+        opt.step()
+    net = make_net()
+    model = tnt.Model(net)
+    model.compile(optimizer=torch.optim.SGD(groups(net), lr=0.1, momentum=0.5),
+                  loss=torch.nn.CrossEntropyLoss())
+    model.fit(data, batch_size=16, epochs=1, steps_per_epoch=4, shuffle=False, verbose=0)
+    diff = max_rel_diff(list(reference.parameters()), list(model.module.parameters()))
+    assert diff < 1e-5, f"{tnt.get_size()} ranks: relative difference {diff}"
+    # One group alone differs: the groups really took effect.
+    plain = serial_sgd(make_net(), data, 16, 4)
+    assert max_rel_diff(list(plain.parameters()), list(model.module.parameters())) > 1e-4
+
+
+def test_parameter_groups_must_hold_each_trainable_parameter_once():
+    net = make_net()
+    model = tnt.Model(net)
+    params = list(net.parameters())
+    with pytest.raises(tnt.Error, match="each exactly once"):
+        model.compile(optimizer=torch.optim.SGD([{"params": params[:2]}], lr=0.1), loss="mse")

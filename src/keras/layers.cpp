@@ -13,9 +13,49 @@
 #include "keras/registry.h"
 
 namespace tnt::layers {
+
+// Each options struct's fields under their config names: get_config writes
+// them and from_config reads them (keras::fields_to_config / options_from find
+// these by argument-dependent lookup, so they live in this namespace).
+template <typename Visit>
+static void fields(DenseOptions& o, Visit&& v) {
+  v("in_features", o.in_features());
+  v("units", o.units());
+  v("activation", o.activation());
+  v("use_bias", o.use_bias());
+}
+template <typename Visit>
+static void fields(Conv2DOptions& o, Visit&& v) {
+  v("in_channels", o.in_channels());
+  v("filters", o.filters());
+  v("kernel_size", o.kernel_size());
+  v("strides", o.strides());
+  v("padding", o.padding());
+  v("activation", o.activation());
+  v("use_bias", o.use_bias());
+}
+template <typename Visit>
+static void fields(Pool2DOptions& o, Visit&& v) {
+  v("pool_size", o.pool_size());
+  v("strides", o.strides());
+}
+template <typename Visit>
+static void fields(BatchNormOptions& o, Visit&& v) {
+  v("num_features", o.num_features());
+  v("momentum", o.momentum());
+  v("epsilon", o.epsilon());
+}
+template <typename Visit>
+static void fields(LayerNormOptions& o, Visit&& v) {
+  v("normalized_shape", o.normalized_shape());
+  v("epsilon", o.epsilon());
+}
+
 namespace {
 
 using json = nlohmann::json;
+using keras::field;
+using I = std::int64_t;
 
 // ---- activations ----------------------------------------------------------
 
@@ -70,106 +110,111 @@ void init_like_pytorch(torch::Tensor& weight, torch::Tensor& bias, std::int64_t 
 
 class DenseLayer : public LayerImpl {
  public:
-  DenseLayer(std::int64_t in, std::int64_t units, std::string activation, bool use_bias)
-      : LayerImpl("Dense"), in_(in), units_(units), activation_name_(std::move(activation)) {
-    check_positive("Dense", "in_features", in);
-    check_positive("Dense", "units", units);
-    activation_ = activation_or_throw("Dense", activation_name_);
-    weight_ = register_parameter("weight", torch::empty({units, in}));
-    if (use_bias) bias_ = register_parameter("bias", torch::empty({units}));
-    init_like_pytorch(weight_, bias_, in);
+  explicit DenseLayer(DenseOptions o) : LayerImpl("Dense"), o_(std::move(o)) {
+    check_positive("Dense", "in_features", o_.in_features());
+    check_positive("Dense", "units", o_.units());
+    activation_ = activation_or_throw("Dense", o_.activation());
+    weight_ = register_parameter("weight", torch::empty({o_.units(), o_.in_features()}));
+    if (o_.use_bias()) bias_ = register_parameter("bias", torch::empty({o_.units()}));
+    init_like_pytorch(weight_, bias_, o_.in_features());
   }
   torch::Tensor forward(const torch::Tensor& x) override {
-    TNT_CHECK(x.dim() >= 1 && x.size(-1) == in_, "Dense(in_features=", in_, ") got an input of shape ",
-              x.sizes(), ": its last dimension must be ", in_);
+    const std::int64_t in = o_.in_features();
+    TNT_CHECK(x.dim() >= 1 && x.size(-1) == in, "Dense(in_features=", in,
+              ") got an input of shape ", x.sizes(), ": its last dimension must be ", in);
     return activation_(torch::linear(x, weight_, bias_));
   }
-  json get_config() const override {
-    return {{"in_features", in_}, {"units", units_}, {"activation", activation_name_},
-            {"use_bias", bias_.defined()}};
+  json get_config() const override { return keras::fields_to_config(o_); }
+  static Layer from_config(const json& c) {
+    const char* where = "layer Dense";
+    return Dense(keras::options_from(
+        where, c, DenseOptions(field<I>(where, c, "in_features"), field<I>(where, c, "units"))));
   }
 
  private:
-  std::int64_t in_, units_;
-  std::string activation_name_;
+  DenseOptions o_;
   ActivationFn activation_;
   torch::Tensor weight_, bias_;
 };
 
 class Conv2DLayer : public LayerImpl {
  public:
-  Conv2DLayer(std::int64_t in, std::int64_t filters, std::int64_t kernel, std::int64_t strides,
-              std::string padding, std::string activation, bool use_bias)
-      : LayerImpl("Conv2D"),
-        in_(in),
-        filters_(filters),
-        kernel_(kernel),
-        strides_(strides),
-        padding_(std::move(padding)),
-        activation_name_(std::move(activation)) {
-    check_positive("Conv2D", "in_channels", in);
-    check_positive("Conv2D", "filters", filters);
-    check_positive("Conv2D", "kernel_size", kernel);
-    check_positive("Conv2D", "strides", strides);
-    TNT_CHECK(padding_ == "valid" || padding_ == "same", "Conv2D: padding must be \"valid\" or "
-              "\"same\", got \"", padding_, "\"");
-    activation_ = activation_or_throw("Conv2D", activation_name_);
-    weight_ = register_parameter("weight", torch::empty({filters, in, kernel, kernel}));
-    if (use_bias) bias_ = register_parameter("bias", torch::empty({filters}));
-    init_like_pytorch(weight_, bias_, in * kernel * kernel);
+  explicit Conv2DLayer(Conv2DOptions o) : LayerImpl("Conv2D"), o_(std::move(o)) {
+    check_positive("Conv2D", "in_channels", o_.in_channels());
+    check_positive("Conv2D", "filters", o_.filters());
+    check_positive("Conv2D", "kernel_size", o_.kernel_size());
+    check_positive("Conv2D", "strides", o_.strides());
+    TNT_CHECK(o_.padding() == "valid" || o_.padding() == "same",
+              "Conv2D: padding must be \"valid\" or \"same\", got \"", o_.padding(), "\"");
+    activation_ = activation_or_throw("Conv2D", o_.activation());
+    const std::int64_t k = o_.kernel_size();
+    weight_ = register_parameter("weight", torch::empty({o_.filters(), o_.in_channels(), k, k}));
+    if (o_.use_bias()) bias_ = register_parameter("bias", torch::empty({o_.filters()}));
+    init_like_pytorch(weight_, bias_, o_.in_channels() * k * k);
   }
   torch::Tensor forward(const torch::Tensor& x) override {
-    TNT_CHECK(x.dim() == 4 && x.size(1) == in_, "Conv2D(in_channels=", in_,
-              ") needs inputs [batch, ", in_, ", height, width], got ", x.sizes());
-    torch::Tensor input = x;
-    if (padding_ == "same") {
-      // Keras's "same": output = ceil(input / strides); extra padding on the
-      // bottom/right when the total is odd.
-      std::vector<std::int64_t> pad;  // F.pad order: left, right, top, bottom
-      for (int dim : {3, 2}) {
-        const std::int64_t size = x.size(dim);
-        const std::int64_t out = (size + strides_ - 1) / strides_;
-        const std::int64_t total = std::max<std::int64_t>((out - 1) * strides_ + kernel_ - size, 0);
-        pad.push_back(total / 2);
-        pad.push_back(total - total / 2);
-      }
-      input = torch::constant_pad_nd(x, pad, 0);
-    }
-    return activation_(torch::conv2d(input, weight_, bias_, {strides_, strides_}));
+    const std::int64_t in = o_.in_channels(), s = o_.strides();
+    TNT_CHECK(x.dim() == 4 && x.size(1) == in, "Conv2D(in_channels=", in,
+              ") needs inputs [batch, ", in, ", height, width], got ", x.sizes());
+    const torch::Tensor input = o_.padding() == "same" ? pad_same(x) : x;
+    return activation_(torch::conv2d(input, weight_, bias_, {s, s}));
   }
-  json get_config() const override {
-    return {{"in_channels", in_},      {"filters", filters_},
-            {"kernel_size", kernel_},  {"strides", strides_},
-            {"padding", padding_},     {"activation", activation_name_},
-            {"use_bias", bias_.defined()}};
+  json get_config() const override { return keras::fields_to_config(o_); }
+  static Layer from_config(const json& c) {
+    const char* where = "layer Conv2D";
+    return Conv2D(keras::options_from(
+        where, c,
+        Conv2DOptions(field<I>(where, c, "in_channels"), field<I>(where, c, "filters"),
+                      field<I>(where, c, "kernel_size"))));
   }
 
  private:
-  std::int64_t in_, filters_, kernel_, strides_;
-  std::string padding_, activation_name_;
+  // Keras's "same": output = ceil(input / strides); extra padding on the
+  // bottom/right when the total is odd.
+  torch::Tensor pad_same(const torch::Tensor& x) const {
+    const std::int64_t s = o_.strides(), k = o_.kernel_size();
+    std::vector<std::int64_t> pad;  // F.pad order: left, right, top, bottom
+    for (int dim : {3, 2}) {
+      const std::int64_t size = x.size(dim);
+      const std::int64_t out = (size + s - 1) / s;
+      const std::int64_t total = std::max<std::int64_t>((out - 1) * s + k - size, 0);
+      pad.push_back(total / 2);
+      pad.push_back(total - total / 2);
+    }
+    return torch::constant_pad_nd(x, pad, 0);
+  }
+
+  Conv2DOptions o_;
   ActivationFn activation_;
   torch::Tensor weight_, bias_;
 };
 
 class Pool2DLayer : public LayerImpl {
  public:
-  Pool2DLayer(bool max, std::int64_t pool, std::int64_t strides)
-      : LayerImpl(max ? "MaxPool2D" : "AvgPool2D"), max_(max), pool_(pool), strides_(strides) {
-    check_positive(max ? "MaxPool2D" : "AvgPool2D", "pool_size", pool);
-    TNT_CHECK(strides >= 0, name(), " needs strides >= 0 (0 = pool_size), got ", strides);
+  Pool2DLayer(bool max, Pool2DOptions o)
+      : LayerImpl(max ? "MaxPool2D" : "AvgPool2D"), max_(max), o_(o) {
+    check_positive(max ? "MaxPool2D" : "AvgPool2D", "pool_size", o_.pool_size());
+    TNT_CHECK(o_.strides() >= 0, name(), " needs strides >= 0 (0 = pool_size), got ",
+              o_.strides());
   }
   torch::Tensor forward(const torch::Tensor& x) override {
     TNT_CHECK(x.dim() == 4, name(), " needs inputs [batch, channels, height, width], got ",
               x.sizes());
-    const std::int64_t s = strides_ > 0 ? strides_ : pool_;
-    return max_ ? torch::max_pool2d(x, {pool_, pool_}, {s, s})
-                : torch::avg_pool2d(x, {pool_, pool_}, {s, s});
+    const std::int64_t p = o_.pool_size();
+    const std::int64_t s = o_.strides() > 0 ? o_.strides() : p;
+    return max_ ? torch::max_pool2d(x, {p, p}, {s, s}) : torch::avg_pool2d(x, {p, p}, {s, s});
   }
-  json get_config() const override { return {{"pool_size", pool_}, {"strides", strides_}}; }
+  json get_config() const override { return keras::fields_to_config(o_); }
+  template <bool kMax>
+  static Layer from_config(const json& c) {
+    const auto o = keras::options_from(kMax ? "layer MaxPool2D" : "layer AvgPool2D", c,
+                                       Pool2DOptions());
+    return kMax ? MaxPool2D(o) : AvgPool2D(o);
+  }
 
  private:
   bool max_;
-  std::int64_t pool_, strides_;
+  Pool2DOptions o_;
 };
 
 class FlattenLayer : public LayerImpl {
@@ -177,6 +222,7 @@ class FlattenLayer : public LayerImpl {
   FlattenLayer() : LayerImpl("Flatten") {}
   torch::Tensor forward(const torch::Tensor& x) override { return x.flatten(1); }
   json get_config() const override { return json::object(); }
+  static Layer from_config(const json&) { return Flatten(); }
 };
 
 class DropoutLayer : public LayerImpl {
@@ -188,6 +234,9 @@ class DropoutLayer : public LayerImpl {
     return torch::dropout(x, rate_, is_training());
   }
   json get_config() const override { return {{"rate", rate_}}; }
+  static Layer from_config(const json& c) {
+    return Dropout(field<double>("layer Dropout", c, "rate"));
+  }
 
  private:
   double rate_;
@@ -197,13 +246,13 @@ class DropoutLayer : public LayerImpl {
 // (PyTorch's names); they differ in whose statistics normalize.
 class BatchNormLayer : public LayerImpl {
  public:
-  BatchNormLayer(std::int64_t features, double momentum, double epsilon,
-                 const char* class_name = "BatchNorm")
-      : LayerImpl(class_name), features_(features), momentum_(momentum), epsilon_(epsilon) {
+  explicit BatchNormLayer(BatchNormOptions o, const char* class_name = "BatchNorm")
+      : LayerImpl(class_name), o_(o) {
+    const std::int64_t features = o_.num_features();
     check_positive(class_name, "num_features", features);
-    TNT_CHECK(momentum >= 0 && momentum <= 1, class_name, " needs 0 <= momentum <= 1, got ",
-              momentum);
-    TNT_CHECK(epsilon > 0, class_name, " needs epsilon > 0, got ", epsilon);
+    TNT_CHECK(o_.momentum() >= 0 && o_.momentum() <= 1, class_name,
+              " needs 0 <= momentum <= 1, got ", o_.momentum());
+    TNT_CHECK(o_.epsilon() > 0, class_name, " needs epsilon > 0, got ", o_.epsilon());
     weight_ = register_parameter("weight", torch::ones({features}));
     bias_ = register_parameter("bias", torch::zeros({features}));
     running_mean_ = register_buffer("running_mean", torch::zeros({features}));
@@ -214,58 +263,64 @@ class BatchNormLayer : public LayerImpl {
     begin_batch(x);
     // PyTorch's momentum is the weight of the new batch: Keras's 1 - momentum.
     return torch::batch_norm(x, weight_, bias_, running_mean_, running_var_, is_training(),
-                             1.0 - momentum_, epsilon_, /*cudnn_enabled=*/true);
+                             1.0 - o_.momentum(), o_.epsilon(), /*cudnn_enabled=*/true);
   }
-  json get_config() const override {
-    return {{"num_features", features_}, {"momentum", momentum_}, {"epsilon", epsilon_}};
+  json get_config() const override { return keras::fields_to_config(o_); }
+  template <bool kSync>
+  static Layer from_config(const json& c) {
+    const char* where = kSync ? "layer SyncBatchNorm" : "layer BatchNorm";
+    const auto o = keras::options_from(
+        where, c, BatchNormOptions(field<I>(where, c, "num_features")));
+    return kSync ? SyncBatchNorm(o) : BatchNorm(o);
   }
 
  protected:
   void begin_batch(const torch::Tensor& x) {
-    TNT_CHECK(x.dim() >= 2 && x.size(1) == features_, name(), "(num_features=", features_,
-              ") needs inputs [batch, ", features_, ", ...], got ", x.sizes());
+    const std::int64_t features = o_.num_features();
+    TNT_CHECK(x.dim() >= 2 && x.size(1) == features, name(), "(num_features=", features,
+              ") needs inputs [batch, ", features, ", ...], got ", x.sizes());
     if (is_training()) {
       torch::NoGradGuard no_grad;
       num_batches_.add_(1);
     }
   }
 
-  std::int64_t features_;
-  double momentum_, epsilon_;
+  BatchNormOptions o_;
   torch::Tensor weight_, bias_, running_mean_, running_var_, num_batches_;
 };
 
 class SyncBatchNormLayer : public BatchNormLayer, public nn::CollectiveModule {
  public:
-  SyncBatchNormLayer(std::int64_t features, double momentum, double epsilon)
-      : BatchNormLayer(features, momentum, epsilon, "SyncBatchNorm") {}
+  explicit SyncBatchNormLayer(BatchNormOptions o) : BatchNormLayer(o, "SyncBatchNorm") {}
   torch::Tensor forward(const torch::Tensor& x) override {
     begin_batch(x);
     return nn::sync_batch_norm(x, weight_, bias_, running_mean_, running_var_, is_training(),
-                               1.0 - momentum_, epsilon_, process_group());
+                               1.0 - o_.momentum(), o_.epsilon(), process_group());
   }
 };
 
 class LayerNormLayer : public LayerImpl {
  public:
-  LayerNormLayer(std::vector<std::int64_t> shape, double epsilon)
-      : LayerImpl("LayerNorm"), shape_(std::move(shape)), epsilon_(epsilon) {
-    TNT_CHECK(!shape_.empty(), "LayerNorm needs a non-empty normalized_shape");
-    for (auto d : shape_) check_positive("LayerNorm", "normalized_shape entries", d);
-    TNT_CHECK(epsilon > 0, "LayerNorm needs epsilon > 0, got ", epsilon);
-    weight_ = register_parameter("weight", torch::ones(shape_));
-    bias_ = register_parameter("bias", torch::zeros(shape_));
+  explicit LayerNormLayer(LayerNormOptions o) : LayerImpl("LayerNorm"), o_(std::move(o)) {
+    const auto& shape = o_.normalized_shape();
+    TNT_CHECK(!shape.empty(), "LayerNorm needs a non-empty normalized_shape");
+    for (auto d : shape) check_positive("LayerNorm", "normalized_shape entries", d);
+    TNT_CHECK(o_.epsilon() > 0, "LayerNorm needs epsilon > 0, got ", o_.epsilon());
+    weight_ = register_parameter("weight", torch::ones(shape));
+    bias_ = register_parameter("bias", torch::zeros(shape));
   }
   torch::Tensor forward(const torch::Tensor& x) override {
-    return torch::layer_norm(x, shape_, weight_, bias_, epsilon_);
+    return torch::layer_norm(x, o_.normalized_shape(), weight_, bias_, o_.epsilon());
   }
-  json get_config() const override {
-    return {{"normalized_shape", shape_}, {"epsilon", epsilon_}};
+  json get_config() const override { return keras::fields_to_config(o_); }
+  static Layer from_config(const json& c) {
+    const char* where = "layer LayerNorm";
+    return LayerNorm(keras::options_from(
+        where, c, LayerNormOptions(field<std::vector<I>>(where, c, "normalized_shape"))));
   }
 
  private:
-  std::vector<std::int64_t> shape_;
-  double epsilon_;
+  LayerNormOptions o_;
   torch::Tensor weight_, bias_;
 };
 
@@ -285,6 +340,10 @@ class EmbeddingLayer : public LayerImpl {
   json get_config() const override {
     return {{"input_dim", input_dim_}, {"output_dim", output_dim_}};
   }
+  static Layer from_config(const json& c) {
+    const char* where = "layer Embedding";
+    return Embedding(field<I>(where, c, "input_dim"), field<I>(where, c, "output_dim"));
+  }
 
  private:
   std::int64_t input_dim_, output_dim_;
@@ -299,6 +358,9 @@ class ActivationLayer : public LayerImpl {
         activation_(activation_or_throw("Activation", activation_name_)) {}
   torch::Tensor forward(const torch::Tensor& x) override { return activation_(x); }
   json get_config() const override { return {{"activation", activation_name_}}; }
+  static Layer from_config(const json& c) {
+    return Activation(field<std::string>("layer Activation", c, "activation"));
+  }
 
  private:
   std::string activation_name_;
@@ -307,64 +369,20 @@ class ActivationLayer : public LayerImpl {
 
 // ---- the registry -----------------------------------------------------------
 
-// Reads a field of a layer config; missing or ill-typed fields name the
-// layer and the field.
-template <typename T>
-T field(const std::string& layer, const json& config, const char* key) {
-  return keras::field<T>("layer " + layer, config, key);
-}
-template <typename T>
-T field_or(const std::string& layer, const json& config, const char* key, T fallback) {
-  return config.contains(key) ? field<T>(layer, config, key) : fallback;
-}
-
-// The built-in layers' readers; register_layer adds the user's.
+// The built-in layers' readers (each class's from_config, beside its
+// get_config); register_layer adds the user's.
 std::map<std::string, LayerFactory> builtin_readers() {
-  using I = std::int64_t;
-  std::map<std::string, LayerFactory> reg;
-  reg["Dense"] = [](const json& c) {
-    return Dense(field<I>("Dense", c, "in_features"), field<I>("Dense", c, "units"),
-                 field_or<std::string>("Dense", c, "activation", "linear"),
-                 field_or<bool>("Dense", c, "use_bias", true));
-  };
-  reg["Conv2D"] = [](const json& c) {
-    return Conv2D(field<I>("Conv2D", c, "in_channels"), field<I>("Conv2D", c, "filters"),
-                  field<I>("Conv2D", c, "kernel_size"), field_or<I>("Conv2D", c, "strides", 1),
-                  field_or<std::string>("Conv2D", c, "padding", "valid"),
-                  field_or<std::string>("Conv2D", c, "activation", "linear"),
-                  field_or<bool>("Conv2D", c, "use_bias", true));
-  };
-  reg["MaxPool2D"] = [](const json& c) {
-    return MaxPool2D(field_or<I>("MaxPool2D", c, "pool_size", 2),
-                     field_or<I>("MaxPool2D", c, "strides", 0));
-  };
-  reg["AvgPool2D"] = [](const json& c) {
-    return AvgPool2D(field_or<I>("AvgPool2D", c, "pool_size", 2),
-                     field_or<I>("AvgPool2D", c, "strides", 0));
-  };
-  reg["Flatten"] = [](const json&) { return Flatten(); };
-  reg["Dropout"] = [](const json& c) { return Dropout(field<double>("Dropout", c, "rate")); };
-  reg["BatchNorm"] = [](const json& c) {
-    return BatchNorm(field<I>("BatchNorm", c, "num_features"),
-                     field_or<double>("BatchNorm", c, "momentum", 0.99),
-                     field_or<double>("BatchNorm", c, "epsilon", 1e-3));
-  };
-  reg["SyncBatchNorm"] = [](const json& c) {
-    return SyncBatchNorm(field<I>("SyncBatchNorm", c, "num_features"),
-                         field_or<double>("SyncBatchNorm", c, "momentum", 0.99),
-                         field_or<double>("SyncBatchNorm", c, "epsilon", 1e-3));
-  };
-  reg["LayerNorm"] = [](const json& c) {
-    return LayerNorm(field<std::vector<I>>("LayerNorm", c, "normalized_shape"),
-                     field_or<double>("LayerNorm", c, "epsilon", 1e-3));
-  };
-  reg["Embedding"] = [](const json& c) {
-    return Embedding(field<I>("Embedding", c, "input_dim"), field<I>("Embedding", c, "output_dim"));
-  };
-  reg["Activation"] = [](const json& c) {
-    return Activation(field<std::string>("Activation", c, "activation"));
-  };
-  return reg;
+  return {{"Dense", DenseLayer::from_config},
+          {"Conv2D", Conv2DLayer::from_config},
+          {"MaxPool2D", Pool2DLayer::from_config<true>},
+          {"AvgPool2D", Pool2DLayer::from_config<false>},
+          {"Flatten", FlattenLayer::from_config},
+          {"Dropout", DropoutLayer::from_config},
+          {"BatchNorm", BatchNormLayer::from_config<false>},
+          {"SyncBatchNorm", BatchNormLayer::from_config<true>},
+          {"LayerNorm", LayerNormLayer::from_config},
+          {"Embedding", EmbeddingLayer::from_config},
+          {"Activation", ActivationLayer::from_config}};
 }
 
 keras::Registry<Layer>& registry() {
@@ -382,31 +400,46 @@ std::vector<std::string> activation_names() {
   return names;
 }
 
+Layer Dense(DenseOptions options) { return std::make_shared<DenseLayer>(std::move(options)); }
+Layer Conv2D(Conv2DOptions options) { return std::make_shared<Conv2DLayer>(std::move(options)); }
+Layer MaxPool2D(Pool2DOptions options) { return std::make_shared<Pool2DLayer>(true, options); }
+Layer AvgPool2D(Pool2DOptions options) { return std::make_shared<Pool2DLayer>(false, options); }
+Layer BatchNorm(BatchNormOptions options) { return std::make_shared<BatchNormLayer>(options); }
+Layer SyncBatchNorm(BatchNormOptions options) {
+  return std::make_shared<SyncBatchNormLayer>(options);
+}
+Layer LayerNorm(LayerNormOptions options) {
+  return std::make_shared<LayerNormLayer>(std::move(options));
+}
+
 Layer Dense(std::int64_t in, std::int64_t units, std::string activation, bool use_bias) {
-  return std::make_shared<DenseLayer>(in, units, std::move(activation), use_bias);
+  return Dense(DenseOptions(in, units).activation(std::move(activation)).use_bias(use_bias));
 }
 Layer Conv2D(std::int64_t in, std::int64_t filters, std::int64_t kernel, std::int64_t strides,
              std::string padding, std::string activation, bool use_bias) {
-  return std::make_shared<Conv2DLayer>(in, filters, kernel, strides, std::move(padding),
-                                       std::move(activation), use_bias);
+  return Conv2D(Conv2DOptions(in, filters, kernel)
+                    .strides(strides)
+                    .padding(std::move(padding))
+                    .activation(std::move(activation))
+                    .use_bias(use_bias));
 }
 Layer MaxPool2D(std::int64_t pool, std::int64_t strides) {
-  return std::make_shared<Pool2DLayer>(true, pool, strides);
+  return MaxPool2D(Pool2DOptions().pool_size(pool).strides(strides));
 }
 Layer AvgPool2D(std::int64_t pool, std::int64_t strides) {
-  return std::make_shared<Pool2DLayer>(false, pool, strides);
+  return AvgPool2D(Pool2DOptions().pool_size(pool).strides(strides));
+}
+Layer BatchNorm(std::int64_t features, double momentum, double epsilon) {
+  return BatchNorm(BatchNormOptions(features).momentum(momentum).epsilon(epsilon));
+}
+Layer SyncBatchNorm(std::int64_t features, double momentum, double epsilon) {
+  return SyncBatchNorm(BatchNormOptions(features).momentum(momentum).epsilon(epsilon));
+}
+Layer LayerNorm(std::vector<std::int64_t> shape, double epsilon) {
+  return LayerNorm(LayerNormOptions(std::move(shape)).epsilon(epsilon));
 }
 Layer Flatten() { return std::make_shared<FlattenLayer>(); }
 Layer Dropout(double rate) { return std::make_shared<DropoutLayer>(rate); }
-Layer BatchNorm(std::int64_t features, double momentum, double epsilon) {
-  return std::make_shared<BatchNormLayer>(features, momentum, epsilon);
-}
-Layer SyncBatchNorm(std::int64_t features, double momentum, double epsilon) {
-  return std::make_shared<SyncBatchNormLayer>(features, momentum, epsilon);
-}
-Layer LayerNorm(std::vector<std::int64_t> shape, double epsilon) {
-  return std::make_shared<LayerNormLayer>(std::move(shape), epsilon);
-}
 Layer Embedding(std::int64_t input_dim, std::int64_t output_dim) {
   return std::make_shared<EmbeddingLayer>(input_dim, output_dim);
 }

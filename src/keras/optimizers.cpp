@@ -12,6 +12,45 @@
 namespace tnt::optimizers {
 namespace optim = torch::optim;
 using json = nlohmann::json;
+// Each options struct's fields under their names in the description (keras::
+// fields_to_config and keras::options_from find them by argument-dependent
+// lookup, so they live in this namespace, not an anonymous one).
+template <typename Visit>
+static void fields(SGDOptions& o, Visit&& v) {
+  v("learning_rate", o.learning_rate());
+  v("momentum", o.momentum());
+  v("nesterov", o.nesterov());
+  v("weight_decay", o.weight_decay());
+}
+template <typename Visit>
+static void fields(AdamOptions& o, Visit&& v) {
+  v("learning_rate", o.learning_rate());
+  v("beta_1", o.beta1());
+  v("beta_2", o.beta2());
+  v("epsilon", o.epsilon());
+  v("weight_decay", o.weight_decay());
+}
+template <typename Visit>
+static void fields(AdamWOptions& o, Visit&& v) {
+  v("learning_rate", o.learning_rate());
+  v("weight_decay", o.weight_decay());
+  v("beta_1", o.beta1());
+  v("beta_2", o.beta2());
+  v("epsilon", o.epsilon());
+}
+template <typename Visit>
+static void fields(RMSpropOptions& o, Visit&& v) {
+  v("learning_rate", o.learning_rate());
+  v("rho", o.rho());
+  v("momentum", o.momentum());
+  v("epsilon", o.epsilon());
+}
+template <typename Visit>
+static void fields(AdagradOptions& o, Visit&& v) {
+  v("learning_rate", o.learning_rate());
+  v("initial_accumulator_value", o.initial_accumulator_value());
+}
+
 namespace {
 // NaN passes every "> 0" check written as "reject <= 0", so test finiteness.
 void check_learning_rate(const char* optimizer, double lr) {
@@ -19,60 +58,14 @@ void check_learning_rate(const char* optimizer, double lr) {
             lr);
 }
 
-// Each options struct's fields under their names in the description: the one
-// list that both writing (config_of) and reading (options_from) go through.
-template <typename Visit>
-void fields(SGDOptions& o, Visit&& v) {
-  v("learning_rate", o.learning_rate());
-  v("momentum", o.momentum());
-  v("nesterov", o.nesterov());
-  v("weight_decay", o.weight_decay());
-}
-template <typename Visit>
-void fields(AdamOptions& o, Visit&& v) {
-  v("learning_rate", o.learning_rate());
-  v("beta_1", o.beta1());
-  v("beta_2", o.beta2());
-  v("epsilon", o.epsilon());
-  v("weight_decay", o.weight_decay());
-}
-template <typename Visit>
-void fields(AdamWOptions& o, Visit&& v) {
-  v("learning_rate", o.learning_rate());
-  v("weight_decay", o.weight_decay());
-  v("beta_1", o.beta1());
-  v("beta_2", o.beta2());
-  v("epsilon", o.epsilon());
-}
-template <typename Visit>
-void fields(RMSpropOptions& o, Visit&& v) {
-  v("learning_rate", o.learning_rate());
-  v("rho", o.rho());
-  v("momentum", o.momentum());
-  v("epsilon", o.epsilon());
-}
-template <typename Visit>
-void fields(AdagradOptions& o, Visit&& v) {
-  v("learning_rate", o.learning_rate());
-  v("initial_accumulator_value", o.initial_accumulator_value());
-}
-
-// {"class_name": name, "config": {the fields of o}}.
 template <typename Options>
 std::string config_of(const char* name, Options o) {
-  json config = json::object();
-  fields(o, [&](const char* key, const auto& value) { config[key] = value; });
-  return describe(name, std::move(config));
+  return describe(name, keras::fields_to_config(o));
 }
 
-// `defaults` with every field the config has; the rest keep the struct's
-// defaults.
 template <typename Options>
 Options options_from(const char* name, const json& config, Options defaults) {
-  const std::string where = std::string("optimizer ") + name;
-  fields(defaults,
-         [&](const char* key, auto& value) { keras::read_field(where, config, key, value); });
-  return defaults;
+  return keras::options_from(std::string("optimizer ") + name, config, defaults);
 }
 
 // A reader that rebuilds optimizer `name` with `make` from its options.

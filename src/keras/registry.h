@@ -42,6 +42,25 @@ void read_field(const std::string& where, const nlohmann::json& config, const ch
   if (config.contains(key)) into = field<T>(where, config, key);
 }
 
+/// An options struct's fields as a config object. `fields(options, visit)`,
+/// found by argument-dependent lookup in the struct's namespace, lists each
+/// field once as visit("key", value): the one list that both writing
+/// (fields_to_config) and reading (options_from) go through.
+template <typename Options>
+nlohmann::json fields_to_config(Options options) {
+  nlohmann::json config = nlohmann::json::object();
+  fields(options, [&](const char* key, const auto& value) { config[key] = value; });
+  return config;
+}
+
+/// `start` with every field the config has; the rest keep their values
+/// (the struct's defaults, or the required fields it was built with).
+template <typename Options>
+Options options_from(const std::string& where, const nlohmann::json& config, Options start) {
+  fields(start, [&](const char* key, auto& value) { read_field(where, config, key, value); });
+  return start;
+}
+
 /// make(value of `key`) when the config has the field, else make(): the
 /// default stays the factory's own default argument.
 /// Example: with_or_without<double>("metric BinaryAccuracy", c, "threshold",

@@ -21,7 +21,24 @@ Schedule Constant(double lr) {
   return Schedule([lr](std::int64_t) { return lr; }, describe("Constant", {{"learning_rate", lr}}));
 }
 
+// ExponentialDecayOptions' fields under their config names (found by
+// argument-dependent lookup from keras::fields_to_config / options_from).
+template <typename Visit>
+static void fields(ExponentialDecayOptions& o, Visit&& v) {
+  v("learning_rate", o.learning_rate());
+  v("decay_steps", o.decay_steps());
+  v("decay_rate", o.decay_rate());
+  v("staircase", o.staircase());
+}
+
 Schedule ExponentialDecay(double lr, std::int64_t decay_steps, double rate, bool staircase) {
+  return ExponentialDecay(ExponentialDecayOptions(lr, decay_steps, rate).staircase(staircase));
+}
+
+Schedule ExponentialDecay(ExponentialDecayOptions o) {
+  const double lr = o.learning_rate(), rate = o.decay_rate();
+  const std::int64_t decay_steps = o.decay_steps();
+  const bool staircase = o.staircase();
   TNT_CHECK(decay_steps > 0, "ExponentialDecay needs decay_steps > 0, got ", decay_steps);
   return Schedule(
       [=](std::int64_t step) {
@@ -29,10 +46,7 @@ Schedule ExponentialDecay(double lr, std::int64_t decay_steps, double rate, bool
         if (staircase) periods = std::floor(periods);
         return lr * std::pow(rate, periods);
       },
-      describe("ExponentialDecay", {{"learning_rate", lr},
-                                    {"decay_steps", decay_steps},
-                                    {"decay_rate", rate},
-                                    {"staircase", staircase}}));
+      describe("ExponentialDecay", keras::fields_to_config(o)));
 }
 
 Schedule PiecewiseConstantDecay(std::vector<std::int64_t> boundaries, std::vector<double> values) {
@@ -73,6 +87,15 @@ Schedule WarmUp(Schedule schedule, std::int64_t warmup_steps, double start_fract
 
 Schedule LinearScalingWarmUp(double base_lr, int num_ranks, std::int64_t warmup_steps,
                              Schedule after) {
+  return LinearScalingWarmUp(
+      LinearScalingWarmUpOptions(base_lr, num_ranks, warmup_steps).after(std::move(after)));
+}
+
+Schedule LinearScalingWarmUp(LinearScalingWarmUpOptions o) {
+  const double base_lr = o.base_learning_rate();
+  const int num_ranks = o.num_ranks();
+  const std::int64_t warmup_steps = o.warmup_steps();
+  const Schedule after = o.after();
   TNT_CHECK(num_ranks >= 1, "LinearScalingWarmUp needs num_ranks >= 1, got ", num_ranks);
   Schedule scaled =
       after ? Schedule([after, num_ranks](std::int64_t s) { return after(s) * num_ranks; })
@@ -96,11 +119,11 @@ using Step = std::int64_t;
 
 Schedule exponential_decay_from(const json& c) {
   const char* where = "schedule ExponentialDecay";
-  return keras::with_or_without<bool>(where, c, "staircase", [&](auto... staircase) {
-    return ExponentialDecay(field<double>(where, c, "learning_rate"),
-                            field<Step>(where, c, "decay_steps"),
-                            field<double>(where, c, "decay_rate"), staircase...);
-  });
+  return ExponentialDecay(keras::options_from(
+      where, c,
+      ExponentialDecayOptions(field<double>(where, c, "learning_rate"),
+                              field<Step>(where, c, "decay_steps"),
+                              field<double>(where, c, "decay_rate"))));
 }
 
 Schedule warm_up_from(const json& c) {
@@ -113,11 +136,11 @@ Schedule warm_up_from(const json& c) {
 
 Schedule linear_scaling_warm_up_from(const json& c) {
   const char* where = "schedule LinearScalingWarmUp";
-  const auto base = field<double>(where, c, "base_learning_rate");
-  const auto ranks = field<int>(where, c, "num_ranks");
-  const auto steps = field<Step>(where, c, "warmup_steps");
-  if (!c.contains("after")) return LinearScalingWarmUp(base, ranks, steps);
-  return LinearScalingWarmUp(base, ranks, steps, from_config(c.at("after")));
+  LinearScalingWarmUpOptions o(field<double>(where, c, "base_learning_rate"),
+                               field<int>(where, c, "num_ranks"),
+                               field<Step>(where, c, "warmup_steps"));
+  if (c.contains("after")) o.after(from_config(c.at("after")));
+  return LinearScalingWarmUp(o);
 }
 
 const keras::Registry<Schedule>& registry() {

@@ -19,6 +19,7 @@ namespace O = tnt::optimizers;
 namespace L = tnt::losses;
 namespace M = tnt::metrics;
 namespace S = tnt::schedules;
+namespace TL = tnt::layers;
 using json = nlohmann::json;
 
 std::string error_of(const std::function<void()>& f) {
@@ -260,6 +261,76 @@ TEST(KerasRegistry, EveryBuiltInScheduleRoundTrips) {
                  S::from_config({{"class_name", "WarmUp"}, {"config", {{"warmup_steps", 3}}}});
                }),
                {"WarmUp", "\"schedule\""});
+}
+
+TEST(KerasRegistry, ScheduleOptionsAndPositionalFormsAreTheSameSchedule) {
+  const S::Schedule options = S::ExponentialDecay(S::ExponentialDecayOptions(0.1, 10, 0.5));
+  EXPECT_EQ(options.config, S::ExponentialDecay(0.1, 10, 0.5).config);
+  EXPECT_EQ(S::ExponentialDecay(S::ExponentialDecayOptions(0.1, 10, 0.5).staircase(true)).config,
+            S::ExponentialDecay(0.1, 10, 0.5, true).config);
+  const S::Schedule warm = S::LinearScalingWarmUp(
+      S::LinearScalingWarmUpOptions(0.05, 3, 6).after(S::PiecewiseConstantDecay({20}, {1.0, 0.1})));
+  const S::Schedule positional =
+      S::LinearScalingWarmUp(0.05, 3, 6, S::PiecewiseConstantDecay({20}, {1.0, 0.1}));
+  EXPECT_EQ(warm.config, positional.config);
+  for (std::int64_t step : {0, 3, 6, 19, 25}) EXPECT_EQ(warm(step), positional(step));
+  EXPECT_EQ(S::LinearScalingWarmUp(S::LinearScalingWarmUpOptions(0.05, 4, 10)).config,
+            S::LinearScalingWarmUp(0.05, 4, 10).config);
+}
+
+// ---- layers -----------------------------------------------------------------
+
+json layer_config(const TL::Layer& layer) {
+  return {{"class_name", layer->class_name()}, {"config", layer->get_config()}};
+}
+
+TEST(KerasRegistry, LayerOptionsAndPositionalFormsDescribeTheSameLayer) {
+  const std::vector<std::pair<TL::Layer, TL::Layer>> pairs = {
+      {TL::Dense(TL::DenseOptions(4, 3).activation("relu")), TL::Dense(4, 3, "relu")},
+      {TL::Dense(TL::DenseOptions(4, 3).use_bias(false)), TL::Dense(4, 3, "linear", false)},
+      {TL::Conv2D(TL::Conv2DOptions(1, 6, 5).padding("same").activation("tanh")),
+       TL::Conv2D(1, 6, 5, 1, "same", "tanh")},
+      {TL::MaxPool2D(TL::Pool2DOptions().pool_size(3)), TL::MaxPool2D(3)},
+      {TL::AvgPool2D(TL::Pool2DOptions().strides(1)), TL::AvgPool2D(2, 1)},
+      {TL::BatchNorm(TL::BatchNormOptions(8).momentum(0.9)), TL::BatchNorm(8, 0.9)},
+      {TL::SyncBatchNorm(TL::BatchNormOptions(8).epsilon(1e-5)), TL::SyncBatchNorm(8, 0.99, 1e-5)},
+      {TL::LayerNorm(TL::LayerNormOptions({4, 2}).epsilon(1e-6)), TL::LayerNorm({4, 2}, 1e-6)}};
+  for (const auto& [options, positional] : pairs) {
+    SCOPED_TRACE(layer_config(positional).dump());
+    EXPECT_EQ(layer_config(options), layer_config(positional));
+    // And from_config rebuilds the same description.
+    EXPECT_EQ(layer_config(TL::layer_from_config(layer_config(options))), layer_config(options));
+  }
+}
+
+TEST(KerasRegistry, ALayerFieldLeftOutTakesTheOptionsDefault) {
+  const json conv = {{"class_name", "Conv2D"},
+                     {"config", {{"in_channels", 1}, {"filters", 2}, {"kernel_size", 3}}}};
+  EXPECT_EQ(TL::layer_from_config(conv)->get_config(),
+            TL::Conv2D(TL::Conv2DOptions(1, 2, 3))->get_config());
+  EXPECT_EQ(TL::layer_from_config({{"class_name", "MaxPool2D"}})->get_config(),
+            TL::MaxPool2D(TL::Pool2DOptions())->get_config());
+  const json norm = {{"class_name", "BatchNorm"},
+                     {"config", {{"num_features", 5}, {"epsilon", 1e-4}}}};
+  EXPECT_EQ(TL::layer_from_config(norm)->get_config(),
+            TL::BatchNorm(TL::BatchNormOptions(5).epsilon(1e-4))->get_config());
+  // The defaults are the options structs' (Keras's for BatchNorm).
+  EXPECT_EQ(TL::BatchNormOptions(1).momentum(), 0.99);
+  EXPECT_EQ(TL::Conv2DOptions(1, 1, 1).padding(), "valid");
+  // Required fields have no default; ill-typed fields name the layer and field.
+  expect_names(error_of([] {
+                 TL::layer_from_config({{"class_name", "Dense"}, {"config", {{"units", 3}}}});
+               }),
+               {"layer Dense", "\"in_features\""});
+  expect_names(error_of([] {
+                 TL::layer_from_config({{"class_name", "Conv2D"},
+                                        {"config",
+                                         {{"in_channels", 1},
+                                          {"filters", 2},
+                                          {"kernel_size", 3},
+                                          {"strides", "two"}}}});
+               }),
+               {"layer Conv2D", "\"strides\"", "wrong type"});
 }
 
 // ---- unknown class names ----------------------------------------------------

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
+#include <tarantella/base/arg.h>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
@@ -48,31 +49,95 @@ using Layer = std::shared_ptr<LayerImpl>;
 /// softplus, silu (alias swish).
 std::vector<std::string> activation_names();
 
-/// y = activation(x W^T + b); x is [..., in_features].
-Layer Dense(std::int64_t in_features, std::int64_t units, std::string activation = "linear",
-            bool use_bias = true);
-/// 2-d convolution over [B, C, H, W] with a square kernel; padding "valid"
-/// (none) or "same" (output size ceil(input / strides), as Keras).
+/// Dense's arguments: y = activation(x W^T + b); x is [..., in_features].
+/// Example: tnt::layers::Dense(tnt::layers::DenseOptions(784, 10).activation("relu"))
+struct DenseOptions {
+  DenseOptions(std::int64_t in_features, std::int64_t units)
+      : in_features_(in_features), units_(units) {}
+  TNT_ARG(std::int64_t, in_features);
+  TNT_ARG(std::int64_t, units);
+  TNT_ARG(std::string, activation) = "linear";
+  TNT_ARG(bool, use_bias) = true;
+};
+
+/// Conv2D's arguments: a 2-d convolution over [B, C, H, W] with a square
+/// kernel; padding "valid" (none) or "same" (output size ceil(input /
+/// strides), as Keras).
+/// Example: tnt::layers::Conv2D(tnt::layers::Conv2DOptions(1, 6, 5).padding("same"))
+struct Conv2DOptions {
+  Conv2DOptions(std::int64_t in_channels, std::int64_t filters, std::int64_t kernel_size)
+      : in_channels_(in_channels), filters_(filters), kernel_size_(kernel_size) {}
+  TNT_ARG(std::int64_t, in_channels);
+  TNT_ARG(std::int64_t, filters);
+  TNT_ARG(std::int64_t, kernel_size);
+  TNT_ARG(std::int64_t, strides) = 1;
+  TNT_ARG(std::string, padding) = "valid";
+  TNT_ARG(std::string, activation) = "linear";
+  TNT_ARG(bool, use_bias) = true;
+};
+
+/// MaxPool2D's and AvgPool2D's arguments: square windows; strides 0 means
+/// pool_size.
+struct Pool2DOptions {
+  TNT_ARG(std::int64_t, pool_size) = 2;
+  TNT_ARG(std::int64_t, strides) = 0;
+};
+
+/// BatchNorm's and SyncBatchNorm's arguments. Keras's momentum convention
+/// (running = momentum * running + (1 - momentum) * batch).
+struct BatchNormOptions {
+  explicit BatchNormOptions(std::int64_t num_features) : num_features_(num_features) {}
+  TNT_ARG(std::int64_t, num_features);
+  TNT_ARG(double, momentum) = 0.99;
+  TNT_ARG(double, epsilon) = 1e-3;
+};
+
+/// LayerNorm's arguments: normalization over the trailing
+/// `normalized_shape` dimensions.
+struct LayerNormOptions {
+  explicit LayerNormOptions(std::vector<std::int64_t> normalized_shape)
+      : normalized_shape_(std::move(normalized_shape)) {}
+  TNT_ARG(std::vector<std::int64_t>, normalized_shape);
+  TNT_ARG(double, epsilon) = 1e-3;
+};
+
+Layer Dense(DenseOptions options);
+Layer Conv2D(Conv2DOptions options);
+Layer MaxPool2D(Pool2DOptions options);
+Layer AvgPool2D(Pool2DOptions options);
+/// Batch normalization over channel dimension 1 of [B, C] or [B, C, ...]
+/// inputs. Uses each rank's local batch statistics.
+Layer BatchNorm(BatchNormOptions options);
+/// BatchNorm with the statistics of the GLOBAL batch (all ranks'
+/// micro-batches; sync_batchnorm.h): same arguments, parameters and
+/// buffers. In a tnt::Model it normalizes over the model's group.
+Layer SyncBatchNorm(BatchNormOptions options);
+Layer LayerNorm(LayerNormOptions options);
+
+// The positional forms: each forwards to the options form, and an argument
+// left out takes the options struct's default.
+Layer Dense(std::int64_t in_features, std::int64_t units,
+            std::string activation = DenseOptions(1, 1).activation(),
+            bool use_bias = DenseOptions(1, 1).use_bias());
 Layer Conv2D(std::int64_t in_channels, std::int64_t filters, std::int64_t kernel_size,
-             std::int64_t strides = 1, std::string padding = "valid",
-             std::string activation = "linear", bool use_bias = true);
-/// Max / average pooling over square windows; strides 0 means pool_size.
-Layer MaxPool2D(std::int64_t pool_size = 2, std::int64_t strides = 0);
-Layer AvgPool2D(std::int64_t pool_size = 2, std::int64_t strides = 0);
+             std::int64_t strides = Conv2DOptions(1, 1, 1).strides(),
+             std::string padding = Conv2DOptions(1, 1, 1).padding(),
+             std::string activation = Conv2DOptions(1, 1, 1).activation(),
+             bool use_bias = Conv2DOptions(1, 1, 1).use_bias());
+Layer MaxPool2D(std::int64_t pool_size = Pool2DOptions().pool_size(),
+                std::int64_t strides = Pool2DOptions().strides());
+Layer AvgPool2D(std::int64_t pool_size = Pool2DOptions().pool_size(),
+                std::int64_t strides = Pool2DOptions().strides());
+Layer BatchNorm(std::int64_t num_features, double momentum = BatchNormOptions(1).momentum(),
+                double epsilon = BatchNormOptions(1).epsilon());
+Layer SyncBatchNorm(std::int64_t num_features, double momentum = BatchNormOptions(1).momentum(),
+                    double epsilon = BatchNormOptions(1).epsilon());
+Layer LayerNorm(std::vector<std::int64_t> normalized_shape,
+                double epsilon = LayerNormOptions({1}).epsilon());
 /// [B, d1, d2, ...] -> [B, d1 * d2 * ...].
 Layer Flatten();
 /// Zeroes a fraction `rate` of the inputs in training (scaled by 1/(1-rate)).
 Layer Dropout(double rate);
-/// Batch normalization over channel dimension 1 of [B, C] or [B, C, ...]
-/// inputs; Keras's momentum convention (running = momentum * running +
-/// (1 - momentum) * batch). Uses each rank's local batch statistics.
-Layer BatchNorm(std::int64_t num_features, double momentum = 0.99, double epsilon = 1e-3);
-/// BatchNorm with the statistics of the GLOBAL batch (all ranks'
-/// micro-batches; sync_batchnorm.h): same arguments, parameters and
-/// buffers. In a tnt::Model it normalizes over the model's group.
-Layer SyncBatchNorm(std::int64_t num_features, double momentum = 0.99, double epsilon = 1e-3);
-/// Layer normalization over the trailing `normalized_shape` dimensions.
-Layer LayerNorm(std::vector<std::int64_t> normalized_shape, double epsilon = 1e-3);
 /// Integer indices [..] -> vectors [.., output_dim].
 Layer Embedding(std::int64_t input_dim, std::int64_t output_dim);
 /// An activation by name (see activation_names()).

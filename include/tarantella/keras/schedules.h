@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
+#include <tarantella/base/arg.h>
 
 namespace tnt::schedules {
 
@@ -38,18 +39,41 @@ struct Schedule {
 };
 
 Schedule Constant(double learning_rate);
-/// lr * rate^(step / decay_steps), floored to whole periods if staircase.
+/// ExponentialDecay's arguments: lr * rate^(step / decay_steps), floored to
+/// whole periods if staircase.
+/// Example: ExponentialDecay(ExponentialDecayOptions(0.1, 1000, 0.96).staircase(true))
+struct ExponentialDecayOptions {
+  ExponentialDecayOptions(double learning_rate, std::int64_t decay_steps, double decay_rate)
+      : learning_rate_(learning_rate), decay_steps_(decay_steps), decay_rate_(decay_rate) {}
+  TNT_ARG(double, learning_rate);
+  TNT_ARG(std::int64_t, decay_steps);
+  TNT_ARG(double, decay_rate);
+  TNT_ARG(bool, staircase) = false;
+};
+Schedule ExponentialDecay(ExponentialDecayOptions options);
 Schedule ExponentialDecay(double learning_rate, std::int64_t decay_steps, double decay_rate,
-                          bool staircase = false);
+                          bool staircase = ExponentialDecayOptions(1, 1, 1).staircase());
 /// values[i] while step < boundaries[i]; values.back() after the last.
 Schedule PiecewiseConstantDecay(std::vector<std::int64_t> boundaries, std::vector<double> values);
 /// Linear warm-up from `start_fraction` of the schedule's value to the full
 /// value over `warmup_steps`, then `schedule`.
 Schedule WarmUp(Schedule schedule, std::int64_t warmup_steps, double start_fraction = 0.0);
-/// The linear scaling rule with warm-up (Goyal et al.): starts at
-/// `base_learning_rate` (tuned for one rank) and rises linearly over
-/// `warmup_steps` to base * `num_ranks`, then follows `after` scaled the same
-/// way (constant if none).
+/// LinearScalingWarmUp's arguments: the linear scaling rule with warm-up
+/// (Goyal et al.). It starts at `base_learning_rate` (tuned for one rank)
+/// and rises linearly over `warmup_steps` to base * `num_ranks`, then
+/// follows `after` scaled the same way (constant if none).
+/// Example: LinearScalingWarmUp(LinearScalingWarmUpOptions(0.1, tnt::get_size(), 500)
+///                                  .after(ExponentialDecay(0.1, 1000, 0.9)))
+struct LinearScalingWarmUpOptions {
+  LinearScalingWarmUpOptions(double base_learning_rate, int num_ranks, std::int64_t warmup_steps)
+      : base_learning_rate_(base_learning_rate), num_ranks_(num_ranks),
+        warmup_steps_(warmup_steps) {}
+  TNT_ARG(double, base_learning_rate);
+  TNT_ARG(int, num_ranks);
+  TNT_ARG(std::int64_t, warmup_steps);
+  TNT_ARG(Schedule, after) = nullptr;
+};
+Schedule LinearScalingWarmUp(LinearScalingWarmUpOptions options);
 Schedule LinearScalingWarmUp(double base_learning_rate, int num_ranks, std::int64_t warmup_steps,
                              Schedule after = nullptr);
 

@@ -6,6 +6,11 @@ the C++ front end (bench_train_step --variant tnt), the Python front end
 the same networks, data and batch. Rounds are interleaved (the order rotates)
 and every ratio is the median of per-round ratios.
 
+Beside them, the no-communication ceiling: N plain LibTorch loops
+(bench_train_step --variant plain, one thread each) run at once, each over
+its 1/N of the global batch, summed. No data-parallel front end can beat it
+on this machine, so ceiling/DDP is the most any front end can be above DDP.
+
     bench/train_step/front_ends.py [--high-priority] [--rounds 5] [--ranks 2] [--models lenet,mlp]
 
 Builds nothing: build tnt_launcher, bench_train_step and tnt_python first.
@@ -38,7 +43,27 @@ def command(variant, model, ranks):
     }[variant]
 
 
+def ceiling(model, ranks):
+    """N plain loops at once over B/N each: samples/s summed."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", TNT_NUM_THREADS="1")
+    cmd = [os.path.join(BUILD, "bench", "train_step", "bench_train_step"), "--variant", "plain",
+           "--model", model, "--batch-size", str(256 // ranks), "--steps", str(STEPS[model]),
+           "--epochs", "3", "--threads", "1"]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(ranks)]
+    total = 0.0
+    for proc in procs:
+        out, err = proc.communicate(timeout=600)
+        lines = [l[7:] for l in out.splitlines() if l.startswith("RESULT ")]
+        if proc.returncode != 0 or len(lines) != 1:
+            sys.exit(f"ceiling {model} failed ({proc.returncode}):\n{out}\n{err}")
+        total += json.loads(lines[0])["samples_per_s"]
+    return {"samples_per_s": total, "threads": 1}
+
+
 def run(variant, model, ranks):
+    if variant == "ceiling":
+        return ceiling(model, ranks)
     env = dict(os.environ, OMP_NUM_THREADS="1", TNT_NUM_THREADS="1")
     out = subprocess.run(command(variant, model, ranks), env=env, capture_output=True,
                          text=True, timeout=600)
@@ -59,19 +84,19 @@ def main():
     if a.high_priority:
         with open("/proc/self/autogroup", "w") as f:
             f.write("-19")
-    variants = ["cpp", "python", "ddp"]
+    variants = ["cpp", "python", "ddp", "ceiling"]
     results = {}
     for model in a.models.split(","):
         rs = {v: [] for v in variants}
         for k in range(a.rounds):
-            for v in variants[k % 3:] + variants[:k % 3]:
+            for v in variants[k % 4:] + variants[:k % 4]:
                 r = run(v, model, a.ranks)
                 if r["threads"] != 1:
                     sys.exit(f"{v} {model}: {r['threads']} threads, want 1")
                 rs[v].append(r)
                 print(f"round {k + 1} {model} {v:6s} {r['samples_per_s']:9.1f} samples/s "
                       f"(load {os.getloadavg()[0]:.2f})", file=sys.stderr, flush=True)
-        sums = {tuple(r["checksum"]) for v in variants for r in rs[v]}
+        sums = {tuple(r["checksum"]) for v in variants[:3] for r in rs[v]}
         if len({s[1] for s in sums}) != 1:
             sys.exit(f"{model}: the variants saw different data: {sums}")
         results[model] = rs
@@ -81,12 +106,15 @@ def main():
                                  for n, d in zip(rs[num], rs[den]))
 
     print(f"{a.ranks} ranks, global batch 256, {a.rounds} rounds, one thread per rank\n")
-    print("| model | C++ front end | Python front end | PyTorch DDP | Python/C++ | Python/DDP |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| model | C++ front end | Python front end | PyTorch DDP | no-comm ceiling | "
+          "Python/C++ | Python/DDP | ceiling/DDP | Python/ceiling |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for model, rs in results.items():
         med = {v: statistics.median(r["samples_per_s"] for r in rs[v]) for v in variants}
         print(f"| {model} | {med['cpp']:.1f} | {med['python']:.1f} | {med['ddp']:.1f} | "
-              f"{ratio(rs, 'python', 'cpp'):.3f} | {ratio(rs, 'python', 'ddp'):.2f}x |")
+              f"{med['ceiling']:.1f} | {ratio(rs, 'python', 'cpp'):.3f} | "
+              f"{ratio(rs, 'python', 'ddp'):.2f}x | {ratio(rs, 'ceiling', 'ddp'):.2f}x | "
+              f"{ratio(rs, 'python', 'ceiling'):.3f} |")
 
 
 if __name__ == "__main__":

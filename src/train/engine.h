@@ -62,6 +62,8 @@ struct Counters {
   std::vector<int> deterministic_exponents;
 };
 
+class CallbackList;
+
 /// Who runs a loop: the callbacks' host, and the C++ model if the C++
 /// facade drives it (Callback::model(); null otherwise).
 struct Driver {
@@ -87,6 +89,10 @@ class Engine {
   /// The loops (collective over group()).
   callbacks::History fit(const data::Dataset& train, const FitOptions& options, Driver driver);
   Logs evaluate(const data::Dataset& dataset, const EvaluateOptions& options, Driver driver);
+  /// fit()'s validation: evaluate() reporting to the fit's callbacks (their
+  /// on_test_* hooks run, as in Keras) instead of a list of its own.
+  Logs validate(const data::Dataset& dataset, const EvaluateOptions& options,
+                CallbackList& fit_callbacks);
   torch::Tensor predict(const data::Dataset& dataset, const PredictOptions& options,
                         Driver driver);
 
@@ -165,6 +171,10 @@ class Engine {
   std::optional<TrainingPosition> take_resume();
 
  private:
+  // evaluate() and validate(): make_callbacks(steps) gives the callback list.
+  template <typename MakeCallbacks>
+  Logs evaluate_with(const data::Dataset& dataset, const EvaluateOptions& options,
+                     MakeCallbacks make_callbacks);
   bool sharded() const;
 
   comm::ProcessGroup group_;

@@ -95,6 +95,25 @@ torch::Tensor in_dataset_order(const torch::Tensor& all, const torch::Tensor& al
 }  // namespace
 
 Logs Engine::evaluate(const data::Dataset& dataset, const EvaluateOptions& options, Driver driver) {
+  std::optional<CallbackList> own;
+  return evaluate_with(dataset, options, [&](std::int64_t steps) -> CallbackList& {
+    // One progress path: the bar is the ProgbarLogger callback, as in fit().
+    std::vector<callbacks::CallbackPtr> list = options.callbacks();
+    if (options.verbose() > 0) list.push_back(progress_bar(options_, options.verbose()));
+    return own.emplace(list, driver, callbacks::Params{1, steps, options.verbose()},
+                       group_.is_master());
+  });
+}
+
+Logs Engine::validate(const data::Dataset& dataset, const EvaluateOptions& options,
+                      CallbackList& fit_callbacks) {
+  return evaluate_with(dataset, options,
+                       [&](std::int64_t) -> CallbackList& { return fit_callbacks; });
+}
+
+template <typename MakeCallbacks>
+Logs Engine::evaluate_with(const data::Dataset& dataset, const EvaluateOptions& options,
+                           MakeCallbacks make_callbacks) {
   require_compiled("evaluate()");
   // Deterministic mode: each chunk forwarded on its own, states summed exactly.
   const std::optional<std::int64_t> chunk = compiled_->deterministic();
@@ -104,10 +123,7 @@ Logs Engine::evaluate(const data::Dataset& dataset, const EvaluateOptions& optio
                                    options.micro_batch_size(), chunk.value_or(1));
   std::optional<SingleThreadScope> one_thread;
   if (chunk) one_thread.emplace();
-  // One progress path: the bar is the ProgbarLogger callback, as in fit().
-  std::vector<callbacks::CallbackPtr> list = options.callbacks();
-  if (options.verbose() > 0) list.push_back(progress_bar(options_, options.verbose()));
-  CallbackList cbs(list, driver, {1, dist.cardinality(), options.verbose()}, group_.is_master());
+  CallbackList& cbs = make_callbacks(dist.cardinality());
   cbs.test_begin();
   torch::NoGradGuard no_grad;
   net_->train(false);

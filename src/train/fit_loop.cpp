@@ -147,7 +147,7 @@ void FitLoop::end_epoch(std::int64_t epoch) {
     if (options_.validation_micro_batch_size()) {
       eval.micro_batch_size(*options_.validation_micro_batch_size());
     }
-    for (const auto& [name, value] : e_.evaluate(*options_.validation_data(), eval, driver_)) {
+    for (const auto& [name, value] : e_.validate(*options_.validation_data(), eval, *callbacks_)) {
       logs_["val_" + name] = value;
       local_logs_["val_" + name] = value;  // evaluation logs are global
     }

@@ -17,6 +17,9 @@ ProgbarLogger::ProgbarLogger(int verbose, std::optional<bool> live)
 
 ProgbarLogger::~ProgbarLogger() = default;
 
+void ProgbarLogger::on_train_begin(const Logs&) { in_fit_ = true; }
+void ProgbarLogger::on_train_end(const Logs&) { in_fit_ = false; }
+
 void ProgbarLogger::on_epoch_begin(std::int64_t epoch, const Logs&) {
   if (verbose_ > 0) fmt::print("Epoch {}/{}\n", epoch + 1, params().epochs);
   bar_ = std::make_unique<Bar>(Bar{::tnt::detail::ProgressBar(params().steps, verbose_, true, stdout, live_)});
@@ -32,16 +35,19 @@ void ProgbarLogger::on_epoch_end(std::int64_t, const Logs& logs) {
 }
 
 void ProgbarLogger::on_test_begin(const Logs&) {
+  if (in_fit_) return;
   bar_ = std::make_unique<Bar>(Bar{::tnt::detail::ProgressBar(params().steps, verbose_, true, stdout, live_)});
 }
 
 void ProgbarLogger::on_test_batch_end(std::int64_t batch, const Logs&) {
+  if (in_fit_) return;
   // Per-step values of an evaluation are this rank's partial sums: the bar
   // shows progress only, and the global result at the end.
   if (bar_) bar_->bar.update(batch + 1, {});
 }
 
 void ProgbarLogger::on_test_end(const Logs& logs) {
+  if (in_fit_) return;
   if (bar_) bar_->bar.finish(logs);
   bar_.reset();
 }

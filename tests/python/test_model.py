@@ -193,6 +193,11 @@ def test_callbacks_get_the_hooks_they_override_and_nothing_per_step_otherwise():
     model.evaluate(data, batch_size=50, callbacks=[counter])
     model.predict(data.x, batch_size=25, callbacks=[counter])
     assert (counter.calls["test_end"], counter.calls["predict_end"]) == (3, 5)
+    # fit()'s validation runs the test hooks too, as in Keras (125 samples in
+    # validation batches of 25: 5 per epoch).
+    model.fit(data, batch_size=16, epochs=2, verbose=0, validation_data=data,
+              validation_batch_size=25, callbacks=[counter])
+    assert counter.calls["test_end"] == 3 + 2 * 5
 
 
 def test_weights_round_trip_through_torch_save_files():

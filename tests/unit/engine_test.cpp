@@ -124,6 +124,16 @@ tnt::FitOptions epochs(std::int64_t n) { return tnt::FitOptions().epochs(n).verb
 struct Recorder : tnt::callbacks::Callback {
   std::vector<std::int64_t> epochs_begun, batches_begun;
   std::map<std::int64_t, Logs> epoch_logs;
+  // fit()'s validation: the epochs whose validation ran the test hooks, the
+  // test batches each saw, and the logs at on_test_end.
+  std::vector<std::int64_t> tests_begun;
+  std::map<std::int64_t, std::int64_t> test_batches;
+  std::map<std::int64_t, Logs> test_logs;
+  void on_test_begin(const Logs&) override { tests_begun.push_back(epochs_begun.back()); }
+  void on_test_batch_end(std::int64_t, const Logs&) override {
+    ++test_batches[epochs_begun.back()];
+  }
+  void on_test_end(const Logs& logs) override { test_logs[epochs_begun.back()] = logs; }
   void on_epoch_begin(std::int64_t e, const Logs&) override { epochs_begun.push_back(e); }
   void on_train_batch_begin(std::int64_t b, const Logs&) override { batches_begun.push_back(b); }
   void on_epoch_end(std::int64_t e, const Logs& logs) override { epoch_logs[e] = logs; }
@@ -223,6 +233,15 @@ TEST(Engine, ValidationRunsEveryValidationFreqEpochs) {
     for (std::int64_t epoch = 0; epoch < 5; ++epoch) {
       const bool validated = recorder->epoch_logs.at(epoch).count("val_loss") > 0;
       EXPECT_EQ(validated, epoch == 1 || epoch == 3) << "epoch " << epoch << ", " << n << " ranks";
+    }
+    // As in Keras, the validation runs the fit's callbacks' test hooks: once
+    // per validation, a batch hook per micro-batch (10 samples in global
+    // batches of 4: 3 steps), and on_test_end's logs are the val_ values.
+    EXPECT_EQ(recorder->tests_begun, (std::vector<std::int64_t>{1, 3})) << n << " ranks";
+    for (std::int64_t epoch : {1, 3}) {
+      EXPECT_EQ(recorder->test_batches[epoch], 3) << "epoch " << epoch << ", " << n << " ranks";
+      EXPECT_EQ(recorder->test_logs.at(epoch).at("loss"),
+                recorder->epoch_logs.at(epoch).at("val_loss"));
     }
   }
 }

@@ -16,10 +16,13 @@ class ProgbarLogger : public Callback {
   /// `live`: redraw the bar in place (a terminal); unset: ask isatty().
   explicit ProgbarLogger(int verbose = 1, std::optional<bool> live = std::nullopt);
   ~ProgbarLogger() override;
+  void on_train_begin(const Logs& logs) override;
+  void on_train_end(const Logs& logs) override;
   void on_epoch_begin(std::int64_t epoch, const Logs& logs) override;
   void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
   void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
-  /// evaluate() shows its progress through the same bar.
+  /// evaluate() shows its progress through the same bar; fit()'s
+  /// validation does not (its results end the epoch's line), as in Keras.
   void on_test_begin(const Logs& logs) override;
   void on_test_batch_end(std::int64_t batch, const Logs& logs) override;
   void on_test_end(const Logs& logs) override;
@@ -27,6 +30,7 @@ class ProgbarLogger : public Callback {
  private:
   int verbose_;
   std::optional<bool> live_;
+  bool in_fit_ = false;
   struct Bar;
   std::unique_ptr<Bar> bar_;
 };

@@ -49,11 +49,17 @@ void prepare_run(const LaunchPlan& plan) {
 }
 
 SupervisedResult run_attempt(const LaunchPlan& plan) {
+  const std::string& starter = plan.argv.front();  // mpirun, or srun (--srun)
   try {
-    return supervise(SuperviseOptions{plan.argv, plan.environment});
+    SupervisedResult result = supervise(SuperviseOptions{plan.argv, plan.environment});
+    result.starter = starter;
+    return result;
   } catch (const SpawnError& error) {
     throw LauncherError(std::string(error.what()) +
-                        ": install OpenMPI (apt-get install openmpi-bin) or put mpirun in PATH");
+                        (starter == "srun"
+                             ? ": run inside a Slurm job where srun is in PATH, or drop --srun"
+                             : ": install OpenMPI (apt-get install openmpi-bin) or put mpirun "
+                               "in PATH"));
   }
 }
 

@@ -146,7 +146,7 @@ int run_job(const LaunchOptions& requested) {
     std::cout << format_dry_run(requested_plan);
     return 0;
   }
-  const LaunchOptions options = with_network(requested, probe);
+  const LaunchOptions options = with_network(requested, probe, facts);
   const LaunchPlan plan = build_launch_plan(options, facts, program);
   prepare_run(plan);
   RestartHooks hooks;

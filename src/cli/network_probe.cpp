@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <map>
+#include <sstream>
 
 #include "network_choice.h"
 #include "spawn.h"
@@ -11,11 +13,19 @@
 namespace tnt::cli {
 namespace {
 
-// Whether the launcher should pick the network: several hosts, and neither
-// --network-interface nor an OpenMPI interface setting from the user.
-bool needs_network_choice(const LaunchOptions& options, const std::string& here) {
+const char kLeftToOpenMpi[] = "OpenMPI chooses the network (--network-interface chooses one)";
+
+// The hosts besides this node: the hostfile's, else a Slurm job's.
+std::vector<std::string> job_hosts(const LaunchOptions& options, const NodeFacts& facts) {
+  if (!options.hosts().empty() || !facts.slurm_allocation()) return options.hosts();
+  return facts.slurm_allocation()->hosts;
+}
+
+// Whether the launcher should pick the network: another host takes part,
+// and the user named no network (--network-interface, an OpenMPI setting).
+bool needs_network_choice(const LaunchOptions& options, const std::vector<std::string>& hosts,
+                          const std::string& here) {
   if (options.network_interface()) return false;
-  const auto& hosts = options.hosts();
   if (std::all_of(hosts.begin(), hosts.end(),
                   [&](const std::string& h) { return is_this_host(h, here); })) {
     return false;
@@ -30,42 +40,76 @@ bool needs_network_choice(const LaunchOptions& options, const std::string& here)
   return true;
 }
 
-// Each host's networks through the agent mpirun uses (the list comes back on
-// standard error, which probes keep); this node's directly. nullopt, with a
-// warning, when a host cannot tell: then OpenMPI chooses as it always did.
-std::optional<std::vector<HostNetworks>> list_networks(const LaunchOptions& options,
-                                                       ProbeOptions probe) {
-  const std::vector<std::string> ip = {"ip", "-o", "-4", "addr", "show"};
-  std::vector<HostNetworks> all;
-  try {
-    all.push_back({"this node", parse_ip_addresses(capture_stdout(ip))});
-  } catch (const std::exception& error) {
-    std::cerr << "tarantella: WARNING: cannot list this node's networks (" << error.what()
-              << "); OpenMPI chooses the network (--network-interface chooses one)" << std::endl;
-    return std::nullopt;
-  }
-  probe.command = ip;
+const std::vector<std::string>& ip_command() {
+  static const std::vector<std::string> ip = {"ip", "-o", "-4", "addr", "show"};
+  return ip;
+}
+
+// Hostfile: each host through the agent mpirun uses (the list comes back on
+// standard error, which probes keep).
+std::optional<std::vector<HostNetworks>> list_by_agent(const std::vector<std::string>& hosts,
+                                                       ProbeOptions probe,
+                                                       const HostNetworks& here) {
+  probe.command = ip_command();
   probe.command.push_back(">&2");
-  for (const auto& answer : probe_hosts(options.hosts(), probe)) {
+  std::vector<HostNetworks> all;
+  for (const auto& answer : probe_hosts(hosts, probe)) {
     if (answer.problem) {
       std::cerr << "tarantella: WARNING: cannot list the networks of host " << answer.host << " ("
-                << *answer.problem
-                << "); OpenMPI chooses the network (--network-interface chooses one)" << std::endl;
+                << *answer.problem << "); " << kLeftToOpenMpi << std::endl;
       return std::nullopt;
     }
-    const bool here = is_this_host(answer.host, probe.this_hostname);
+    const bool this_one = is_this_host(answer.host, probe.this_hostname);
     all.push_back(
-        {answer.host, here ? all.front().networks : parse_ip_addresses(answer.error_output)});
+        {answer.host, this_one ? here.networks : parse_ip_addresses(answer.error_output)});
   }
+  return all;
+}
+
+// Slurm job: one step with a task per node, each line prefixed with its
+// node's name. Run as one "probe" (srun ... --nodelist HOSTS COMMAND), so it
+// has the probes' deadline and a step that cannot start does not hang us.
+std::optional<std::vector<HostNetworks>> list_by_srun(const std::vector<std::string>& hosts,
+                                                      const ProbeOptions& probe) {
+  const std::string n = std::to_string(hosts.size());
+  ProbeOptions step;
+  step.agent = {"srun", "--nodes=" + n, "--ntasks=" + n, "--ntasks-per-node=1", "--nodelist"};
+  step.command = {"sh", "-c", "ip -o -4 addr show | sed \"s/^/$SLURMD_NODENAME /\" >&2"};
+  step.timeout = probe.timeout;
+  std::string node_list;
+  for (const auto& h : hosts) node_list += (node_list.empty() ? "" : ",") + h;
+  const HostProbe answer = probe_hosts({node_list}, step).front();
+  if (answer.problem) {
+    std::cerr << "tarantella: WARNING: cannot list the networks of the job's nodes ("
+              << *answer.problem << "); " << kLeftToOpenMpi << std::endl;
+    return std::nullopt;
+  }
+  std::map<std::string, std::string> lines;  // node -> its `ip` lines
+  std::istringstream in(answer.error_output);
+  for (std::string node, rest; in >> node && std::getline(in, rest);) lines[node] += rest + "\n";
+  std::vector<HostNetworks> all;
+  for (const auto& h : hosts) all.push_back({h, parse_ip_addresses(lines[h])});
   return all;
 }
 
 }  // namespace
 
-LaunchOptions with_network(LaunchOptions options, const ProbeOptions& probe) {
-  if (!needs_network_choice(options, probe.this_hostname)) return options;
-  const auto networks = list_networks(options, probe);
+LaunchOptions with_network(LaunchOptions options, const ProbeOptions& probe,
+                           const NodeFacts& facts) {
+  const std::vector<std::string> hosts = job_hosts(options, facts);
+  if (!needs_network_choice(options, hosts, probe.this_hostname)) return options;
+  HostNetworks here{"this node", {}};
+  try {
+    here.networks = parse_ip_addresses(capture_stdout(ip_command()));
+  } catch (const std::exception& error) {
+    std::cerr << "tarantella: WARNING: cannot list this node's networks (" << error.what() << "); "
+              << kLeftToOpenMpi << std::endl;
+    return options;
+  }
+  const bool slurm = options.hosts().empty();
+  auto networks = slurm ? list_by_srun(hosts, probe) : list_by_agent(hosts, probe, here);
   if (!networks) return options;
+  networks->insert(networks->begin(), here);
   const NetworkChoice choice = choose_shared_network(*networks);
   std::cerr << "tarantella: INFO: network: " << choice.explanation << std::endl;
   return options.network_interface(choice.value);

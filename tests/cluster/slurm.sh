@@ -9,7 +9,8 @@
 #     (examples/slurm/lenet5.sbatch: no -n, no hostfile; mpirun inside the
 #     job): 2 ranks, one per host, weights bitwise equal to 1.
 #  3. The same run under salloc with --srun (ranks started by srun
-#     --mpi=pmix): the same layout and weights.
+#     --mpi=pmix): the same layout and weights, and the network the nodes
+#     and the login node share found by the launcher (no network flag).
 #  4. An allocation of 3 tasks on 2 nodes gives 3 ranks with local ranks 0,1
 #     on the first host and 0 on the second, through mpirun and through
 #     srun; -n 4 inside it is one clear error (exit 2).
@@ -77,7 +78,9 @@ EOF
 chmod +x "$work/bin/ident" "$work/bin/lenet5"
 PATH=$work/bin:$(dirname "$launcher"):$PATH
 export PATH
-net=(--network-interface "$TNT_CLUSTER_SUBNET.0/24")  # salloc runs the launcher on the login node
+# The login node (where salloc runs the launcher) has other networks than
+# the hosts: the launcher must find the one they share by itself.
+chosen="tarantella: INFO: network: $TNT_CLUSTER_SUBNET.0/24 (tntsl-br0 on this node), the IPv4 network(s) shared by this node and all 2 host(s)"
 lenet5_args=(--epochs 1 --train-size 1024 --test-size 256 --batch-size 64 --verbose 2)
 
 layout() {  # DIR: the ranks' records, one line each, in rank order
@@ -130,9 +133,10 @@ check "sbatch weights bitwise equal the --hostfile run's" 'cmp "$work/hostfile.p
 
 # 3. salloc, ranks started by srun.
 mkdir "$work/srun"
-PROBE_DIR=$work/srun run_logged srun salloc -N2 -n2 "$launcher" --srun "${net[@]}" \
+PROBE_DIR=$work/srun run_logged srun salloc -N2 -n2 "$launcher" --srun \
   -- lenet5 "${lenet5_args[@]}" --save-weights "$work/srun.pt"
 check "salloc --srun job exits 0" '[ "$status" = 0 ]'
+check "salloc: the shared network is found through the job's nodes and announced" 'grep -qF "$chosen" "$work/out/srun"'
 expect_two_hosts "srun" "$work/srun"
 check "srun weights bitwise equal the --hostfile run's" 'cmp "$work/hostfile.pt" "$work/srun.pt"'
 
@@ -141,7 +145,7 @@ three=$(printf 'rank=0 local=0 size=3 host=tntsl-h0 restart=0\nrank=1 local=1 si
 for mode in mpirun srun; do
   mkdir "$work/three-$mode"
   flag=(); [ "$mode" = srun ] && flag=(--srun)
-  PROBE_DIR=$work/three-$mode run_logged "three-$mode" salloc -N2 -n3 "$launcher" "${flag[@]}" "${net[@]}" -- ident
+  PROBE_DIR=$work/three-$mode run_logged "three-$mode" salloc -N2 -n3 "$launcher" "${flag[@]}" -- ident
   check "3 tasks on 2 nodes ($mode): exit 0" '[ "$status" = 0 ]'
   got=$(layout "$work/three-$mode")
   check "3 tasks on 2 nodes ($mode): ranks 0,1 on tntsl-h0 (local 0,1), rank 2 on tntsl-h1 (local 0)" \

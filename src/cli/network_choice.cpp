@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <sstream>
 
 #include "launcher_error.h"
@@ -92,6 +93,16 @@ std::vector<InterfaceNetwork> parse_ip_addresses(const std::string& ip_output) {
     networks.push_back({interface, network});
   }
   return networks;
+}
+
+std::vector<HostNetworks> parse_node_prefixed_addresses(const std::string& output,
+                                                        const std::vector<std::string>& nodes) {
+  std::map<std::string, std::string> lines;  // node -> its `ip` lines
+  std::istringstream in(output);
+  for (std::string node, rest; in >> node && std::getline(in, rest);) lines[node] += rest + "\n";
+  std::vector<HostNetworks> all;
+  for (const auto& node : nodes) all.push_back({node, parse_ip_addresses(lines[node])});
+  return all;
 }
 
 NetworkChoice choose_shared_network(const std::vector<HostNetworks>& hosts) {

@@ -32,6 +32,12 @@ struct HostNetworks {
   std::vector<InterfaceNetwork> networks;
 };
 
+/// Parses the `ip -o -4 addr show` lines of several nodes, each line
+/// prefixed with its node's name ("node01 2: eth0    inet ..."), into one
+/// entry per node of `nodes`, in that order (a node without lines has none).
+std::vector<HostNetworks> parse_node_prefixed_addresses(const std::string& output,
+                                                        const std::vector<std::string>& nodes);
+
 /// The decision: the value for --network-interface and a sentence for INFO.
 struct NetworkChoice {
   std::string value;        ///< "10.1.0.0/16" or several, comma-separated

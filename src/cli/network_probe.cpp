@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
-#include <map>
-#include <sstream>
 
 #include "network_choice.h"
 #include "spawn.h"
@@ -84,12 +82,7 @@ std::optional<std::vector<HostNetworks>> list_by_srun(const std::vector<std::str
               << *answer.problem << "); " << kLeftToOpenMpi << std::endl;
     return std::nullopt;
   }
-  std::map<std::string, std::string> lines;  // node -> its `ip` lines
-  std::istringstream in(answer.error_output);
-  for (std::string node, rest; in >> node && std::getline(in, rest);) lines[node] += rest + "\n";
-  std::vector<HostNetworks> all;
-  for (const auto& h : hosts) all.push_back({h, parse_ip_addresses(lines[h])});
-  return all;
+  return parse_node_prefixed_addresses(answer.error_output, hosts);
 }
 
 }  // namespace

@@ -27,6 +27,21 @@ TEST(NetworkChoice, ParsesIpOutputIntoNetworksWithoutLoopback) {
   EXPECT_EQ(networks[1].network, "192.168.7.128/25");
 }
 
+TEST(NetworkChoice, LinesPrefixedWithTheirNodeAreSplitPerNode) {
+  const auto all = parse_node_prefixed_addresses(
+      "n2 2: eth0    inet 10.0.0.12/24 scope global eth0\n"
+      "n1 2: eth0    inet 10.0.0.11/24 scope global eth0\n"
+      "n1 3: ib0    inet 10.9.0.11/16 scope global ib0\n",
+      {"n1", "n2", "n3"});
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].host, "n1");
+  ASSERT_EQ(all[0].networks.size(), 2u);
+  EXPECT_EQ(all[0].networks[1].network, "10.9.0.0/16");
+  ASSERT_EQ(all[1].networks.size(), 1u);
+  EXPECT_EQ(all[1].networks[0].network, "10.0.0.0/24");
+  EXPECT_TRUE(all[2].networks.empty());  // n3 answered nothing: it shares nothing
+}
+
 HostNetworks host(std::string name, std::vector<InterfaceNetwork> networks) {
   return HostNetworks{std::move(name), std::move(networks)};
 }

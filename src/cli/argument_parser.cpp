@@ -199,8 +199,9 @@ void check_combinations(const RawFlags& raw, const Given& given) {
   }
   if (raw.srun && given.hostfile->count()) {
     throw LauncherError("--srun starts the ranks on the hosts of the Slurm job, but --hostfile " +
-                        raw.hostfile + " names hosts: drop --hostfile (inside a Slurm job its "
-                        "hosts are used), or drop --srun");
+                        raw.hostfile +
+                        " names hosts: drop --hostfile (inside a Slurm job its hosts are used), "
+                        "or drop --srun");
   }
   if (given.autotune_log->count() && !raw.autotune) {
     throw LauncherError("--autotune-log " + raw.autotune_log +

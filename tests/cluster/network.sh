@@ -12,26 +12,9 @@ set -u
 launcher=${1:?usage: network.sh TARANTELLA LENET5 CLUSTER_SH}
 lenet5=${2:?}
 cluster=${3:?}
-skip() { echo "SKIPPED: $*"; exit 77; }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-pass() { echo "PASS: $*"; }
-failures=0
-
-[ "$(id -u)" = 0 ] || skip "needs root to create network namespaces"
-for tool in ip tc unshare taskset; do
-  command -v "$tool" >/dev/null || skip "$tool is not installed (apt-get install iproute2 util-linux)"
-done
-unshare --net true 2>/dev/null || skip "cannot create a network namespace here (no CAP_NET_ADMIN/CAP_SYS_ADMIN)"
-[ -d /usr/share/datasets/fashion-mnist ] || skip "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)"
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/tnt-network-test.XXXXXX")
-export TNT_CLUSTER_DIR=$work/cluster TNT_CLUSTER_PREFIX=tntnw TNT_CLUSTER_SUBNET=10.77.82
-finish() {
-  "$cluster" down || echo "FAIL: cluster.sh down failed"
-  rm -rf "$work"
-}
-trap finish EXIT
-"$cluster" up --hosts 2 --rate 10gbit || { fail "cluster.sh up"; exit 1; }
+source "$(dirname "$0")/lib.sh"
+need_namespaces
+start_cluster tntnw 10.77.82
 for h in 0 1; do
   ip netns exec "tntnw-h$h" sh -c "ip link add extra0 type veth peer name extra1 &&
     ip addr add 10.99.$h.1/24 dev extra0 && ip link set extra1 up && ip link set extra0 up" ||
@@ -52,5 +35,4 @@ grep -q "^tarantella: INFO: network: 10.77.82.0/24 (tntnw-br0 on this node), the
   pass "the shared network is chosen and announced" || fail "no INFO line naming 10.77.82.0/24"
 grep -q "10\.99\." "$work/err" && fail "a private network was chosen" || pass "the private networks are left out"
 
-[ "$failures" = 0 ] || { echo "$failures check(s) failed"; exit 1; }
-echo "all checks passed"
+finish_checks

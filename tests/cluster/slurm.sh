@@ -27,41 +27,23 @@ real_lenet5=${2:?}
 cluster=${3:?}
 slurm=${4:?}
 sbatch_script=${5:?}
-skip() { echo "SKIPPED: $*"; exit 77; }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-pass() { echo "PASS: $*"; }
+source "$(dirname "$0")/lib.sh"
 # NAME CONDITION: the condition is evaluated here, so it may name the
 # caller's local variables (want, got, three: hence SC2034 is off below).
 check() { if eval "$2"; then pass "$1"; else fail "$1"; fi; }
-failures=0
 # Absolute: the batch job finds them through PATH, from its own directory.
 launcher=$(realpath "$launcher") real_lenet5=$(realpath "$real_lenet5")
 sbatch_script=$(realpath "$sbatch_script")
 
-[ "$(id -u)" = 0 ] || skip "needs root for network namespaces and the Slurm daemons"
-for tool in ip tc unshare nsenter taskset munged slurmctld slurmd sbatch salloc srun scancel; do
+need_namespaces
+for tool in nsenter munged slurmctld slurmd sbatch salloc srun scancel; do
   command -v "$tool" >/dev/null ||
     skip "$tool is not installed (apt-get install iproute2 util-linux munge slurmctld slurmd slurm-client)"
 done
 ls /usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmix*.so >/dev/null 2>&1 ||
   skip "Slurm's PMIx plugin (mpi_pmix) is missing: srun --mpi=pmix cannot start OpenMPI ranks"
-unshare --net true 2>/dev/null || skip "cannot create a network namespace here (no CAP_NET_ADMIN/CAP_SYS_ADMIN)"
-[ -d /usr/share/datasets/fashion-mnist ] || skip "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)"
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/tnt-slurm-test.XXXXXX")
-chmod 755 "$work"
-export TNT_CLUSTER_DIR=$work/cluster TNT_CLUSTER_PREFIX=tntsl TNT_CLUSTER_SUBNET=10.77.81
-finish() {
-  "$slurm" down || echo "FAIL: slurm.sh down failed"
-  "$cluster" down || echo "FAIL: cluster.sh down failed"
-  for ns in tntsl-h0 tntsl-h1; do
-    if [ -e "/run/netns/$ns" ]; then echo "FAIL: namespace $ns left behind"; fi
-  done
-  rm -rf "$work"
-}
-trap finish EXIT
-
-"$cluster" up --hosts 2 --rate 10gbit || { fail "cluster.sh up"; exit 1; }
+stop_services() { "$slurm" down || echo "FAIL: slurm.sh down failed"; }
+start_cluster tntsl 10.77.81
 "$slurm" up || skip "the Slurm daemons do not start on this machine (see their logs above)"
 export "$("$slurm" env)"
 unset "${!SLURM_JOB@}" SLURM_NODELIST SLURM_TASKS_PER_NODE SLURM_NTASKS SLURM_STEP_ID SLURM_PROCID
@@ -182,5 +164,4 @@ check "10 s after scancel: no process of the job left anywhere" '[ -z "$(ours)" 
 check "10 s after scancel: only slurmd left in each host" '[ -z "$(in_hosts)" ]' ||
   ps -o pid,args -p "$(in_hosts | paste -sd,)"
 
-[ "$failures" = 0 ] || { echo "$failures check(s) failed"; exit 1; }
-echo "all checks passed"
+finish_checks

@@ -14,6 +14,9 @@
 #  4. An allocation of 3 tasks on 2 nodes gives 3 ranks with local ranks 0,1
 #     on the first host and 0 on the second, through mpirun and through
 #     srun; -n 4 inside it is one clear error (exit 2).
+#  4b. --max-restarts inside a job, through mpirun and srun: a rank that
+#     fails on the first attempt, then a restart in the same allocation that
+#     tells both ranks TNT_RESTART_COUNT=1, on the same hosts.
 #  5. scancel of a running sbatch job: within 10 s no process of the job is
 #     left (no rank, wrapper, launcher or mpirun daemon; only slurmd remains
 #     in each host).
@@ -137,6 +140,30 @@ run_logged four salloc -N2 -n3 "$launcher" -n 4 -- ident
 check "-n 4 in 3 tasks: exit 2" '[ "$status" = 2 ]'
 check "-n 4 in 3 tasks: one clear error" \
   '[ "$(grep -c "tarantella: error: -n 4 is more than the 3 tasks of Slurm job" "$work/out/four")" = 1 ]'
+
+# 4b. --max-restarts inside a job: rank 1 fails on the first attempt; the
+#     restart runs in the same allocation and both start modes tell the
+#     ranks the attempt (TNT_RESTART_COUNT=1).
+cat >"$work/bin/flaky" <<'FLAKY'
+#!/bin/sh
+[ "$TNT_RESTART_COUNT" = 0 ] && [ "$OMPI_COMM_WORLD_RANK" = 1 ] && exit 3
+exec ident
+FLAKY
+chmod +x "$work/bin/flaky"
+restarted=$(printf 'rank=0 local=0 size=2 host=tntsl-h0 restart=1\nrank=1 local=0 size=2 host=tntsl-h1 restart=1')
+for mode in mpirun srun; do
+  mkdir "$work/restart-$mode"
+  flag=(); [ "$mode" = srun ] && flag=(--srun)
+  PROBE_DIR=$work/restart-$mode run_logged "restart-$mode" salloc -N2 -n2 "$launcher" "${flag[@]}" \
+    --max-restarts 1 -- flaky
+  got=$(layout "$work/restart-$mode")
+  log=$work/out/restart-$mode
+  check "restart ($mode): exit 0 after one restart" '[ "$status" = 0 ]'
+  check "restart ($mode): the failure named, then restarted" \
+    'grep -q "rank 1 on host tntsl-h1 exited with code 3" "$log" && grep -q "restarting (restart 1 of 1)" "$log"'
+  check "restart ($mode): both ranks see TNT_RESTART_COUNT=1 on the same hosts" '[ "$got" = "$restarted" ]' ||
+    echo "got: $got"
+done
 
 # 5. scancel of a running job leaves nothing behind.
 mkdir "$work/cancel"

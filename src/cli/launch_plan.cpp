@@ -221,6 +221,21 @@ std::string placement_note(const LaunchOptions& options, const NodeFacts& facts,
          (use_gpu ? "GPU (one GPU per rank)" : "CPU");
 }
 
+// The --dry-run lines about where the ranks run and over which network.
+std::vector<std::string> placement_notes(const LaunchOptions& options, const NodeFacts& facts,
+                                         const JobPlacement& job) {
+  std::vector<std::string> notes{placement_note(options, facts, job)};
+  if (facts.slurm_allocation() && !options.hosts().empty()) {
+    notes.push_back("Slurm job " + facts.slurm_allocation()->job_id +
+                    ": its hosts are not used, --hostfile names the hosts");
+  }
+  if (options.network_interface()) {
+    notes.push_back("network: " + *options.network_interface() +
+                    " for the ranks' data and mpirun's control traffic (--network-interface)");
+  }
+  return notes;
+}
+
 std::string threads_note(bool keep_user_value, const NodeFacts& facts, int per_node) {
   if (keep_user_value) return "OMP_NUM_THREADS: your value is kept on every rank";
   return "OMP_NUM_THREADS per rank on this node: " +
@@ -263,16 +278,7 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& fact
   LaunchPlan plan =
       command.build(rank_command_for(options, facts, wrapper, interpreter, program_path));
   if (!placement.warning.empty()) plan.warnings.push_back(placement.warning);
-  plan.notes.push_back(placement_note(options, facts, job));
-  if (facts.slurm_allocation() && !options.hosts().empty()) {
-    plan.notes.push_back("Slurm job " + facts.slurm_allocation()->job_id +
-                         ": its hosts are not used, --hostfile names the hosts");
-  }
-  if (options.network_interface()) {
-    plan.notes.push_back("network: " + *options.network_interface() +
-                         " for the ranks' data and mpirun's control traffic "
-                         "(--network-interface)");
-  }
+  for (auto& note : placement_notes(options, facts, job)) plan.notes.push_back(std::move(note));
   plan.notes.push_back(threads_note(keep_threads, facts, placement.ranks_per_node));
   if (auto note = interpreter_note(interpreter, options, program_path)) plan.notes.push_back(*note);
   if (!facts.python_package_dir().empty()) {

@@ -58,7 +58,10 @@ ports() {
 write_config() {
   local ctld_port slurmd_port cores ns ip
   read -r ctld_port slurmd_port <<<"$(ports)"
+  # At least 2 CPUs per node, so that 2 tasks fit on a node even on a 1-core
+  # machine (config_overrides: Slurm believes the configuration).
   cores=$(nproc)
+  (( cores >= 2 )) || cores=2
   {
     echo "# made by bench/cluster/slurm.sh for the cluster in $state"
     echo "ClusterName=tnt$(cut -d. -f3 "$state/subnet")"

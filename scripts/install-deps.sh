@@ -21,6 +21,7 @@ packages=(
   libcurl4-openssl-dev          # RemoteMonitor's HTTP POST
   libjpeg62-turbo-dev libpng-dev  # image decoding in examples/resnet
   iproute2                      # ip/tc: the simulated cluster (bench/cluster, tests/cluster)
+  munge slurmctld slurmd slurm-client  # a real Slurm on the simulated hosts (bench/cluster/slurm.sh)
   clang libfuzzer-14-dev        # the libFuzzer targets (tests/fuzz, scripts/fuzz.sh)
 )
 

@@ -9,6 +9,7 @@
 #include <cctype>
 
 #include "launcher_error.h"
+#include "network_interface.h"
 #include "shell_words.h"
 #include "tarantella/version.h"
 
@@ -31,12 +32,12 @@ class UsageFormatter : public CLI::Formatter {
 struct RawFlags {
   std::string ranks, ranks_per_node, hostfile, assume_gpus;
   std::string log_level, fusion_threshold, interpreter, timeline, autotune_log, output_dir;
-  std::string max_restarts, min_ranks;
+  std::string max_restarts, min_ranks, network_interface;
   std::vector<std::string> exports;
   std::vector<std::pair<std::string, std::string>> mca;
   bool no_gpu = false, log_on_all = false, output_on_all = false, autotune = false;
   bool pin_cpu = false, pin_memory = false;
-  bool dry_run = false, cleanup = false, force = false;
+  bool dry_run = false, cleanup = false, force = false, srun = false;
 };
 
 // Options whose presence matters even when their value is empty.
@@ -53,6 +54,7 @@ struct Given {
   CLI::Option* output_dir;
   CLI::Option* max_restarts;
   CLI::Option* min_ranks;
+  CLI::Option* network_interface;
 };
 
 Given define_flags(CLI::App& app, RawFlags& raw) {
@@ -66,6 +68,13 @@ Given define_flags(CLI::App& app, RawFlags& raw) {
                                   "File with one host name per line ('#' starts a comment)")
                        ->type_name("FILE");
   app.add_flag("--no-gpu", raw.no_gpu, "Run all ranks on the CPU, even where GPUs exist");
+  app.add_flag("--srun", raw.srun,
+               "Inside a Slurm job: start the ranks with srun --mpi=pmix instead of mpirun");
+  given.network_interface =
+      app.add_option("--network-interface", raw.network_interface,
+                     "Interface name(s) or IPv4 subnet(s) for OpenMPI's TCP traffic, e.g. eth1 "
+                     "or 10.1.0.0/16 (sets btl_tcp_if_include and oob_tcp_if_include)")
+          ->type_name("NAME|CIDR");
   given.log_level = app.add_option("--log-level", raw.log_level,
                                    "DEBUG, INFO, WARNING or ERROR (exported as TNT_LOG_LEVEL)")
                         ->type_name("LEVEL");
@@ -188,6 +197,12 @@ void check_combinations(const RawFlags& raw, const Given& given) {
                         raw.hostfile + " was given: use --n-per-node " + raw.ranks +
                         " to start that many ranks on every host");
   }
+  if (raw.srun && given.hostfile->count()) {
+    throw LauncherError("--srun starts the ranks on the hosts of the Slurm job, but --hostfile " +
+                        raw.hostfile +
+                        " names hosts: drop --hostfile (inside a Slurm job its hosts are used), "
+                        "or drop --srun");
+  }
   if (given.autotune_log->count() && !raw.autotune) {
     throw LauncherError("--autotune-log " + raw.autotune_log +
                         " only applies with --autotune: add --autotune, or drop --autotune-log");
@@ -250,6 +265,9 @@ LaunchOptions to_options(const RawFlags& raw, const Given& given) {
     options.output_directory(path_flag("--output-filename", raw.output_dir, "directory", "logs"));
   }
   set_restarts(options, raw, given);
+  if (given.network_interface->count()) {
+    options.network_interface(parse_network_interface(raw.network_interface));
+  }
   std::vector<McaParameter> mca;
   for (const auto& [name, value] : raw.mca) mca.push_back(parse_mca_parameter(name, value));
   options.mca_parameters(mca);
@@ -258,6 +276,7 @@ LaunchOptions to_options(const RawFlags& raw, const Given& given) {
     options.interpreter(split_shell_words(raw.interpreter, "--python-interpreter"));
   }
   return options.no_gpu(raw.no_gpu)
+      .srun(raw.srun)
       .log_on_all_devices(raw.log_on_all)
       .output_on_all_devices(raw.output_on_all)
       .exports(parse_env_assignments(raw.exports))

@@ -21,8 +21,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// What a probe keeps of the agent's standard error: enough for its last line.
-constexpr std::size_t kKeptErrorBytes = 4096;
+// What a probe keeps of the agent's standard error: enough for its last line,
+// and for a report sent through it (a host's network addresses).
+constexpr std::size_t kKeptErrorBytes = 65536;
 
 std::vector<std::string> split_blanks(const std::string& text) {
   std::istringstream in(text);
@@ -80,12 +81,12 @@ std::string duration_text(std::chrono::milliseconds d) {
 // agent that is still running, so no probe outlives probe_hosts().
 class RunningProbe {
  public:
-  RunningProbe(std::string host, const std::vector<std::string>& agent)
-      : host_(std::move(host)), agent_name_(agent.front()) {
+  RunningProbe(std::string host, const ProbeOptions& probe)
+      : host_(std::move(host)), agent_name_(probe.agent.front()) {
     SpawnOptions options;
-    options.argv = agent;
+    options.argv = probe.agent;
     options.argv.push_back(host_);
-    options.argv.push_back("true");
+    options.argv.insert(options.argv.end(), probe.command.begin(), probe.command.end());
     options.stdin_from_dev_null = true;
     options.stdout_mode = OutputMode::kDevNull;
     options.stderr_mode = OutputMode::kPipe;
@@ -147,7 +148,7 @@ class RunningProbe {
     problem_ = "no answer from " + agent_name_ + " within " + duration_text(timeout);
   }
 
-  HostProbe result() const { return HostProbe{host_, problem_}; }
+  HostProbe result() const { return HostProbe{host_, problem_, error_text_}; }
 
  private:
   std::string failure_text(const std::string& how) const {
@@ -232,7 +233,7 @@ std::vector<HostProbe> probe_hosts(const std::vector<std::string>& hosts,
   std::vector<std::unique_ptr<RunningProbe>> probes;
   for (const auto& host : hosts) {
     if (!is_this_host(host, options.this_hostname)) {
-      probes.push_back(std::make_unique<RunningProbe>(host, options.agent));
+      probes.push_back(std::make_unique<RunningProbe>(host, options));
     }
   }
   wait_for_probes(probes, deadline);
@@ -240,7 +241,7 @@ std::vector<HostProbe> probe_hosts(const std::vector<std::string>& hosts,
   auto next = probes.begin();
   for (const auto& host : hosts) {
     if (is_this_host(host, options.this_hostname)) {
-      results.push_back(HostProbe{host, std::nullopt});
+      results.push_back(HostProbe{host, std::nullopt, ""});
       continue;
     }
     RunningProbe& probe = **next++;

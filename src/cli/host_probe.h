@@ -40,12 +40,15 @@ std::string this_hostname();
 
 /// Example: `ProbeOptions{{"ssh", "-o", "BatchMode=yes"}, this_hostname()}`.
 struct ProbeOptions {
-  /// The agent's words; the host and `true` are appended.
+  /// The agent's words; the host and `command` are appended.
   std::vector<std::string> agent;
   /// Hosts that name this node are reachable without a probe.
   std::string this_hostname;
   /// A probe that has not finished by then counts as unreachable.
   std::chrono::milliseconds timeout{10000};
+  /// What runs on the host: `true` asks only whether it can be reached;
+  /// another command may report on the host through its standard error.
+  std::vector<std::string> command{"true"};
 };
 
 /// The answer for one host.
@@ -54,6 +57,8 @@ struct HostProbe {
   /// Why the host cannot be reached ("ssh exited with code 255: ssh: connect
   /// to host h2 port 22: No route to host"); nullopt when it can.
   std::optional<std::string> problem;
+  /// What the agent wrote to standard error (its last 64 KiB).
+  std::string error_output = {};
 };
 
 /// Probes `hosts` in parallel; the answers are in the order of `hosts`.

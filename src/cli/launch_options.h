@@ -25,6 +25,11 @@ class LaunchOptions {
   /// Hosts read from --hostfile (empty: this node only).
   TNT_CLI_ARG(std::vector<std::string>, hosts);
   TNT_CLI_ARG(bool, no_gpu) = false;
+  /// --srun: inside a Slurm allocation, start the ranks with srun, not mpirun.
+  TNT_CLI_ARG(bool, srun) = false;
+  /// --network-interface: interface names or CIDR subnets (comma-separated)
+  /// for OpenMPI's TCP data and out-of-band traffic.
+  TNT_CLI_ARG(std::optional<std::string>, network_interface);
   /// Hidden testing aid (--assume-gpus): replaces nvidia-smi's answer.
   TNT_CLI_ARG(std::optional<int>, assumed_gpu_count);
   /// DEBUG, INFO, WARNING or ERROR (upper case).

@@ -1,6 +1,7 @@
 // Resolution of options + node facts into an mpirun plan; see launch_plan.h.
 #include "launch_plan.h"
 
+#include "allocation_placement.h"
 #include "cleanup.h"
 #include "device_placement.h"
 #include "launcher_error.h"
@@ -11,6 +12,7 @@
 #include "shell_words.h"
 #include "thread_rule.h"
 
+#include <algorithm>
 #include <tarantella/base/env_contract.h>
 
 namespace tnt::cli {
@@ -54,9 +56,52 @@ void check_pinning(const LaunchOptions& options, const NodeFacts& facts, int ran
   }
 }
 
-MpirunCommand& place(MpirunCommand& command, const LaunchOptions& options, int per_node) {
-  if (options.hosts().empty()) return command.on_this_node(per_node);
-  return command.on_hosts(options.hosts(), per_node);
+// Where the ranks go: a hostfile's hosts, this node, or a Slurm allocation
+// (when there is one and no hostfile names other hosts).
+struct JobPlacement {
+  DevicePlacement device;  ///< ranks_per_node: the most on any host
+  std::optional<AllocationPlacement> allocation;
+};
+
+JobPlacement place_job(const LaunchOptions& options, const NodeFacts& facts) {
+  const auto& slurm = facts.slurm_allocation();
+  if (options.srun() && !slurm) {
+    throw LauncherError(
+        "--srun starts the ranks with Slurm's srun, but this is not a Slurm job (SLURM_JOB_ID "
+        "is not set): run tarantella inside sbatch or salloc, or drop --srun");
+  }
+  if (!slurm || !options.hosts().empty()) {
+    return {place_ranks(options.requested_ranks_per_node(), options.no_gpu(), facts.gpu_count()),
+            std::nullopt};
+  }
+  AllocationRequest request;
+  request.total_ranks = options.ranks();
+  request.ranks_per_node = options.ranks_per_node();
+  request.no_gpu = options.no_gpu();
+  request.local_gpu_count = facts.gpu_count();
+  JobPlacement job{{}, place_in_allocation(*slurm, request)};
+  for (const auto& h : job.allocation->hosts) {
+    job.device.ranks_per_node = std::max(job.device.ranks_per_node, h.ranks);
+  }
+  job.device.use_gpu = job.allocation->use_gpu;
+  return job;
+}
+
+MpirunCommand& place(MpirunCommand& command, const LaunchOptions& options,
+                     const JobPlacement& job) {
+  if (job.allocation && options.srun()) return command.start_with_srun(job.allocation->hosts);
+  if (job.allocation) return command.on_host_ranks(job.allocation->hosts);
+  if (options.hosts().empty()) return command.on_this_node(job.device.ranks_per_node);
+  return command.on_hosts(options.hosts(), job.device.ranks_per_node);
+}
+
+// --network-interface is both of OpenMPI's TCP settings: the ranks' data
+// (btl) and mpirun's own out-of-band channel (oob). Before the user's --mca,
+// which therefore still wins.
+void choose_network(MpirunCommand& command, const LaunchOptions& options) {
+  if (!options.network_interface()) return;
+  const std::string& value = *options.network_interface();
+  command.mca({{"btl_tcp_if_include", value}, {"oob_tcp_if_include", value}});
 }
 
 void export_tarantella_settings(MpirunCommand& command, const LaunchOptions& options,
@@ -152,12 +197,43 @@ std::string restart_note(const LaunchOptions& options) {
          std::to_string(*options.min_ranks()) + " ranks remain (--min-ranks)";
 }
 
-std::string placement_note(const LaunchOptions& options, int per_node, bool use_gpu) {
+std::string allocation_note(const LaunchOptions& options, const NodeFacts& facts,
+                            const AllocationPlacement& placement) {
+  const SlurmAllocation& slurm = *facts.slurm_allocation();
+  return "Slurm job " + slurm.job_id + " (SLURM_JOB_NODELIST=" + slurm.node_list_text +
+         ", SLURM_TASKS_PER_NODE=" + slurm.tasks_per_node_text +
+         "): " + std::to_string(placement.total_ranks()) + " rank(s), " +
+         describe_hosts(placement.hosts) + ", on the " +
+         (placement.use_gpu ? "GPU (one GPU per rank)" : "CPU") + "; started by " +
+         (options.srun() ? "srun --mpi=pmix (--srun)"
+                         : "mpirun, which starts its daemons through Slurm (no ssh)");
+}
+
+std::string placement_note(const LaunchOptions& options, const NodeFacts& facts,
+                           const JobPlacement& job) {
+  if (job.allocation) return allocation_note(options, facts, *job.allocation);
+  const int per_node = job.device.ranks_per_node;
+  const bool use_gpu = job.device.use_gpu;
   const std::string where = options.hosts().empty()
                                 ? "this node"
                                 : "each of " + std::to_string(options.hosts().size()) + " hosts";
   return std::to_string(per_node) + " rank(s) on " + where + ", on the " +
          (use_gpu ? "GPU (one GPU per rank)" : "CPU");
+}
+
+// The --dry-run lines about where the ranks run and over which network.
+std::vector<std::string> placement_notes(const LaunchOptions& options, const NodeFacts& facts,
+                                         const JobPlacement& job) {
+  std::vector<std::string> notes{placement_note(options, facts, job)};
+  if (facts.slurm_allocation() && !options.hosts().empty()) {
+    notes.push_back("Slurm job " + facts.slurm_allocation()->job_id +
+                    ": its hosts are not used, --hostfile names the hosts");
+  }
+  if (options.network_interface()) {
+    notes.push_back("network: " + *options.network_interface() +
+                    " for the ranks' data and mpirun's control traffic (--network-interface)");
+  }
+  return notes;
 }
 
 std::string threads_note(bool keep_user_value, const NodeFacts& facts, int per_node) {
@@ -173,13 +249,14 @@ std::string threads_note(bool keep_user_value, const NodeFacts& facts, int per_n
 LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& facts,
                              const std::string& program_path) {
   if (options.command().empty()) throw LauncherError("missing program after '--'");
-  const DevicePlacement placement =
-      place_ranks(options.requested_ranks_per_node(), options.no_gpu(), facts.gpu_count());
+  const JobPlacement job = place_job(options, facts);
+  const DevicePlacement& placement = job.device;
   check_pinning(options, facts, placement.ranks_per_node);
   check_min_ranks(options, placement.ranks_per_node);
 
   MpirunCommand command(facts);
-  place(command, options, placement.ranks_per_node);
+  place(command, options, job);
+  choose_network(command, options);
   command.mca(options.mca_parameters());
   export_tarantella_settings(command, options, facts, placement.use_gpu);
   const bool keep_threads = facts.omp_num_threads_set() || user_export(options, "OMP_NUM_THREADS");
@@ -201,7 +278,7 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& fact
   LaunchPlan plan =
       command.build(rank_command_for(options, facts, wrapper, interpreter, program_path));
   if (!placement.warning.empty()) plan.warnings.push_back(placement.warning);
-  plan.notes.push_back(placement_note(options, placement.ranks_per_node, placement.use_gpu));
+  for (auto& note : placement_notes(options, facts, job)) plan.notes.push_back(std::move(note));
   plan.notes.push_back(threads_note(keep_threads, facts, placement.ranks_per_node));
   if (auto note = interpreter_note(interpreter, options, program_path)) plan.notes.push_back(*note);
   if (!facts.python_package_dir().empty()) {

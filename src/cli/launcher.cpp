@@ -14,6 +14,7 @@
 #include "hostfile.h"
 #include "launch_plan.h"
 #include "launcher_error.h"
+#include "network_probe.h"
 #include "node_facts.h"
 #include "output_files.h"
 #include "program_path.h"
@@ -48,11 +49,17 @@ void prepare_run(const LaunchPlan& plan) {
 }
 
 SupervisedResult run_attempt(const LaunchPlan& plan) {
+  const std::string& starter = plan.argv.front();  // mpirun, or srun (--srun)
   try {
-    return supervise(SuperviseOptions{plan.argv, plan.environment});
+    SupervisedResult result = supervise(SuperviseOptions{plan.argv, plan.environment});
+    result.starter = starter;
+    return result;
   } catch (const SpawnError& error) {
     throw LauncherError(std::string(error.what()) +
-                        ": install OpenMPI (apt-get install openmpi-bin) or put mpirun in PATH");
+                        (starter == "srun"
+                             ? ": run inside a Slurm job where srun is in PATH, or drop --srun"
+                             : ": install OpenMPI (apt-get install openmpi-bin) or put mpirun "
+                               "in PATH"));
   }
 }
 
@@ -122,20 +129,25 @@ int run_cleanup(const LaunchOptions& options) {
   return run_plan(plan);
 }
 
-int run_job(const LaunchOptions& options) {
-  const NodeFacts facts = facts_for(options);
+int run_job(const LaunchOptions& requested) {
+  const NodeFacts facts = facts_for(requested);
+  const ProbeOptions probe = probe_options(requested);
   // Checked here, before anything starts, like the program itself; the plan
   // makes the same choice from the same facts.
-  const InterpreterChoice interpreter = choose_interpreter(options, facts.default_python());
+  const InterpreterChoice interpreter = choose_interpreter(requested, facts.default_python());
   const ProgramLookup lookup = current_program_lookup(!interpreter.words.empty());
-  const std::string program = resolve_program(options.command().front(), lookup);
-  check_interpreter(interpreter, options.command().front(), lookup);
-  const LaunchPlan plan = build_launch_plan(options, facts, program);
-  if (options.dry_run()) {
-    print_warnings(plan);
-    std::cout << format_dry_run(plan);
+  const std::string program = resolve_program(requested.command().front(), lookup);
+  check_interpreter(interpreter, requested.command().front(), lookup);
+  // Planned once before the hosts are asked for their networks, so that a
+  // mistake in the flags is reported at once, not after the probes.
+  const LaunchPlan requested_plan = build_launch_plan(requested, facts, program);
+  if (requested.dry_run()) {
+    print_warnings(requested_plan);
+    std::cout << format_dry_run(requested_plan);
     return 0;
   }
+  const LaunchOptions options = with_network(requested, probe, facts);
+  const LaunchPlan plan = build_launch_plan(options, facts, program);
   prepare_run(plan);
   RestartHooks hooks;
   // A restart's plan differs in TNT_RESTART_COUNT and, with a hostfile, in
@@ -146,7 +158,6 @@ int run_job(const LaunchOptions& options) {
     next.restart_count(restart_count).hosts(hosts);
     return run_attempt(build_launch_plan(next, facts, program));
   };
-  const ProbeOptions probe = probe_options(options);
   hooks.probe = [&](const std::vector<std::string>& hosts) { return probe_hosts(hosts, probe); };
   return run_with_restarts(restart_policy(options, plan), hooks);
 }

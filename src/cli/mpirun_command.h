@@ -6,11 +6,17 @@
 // binding would squeeze a rank's threads onto one core), the root permission
 // variables, and variables passed by name with -x so values with spaces or
 // quotes never go through a shell.
+//
+// Inside a Slurm allocation the same plan can start the ranks with `srun
+// --mpi=pmix` instead (start_with_srun): then the variables reach the ranks
+// through srun's environment (it exports everything) and --mca settings
+// become OMPI_MCA_ variables, the way OpenMPI reads them without mpirun.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "allocation_placement.h"
 #include "launch_plan.h"
 #include "mca_parameter.h"
 #include "node_facts.h"
@@ -28,6 +34,11 @@ class MpirunCommand {
   MpirunCommand& on_this_node(int ranks);
   /// --host h1:K,h2:K -np hosts*K --npernode K.
   MpirunCommand& on_hosts(const std::vector<std::string>& hosts, int ranks_per_host);
+  /// --host h1:R1,h2:R2 -np R1+R2 (hosts of a Slurm allocation; mpirun maps
+  /// by slot, so each host gets exactly its count).
+  MpirunCommand& on_host_ranks(const std::vector<HostRanks>& hosts);
+  /// srun instead of mpirun, on exactly these hosts and counts.
+  MpirunCommand& start_with_srun(const std::vector<HostRanks>& hosts);
   /// Sets NAME=VALUE in mpirun's environment and forwards it with -x NAME.
   /// A repeated name keeps its first position and takes the new value.
   MpirunCommand& export_value(const std::string& name, const std::string& value);
@@ -46,10 +57,13 @@ class MpirunCommand {
     std::string value;
   };
   Export& export_slot(const std::string& name);
+  LaunchPlan build_srun(const std::vector<std::string>& rank_command) const;
 
   std::vector<EnvAssignment> mpirun_only_env_;
   std::vector<std::string> placement_;
   std::vector<std::string> mca_;
+  std::vector<EnvAssignment> mca_env_;  // the same settings, for srun
+  bool srun_ = false;
   std::vector<Export> exports_;
 };
 

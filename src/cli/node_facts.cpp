@@ -93,7 +93,8 @@ NodeFacts detect_node_facts() {
       .stdout_is_terminal(::isatty(STDOUT_FILENO) == 1)
       .default_python(default_python_interpreter())
       .python_package_dir(build_tree_python_dir(launcher))
-      .python_path(python_path ? std::optional<std::string>(python_path) : std::nullopt);
+      .python_path(python_path ? std::optional<std::string>(python_path) : std::nullopt)
+      .slurm_allocation(read_slurm_allocation(getenv_lookup()));
 }
 
 }  // namespace tnt::cli

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "arg.h"
+#include "slurm_allocation.h"
 
 namespace tnt::cli {
 
@@ -43,10 +44,12 @@ class NodeFacts {
   TNT_CLI_ARG(std::string, python_package_dir);
   /// The launcher's own PYTHONPATH, kept after python_package_dir.
   TNT_CLI_ARG(std::optional<std::string>, python_path);
+  /// The Slurm job this node runs in (sbatch, salloc), from SLURM_* variables.
+  TNT_CLI_ARG(std::optional<SlurmAllocation>, slurm_allocation);
 };
 
 /// Probes this node: runs `nvidia-smi -L`, reads the CPU affinity, /sys and
-/// the environment.
+/// the environment. Throws LauncherError for malformed SLURM_* variables.
 NodeFacts detect_node_facts();
 
 /// Counts lines starting with "GPU " (the format of `nvidia-smi -L`).

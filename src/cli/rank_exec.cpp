@@ -33,6 +33,7 @@
 #include "output_relay.h"
 #include "rank_exec_options.h"
 #include "signal_pipe.h"
+#include "slurm_allocation.h"
 #include "spawn.h"
 #include "thread_rule.h"
 
@@ -59,11 +60,39 @@ int env_int(const char* name, int fallback) {
   return (*end == '\0' && parsed >= 0) ? static_cast<int>(parsed) : fallback;
 }
 
+// Under srun (--srun) there is no mpirun to set OMPI_COMM_WORLD_*: Slurm's
+// own variables say the same, the local size being this node's entry of
+// SLURM_STEP_TASKS_PER_NODE.
+int slurm_local_size() {
+  const char* counts = std::getenv("SLURM_STEP_TASKS_PER_NODE");
+  const int node = env_int("SLURM_NODEID", 0);
+  if (counts == nullptr) return 1;
+  try {
+    const auto per_node = expand_count_list(counts, "SLURM_STEP_TASKS_PER_NODE");
+    return node < static_cast<int>(per_node.size()) ? per_node[node] : 1;
+  } catch (const LauncherError&) {
+    return 1;
+  }
+}
+
+// The program sees OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE} however
+// its rank was started, so scripts that read them work under --srun too.
+void export_identity(const RankIdentity& id) {
+  if (std::getenv("OMPI_COMM_WORLD_RANK") != nullptr) return;  // mpirun set them
+  if (std::getenv("SLURM_PROCID") == nullptr) return;          // not a task of srun
+  ::setenv("OMPI_COMM_WORLD_RANK", std::to_string(id.rank).c_str(), 1);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", std::to_string(id.local_rank).c_str(), 1);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", std::to_string(id.local_size).c_str(), 1);
+  if (const char* size = std::getenv("SLURM_STEP_NUM_TASKS")) {
+    ::setenv("OMPI_COMM_WORLD_SIZE", size, 1);
+  }
+}
+
 RankIdentity identify_rank() {
   RankIdentity id;
-  id.rank = env_int("OMPI_COMM_WORLD_RANK", 0);
-  id.local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0);
-  id.local_size = std::max(1, env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1));
+  id.rank = env_int("OMPI_COMM_WORLD_RANK", env_int("SLURM_PROCID", 0));
+  id.local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", env_int("SLURM_LOCALID", 0));
+  id.local_size = std::max(1, env_int("OMPI_COMM_WORLD_LOCAL_SIZE", slurm_local_size()));
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
   id.host = host;
@@ -247,6 +276,7 @@ int report(const RankIdentity& id, int status, int stop_signal) {
 int run_rank_exec(const std::vector<std::string>& args) {
   const RankExecCommand parsed = parse_rank_exec(args);
   const RankIdentity id = identify_rank();
+  export_identity(id);
   apply_thread_rule(parsed.options, id);
   ::signal(SIGPIPE, SIG_IGN);  // a vanished reader must not kill us before we report
 

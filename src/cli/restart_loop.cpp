@@ -46,7 +46,7 @@ std::string too_few_ranks(const RestartPolicy& policy, long hosts_left) {
 
 std::string failure_reason(const SupervisedResult& result) {
   if (result.stop_signal != 0) return "stopped by " + describe_signal(result.stop_signal);
-  const std::string how = "mpirun " + describe_wait_status(result.wait_status);
+  const std::string how = result.starter + " " + describe_wait_status(result.wait_status);
   if (!result.first_failed_rank) return how;
   std::string reason =
       how + " (rank " + std::to_string(*result.first_failed_rank) + " failed first, see above";

@@ -30,6 +30,8 @@ struct SupervisedResult {
   std::optional<int> first_failed_rank;
   /// Other ranks that reported a failure; their reports were not shown.
   int other_failed_ranks = 0;
+  /// What started the ranks, named in the failure summary: mpirun or srun.
+  std::string starter = "mpirun";
 };
 
 /// Example: `supervise({"mpirun", "-np", "2", ...}, {{"A", "1"}})`.

@@ -13,30 +13,9 @@ set -u
 launcher=${1:?usage: two_hosts.sh TARANTELLA LENET5 CLUSTER_SH}
 lenet5=${2:?}
 cluster=${3:?}
-skip() { echo "SKIPPED: $*"; exit 77; }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-pass() { echo "PASS: $*"; }
-failures=0
-
-[ "$(id -u)" = 0 ] || skip "needs root to create network namespaces (run ctest as root, or in a container with CAP_NET_ADMIN and CAP_SYS_ADMIN)"
-for tool in ip tc unshare taskset; do
-  command -v "$tool" >/dev/null || skip "$tool is not installed (apt-get install iproute2 util-linux)"
-done
-unshare --net true 2>/dev/null || skip "cannot create a network namespace here (no CAP_NET_ADMIN/CAP_SYS_ADMIN, or a seccomp policy forbids it)"
-[ -d /usr/share/datasets/fashion-mnist ] || skip "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)"
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/tnt-cluster-test.XXXXXX")
-export TNT_CLUSTER_DIR=$work/cluster TNT_CLUSTER_PREFIX=tntct TNT_CLUSTER_SUBNET=10.77.79
-finish() {
-  "$cluster" down || echo "FAIL: cluster.sh down failed"
-  for ns in tntct-h0 tntct-h1; do
-    if [ -e "/run/netns/$ns" ]; then echo "FAIL: namespace $ns left behind"; fi
-  done
-  rm -rf "$work"
-}
-trap finish EXIT
-
-"$cluster" up --hosts 2 --rate 10gbit || { fail "cluster.sh up"; exit 1; }
+source "$(dirname "$0")/lib.sh"
+need_namespaces
+start_cluster tntct 10.77.79
 
 # Each rank records where it runs, then becomes lenet5: the probe is started
 # as the program's interpreter, the launcher's ordinary way to wrap a program.
@@ -73,5 +52,4 @@ for r in 0 1; do
     fail "host $r sent only ${sent:-0} bytes through its tbf qdisc (the ranks did not talk over the link?)"
 done
 
-[ "$failures" = 0 ] || { echo "$failures check(s) failed"; exit 1; }
-echo "all checks passed"
+finish_checks

@@ -25,6 +25,7 @@ check "unbalanced interpreter quote" "cannot be split into words" --python-inter
 check "program not found" "program no-such-program-$MARK not found" -n 1 -- "no-such-program-$MARK"
 check "relative program not found" "program ./missing-$MARK not found" -n 1 -- "./missing-$MARK"
 check "unknown flag" "--frobnicate" --frobnicate -- /bin/true
+check "bad --network-interface" "--network-interface '10.0.0.0/40': '10.0.0.0/40' is neither an interface name" --network-interface 10.0.0.0/40 -- /bin/true
 check "negative --max-restarts" "--max-restarts -1: the number of restarts must be a whole number, at least 0" --max-restarts -1 -- /bin/true
 check "--max-restarts not a number" "--max-restarts many: the number of restarts" --max-restarts many -- /bin/true
 check "--min-ranks without --hostfile" "--min-ranks 2 only applies with --hostfile" --max-restarts 1 --min-ranks 2 -- /bin/true

@@ -14,8 +14,10 @@ cleanup_work() {
 }
 trap cleanup_work EXIT
 
-# The user's settings must not leak into the assertions.
+# The user's settings must not leak into the assertions; nor must a Slurm
+# job the suite itself runs in (the launcher would use its allocation).
 unset OMP_NUM_THREADS TNT_LOG_LEVEL TNT_FUSION_THRESHOLD
+unset "${!SLURM_@}"
 
 FAILURES=0
 fail() { echo "FAIL: $*"; FAILURES=$((FAILURES + 1)); }

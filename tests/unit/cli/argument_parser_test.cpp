@@ -333,5 +333,21 @@ TEST(ArgumentParser, AssumedGpuCountForTests) {
   EXPECT_EQ(parse({"--assume-gpus", "0", "--", "p"}).assumed_gpu_count(), 0);
 }
 
+TEST(ArgumentParser, SrunAndNetworkInterface) {
+  const auto o = parse({"--srun", "--network-interface", "10.1.0.0/16", "--", "p"});
+  EXPECT_TRUE(o.srun());
+  EXPECT_EQ(o.network_interface(), "10.1.0.0/16");
+  EXPECT_FALSE(parse({"--", "p"}).srun());
+  EXPECT_FALSE(parse({"--", "p"}).network_interface());
+}
+
+TEST(ArgumentParser, SrunWithHostfileAndBadInterfacesAreNamed) {
+  EXPECT_THAT(parse_error({"--srun", "--hostfile", "hosts", "--", "p"}),
+              HasSubstr("--srun starts the ranks on the hosts of the Slurm job, but --hostfile "
+                        "hosts names hosts"));
+  EXPECT_THAT(parse_error({"--network-interface", "eth 0", "--", "p"}),
+              HasSubstr("--network-interface 'eth 0': 'eth 0' is neither"));
+}
+
 }  // namespace
 }  // namespace tnt::cli

@@ -440,5 +440,78 @@ TEST(LaunchPlan, CleanupRunsOneLauncherPerHost) {
   EXPECT_TRUE(contains_sequence(forced.argv, {"--cleanup-exec", "--signal=KILL"}));
 }
 
+// Inside a Slurm allocation: 3 tasks on 2 nodes (2 + 1).
+NodeFacts slurm_node() {
+  SlurmAllocation slurm;
+  slurm.job_id = "42";
+  slurm.hosts = {"node01", "node02"};
+  slurm.tasks_per_node = {2, 1};
+  slurm.node_list_text = "node[01-02]";
+  slurm.tasks_per_node_text = "2,1";
+  return cpu_node().slurm_allocation(slurm);
+}
+
+LaunchOptions any_ranks() { return LaunchOptions().command({"./prog"}); }
+
+TEST(LaunchPlan, SlurmAllocationGivesItsHostsAndTasksWithoutHostfile) {
+  const auto plan = build_launch_plan(any_ranks(), slurm_node(), kProgram);
+  EXPECT_EQ(plan.argv[0], "mpirun");
+  EXPECT_TRUE(contains_sequence(plan.argv, {"--host", "node01:2,node02:1", "-np", "3", "-x"}));
+  EXPECT_FALSE(contains_sequence(plan.argv, {"--npernode"}));
+  EXPECT_THAT(plan.warnings, IsEmpty());  // no "no GPU found": the tasks say how many
+  EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "false");
+  EXPECT_EQ(env_value(plan, kRestartCountVariable), "0");
+  EXPECT_THAT(plan.notes.front(),
+              HasSubstr("Slurm job 42 (SLURM_JOB_NODELIST=node[01-02], SLURM_TASKS_PER_NODE=2,1): "
+                        "3 rank(s), 2 on node01, 1 on node02, on the CPU; started by mpirun"));
+}
+
+TEST(LaunchPlan, SlurmAllocationNarrowedByMinusN) {
+  const auto plan = build_launch_plan(job(2), slurm_node(), kProgram);
+  EXPECT_TRUE(contains_sequence(plan.argv, {"--host", "node01:2", "-np", "2"}));
+  EXPECT_THAT(error_of([] { build_launch_plan(job(4), slurm_node(), kProgram); }),
+              HasSubstr("-n 4 is more than the 3 tasks of Slurm job 42"));
+}
+
+TEST(LaunchPlan, SrunStartsTheRanksWithTheVariablesInItsEnvironment) {
+  const auto options =
+      any_ranks().srun(true).exports({{"A", "1"}}).mca_parameters({{"btl", "self,tcp"}});
+  const auto plan = build_launch_plan(options, slurm_node(), kProgram);
+  EXPECT_THAT(Args(plan.argv.begin(), plan.argv.begin() + 4),
+              ElementsAre("srun", "--mpi=pmix", "--kill-on-bad-exit=1", "--cpu-bind=none"));
+  EXPECT_TRUE(contains_sequence(plan.argv, {"--nodes=2", "--ntasks=3", "--distribution=arbitrary",
+                                            "--nodelist=node01,node01,node02", kLauncher}));
+  EXPECT_THAT(exported_names(plan), IsEmpty());
+  EXPECT_EQ(env_value(plan, "A"), "1");
+  EXPECT_EQ(env_value(plan, "OMPI_MCA_btl"), "self,tcp");
+  EXPECT_EQ(env_value(plan, kRestartCountVariable), "0");
+  EXPECT_THAT(plan.notes.front(), HasSubstr("started by srun --mpi=pmix (--srun)"));
+  const auto even =
+      build_launch_plan(LaunchOptions(options).ranks_per_node(1), slurm_node(), kProgram);
+  EXPECT_TRUE(contains_sequence(
+      even.argv, {"--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "--nodelist=node01,node02"}));
+}
+
+TEST(LaunchPlan, SrunOutsideSlurmIsAnError) {
+  EXPECT_THAT(error_of([] { build_launch_plan(job(1).srun(true), cpu_node(), kProgram); }),
+              HasSubstr("--srun starts the ranks with Slurm's srun, but this is not a Slurm job"));
+}
+
+TEST(LaunchPlan, HostfileInsideSlurmWinsAndSaysSo) {
+  const auto plan =
+      build_launch_plan(any_ranks().hosts({"a", "b"}).ranks_per_node(1), slurm_node(), kProgram);
+  EXPECT_TRUE(contains_sequence(plan.argv, {"--host", "a:1,b:1", "-np", "2", "--npernode", "1"}));
+  EXPECT_THAT(plan.notes, ::testing::Contains(HasSubstr("its hosts are not used")));
+}
+
+TEST(LaunchPlan, NetworkInterfaceSetsBothTcpSettingsBeforeTheUsersMca) {
+  const auto options =
+      job(2).network_interface("10.1.0.0/16").mca_parameters({{"btl_tcp_if_include", "eth9"}});
+  const auto plan = build_launch_plan(options, cpu_node(), kProgram);
+  EXPECT_TRUE(contains_sequence(
+      plan.argv, {"--mca", "btl_tcp_if_include", "10.1.0.0/16", "--mca", "oob_tcp_if_include",
+                  "10.1.0.0/16", "--mca", "btl_tcp_if_include", "eth9"}));
+}
+
 }  // namespace
 }  // namespace tnt::cli

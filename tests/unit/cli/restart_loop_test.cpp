@@ -108,6 +108,12 @@ TEST(RestartLoop, WithoutRestartsAFailureEndsTheJobAsBefore) {
             "tarantella: job failed: mpirun exited with code 3 (rank 2 failed first, see above)\n");
 }
 
+TEST(RestartLoop, TheSummaryNamesWhatStartedTheRanks) {
+  SupervisedResult result = rank_failed(exited(3), 1);
+  result.starter = "srun";  // --srun inside a Slurm job
+  EXPECT_EQ(failure_reason(result), "srun exited with code 3 (rank 1 failed first, see above)");
+}
+
 TEST(RestartLoop, AJobThatAlwaysFailsRunsOneMoreTimeThanItsRestarts) {
   FakeJob job({ended(exited(1)), ended(exited(1)), ended(exited(4))});
   std::ostringstream log;

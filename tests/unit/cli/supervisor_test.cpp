@@ -118,18 +118,19 @@ std::optional<std::chrono::milliseconds> time_until_gone(
   return std::nullopt;
 }
 
-// Runs supervise(script) in a forked "launcher", waits until the script
+// Runs supervise(trap; loop) in a forked "launcher", waits until the script
 // wrote its pid, SIGKILLs the launcher and returns the script's pid and
-// the moment of the kill.
+// the moment of the kill. The pid is written after the trap is set: written
+// before, a loaded machine let the parent-death SIGTERM arrive first.
 std::pair<pid_t, std::chrono::steady_clock::time_point> kill_launcher_of(
-    const std::string& script, std::chrono::milliseconds kill_delay) {
+    const std::string& trap, const std::string& loop, std::chrono::milliseconds kill_delay) {
   TempDir dir;
   const std::string pid_file = dir.str("pid");
   const pid_t launcher = ::fork();
   if (launcher == 0) {
-    supervise(command(
-        "echo $$ > " + pid_file + ".tmp && mv " + pid_file + ".tmp " + pid_file + "; " + script,
-        kill_delay));
+    supervise(command(trap + "; echo $$ > " + pid_file + ".tmp && mv " + pid_file + ".tmp " +
+                          pid_file + "; " + loop,
+                      kill_delay));
     ::_exit(0);
   }
   pid_t child = 0;
@@ -145,7 +146,7 @@ std::pair<pid_t, std::chrono::steady_clock::time_point> kill_launcher_of(
 
 TEST(Supervisor, ChildIsStoppedWhenTheSupervisorIsKilled) {
   const auto [child, killed_at] =
-      kill_launcher_of("trap 'exit 0' TERM; while :; do sleep 0.05; done", 3000ms);
+      kill_launcher_of("trap 'exit 0' TERM", "while :; do sleep 0.05; done", 3000ms);
   ASSERT_GT(child, 0) << "the child did not start";
   const auto gone = time_until_gone(child, killed_at, 2000ms);
   if (!gone) ::kill(child, SIGKILL);
@@ -155,7 +156,7 @@ TEST(Supervisor, ChildIsStoppedWhenTheSupervisorIsKilled) {
 
 TEST(Supervisor, ChildIgnoringSigtermIsKilledAfterTheDelayWhenTheSupervisorIsKilled) {
   const auto [child, killed_at] =
-      kill_launcher_of("trap '' TERM; while :; do sleep 0.05; done", 1000ms);
+      kill_launcher_of("trap '' TERM", "while :; do sleep 0.05; done", 1000ms);
   ASSERT_GT(child, 0) << "the child did not start";
   const auto gone = time_until_gone(child, killed_at, 4000ms);
   if (!gone) ::kill(child, SIGKILL);

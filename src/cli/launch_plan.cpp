@@ -61,7 +61,10 @@ MpirunCommand& place(MpirunCommand& command, const LaunchOptions& options, int p
 
 void export_tarantella_settings(MpirunCommand& command, const LaunchOptions& options,
                                 const NodeFacts& facts, bool use_gpu) {
-  command.export_value(env::kUseGpu, bool_text(use_gpu));
+  // "auto", not "true": the launcher saw GPUs, but only the rank's LibTorch
+  // knows whether it can use them; "true" is the user's demand (-x), which
+  // a rank without a usable GPU refuses (train/engine.cpp).
+  command.export_value(env::kUseGpu, use_gpu ? "auto" : "false");
   if (options.log_level()) command.export_value(env::kLogLevel, *options.log_level());
   command.export_value(env::kLogOnAllDevices, bool_text(options.log_on_all_devices()));
   command.export_value(env::kOutputOnAllDevices, bool_text(options.output_on_all_devices()));
@@ -174,7 +177,8 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& fact
                              const std::string& program_path) {
   if (options.command().empty()) throw LauncherError("missing program after '--'");
   const DevicePlacement placement =
-      place_ranks(options.requested_ranks_per_node(), options.no_gpu(), facts.gpu_count());
+      place_ranks(options.requested_ranks_per_node(), options.no_gpu(), facts.gpu_count(),
+                  user_export(options, env::kUseGpu));
   check_pinning(options, facts, placement.ranks_per_node);
   check_min_ranks(options, placement.ranks_per_node);
 

@@ -5,7 +5,6 @@
 // Compared with a serial LibTorch program, two lines differ: the runtime is
 // started, and the network is wrapped in tnt::Model. --batch-size is the
 // GLOBAL batch size, whatever the number of ranks.
-#include <filesystem>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -125,7 +124,6 @@ int main(int argc, char** argv) {
         tnt::callbacks::TensorBoardOptions(a.tensorboard)));
   }
   if (!a.checkpoint_dir.empty()) {
-    std::filesystem::create_directories(a.checkpoint_dir);
     callbacks.push_back(std::make_shared<tnt::callbacks::ModelCheckpoint>(
         tnt::callbacks::ModelCheckpointOptions(a.checkpoint_dir + "/epoch-{epoch:04d}.pt")));
     if (a.resume) {

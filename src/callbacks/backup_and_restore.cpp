@@ -34,11 +34,9 @@ void BackupAndRestore::on_train_begin(const Logs&) {
   batches_ = 0;
   std::string found;
   run_on_master_checked(host()->group(), [&] {
-    std::error_code error;
-    std::filesystem::create_directories(dir_, error);
-    TNT_CHECK(!error, "BackupAndRestore: cannot create the backup directory '", dir_,
-              "': ", error.message(), "; give a directory you can write to");
+    ::tnt::detail::make_directories(dir_, "BackupAndRestore");
     ::tnt::detail::check_writable_directory(dir_, "BackupAndRestore");
+    std::error_code error;
     if (std::filesystem::exists(backup_path(), error)) found = backup_path();
   });
   if (host()->group().broadcast_string(found).empty()) return;

@@ -5,8 +5,12 @@
 // Compared with a serial LibTorch program, two lines differ: the runtime is
 // started, and the network is wrapped in tnt::Model. --batch-size is the
 // GLOBAL batch size, whatever the number of ranks.
-#include <filesystem>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
+#include <memory>
 
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>
@@ -37,10 +41,43 @@ struct Args {
   bool resume = false;
   std::string backup_dir;
   std::int64_t backup_every = 0;
+  std::string step_log;
   std::string precision = "float32";
   std::int64_t deterministic = 0;
   int verbose = 1;
 };
+
+// One line per optimizer step, "step EPOCH BATCH attempt N" (1-based epoch,
+// batch within the epoch, N = TNT_RESTART_COUNT), appended and flushed at
+// once, so a kill -9 loses no line of a finished step. The chaos test
+// (tests/chaos) counts steps across restarts with it.
+tnt::callbacks::CallbackPtr step_logger(const std::string& path) {
+  struct State {
+    std::FILE* file = nullptr;
+    std::int64_t epoch = 0;
+    ~State() {
+      if (file) std::fclose(file);
+    }
+  };
+  auto state = std::make_shared<State>();
+  const char* restart = std::getenv("TNT_RESTART_COUNT");
+  const std::string attempt = restart ? restart : "0";
+  auto logger = std::make_shared<tnt::callbacks::LambdaCallback>();
+  logger->run_on_all_ranks = false;  // one line per step: the master rank's
+  logger->on_train_begin([state, path](const tnt::callbacks::Logs&) {
+    if (!state->file) state->file = std::fopen(path.c_str(), "a");
+    if (!state->file) throw tnt::Error("--step-log: cannot open " + path + ": " + std::strerror(errno));
+  });
+  logger->on_epoch_begin([state](std::int64_t epoch, const tnt::callbacks::Logs&) {
+    state->epoch = epoch + 1;
+  });
+  logger->on_batch_end([state, attempt](std::int64_t batch, const tnt::callbacks::Logs&) {
+    std::fprintf(state->file, "step %lld %lld attempt %s\n", static_cast<long long>(state->epoch),
+                 static_cast<long long>(batch), attempt.c_str());
+    std::fflush(state->file);
+  });
+  return logger;
+}
 
 }  // namespace
 
@@ -73,6 +110,9 @@ int main(int argc, char** argv) {
   app.add_option("--backup-every", a.backup_every,
                  "also back up every K optimizer steps, not only at epoch ends (needs --backup-dir)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--step-log", a.step_log,
+                 "append a line 'step EPOCH BATCH attempt N' after every optimizer step (master "
+                 "rank), to count steps across restarts");
   app.add_option("--precision", a.precision,
                  "float32, or bfloat16: mixed precision (forward under autocast, float32 weights)")
       ->check(CLI::IsMember({"float32", "bfloat16"}));
@@ -125,7 +165,6 @@ int main(int argc, char** argv) {
         tnt::callbacks::TensorBoardOptions(a.tensorboard)));
   }
   if (!a.checkpoint_dir.empty()) {
-    std::filesystem::create_directories(a.checkpoint_dir);
     callbacks.push_back(std::make_shared<tnt::callbacks::ModelCheckpoint>(
         tnt::callbacks::ModelCheckpointOptions(a.checkpoint_dir + "/epoch-{epoch:04d}.pt")));
     if (a.resume) {
@@ -141,6 +180,8 @@ int main(int argc, char** argv) {
     std::cerr << "--backup-every needs --backup-dir DIR\n";
     return 2;
   }
+  // Before BackupAndRestore: a step is in the log before a backup holds it.
+  if (!a.step_log.empty()) callbacks.push_back(step_logger(a.step_log));
   if (!a.backup_dir.empty()) {
     callbacks.push_back(
         std::make_shared<tnt::callbacks::BackupAndRestore>(a.backup_dir, a.backup_every));

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <filesystem>
 #include <random>
+#include <system_error>
 #include <stdexcept>
 
 #include "image_io.h"
@@ -69,7 +70,8 @@ void write_split(const fs::path& dir, int num_classes, int per_class, std::mt199
 }  // namespace
 
 ImageList list_image_folder(const std::string& dir, const std::vector<std::string>& classes) {
-  if (!fs::is_directory(dir)) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
     throw std::runtime_error("image folder " + dir + " does not exist or is not a directory");
   }
   ImageList list;

@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <optional>
@@ -195,7 +194,6 @@ std::vector<tnt::callbacks::CallbackPtr> make_callbacks(const Args& a) {
         tnt::callbacks::TensorBoardOptions(a.tensorboard)));
   }
   if (!a.checkpoint_dir.empty()) {
-    std::filesystem::create_directories(a.checkpoint_dir);
     callbacks.push_back(std::make_shared<tnt::callbacks::ModelCheckpoint>(
         tnt::callbacks::ModelCheckpointOptions(a.checkpoint_dir + "/epoch-{epoch:04d}.pt")));
   }

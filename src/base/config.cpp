@@ -105,7 +105,9 @@ Config Config::from_lookup(const Lookup& lookup) {
   with(env::kNumThreads, [&](auto v, auto r) {
     c.num_threads = static_cast<int>(parse_integer(v, r, 1, 4096, "a thread count"));
   });
-  with(env::kUseGpu, [&](auto v, auto r) { c.use_gpu = parse_bool(v, r); });
+  with(env::kUseGpu, [&](auto v, auto r) {
+    if (upper(trim(r)) != "AUTO") c.use_gpu = parse_bool(v, r);
+  });
   with(env::kOverlap, [&](auto v, auto r) {
     c.overlap = parse_bool(v, r);
     c.overlap_set = true;

@@ -17,4 +17,12 @@ void check_writable_directory(const std::string& directory, const std::string& w
 /// itself is left untouched.
 void check_writable_file(const std::string& path, const std::string& who);
 
+/// Creates `directory` and its missing parents; an existing directory is
+/// fine. Otherwise throws tnt::Error naming `who`, the path, the reason (the
+/// OS's, or which part of the path is a file) and the fix: never
+/// std::filesystem_error, whose C++ type name would reach the user's log
+/// (issue 31). Example:
+///   make_directories("ckpt/run1", "ModelCheckpoint");
+void make_directories(const std::string& directory, const std::string& who);
+
 }  // namespace tnt::detail

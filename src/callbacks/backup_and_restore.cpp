@@ -15,6 +15,26 @@
 #include <tarantella/train/training_host.h>
 
 namespace tnt::callbacks {
+namespace {
+
+// A rank killed while writing a backup leaves its temporary file
+// (backup.pt.tmp.PID, io/atomic_file.cpp) behind; backup.pt itself is
+// intact. Nothing writes here while training begins, so the leftovers of
+// earlier attempts go now, instead of piling up over many restarts (found
+// by tests/chaos).
+void remove_stale_temporaries(const std::string& dir, const std::string& file) {
+  const std::string prefix = std::filesystem::path(file).filename().string() + ".tmp.";
+  std::error_code error;  // a folder that cannot be listed is reported later, on writing
+  for (std::filesystem::directory_iterator it(dir, error), end; !error && it != end;
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    std::error_code ignored;  // a leftover that cannot be removed harms nothing
+    std::filesystem::remove(it->path(), ignored);
+  }
+}
+
+}  // namespace
 
 BackupAndRestore::BackupAndRestore(std::string backup_dir, std::int64_t save_freq,
                                    bool delete_checkpoint)
@@ -34,11 +54,10 @@ void BackupAndRestore::on_train_begin(const Logs&) {
   batches_ = 0;
   std::string found;
   run_on_master_checked(host()->group(), [&] {
-    std::error_code error;
-    std::filesystem::create_directories(dir_, error);
-    TNT_CHECK(!error, "BackupAndRestore: cannot create the backup directory '", dir_,
-              "': ", error.message(), "; give a directory you can write to");
+    ::tnt::detail::make_directories(dir_, "BackupAndRestore");
     ::tnt::detail::check_writable_directory(dir_, "BackupAndRestore");
+    remove_stale_temporaries(dir_, backup_path());
+    std::error_code error;
     if (std::filesystem::exists(backup_path(), error)) found = backup_path();
   });
   if (host()->group().broadcast_string(found).empty()) return;

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "base/writable.h"
 #include "callbacks/event_record.h"
 #include "callbacks/proto/tensorboard_event.pb.h"
 
@@ -35,14 +36,7 @@ std::string event_file_name(const std::string& suffix) {
 }
 
 EventFile::EventFile(const std::string& dir, const std::string& suffix, double wall_time) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    ::tnt::detail::throw_error(
-        fmt::format("TensorBoard: cannot create the log directory '{}': {}; pass a log_dir this "
-                    "process may write to",
-                    dir, ec.message()));
-  }
+  ::tnt::detail::make_directories(dir, "TensorBoard");
   path_ = (std::filesystem::path(dir) / event_file_name(suffix)).string();
   file_.reset(std::fopen(path_.c_str(), "wb"));
   if (!file_) fail("create");

@@ -1,3 +1,4 @@
+#include <filesystem>
 #include <regex>
 
 #include <fmt/format.h>
@@ -44,7 +45,13 @@ ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options) : o_(std::move(
 void ModelCheckpoint::on_train_begin(const Logs&) {
   best_ = detail::worst(detail::maximize(o_.mode(), o_.monitor()));
   batches_ = 0;
-  // Found now rather than after the first epoch of training.
+  // Found now rather than after the first epoch of training. A missing
+  // folder is made, as Keras' ModelCheckpoint does (unless its name has
+  // {fields}, filled in only when a checkpoint is saved).
+  const std::string folder = std::filesystem::path(o_.filepath()).parent_path().string();
+  if (!folder.empty() && folder.find('{') == std::string::npos) {
+    ::tnt::detail::make_directories(folder, "ModelCheckpoint");
+  }
   ::tnt::detail::check_writable_file(o_.filepath(), "ModelCheckpoint");
 }
 

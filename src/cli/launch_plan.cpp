@@ -71,7 +71,8 @@ JobPlacement place_job(const LaunchOptions& options, const NodeFacts& facts) {
         "is not set): run tarantella inside sbatch or salloc, or drop --srun");
   }
   if (!slurm || !options.hosts().empty()) {
-    return {place_ranks(options.requested_ranks_per_node(), options.no_gpu(), facts.gpu_count()),
+    return {place_ranks(options.requested_ranks_per_node(), options.no_gpu(), facts.gpu_count(),
+                        user_export(options, env::kUseGpu)),
             std::nullopt};
   }
   AllocationRequest request;
@@ -106,7 +107,10 @@ void choose_network(MpirunCommand& command, const LaunchOptions& options) {
 
 void export_tarantella_settings(MpirunCommand& command, const LaunchOptions& options,
                                 const NodeFacts& facts, bool use_gpu) {
-  command.export_value(env::kUseGpu, bool_text(use_gpu));
+  // "auto", not "true": the launcher saw GPUs, but only the rank's LibTorch
+  // knows whether it can use them; "true" is the user's demand (-x), which
+  // a rank without a usable GPU refuses (train/engine.cpp).
+  command.export_value(env::kUseGpu, use_gpu ? "auto" : "false");
   if (options.log_level()) command.export_value(env::kLogLevel, *options.log_level());
   command.export_value(env::kLogOnAllDevices, bool_text(options.log_on_all_devices()));
   command.export_value(env::kOutputOnAllDevices, bool_text(options.output_on_all_devices()));

@@ -2,6 +2,7 @@
 #include <tarantella/data/datasets.h>
 
 #include <filesystem>
+#include <system_error>
 
 #include <torch/torch.h>
 
@@ -15,7 +16,8 @@ namespace {
 std::string find_file(const std::string& dir, const std::string& name) {
   namespace fs = std::filesystem;
   for (const auto& candidate : {fs::path(dir) / (name + ".gz"), fs::path(dir) / name}) {
-    if (fs::exists(candidate)) return candidate.string();
+    std::error_code ec;  // a path that cannot be read counts as missing
+    if (fs::exists(candidate, ec)) return candidate.string();
   }
   TNT_CHECK(false, "Fashion-MNIST file ", name, "[.gz] not found in ", dir,
             ": install Debian's package with `apt-get install dataset-fashion-mnist` (files go to ",

@@ -21,6 +21,13 @@ namespace tnt::train {
 namespace {
 
 torch::Device pick_device(const EngineOptions& options, const comm::ProcessGroup& group) {
+  // An explicit TNT_USE_GPU=true is a demand: training on the CPU instead
+  // would be a silent surprise (issue 31), so it fails here, before any
+  // state exists. Unset/auto follows the LibTorch build.
+  TNT_CHECK(options.use_gpu() != true || torch::cuda::is_available(), "rank ", group.rank(),
+            ": TNT_USE_GPU=true asks for a GPU, but LibTorch sees none (no CUDA device, or a "
+            "LibTorch built without CUDA): unset TNT_USE_GPU or set TNT_USE_GPU=false to train "
+            "on the CPU, or run on a node with a GPU and a CUDA build of LibTorch");
   if (options.use_gpu().value_or(true) && torch::cuda::is_available()) {
     return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(
                                            group.local_rank() % torch::cuda::device_count()));

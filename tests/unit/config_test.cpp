@@ -55,6 +55,14 @@ TEST(Config, ReadsEveryVariable) {
   EXPECT_EQ(c.use_gpu, false);
 }
 
+// What the launcher exports when it found GPUs: the rank's LibTorch decides.
+// Only an explicit true is a demand (train/engine.cpp refuses it without CUDA).
+TEST(Config, UseGpuAutoMeansUnset) {
+  EXPECT_FALSE(resolve({{"TNT_USE_GPU", "auto"}}).use_gpu.has_value());
+  EXPECT_FALSE(resolve({{"TNT_USE_GPU", " AUTO "}}).use_gpu.has_value());
+  EXPECT_EQ(resolve({{"TNT_USE_GPU", "true"}}).use_gpu, true);
+}
+
 TEST(Config, FusionThresholdZeroMeansOneAllreducePerTensor) {
   EXPECT_EQ(resolve({{"TNT_FUSION_THRESHOLD", "0"}}).fusion_threshold_bytes, 0u);
 }

@@ -35,7 +35,9 @@ struct Config {
   /// TNT_NUM_THREADS, else OMP_NUM_THREADS: LibTorch intra-op threads of this
   /// rank. Unset: cores of the node divided by ranks on the node, at least 1.
   std::optional<int> num_threads;
-  /// TNT_USE_GPU: false forces CPU; unset means "use a GPU when LibTorch has one".
+  /// TNT_USE_GPU: true demands a GPU (an error where LibTorch has none),
+  /// false forces the CPU; unset or "auto" means "use a GPU when LibTorch
+  /// has one" (what the launcher exports when it found GPUs).
   std::optional<bool> use_gpu;
   /// TNT_OVERLAP (default true): start each bucket's allreduce during
   /// backward; false waits until backward has finished (for comparisons).

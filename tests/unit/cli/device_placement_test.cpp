@@ -1,6 +1,7 @@
-// The GPU rule of the Tarantella manual.
+// The GPU rule of the Tarantella manual, and explicit requests (-x TNT_USE_GPU).
 #include "device_placement.h"
 
+#include "launcher_error.h"
 #include "test_support.h"
 
 namespace tnt::cli {
@@ -16,11 +17,13 @@ TEST(DevicePlacement, OneRankPerGpuByDefault) {
   EXPECT_THAT(p.warning, IsEmpty());
 }
 
-TEST(DevicePlacement, NoGpuWarnsAndStartsOneCpuRank) {
+// Manual §6.2: nothing GPU-related was asked for and there is no GPU, so
+// the CPU run is silent (issue 31).
+TEST(DevicePlacement, NoGpuStartsOneCpuRankSilently) {
   const auto p = place_ranks(std::nullopt, false, 0);
   EXPECT_EQ(p.ranks_per_node, 1);
   EXPECT_FALSE(p.use_gpu);
-  EXPECT_THAT(p.warning, HasSubstr("no GPU found; starting 1 rank per node on the CPU"));
+  EXPECT_THAT(p.warning, IsEmpty());
 }
 
 TEST(DevicePlacement, RequestedRanksWithinGpuCountUseGpus) {
@@ -38,11 +41,61 @@ TEST(DevicePlacement, MoreRanksThanGpusWarnsAndUsesTheCpu) {
   EXPECT_THAT(p.warning, HasSubstr("CPU"));
 }
 
-TEST(DevicePlacement, RequestedRanksWithoutGpusWarn) {
+TEST(DevicePlacement, RequestedRanksWithoutGpusAreSilent) {
   const auto p = place_ranks(3, false, 0);
   EXPECT_EQ(p.ranks_per_node, 3);
   EXPECT_FALSE(p.use_gpu);
-  EXPECT_THAT(p.warning, HasSubstr("no GPU found; starting 3 ranks per node on the CPU"));
+  EXPECT_THAT(p.warning, IsEmpty());
+}
+
+std::string refusal(std::optional<int> ranks, bool no_gpu, int gpus, const std::string& request) {
+  try {
+    place_ranks(ranks, no_gpu, gpus, request);
+  } catch (const LauncherError& e) {
+    EXPECT_EQ(e.exit_code(), kUsageExitCode);
+    return e.what();
+  }
+  ADD_FAILURE() << "TNT_USE_GPU=" << request << " with " << gpus << " GPUs was accepted";
+  return "";
+}
+
+TEST(DevicePlacement, ExplicitGpuRequestWithoutGpuIsAnError) {
+  for (const std::optional<int> ranks : {std::optional<int>(), std::optional<int>(2)}) {
+    const std::string message = refusal(ranks, false, 0, "true");
+    EXPECT_THAT(message, HasSubstr("-x TNT_USE_GPU=true asks for a GPU on every rank, but this "
+                                   "node has no GPU"));
+    EXPECT_THAT(message, HasSubstr("drop -x TNT_USE_GPU=true to train on the CPU"));
+  }
+  EXPECT_THAT(refusal(1, false, 0, " Yes "), HasSubstr("TNT_USE_GPU= Yes "));
+}
+
+TEST(DevicePlacement, ExplicitGpuRequestNeedsAGpuPerRank) {
+  EXPECT_THAT(refusal(3, false, 2, "1"),
+              HasSubstr("3 ranks per node are requested and this node has 2 GPUs: start at most 2 "
+                        "ranks per node"));
+}
+
+TEST(DevicePlacement, ExplicitGpuRequestContradictsNoGpu) {
+  EXPECT_THAT(refusal(2, true, 4, "on"), HasSubstr("and --no-gpu for none: drop one of the two"));
+}
+
+TEST(DevicePlacement, GpuRequestMustBeABoolean) {
+  EXPECT_THAT(refusal(2, false, 4, "maybe"),
+              HasSubstr("-x TNT_USE_GPU='maybe' is not a boolean: use true"));
+}
+
+TEST(DevicePlacement, ExplicitRequestsThatCanBeMetGoAhead) {
+  const auto gpus = place_ranks(std::nullopt, false, 4, std::string("TRUE"));
+  EXPECT_EQ(gpus.ranks_per_node, 4);
+  EXPECT_TRUE(gpus.use_gpu);
+  EXPECT_THAT(gpus.warning, IsEmpty());
+  const auto cpu = place_ranks(2, false, 4, std::string("false"));
+  EXPECT_EQ(cpu.ranks_per_node, 2);
+  EXPECT_FALSE(cpu.use_gpu);
+  EXPECT_THAT(cpu.warning, IsEmpty());
+  const auto automatic = place_ranks(5, false, 4, std::string("auto"));
+  EXPECT_FALSE(automatic.use_gpu);
+  EXPECT_THAT(automatic.warning, HasSubstr("5 ranks per node requested"));
 }
 
 TEST(DevicePlacement, NoGpuFlagIsSilentWithOrWithoutGpus) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "launcher_error.h"
 #include "test_support.h"
 
 namespace tnt::cli {
@@ -135,21 +136,31 @@ TEST(LaunchPlan, HostfileGivesHostListAndRanksPerNode) {
       contains_sequence(plan.argv, {"--host", "n1:2,n2:2,n3:2", "-np", "6", "--npernode", "2"}));
 }
 
-TEST(LaunchPlan, HostfileWithoutGpusStartsOneCpuRankPerHostAndWarns) {
+TEST(LaunchPlan, HostfileWithoutGpusStartsOneCpuRankPerHostSilently) {
   const auto options = LaunchOptions().hosts({"n1", "n2"}).command({"p"});
   const auto plan = build_launch_plan(options, cpu_node(), kProgram);
   EXPECT_TRUE(contains_sequence(plan.argv, {"--host", "n1:1,n2:1", "-np", "2"}));
   EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "false");
-  EXPECT_THAT(plan.warnings, ElementsAre(HasSubstr("no GPU found")));
+  EXPECT_THAT(plan.warnings, IsEmpty());
 }
 
 TEST(LaunchPlan, GpuNodeStartsOneRankPerGpu) {
   const auto options = LaunchOptions().command({"p"});
   const auto plan = build_launch_plan(options, cpu_node().gpu_count(4), kProgram);
   EXPECT_TRUE(contains_sequence(plan.argv, {"-np", "4"}));
-  EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "true");
+  // "auto": the rank's LibTorch decides; "true" would be a demand.
+  EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "auto");
   EXPECT_TRUE(exported(plan, "TNT_USE_GPU"));
   EXPECT_THAT(plan.warnings, IsEmpty());
+}
+
+// -x TNT_USE_GPU=true is checked against the node before anything starts.
+TEST(LaunchPlan, ExplicitGpuRequestOnACpuNodeIsRefused) {
+  EXPECT_THROW(build_launch_plan(job(2).exports({{"TNT_USE_GPU", "true"}}), cpu_node(), kProgram),
+               LauncherError);
+  const auto met = build_launch_plan(job(2).exports({{"TNT_USE_GPU", "true"}}),
+                                     cpu_node().gpu_count(2), kProgram);
+  EXPECT_EQ(env_value(met, "TNT_USE_GPU"), "true");
 }
 
 TEST(LaunchPlan, MoreRanksThanGpusRunOnCpuWithWarning) {

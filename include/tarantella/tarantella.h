@@ -51,3 +51,4 @@
 #include <tarantella/data/image_io.h>
 #include <tarantella/data/images.h>
 #include <tarantella/data/transforms.h>
+#include <tarantella/data/shards.h>

@@ -34,9 +34,13 @@ target_sources(tarantella PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/image_folder.cpp
   ${CMAKE_CURRENT_LIST_DIR}/image_sources.cpp
   ${CMAKE_CURRENT_LIST_DIR}/transforms.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/tar.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/shard_index.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/shards.cpp
 )
 # image_io.cpp uses setjmp/longjmp around libjpeg: keep it out of unity
-# batches so no other file's objects live in its frames.
-set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/image_io.cpp
+# batches so no other file's objects live in its frames. tar.cpp needs no
+# LibTorch and compiles in seconds on its own.
+set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/image_io.cpp ${CMAKE_CURRENT_LIST_DIR}/tar.cpp
                             PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 target_link_libraries(tarantella PRIVATE ZLIB::ZLIB JPEG::JPEG PNG::PNG)

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <csetjmp>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -24,6 +25,21 @@ namespace {
 
 constexpr const char* kDamagedFix =
     ": re-encode or replace the file, or remove it from the data set";
+
+// A header's dimensions are taken on trust only as far as the compressed data
+// could fill them: a JPEG needs at least a few bits per 16x16 block, deflate
+// expands at most ~1032:1. Beyond 1024 pixels per byte (plus 1 Mpixel) the
+// header is damaged, and decoding would allocate and loop over what it claims.
+bool plausible_size(std::uint64_t width, std::uint64_t height, std::size_t bytes) {
+  return width * height <= 1024 * static_cast<std::uint64_t>(bytes) + (1u << 20);
+}
+
+[[noreturn]] void throw_implausible_size(std::uint64_t width, std::uint64_t height,
+                                         std::size_t bytes, const std::string& name) {
+  TNT_CHECK(false, "image ", name, " claims ", width, "x", height, " pixels but holds only ", bytes,
+            " bytes: its header is damaged", kDamagedFix);
+  std::abort();  // not reached: TNT_CHECK(false) throws
+}
 
 bool ends_with_ci(const std::string& s, const std::string& suffix) {
   if (s.size() < suffix.size()) return false;
@@ -91,6 +107,11 @@ RgbImage decode_jpeg(const std::uint8_t* data, std::size_t size, const std::stri
   jpeg_create_decompress(&cinfo);
   jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
   jpeg_read_header(&cinfo, TRUE);
+  if (!plausible_size(cinfo.image_width, cinfo.image_height, size)) {
+    const auto width = cinfo.image_width, height = cinfo.image_height;
+    jpeg_destroy_decompress(&cinfo);
+    throw_implausible_size(width, height, size, name);
+  }
   cinfo.out_color_space = JCS_RGB;  // grayscale and YCbCr convert; CMYK is an error
   cinfo.scale_num = dct_scale_num(std::min(cinfo.image_width, cinfo.image_height), min_short_side);
   cinfo.scale_denom = 8;
@@ -106,6 +127,10 @@ RgbImage decode_png(const std::uint8_t* data, std::size_t size, const std::strin
   png.version = PNG_IMAGE_VERSION;
   TNT_CHECK(png_image_begin_read_from_memory(&png, data, size), "image ", name,
             " is not a readable PNG file (libpng: ", png.message, ")", kDamagedFix);
+  if (!plausible_size(png.width, png.height, size)) {
+    png_image_free(&png);
+    throw_implausible_size(png.width, png.height, size, name);
+  }
   png.format = PNG_FORMAT_RGB;  // palette, gray and 16-bit convert; alpha composes on black
   RgbImage image;
   image.width = static_cast<int>(png.width);

@@ -91,6 +91,22 @@ TEST(ImageFolder, DamagedFilesAreErrorsNamingTheFile) {
                {"missing.png", "cannot open"});
 }
 
+// A header claiming far more pixels than the data could hold is refused
+// before anything is allocated (found by the fuzzer: 607 bytes claiming
+// 32777x10759 pixels made the decoder allocate 1 GB and run for seconds).
+TEST(ImageFolder, AnImplausibleHeaderIsAnError) {
+  TempDir dir("huge");
+  const auto jpg = dir / "h.jpg";
+  tnt::data::write_image(jpg.string(), pattern_image(40, 30, 1));
+  auto bytes = tnt::data::read_file_bytes(jpg.string());
+  std::size_t sof = 2;
+  while (sof + 9 < bytes.size() && !(bytes[sof] == 0xFF && bytes[sof + 1] == 0xC0)) ++sof;
+  ASSERT_LT(sof + 9, bytes.size()) << "no SOF0 marker in the JPEG we wrote";
+  for (std::size_t i : {sof + 5, sof + 7}) bytes[i] = bytes[i + 1] = 0x75;  // 30069 x 30069
+  expect_error([&] { tnt::data::decode_image(bytes.data(), bytes.size(), "h.jpg"); },
+               {"h.jpg", "claims 30069x30069 pixels", "header is damaged"});
+}
+
 TEST(ImageFolder, ADamagedFileFailsWhenItsElementIsRead) {
   TempDir dir("lazy");
   write_image_folder(dir.str(), 1, 3);

@@ -8,12 +8,15 @@
 #include <tarantella/data/shards.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <iostream>
 
 namespace {
 
 int pack(const std::string& folder, const std::string& prefix, std::int64_t per_shard) {
   const auto list = tnt::data::list_image_folder(folder);
+  const auto parent = std::filesystem::path(prefix).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
   const auto shards = tnt::data::pack_image_shards(list, prefix, per_shard);
   std::cout << "packed " << list.paths.size() << " images of " << list.classes.size()
             << " classes into " << shards.size() << " shards " << prefix << "-*.tar\n";

@@ -3,7 +3,7 @@
 # UndefinedBehaviorSanitizer) and runs each for SECONDS (default 600) from its
 # seed corpus. New inputs go to a scratch copy, not into the repository; a
 # crash leaves its input in build-fuzz/crashes/ and fails the script.
-#   scripts/fuzz.sh [SECONDS] [TARGET...]    targets: hostfile shell_words idx csv torch_save
+#   scripts/fuzz.sh [SECONDS] [TARGET...]    targets: hostfile shell_words idx csv torch_save tar image
 # Needs the main build's library (scripts/build.sh tarantella) and Debian's
 # clang and libfuzzer-14-dev.
 set -euo pipefail
@@ -11,7 +11,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 main_build=${TNT_BUILD_DIR:-$root/build}
 out=${TNT_FUZZ_DIR:-$root/build-fuzz}
 seconds=${1:-600}; shift || true
-targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(hostfile shell_words idx csv torch_save)
+targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(hostfile shell_words idx csv torch_save tar image)
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ is missing (apt-get install clang libfuzzer-14-dev)"; exit 2; }
 [ -f "$main_build/src/libtarantella.so" ] || "$root/scripts/build.sh" tarantella
 mkdir -p "$out"

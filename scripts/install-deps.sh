@@ -19,7 +19,7 @@ packages=(
   python3-numpy python3-pytest python3-torchvision  # its inputs, test suite and examples
   protobuf-compiler libprotobuf-dev  # TensorBoard event files (protoc + runtime)
   libcurl4-openssl-dev          # RemoteMonitor's HTTP POST
-  libjpeg62-turbo-dev libpng-dev  # image decoding in examples/resnet
+  libjpeg62-turbo-dev libpng-dev  # image decoding in data/ (image sources, shards)
   iproute2                      # ip/tc: the simulated cluster (bench/cluster, tests/cluster)
   munge slurmctld slurmd slurm-client  # a real Slurm on the simulated hosts (bench/cluster/slurm.sh)
   clang libfuzzer-14-dev        # the libFuzzer targets (tests/fuzz, scripts/fuzz.sh)

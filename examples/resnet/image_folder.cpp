@@ -1,35 +1,17 @@
 #include "image_folder.h"
 
+#include <tarantella/data/image_io.h>
+
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <random>
-#include <system_error>
-#include <stdexcept>
-
-#include "image_io.h"
 
 namespace resnet_example {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool is_image_name(const fs::path& path) {
-  std::string ext = path.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
-}
-
-std::vector<fs::path> sorted_entries(const fs::path& dir, bool directories) {
-  std::vector<fs::path> entries;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    if (directories ? entry.is_directory() : (entry.is_regular_file() && is_image_name(entry)))
-      entries.push_back(entry.path());
-  }
-  std::sort(entries.begin(), entries.end());
-  return entries;
-}
+using tnt::data::RgbImage;
+using tnt::data::write_image;
 
 // A synthetic image of class `label`: a class colour, stripes whose
 // direction depends on the class, and noise, so that a small network can
@@ -68,40 +50,6 @@ void write_split(const fs::path& dir, int num_classes, int per_class, std::mt199
 }
 
 }  // namespace
-
-ImageList list_image_folder(const std::string& dir, const std::vector<std::string>& classes) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    throw std::runtime_error("image folder " + dir + " does not exist or is not a directory");
-  }
-  ImageList list;
-  list.classes = classes;
-  for (const fs::path& class_dir : sorted_entries(dir, /*directories=*/true)) {
-    const std::string name = class_dir.filename().string();
-    auto known = std::find(list.classes.begin(), list.classes.end(), name);
-    if (known == list.classes.end()) {
-      if (!classes.empty()) {
-        throw std::runtime_error("class folder " + class_dir.string() +
-                                 " is not a class of the training folder: remove it or add it "
-                                 "there");
-      }
-      list.classes.push_back(name);
-      known = list.classes.end() - 1;
-    }
-    const std::int64_t label = known - list.classes.begin();
-    for (const fs::path& file : sorted_entries(class_dir, /*directories=*/false)) {
-      list.paths.push_back(file.string());
-      list.labels.push_back(label);
-    }
-  }
-  if (list.paths.empty()) {
-    throw std::runtime_error("image folder " + dir +
-                             " holds no .jpg/.jpeg/.png files in class sub-folders "
-                             "(expected " +
-                             dir + "/<class>/<image>)");
-  }
-  return list;
-}
 
 void make_image_folder(const std::string& dir, int num_classes, int images_per_class,
                        std::uint64_t seed) {

@@ -2,24 +2,22 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <tarantella/data/datasets.h>
+#include <tarantella/data/images.h>
+#include <tarantella/data/transforms.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
-#include "image_folder.h"
-#include "image_io.h"
-
 namespace resnet_example {
 namespace {
 
 namespace data = tnt::data;
 namespace F = torch::nn::functional;
+namespace T = tnt::data::transforms;
 
 // Channel statistics the inputs are normalized with.
-const std::vector<double> kImageNetMean = {0.485, 0.456, 0.406};
-const std::vector<double> kImageNetStd = {0.229, 0.224, 0.225};
 constexpr double kFashionMnistMean = 0.2860;
 constexpr double kFashionMnistStd = 0.3530;
 
@@ -40,13 +38,6 @@ torch::Tensor resize_center_crop(torch::Tensor chw, int size) {
   }
   const std::int64_t top = (nh - size) / 2, left = (nw - size) / 2;
   return chw.slice(1, top, top + size).slice(2, left, left + size);
-}
-
-torch::Tensor normalize(const torch::Tensor& chw, const std::vector<double>& mean,
-                        const std::vector<double>& std) {
-  const auto shape = std::vector<std::int64_t>{static_cast<std::int64_t>(mean.size()), 1, 1};
-  return (chw - torch::tensor(mean, torch::kFloat).view(shape)) /
-         torch::tensor(std, torch::kFloat).view(shape);
 }
 
 std::optional<data::Dataset> optional_split(std::int64_t size, const data::Dataset& ds) {
@@ -104,28 +95,25 @@ Data synthetic_data(const DataOptions& o) {
   return d;
 }
 
-// An image folder: the dataset holds (index, label) pairs only; the map
-// below the batch decodes file `index` — on the rank that trains on it.
-data::Dataset decoded_images(const ImageList& images, const DataOptions& o,
+// An image folder through the library: the source lists names only and
+// decodes an image where its element is asked for, below the batch, so each
+// rank decodes only its own samples of every global batch. Training uses the
+// Goyal et al. recipe (random resized crop and flip, full-size decode);
+// validation resizes and center-crops (JPEGs DCT-scaled towards the size).
+data::Dataset decoded_images(const data::ImageList& images, const DataOptions& o, bool train,
                              const std::shared_ptr<std::atomic<std::int64_t>>& decoded) {
   // [snippet:resnet_decode_after_distribution]
-  auto paths = std::make_shared<const std::vector<std::string>>(images.paths);
   const int size = o.image_size;
-  data::MapFunction decode = [paths, size, decoded](data::Element e) {
-    const std::string& path = paths->at(static_cast<std::size_t>(e[0].item<std::int64_t>()));
-    RgbImage rgb = decode_image(path, size);
-    decoded->fetch_add(1, std::memory_order_relaxed);
-    torch::Tensor chw =
-        torch::from_blob(rgb.pixels.data(), {rgb.height, rgb.width, 3}, torch::kUInt8)
-            .permute({2, 0, 1})
-            .to(torch::kFloat)
-            .div_(255);
-    chw = normalize(resize_center_crop(chw, size), kImageNetMean, kImageNetStd);
-    return data::Element{chw.contiguous(), e[1]};
-  };
-  const auto n = static_cast<std::int64_t>(images.paths.size());
-  return data::Dataset::from_tensor_slices({torch::arange(n), torch::tensor(images.labels)})
-      .map(decode, data::MapOptions().num_workers(o.workers));
+  auto source = data::ImageOptions().num_workers(o.workers).decoded_counter(decoded);
+  if (!train) source.decode_short_side(size);
+  const T::Transform transform =
+      train ? T::compose({T::random_resized_crop(size), T::random_horizontal_flip(), T::to_float(),
+                          T::normalize(T::kImageNetMean, T::kImageNetStd)})
+            : T::compose({T::resize(size), T::center_crop(size), T::to_float(),
+                          T::normalize(T::kImageNetMean, T::kImageNetStd)});
+  // Random draws seeded by (seed, epoch, sample): the same at any rank count.
+  return data::from_image_files(images, source)
+      .map_seeded(transform, o.seed, data::MapOptions().num_workers(o.workers));
   // [end]
 }
 
@@ -133,20 +121,21 @@ Data image_folder_data(const DataOptions& o) {
   if (o.train_dir.empty()) {
     throw std::invalid_argument("--data images needs --train-dir DIR (DIR/<class>/<image>)");
   }
-  const ImageList train = list_image_folder(o.train_dir);
+  const data::ImageList train = data::list_image_folder(o.train_dir);
   auto decoded = std::make_shared<std::atomic<std::int64_t>>(0);
-  Data d{decoded_images(train, o, decoded), std::nullopt, static_cast<int>(train.classes.size()),
-         "", decoded};
+  Data d{decoded_images(train, o, /*train=*/true, decoded), std::nullopt,
+         static_cast<int>(train.classes.size()), "", decoded};
   std::string val_text = "no validation folder";
   if (!o.val_dir.empty()) {
-    const ImageList val = list_image_folder(o.val_dir, train.classes);
-    d.val = decoded_images(val, o, decoded);
+    const data::ImageList val = data::list_image_folder(o.val_dir, train.classes);
+    d.val = decoded_images(val, o, /*train=*/false, decoded);
     val_text = std::to_string(val.paths.size()) + " validation images";
   }
   d.description = std::to_string(train.paths.size()) + " images of " +
                   std::to_string(train.classes.size()) + " classes in " + o.train_dir + ", " +
-                  val_text + ", resized and center-cropped to " + std::to_string(o.image_size) +
-                  "x" + std::to_string(o.image_size);
+                  val_text + ", random resized crops of " + std::to_string(o.image_size) + "x" +
+                  std::to_string(o.image_size) +
+                  " and flips (validation: resized and center-cropped)";
   return d;
 }
 

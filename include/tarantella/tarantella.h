@@ -48,3 +48,7 @@
 #include <tarantella/data/padding_options.h>
 #include <tarantella/data/batch_share.h>
 #include <tarantella/data/torch_data.h>
+#include <tarantella/data/image_io.h>
+#include <tarantella/data/images.h>
+#include <tarantella/data/transforms.h>
+#include <tarantella/data/shards.h>

@@ -81,6 +81,10 @@ Dataset Dataset::zip(const std::vector<Dataset>& datasets) {
 Dataset Dataset::map(MapFunction fn, const MapOptions& options) const {
   return Dataset(detail::make_map(node_, std::move(fn), options));
 }
+Dataset Dataset::map_seeded(SeededMapFunction fn, std::optional<std::uint64_t> seed,
+                            const MapOptions& options) const {
+  return Dataset(detail::make_seeded_map(node_, std::move(fn), seed, options));
+}
 Dataset Dataset::filter(FilterPredicate predicate) const {
   return Dataset(detail::make_filter(node_, std::move(predicate)));
 }

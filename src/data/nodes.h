@@ -21,6 +21,8 @@ NodePtr make_generator(GeneratorFunction generator, std::int64_t size);
 
 // one file each
 NodePtr make_map(NodePtr input, MapFunction fn, const MapOptions& options);
+NodePtr make_seeded_map(NodePtr input, SeededMapFunction fn, std::optional<std::uint64_t> seed,
+                        const MapOptions& options);
 NodePtr make_filter(NodePtr input, FilterPredicate predicate);
 NodePtr make_shuffle(NodePtr input, std::int64_t buffer_size, std::optional<std::uint64_t> seed,
                      bool reshuffle);

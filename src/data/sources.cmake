@@ -1,6 +1,9 @@
 # The data pipeline (include/tarantella/data/): sources, transformations,
 # readers and distribution into micro-batches. Included from src/CMakeLists.txt.
 find_package(ZLIB REQUIRED)
+# Images: Debian's libjpeg-turbo (libjpeg62-turbo-dev) and libpng (libpng-dev).
+find_package(JPEG REQUIRED)
+find_package(PNG REQUIRED)
 target_sources(tarantella PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/node.cpp
   ${CMAKE_CURRENT_LIST_DIR}/element_ops.cpp
@@ -27,5 +30,17 @@ target_sources(tarantella PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/idx_reader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csv_reader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/mnist.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/image_io.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/image_folder.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/image_sources.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/transforms.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/tar.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/shard_index.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/shards.cpp
 )
-target_link_libraries(tarantella PRIVATE ZLIB::ZLIB)
+# image_io.cpp uses setjmp/longjmp around libjpeg: keep it out of unity
+# batches so no other file's objects live in its frames. tar.cpp needs no
+# LibTorch and compiles in seconds on its own.
+set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/image_io.cpp ${CMAKE_CURRENT_LIST_DIR}/tar.cpp
+                            PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+target_link_libraries(tarantella PRIVATE ZLIB::ZLIB JPEG::JPEG PNG::PNG)

@@ -60,6 +60,14 @@ tnt_resnet_test(example.resnet_resume TIMEOUT 120
 set_tests_properties(example.resnet_resume PROPERTIES FIXTURES_REQUIRED
                      "resnet_images;resnet_checkpoint")
 
+# The same training folder packed into tar shards by tnt-pack-shards (the
+# library's reading of them is tested in data_image_tests).
+tnt_resnet_test(example.resnet_pack_shards TIMEOUT 60
+  EXPECT "packed 32 images of 4 classes into 4 shards"
+  COMMAND $<TARGET_FILE:tnt_pack_shards> ${resnet_work}/images/train ${resnet_work}/shards/train
+          --samples-per-shard 8)
+set_tests_properties(example.resnet_pack_shards PROPERTIES FIXTURES_REQUIRED resnet_images)
+
 # (c) ResNet-50 on synthetic data: two steps at 64x64, with a throughput.
 tnt_resnet_test(example.resnet50_synthetic TIMEOUT 120
   EXPECT "training throughput: [0-9.]+ images/s"

@@ -55,6 +55,13 @@ using tnt::set_default_shuffle_seed;
 /// A function applied to every element by Dataset::map.
 /// Example: tnt::data::MapFunction scale = [](Element e) { e[0] = e[0] / 255; return e; };
 using MapFunction = std::function<Element(Element)>;
+/// A function applied to every element by Dataset::map_seeded: it draws
+/// every random number from `generator`, which is seeded by (seed, epoch,
+/// position of the element in the pass).
+/// Example:
+///   tnt::data::SeededMapFunction jitter = [](Element e, at::Generator& g) {
+///     e[0] = e[0] + 0.1 * torch::randn(e[0].sizes(), g); return e; };
+using SeededMapFunction = std::function<Element(Element, at::Generator& generator)>;
 /// A predicate that keeps an element in Dataset::filter.
 /// Example:
 ///   tnt::data::FilterPredicate small = [](const Element& e) { return e[1].item<int64_t>() < 5; };
@@ -152,6 +159,18 @@ class Dataset {
 
   /// Applies `fn` to every element (see MapOptions for parallel workers).
   Dataset map(MapFunction fn, const MapOptions& options = MapOptions()) const;
+  /// Like map, for random per-sample work (augmentation): `fn` gets a CPU
+  /// generator seeded by (seed, epoch, the element's position in the pass)
+  /// and must draw every random number from it. The element at a position
+  /// then comes out the same at any rank count, any num_workers, and in a
+  /// resumed run; another epoch draws differently. Without a seed, the
+  /// default seed in force when each pass starts. Place it before batch (a
+  /// seeded map after batch cannot be distributed).
+  ///
+  /// Example:
+  ///   ds.map_seeded(tnt::data::transforms::random_horizontal_flip(), /*seed=*/7);
+  Dataset map_seeded(SeededMapFunction fn, std::optional<std::uint64_t> seed = std::nullopt,
+                     const MapOptions& options = MapOptions()) const;
   /// Keeps the elements for which `predicate` is true.
   Dataset filter(FilterPredicate predicate) const;
   /// Buffered shuffle as in tf.data: a buffer of `buffer_size` elements from

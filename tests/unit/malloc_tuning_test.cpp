@@ -1,6 +1,6 @@
 // The start-up malloc settings (base/malloc_tuning.h). Each test runs in a
-// process of its own (gtest_discover_tests), so what one sets does not leak
-// into the next.
+// process of its own (EACH_CASE in tests/unit/CMakeLists.txt), so what one
+// sets does not leak into the next.
 #include <gtest/gtest.h>
 
 #include <malloc.h>

@@ -12,7 +12,6 @@ target_compile_definitions(data_image_tests PRIVATE
   TNT_TORCHVISION_REFERENCE="${CMAKE_CURRENT_SOURCE_DIR}/torchvision_reference.py"
   TNT_FUZZ_CORPUS="${PROJECT_SOURCE_DIR}/tests/fuzz/corpus")
 target_link_libraries(data_image_tests PRIVATE tarantella GTest::gtest_main tnt_warnings)
-gtest_discover_tests(data_image_tests
-  TEST_PREFIX "data."
-  DISCOVERY_TIMEOUT 60
+tnt_gtest_suites(data_image_tests
+  PREFIX "data."
   PROPERTIES TIMEOUT ${TNT_TEST_TIMEOUT} LABELS unit)

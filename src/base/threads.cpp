@@ -3,6 +3,7 @@
 #include <tarantella/base/env_contract.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -49,6 +50,12 @@ BlasInfo detect_blas() {
   }
   info.is_reference = !optimized && info.library.find("/blas/libblas.so") != std::string::npos;
   return info;
+}
+
+void name_this_thread(const char* name) {
+  char truncated[16] = {};
+  for (int i = 0; i < 15 && name[i] != '\0'; ++i) truncated[i] = name[i];
+  pthread_setname_np(pthread_self(), truncated);  // a failure only loses the name
 }
 
 }  // namespace tnt::detail

@@ -23,4 +23,9 @@ struct BlasInfo {
 /// Finds the BLAS library LibTorch resolved `sgemm_` to.
 BlasInfo detect_blas();
 
+/// Names the calling thread (at most 15 characters are kept), so that
+/// `top -H`, `ps -L` and /proc/PID/task/TID/comm tell the library's
+/// threads apart: tnt-comm, tnt-watchdog, tnt-timeline, tnt-events.
+void name_this_thread(const char* name);
+
 }  // namespace tnt::detail

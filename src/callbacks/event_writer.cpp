@@ -1,5 +1,7 @@
 #include "callbacks/event_writer.h"
 
+#include "base/threads.h"
+
 #include <tarantella/base/logging.h>
 
 #include <chrono>
@@ -97,6 +99,7 @@ void EventWriter::record_failure(std::exception_ptr failure) {
 // The writer thread: drains the queue in order; on stop, writes what is
 // left and flushes once more.
 void EventWriter::run() {
+  tnt::detail::name_this_thread("tnt-events");
   for (;;) {
     Item item;
     {

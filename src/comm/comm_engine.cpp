@@ -2,6 +2,8 @@
 
 #include <tarantella/base/error.h>
 
+#include "base/threads.h"
+
 namespace tnt::comm {
 
 namespace {
@@ -96,6 +98,7 @@ std::size_t CommEngine::pending() const {
 }
 
 void CommEngine::loop() {
+  tnt::detail::name_this_thread("tnt-comm");
   for (;;) {
     Request request;
     {

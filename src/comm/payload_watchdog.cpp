@@ -1,5 +1,7 @@
 #include "comm/payload_watchdog.h"
 
+#include "base/threads.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -39,6 +41,7 @@ void PayloadWatchdog::arm(std::int64_t seq, const char* kind, std::int64_t eleme
 }
 
 void PayloadWatchdog::run() {
+  tnt::detail::name_this_thread("tnt-watchdog");
   const double tick_seconds = std::clamp(timeout_seconds_ / 20, 0.01, 1.0);
   const auto tick = std::chrono::duration<double>(tick_seconds);
   std::int64_t warned_since = 0;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "base/threads.h"
 #include "base/writable.h"
 
 #include <tarantella/base/config.h>
@@ -69,6 +70,7 @@ struct Timeline::Impl {
   }
 
   void run() {
+    tnt::detail::name_this_thread("tnt-timeline");
     std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
       wake.wait(lock, [&] { return stopping || !queue.empty(); });

@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <mutex>
+#include <string>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -31,6 +33,18 @@ TEST(CommEngine, RunsRequestsInEnqueueOrder) {
   }
   ASSERT_EQ(order.size(), 100u);
   for (int i = 0; i < 100; ++i) EXPECT_EQ(order[i], i);
+}
+
+// top -H, ps -L and bench/train_step/comm_cpu.py tell the engine's thread
+// by its name.
+TEST(CommEngine, ItsThreadIsNamedTntComm) {
+  CommEngine engine;
+  std::string name;
+  engine.enqueue("name", [&name] {
+    std::ifstream("/proc/thread-self/comm") >> name;
+    return torch::Tensor();
+  }).wait();
+  EXPECT_EQ(name, "tnt-comm");
 }
 
 TEST(CommEngine, RunOnAnIdleEngineRunsOnTheCaller) {

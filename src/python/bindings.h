@@ -29,6 +29,8 @@ void bind_runtime(py::module_& m);
 void bind_groups(py::module_& m);
 /// tnt::data::Dataset, its iteration, BatchShare, distribution helpers.
 void bind_data(py::module_& m);
+/// Image folders, tar shards and the seeded transforms (image_bindings.cpp).
+void bind_images(py::module_& m);
 /// The gradient synchronizer under tnt.DistributedOptimizer.
 void bind_optimizer(py::module_& m);
 /// tnt.nn's C++ core (CollectiveLayer: SyncBatchNorm for Python modules).

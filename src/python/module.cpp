@@ -9,6 +9,7 @@ PYBIND11_MODULE(_tarantella, m) {
   tnt::python::bind_runtime(m);
   tnt::python::bind_groups(m);
   tnt::python::bind_data(m);
+  tnt::python::bind_images(m);
   tnt::python::bind_optimizer(m);
   tnt::python::bind_nn(m);
   tnt::python::bind_model(m);

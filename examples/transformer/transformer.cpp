@@ -5,10 +5,13 @@
 //   tarantella -n 2 -- ./transformer --params tiny
 //
 // What it shows beyond examples/lenet5:
-//  * manual distribution: each rank builds only its shard of the training
-//    and test sets (shard(get_size(), get_rank())) and batches it with the
-//    per-rank batch size; fit()/evaluate() are told not to split it again
-//    (distribute_dataset(false));
+//  * variable-length data under automatic distribution: the pipeline is
+//    written as for one process (shuffle, padded_batch with the GLOBAL batch
+//    size); fit() gives each rank its micro-batch, padded to the longest
+//    sentence of the micro-batch. --sharding manual runs the same training
+//    with the data sharded by hand (shard(get_size(), get_rank()), per-rank
+//    batch size, distribute_dataset(false)): the results agree within
+//    rounding (tests/examples/transformer_sharding.sh);
 //  * a model with two inputs, forward(source, decoder_input), a user loss
 //    (cross-entropy that ignores padding) and user metrics with summable
 //    state (token and sentence accuracy that ignore padding);
@@ -50,6 +53,7 @@ struct Args {
   std::uint64_t seed = 42;
   std::int64_t examples = 3;
   std::string save_weights;
+  std::string sharding = "auto";
   bool summary = false;
   int verbose = 2;
 };
@@ -182,6 +186,10 @@ void add_flags(CLI::App& app, Args& a) {
   app.add_option("--examples", a.examples, "translations the master prints after each round")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--save-weights", a.save_weights, "write the trained weights (torch.save format)");
+  app.add_option("--sharding", a.sharding,
+                 "auto: fit() splits each global batch into micro-batches; manual: every rank "
+                 "shards and batches its own data")
+      ->check(CLI::IsMember({"auto", "manual"}));
   app.add_flag("--summary", a.summary, "print the model's layers and parameter counts");
   app.add_option("--verbose", a.verbose, "0 silent, 1 progress bar, 2 a line per epoch");
 }
@@ -194,11 +202,15 @@ std::string check_flags(const Args& a, int ranks) {
            ": lower it";
   }
   // Manual distribution: every rank batches B / N of its own sentences, so B
-  // must split evenly (tnt's automatic split would also take B mod N != 0).
-  if (a.batch_size % ranks != 0) {
+  // must split evenly (the automatic split also takes B mod N != 0).
+  if (a.sharding == "manual" && a.batch_size % ranks != 0) {
     return "--batch-size " + str(a.batch_size) + " is not a multiple of the " + str(ranks) +
-           " ranks: this example shards the data by hand and gives every rank batch-size / " +
-           "ranks sentences; use a multiple of " + str(ranks);
+           " ranks: --sharding manual gives every rank batch-size / ranks sentences; use a " +
+           "multiple of " + str(ranks) + ", or --sharding auto";
+  }
+  if (a.batch_size < ranks) {
+    return "--batch-size " + str(a.batch_size) + " is smaller than the " + str(ranks) +
+           " ranks: use at least " + str(ranks);
   }
   if (a.train_size < a.batch_size) {
     return "--train-size " + str(a.train_size) + " is smaller than --batch-size " +
@@ -207,14 +219,32 @@ std::string check_flags(const Args& a, int ranks) {
   return "";
 }
 
-// This rank's shards of the training and test sets, batched with the
-// per-rank batch size.
+// The training and test sets as fit() gets them: global batches that fit()
+// splits (auto), or this rank's shards batched with the per-rank batch size
+// (manual). Both train on the same global batches.
 struct RankData {
   tnt::data::Dataset train, test;
+  bool distribute;  // fit()/evaluate() split the batches (auto)
   std::int64_t local_batch, steps_per_epoch;
 };
 
-RankData rank_data(const TranslationTask& task, const Args& a) {
+RankData auto_data(const TranslationTask& task, const Args& a) {
+  const std::int64_t steps = a.train_size / a.batch_size;
+  // [snippet:transformer_auto]
+  // Written as for one process: shuffle the whole training set, pad global
+  // batches of B sentences (drop_remainder: whole global batches only). fit()
+  // gives each rank its share of every global batch; the rank generates and
+  // pads only its own sentences, to the longest sentence of its share.
+  const tnt::data::Dataset train = task.dataset(/*stream=*/0, a.train_size)
+                                       .shuffle(a.train_size, a.seed)
+                                       .padded_batch(a.batch_size, sentence_padding(true));
+  const tnt::data::Dataset test =
+      task.dataset(/*stream=*/1, a.test_size).padded_batch(a.batch_size, sentence_padding());
+  // [end]
+  return {train, test, true, a.batch_size, steps};
+}
+
+RankData manual_data(const TranslationTask& task, const Args& a) {
   const int ranks = tnt::get_size(), rank = tnt::get_rank();
   const std::int64_t local_batch = a.batch_size / ranks;
   const std::int64_t steps = a.train_size / a.batch_size;
@@ -235,7 +265,7 @@ RankData rank_data(const TranslationTask& task, const Args& a) {
                                       .shard(ranks, rank)
                                       .padded_batch(local_batch, sentence_padding());
   // [end]
-  return {train, test, local_batch, steps};
+  return {train, test, false, local_batch, steps};
 }
 
 // After a round: the master greedy-decodes the test set and prints scores.
@@ -275,7 +305,7 @@ int main(int argc, char** argv) {
   // rand(), and turns on deterministic algorithms: reruns are bitwise equal.
   tnt::set_seed(a.seed);
   const TranslationTask task(TaskOptions{a.words, a.min_length, a.max_length, a.seed});
-  const RankData data = rank_data(task, a);
+  const RankData data = a.sharding == "manual" ? manual_data(task, a) : auto_data(task, a);
 
   // [snippet:transformer_model]
   const TransformerParams params = TransformerParams::named(a.params);
@@ -303,22 +333,27 @@ int main(int argc, char** argv) {
   if (a.summary) model.summary();
   if (master && a.verbose > 0) {
     std::cout << "Transformer '" << params.name << "' on " << ranks << " rank(s): global batch "
-              << a.batch_size << " = " << ranks << " x " << data.local_batch << " sentences, "
-              << data.steps_per_epoch << " steps per epoch, " << a.epochs << " epochs in rounds of "
-              << a.epochs_per_round << "\n";
+              << a.batch_size << " sentences"
+              << (data.distribute ? " split by fit()"
+                                  : " = " + std::to_string(ranks) + " x " +
+                                        std::to_string(data.local_batch) + " sharded by hand")
+              << ", " << data.steps_per_epoch << " steps per epoch, " << a.epochs
+              << " epochs in rounds of " << a.epochs_per_round << "\n";
   }
 
   // [snippet:transformer_rounds]
   Scores scores;
+  tnt::callbacks::History history;
   for (std::int64_t first = 0; first < a.epochs; first += a.epochs_per_round) {
     const std::int64_t last = std::min(a.epochs, first + a.epochs_per_round);
-    model.fit(data.train, tnt::FitOptions()
-                              .initial_epoch(first)
-                              .epochs(last)
-                              .distribute_dataset(false)  // data.train is this rank's shard
-                              .validation_data(data.test)
-                              .distribute_validation_dataset(false)
-                              .verbose(a.verbose));
+    history =
+        model.fit(data.train, tnt::FitOptions()
+                                  .initial_epoch(first)
+                                  .epochs(last)
+                                  .distribute_dataset(data.distribute)  // manual: this rank's shard
+                                  .validation_data(data.test)
+                                  .distribute_validation_dataset(data.distribute)
+                                  .verbose(a.verbose));
     // Rank-specific: only the master decodes and prints. The other ranks go
     // on to the next fit(), whose first collective waits for the master.
     if (master) scores = report_round(translator, task, a, last, start);
@@ -327,6 +362,11 @@ int main(int argc, char** argv) {
 
   if (!a.save_weights.empty()) model.save_weights(a.save_weights);  // collective
   if (master) {
+    // The last epoch's global loss and metrics in full (a test compares runs).
+    std::cout << "final logs:" << std::setprecision(9);
+    for (const auto& [name, values] : history.history)
+      std::cout << " " << name << " " << values.back();
+    std::cout << "\n";
     std::cout << std::fixed << std::setprecision(3) << "final exact match: " << scores.exact_match
               << "  BLEU: " << std::setprecision(1) << scores.bleu << "  (" << ranks
               << (ranks == 1 ? " rank" : " ranks") << ", global batch " << a.batch_size << ", "

@@ -58,8 +58,7 @@ class BatchNode final : public Node {
   Batching batching() const override {
     Batching b;
     b.batch_size = batcher_->size();
-    b.blocker = batcher_->split_blocker();
-    b.kind = b.blocker.empty() ? Batching::Kind::Splittable : Batching::Kind::Blocked;
+    b.kind = Batching::Kind::Splittable;
     return b;
   }
   NodePtr split(const SplitSpec& spec) const override {

@@ -62,16 +62,6 @@ class PaddingBatcher final : public Batcher {
     for (std::size_t c = 0; c < tensors; ++c) out[c] = pad_component(samples, c);
     return out;
   }
-  std::string split_blocker() const override {
-    const auto& shapes = options_.padded_shapes();
-    bool fixed = !shapes.empty();
-    for (const auto& s : shapes)
-      fixed = fixed && std::none_of(s.begin(), s.end(), [](auto d) { return d < 0; });
-    return fixed ? ""
-                 : "padded_batch that pads to the longest sample of each batch (give fixed "
-                   "padded_shapes, without -1, to distribute it)";
-  }
-
  private:
   void check_counts(const std::vector<Element>& samples, std::size_t tensors) const {
     for (std::size_t i = 0; i < samples.size(); ++i) {

@@ -1,7 +1,9 @@
 // How samples become one batch: stacked (batch) or padded to a common shape
 // (padded_batch). The batch node and the micro-batch node (distribution)
-// share this, so a rank's micro-batch is assembled exactly like the rows
-// [lo, hi) of the serial batch.
+// share this, so a rank's micro-batch is assembled from the rows [lo, hi) of
+// the serial batch exactly like a batch of those rows. For batch that is the
+// rows of the serial batch; for padded_batch without fixed shapes the rows
+// are padded to the longest sample of the MICRO-batch (see distribute.h).
 #pragma once
 
 #include <cstdint>
@@ -29,8 +31,6 @@ class Batcher {
   virtual Element from_indexed(Indexed& input, const std::vector<std::int64_t>& indices) const = 0;
   /// The batch of computed samples (at least one).
   virtual Element from_samples(const std::vector<Element>& samples) const = 0;
-  /// Why micro-batches would not concatenate to this batch; empty if they do.
-  virtual std::string split_blocker() const { return {}; }
 
   /// Draws the samples of the next batch with `next()` (which returns
   /// std::optional<T>); nullopt when there is no batch: the input ended, or

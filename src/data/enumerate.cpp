@@ -1,5 +1,7 @@
 // enumerate: prepends the element's position (start, start+1, ...) as an
-// int64 scalar.
+// int64 scalar. After batch the position is the batch's: under distribution
+// every rank's micro-batch k carries the k of its global batch, so enumerate
+// splits like any node that acts on whole batches.
 #include <torch/torch.h>
 
 #include "data/nodes.h"
@@ -63,8 +65,9 @@ class EnumerateNode final : public Node {
   IndexedPtr indexed(PassKey key) const override {
     return std::make_shared<EnumerateView>(input_->indexed(key), start_);
   }
-  Batching batching() const override {
-    return blocking_batching(input_, "enumerate after batch (enumerate before batch)");
+  Batching batching() const override { return pass_through_batching(input_); }
+  NodePtr split(const SplitSpec& spec) const override {
+    return std::make_shared<EnumerateNode>(input_->split(spec), start_);
   }
 
  protected:

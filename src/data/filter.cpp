@@ -1,6 +1,8 @@
 // filter: keeps the elements a predicate accepts. Its output positions depend
 // on sample content, so it is sequential (no random access) and it computes
-// every sample it reads; nodes above it stay lazy (see node.h).
+// every sample it reads; nodes above it stay lazy (see node.h). After batch
+// it cannot be distributed: its verdict on a global batch depends on samples
+// of other ranks, so distribute() refuses it and names the rewrites.
 #include <tarantella/base/error.h>
 
 #include "data/nodes.h"
@@ -34,7 +36,11 @@ class FilterNode final : public Node {
     return input_->cardinality() == 0 ? 0 : kUnknownCardinality;
   }
   Batching batching() const override {
-    return blocking_batching(input_, "filter after batch (filter the samples before batch)");
+    return blocking_batching(input_,
+                             "filter after batch (a filter of whole batches would need every "
+                             "rank to compute every batch: filter the samples before batch, "
+                             ".filter(p).batch(B); to drop a short last batch use "
+                             "batch(B, /*drop_remainder=*/true))");
   }
 
  protected:

@@ -1,7 +1,8 @@
 // The micro-batch node: what a batch node becomes on one rank (see
 // distribute.h for the design). For global batch k of L samples it produces
 // rows [lo, hi) of the micro-batch rule, assembled by the same Batcher as
-// the serial batch, and it asks its input for those samples only:
+// the serial batch (padded_batch: padded to the micro-batch's own longest
+// sample), and it asks its input for those samples only:
 //  * random-access input: one request for indices k*B+lo .. k*B+hi-1;
 //  * sequential input: it draws the L samples of the batch as deferred
 //    computations and forces rows lo..hi-1 only.

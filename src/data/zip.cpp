@@ -1,24 +1,52 @@
 // zip: element i is the tensors of element i of every input, concatenated
 // into one tuple; ends with the shortest input. All inputs see the same pass
 // key, so equal shuffles below them stay aligned.
+//
+// After batch (every input batched with the same size B) zip is split like
+// any node acting on whole batches: each input becomes rank r's micro-batch
+// node, and since all inputs split batch k by the same rule, rows [lo, hi)
+// of every input line up. Each split input tags its micro-batch with its
+// global batch size (micro_batch.h); the zip keeps one tag and checks that
+// the inputs agree on it (a short last batch of one input only would pair
+// batches of different lengths).
 #include <tarantella/base/error.h>
 
+#include "data/micro_batch.h"
 #include "data/nodes.h"
 
 namespace tnt::data::detail {
 namespace {
 
-Element join(std::vector<Element> parts) {
-  Element out;
-  for (auto& p : parts) {
-    for (auto& t : p) out.push_back(std::move(t));
+// Joins the inputs' elements; for micro-batches, their tags become one.
+class Joiner {
+ public:
+  explicit Joiner(bool micro_batches) : micro_batches_(micro_batches) {}
+
+  Element operator()(std::vector<Element> parts) const {
+    std::int64_t global = -1;
+    for (std::size_t i = 0; i < parts.size() && micro_batches_; ++i) {
+      const std::int64_t g = detach_global_size(parts[i]);
+      TNT_CHECK(i == 0 || g == global, "zip after batch: a global batch has ", global,
+                " samples in dataset 0 of the zip but ", g, " in dataset ", i,
+                ": zip datasets of the same length, batch them with drop_remainder, or zip "
+                "before batch");
+      global = g;
+    }
+    Element out;
+    for (auto& p : parts) {
+      for (auto& t : p) out.push_back(std::move(t));
+    }
+    if (micro_batches_) attach_global_size(out, global);
+    return out;
   }
-  return out;
-}
+
+ private:
+  bool micro_batches_;
+};
 
 class ZipView final : public Indexed {
  public:
-  explicit ZipView(std::vector<IndexedPtr> inputs) : inputs_(std::move(inputs)) {
+  ZipView(std::vector<IndexedPtr> inputs, Joiner join) : inputs_(std::move(inputs)), join_(join) {
     size_ = kInfiniteCardinality;
     for (const auto& in : inputs_) {
       const auto n = in->size();
@@ -29,7 +57,7 @@ class ZipView final : public Indexed {
   Element get(std::int64_t index) override {
     std::vector<Element> parts;
     for (auto& in : inputs_) parts.push_back(in->get(index));
-    return join(std::move(parts));
+    return join_(std::move(parts));
   }
   std::vector<Element> get_many(const std::vector<std::int64_t>& indices) override {
     std::vector<std::vector<Element>> columns;
@@ -38,24 +66,25 @@ class ZipView final : public Indexed {
     for (std::size_t i = 0; i < indices.size(); ++i) {
       std::vector<Element> parts;
       for (auto& column : columns) parts.push_back(std::move(column[i]));
-      out[i] = join(std::move(parts));
+      out[i] = join_(std::move(parts));
     }
     return out;
   }
   Element gather(const std::vector<std::int64_t>& indices) override {
     std::vector<Element> parts;
     for (auto& in : inputs_) parts.push_back(in->gather(indices));
-    return join(std::move(parts));
+    return join_(std::move(parts));
   }
 
  private:
   std::vector<IndexedPtr> inputs_;
+  Joiner join_;
   std::int64_t size_;
 };
 
 class ZipStream final : public Stream {
  public:
-  explicit ZipStream(std::vector<StreamPtr> inputs) : inputs_(std::move(inputs)) {}
+  ZipStream(std::vector<StreamPtr> inputs, Joiner join) : inputs_(std::move(inputs)), join_(join) {}
   std::optional<Deferred> next_deferred() override {
     std::vector<Deferred> parts;
     for (auto& in : inputs_) {
@@ -63,7 +92,7 @@ class ZipStream final : public Stream {
       if (!d) return std::nullopt;
       parts.push_back(std::move(*d));
     }
-    return Deferred([parts = std::move(parts)] {
+    return Deferred([parts = std::move(parts), join = join_] {
       std::vector<Element> elements;
       for (const auto& p : parts) elements.push_back(p.force());
       return join(std::move(elements));
@@ -72,11 +101,13 @@ class ZipStream final : public Stream {
 
  private:
   std::vector<StreamPtr> inputs_;
+  Joiner join_;
 };
 
 class ZipNode final : public Node {
  public:
-  explicit ZipNode(std::vector<NodePtr> inputs) : inputs_(std::move(inputs)) {}
+  explicit ZipNode(std::vector<NodePtr> inputs, bool micro_batches = false)
+      : inputs_(std::move(inputs)), join_(micro_batches) {}
   std::string name() const override { return "zip"; }
   std::vector<NodePtr> inputs() const override { return inputs_; }
   std::int64_t cardinality() const override {
@@ -97,29 +128,44 @@ class ZipNode final : public Node {
   IndexedPtr indexed(PassKey key) const override {
     std::vector<IndexedPtr> views;
     for (const auto& in : inputs_) views.push_back(in->indexed(key));
-    return std::make_shared<ZipView>(std::move(views));
+    return std::make_shared<ZipView>(std::move(views), join_);
   }
+  // Splittable when every input is batched with the same size.
   Batching batching() const override {
-    for (const auto& in : inputs_) {
-      if (in->batching().kind != Batching::Kind::Samples) {
-        Batching b = in->batching();
-        b.kind = Batching::Kind::Blocked;
-        b.blocker = "zip of batched datasets (zip the datasets before batch)";
-        return b;
-      }
+    const Batching first = inputs_.front()->batching();
+    for (std::size_t i = 0; i < inputs_.size(); ++i) {
+      const Batching b = inputs_[i]->batching();
+      if (b.kind == Batching::Kind::Blocked) return b;
+      if (b.kind == first.kind && b.batch_size == first.batch_size) continue;
+      Batching out = b.kind == Batching::Kind::Samples ? first : b;
+      out.kind = Batching::Kind::Blocked;
+      out.blocker = first.kind != b.kind
+                        ? "zip of a batched and an unbatched dataset (batch every dataset of "
+                          "the zip with the same size, or zip before batch)"
+                        : "zip of datasets batched with different sizes " +
+                              std::to_string(first.batch_size) + " and " +
+                              std::to_string(b.batch_size) +
+                              " (batch them with the same size, or zip before batch)";
+      return out;
     }
-    return {};
+    return first;
+  }
+  NodePtr split(const SplitSpec& spec) const override {
+    std::vector<NodePtr> split_inputs;
+    for (const auto& in : inputs_) split_inputs.push_back(in->split(spec));
+    return std::make_shared<ZipNode>(std::move(split_inputs), /*micro_batches=*/true);
   }
 
  protected:
   StreamPtr open_stream(PassKey key) const override {
     std::vector<StreamPtr> streams;
     for (const auto& in : inputs_) streams.push_back(in->stream(key));
-    return std::make_unique<ZipStream>(std::move(streams));
+    return std::make_unique<ZipStream>(std::move(streams), join_);
   }
 
  private:
   std::vector<NodePtr> inputs_;
+  Joiner join_;
 };
 
 }  // namespace

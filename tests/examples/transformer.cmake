@@ -1,7 +1,7 @@
 # The Transformer tutorial (docs/tutorials/transformer.md) end to end: a short
-# run of examples/transformer at 2 ranks through the launcher (manual
-# distribution, fit in rounds, greedy decoding on the master) must translate
-# well above chance. Chance is about 32^-4 per sentence; 8 epochs reach an
+# run of examples/transformer at 2 ranks through the launcher (automatic
+# distribution of padded global batches, fit in rounds, greedy decoding on the
+# master) must translate well above chance. Chance is about 32^-4 per sentence; 8 epochs reach an
 # exact match of about 0.7 (21 s here), so 0.3 leaves room for other LibTorch
 # builds and BLAS libraries.
 add_test(NAME example.transformer_exact_match
@@ -11,3 +11,12 @@ add_test(NAME example.transformer_exact_match
                  --verbose 2)
 set_tests_properties(example.transformer_exact_match PROPERTIES TIMEOUT 420 LABELS example
                      RUN_SERIAL TRUE)
+
+# Variable-length data under automatic distribution (issue 30, part 4): a few
+# steps with fit()'s split of padded global batches end with the weights of
+# the hand-sharded pipeline (--sharding manual), within 1e-5, at 1 and 2 ranks.
+add_test(NAME example.transformer_auto_equals_manual_sharding
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/transformer_sharding.sh ${TNT_PYTHON} ${TNT_LAUNCHER}
+                 $<TARGET_FILE:transformer> ${CMAKE_CURRENT_BINARY_DIR}/transformer_sharding)
+set_tests_properties(example.transformer_auto_equals_manual_sharding PROPERTIES TIMEOUT 120
+                     LABELS example RUN_SERIAL TRUE)

@@ -171,7 +171,8 @@ class Dataset {
   ///   ds.map_seeded(tnt::data::transforms::random_horizontal_flip(), /*seed=*/7);
   Dataset map_seeded(SeededMapFunction fn, std::optional<std::uint64_t> seed = std::nullopt,
                      const MapOptions& options = MapOptions()) const;
-  /// Keeps the elements for which `predicate` is true.
+  /// Keeps the elements for which `predicate` is true. Place it before batch
+  /// for distribution (a filter of whole batches cannot be split).
   Dataset filter(FilterPredicate predicate) const;
   /// Buffered shuffle as in tf.data: a buffer of `buffer_size` elements from
   /// which each output is drawn at random (buffer_size >= cardinality gives a
@@ -185,6 +186,8 @@ class Dataset {
   /// last batch may be shorter unless drop_remainder.
   Dataset batch(std::int64_t batch_size, bool drop_remainder = false) const;
   /// Like batch, but pads the elements of each batch to a common shape.
+  /// Distributed, each rank pads its micro-batch to the longest of its own
+  /// samples (see distribute.h).
   Dataset padded_batch(std::int64_t batch_size,
                        const PaddingOptions& options = PaddingOptions()) const;
   /// Splits every element along its first dimension into separate elements.

@@ -28,9 +28,25 @@
 // A map after batch receives the micro-batch, not the global batch: a
 // function that treats samples independently (normalizing, casting,
 // augmenting) gives the same result; one that mixes samples does not.
-// Transformations that cannot be split after batch (filter, unbatch, zip,
-// enumerate, padded_batch padding to the longest sample) are an error that
-// says how to reorder the pipeline.
+// enumerate after batch numbers the global batches (every rank's micro-batch
+// k gets k); zip after batch splits every input the same way, so their rows
+// stay paired; unbatch ends the batch level (batch again after it, and that
+// batch is the one split). filter after batch and map_seeded after batch
+// cannot be split: they are an error that says how to reorder the pipeline.
+//
+// Variable-length samples. padded_batch without fixed shapes pads each
+// rank's micro-batch to the longest sample OF THE MICRO-BATCH, not of the
+// global batch: finding the global batch's longest would mean computing
+// every sample of it on every rank (or a collective in the input pipeline),
+// and it pads more. So the micro-batches concatenate to the global batch
+// only after padding them to its shape: rows [lo, hi) of the serial padded
+// batch are the micro-batch, extended by padding values. A model that masks
+// padding (attention key-padding masks, a loss that ignores padding tokens)
+// computes the same per-sample losses at either length; and since each
+// rank's gradient is weighted by n_r / B, a loss that is a MEAN OVER SAMPLES
+// (e.g. summed over non-padding tokens and divided by the number of samples
+// times a constant) gives the serial gradient: sum_r n_r/B * mean_{i in r}
+// l_i = mean_i l_i. A mean over the rank's own tokens does not.
 #pragma once
 
 #include <cstdint>

@@ -247,7 +247,8 @@ TEST(Distribute, GranularityGivesEachRankWholeChunks) {
           const MicroBatch& mb = ranks[r].at(step);
           const auto [lo, hi] = tnt::data::micro_batch_range(global, n, r, g);
           EXPECT_EQ(lo, offset);
-          EXPECT_TRUE((lo % g == 0 || lo == global) && (hi % g == 0 || hi == global)) << lo << " " << hi;
+          EXPECT_TRUE((lo % g == 0 || lo == global) && (hi % g == 0 || hi == global))
+              << lo << " " << hi;
           EXPECT_EQ(mb.local_size, hi - lo) << "N=" << n << " g=" << g << " rank " << r;
           offset = hi;
           xs.push_back(mb.tensors[0]);
@@ -307,19 +308,22 @@ TEST(Distribute, ErrorsNameTheNumbersAndTheFix) {
         tnt::data::distribute(ds.batch(4).filter([](const Element&) { return true; }),
                               DistributeOptions().rank(0).size(2));
       },
-      {"filter after batch", "enabled(false)"});
+      {"filter after batch", "filter the samples before batch", "drop_remainder",
+       "enabled(false)"});
   expect_error(
       [&] {
-        tnt::data::distribute(Dataset::zip({ds.batch(4), ds.batch(4)}),
+        tnt::data::distribute(Dataset::zip({ds.batch(4), ds.batch(8)}),
                               DistributeOptions().rank(0).size(2));
       },
-      {"zip"});
+      {"zip", "different sizes 4 and 8", "same size", "zip before batch"});
   expect_error(
-      [&] { tnt::data::distribute(ds.batch(4).enumerate(), DistributeOptions().rank(0).size(2)); },
-      {"enumerate"});
+      [&] {
+        tnt::data::distribute(Dataset::zip({ds, ds.batch(4)}), DistributeOptions().rank(0).size(2));
+      },
+      {"zip of a batched and an unbatched dataset", "zip before batch"});
   expect_error(
-      [&] { tnt::data::distribute(ds.padded_batch(4), DistributeOptions().rank(0).size(2)); },
-      {"padded_batch", "padded_shapes"});
+      [&] { tnt::data::distribute(ds.batch(4).unbatch(), DistributeOptions().rank(0).size(2)); },
+      {"not batched", "batch(global_batch_size)"});
   expect_error([&] { tnt::data::distribute(ds.batch(4), DistributeOptions().rank(2).size(2)); },
                {"rank 2", "0..1"});
   expect_error([&] { tnt::data::distribute(ds.batch(4), DistributeOptions().rank(0).size(0)); },
@@ -360,6 +364,194 @@ TEST(Distribute, MicroBatchRangeRule) {
             std::make_pair(std::int64_t{8}, std::int64_t{10}));
   EXPECT_EQ(tnt::data::micro_batch_range(2, 4, 3),
             std::make_pair(std::int64_t{2}, std::int64_t{2}));
+}
+
+// ---- variable-length samples and batch-level nodes (issue 30, part 4) ----
+
+// Sample i: {tokens int64 [len_i] with values i+1, features float [len_i, 2],
+// label int64 scalar i}, len_i in 1..5 and not monotone, so micro-batches
+// have different longest samples.
+Dataset sentences(std::int64_t S, bool sequential) {
+  auto ds =
+      Dataset::from_generator(
+          [](std::int64_t i) {
+            const std::int64_t len = 1 + (i * 7) % 5;
+            return Element{torch::full({len}, i + 1, torch::kInt64),
+                           torch::full({len, 2}, 0.5 * static_cast<double>(i)), torch::tensor(i)};
+          },
+          S)
+          .shuffle(std::max<std::int64_t>(S, 1), 5);
+  if (sequential) ds = ds.filter([](const Element&) { return true; });
+  return ds;
+}
+
+// `t` padded with `value` at the end of every dimension to `shape`.
+torch::Tensor pad_to(const torch::Tensor& t, at::IntArrayRef shape, double value) {
+  torch::Tensor out = torch::full(shape, value, t.options());
+  torch::Tensor slot = out;
+  for (std::int64_t d = 0; d < t.dim(); ++d) slot = slot.narrow(d, 0, t.size(d));
+  slot.copy_(t);
+  return out;
+}
+
+TEST(DistributeVarlen, PropertyMicroBatchesPadToTheirOwnLongestAndPadUpToTheGlobalBatch) {
+  const std::vector<double> values = {-1, -2, 0};
+  const auto padding = [&](bool drop) {
+    return tnt::data::PaddingOptions().padding_values(values).drop_remainder(drop);
+  };
+  int cases = 0;
+  for (int n = 1; n <= 5; ++n) {
+    for (std::int64_t b : {std::int64_t{n}, std::int64_t{2 * n + 1}, std::int64_t{7}}) {
+      if (b < n) continue;
+      for (std::int64_t s : {3 * b, 2 * b + 1, b - 1}) {
+        for (bool drop : {false, true}) {
+          for (bool sequential : {false, true}) {
+            SCOPED_TRACE("N=" + std::to_string(n) + " B=" + std::to_string(b) +
+                         " S=" + std::to_string(s) + (drop ? " drop_remainder" : "") +
+                         (sequential ? " sequential" : " random access"));
+            const auto ds = sentences(s, sequential).padded_batch(b, padding(drop));
+            const auto serial = collect(ds, 1);
+            for (int r = 0; r < n; ++r) {
+              const auto mbs = rank_pass(ds, r, n, 1);
+              ASSERT_EQ(mbs.size(), serial.size()) << "rank " << r << ": steps";
+              for (std::size_t k = 0; k < serial.size(); ++k) {
+                const auto [lo, hi] = tnt::data::micro_batch_range(serial[k][0].size(0), n, r);
+                const MicroBatch& mb = mbs[k];
+                ASSERT_EQ(mb.local_size, hi - lo);
+                EXPECT_EQ(mb.global_size, serial[k][0].size(0));
+                // Its own longest sample: the label says which samples it has.
+                std::int64_t longest = 0;
+                for (std::int64_t i = 0; i < mb.local_size; ++i)
+                  longest = std::max(longest, 1 + (mb.tensors[2][i].item<std::int64_t>() * 7) % 5);
+                EXPECT_EQ(mb.tensors[0].size(1), mb.local_size ? longest : mb.tensors[0].size(1))
+                    << "step " << k << " rank " << r << " pads to its own longest sample";
+                EXPECT_EQ(mb.tensors[1].sizes().slice(2), serial[k][1].sizes().slice(2));
+                // Padded up to the global batch's shape, it is rows [lo, hi).
+                // (An empty micro-batch keeps the padded length of the rank's
+                // previous one: its rows, none, are all there is to check.)
+                for (std::size_t c = 0; c < serial[k].size(); ++c) {
+                  EXPECT_EQ(mb.tensors[c].dtype(), serial[k][c].dtype());
+                  EXPECT_EQ(mb.tensors[c].size(0), mb.local_size);
+                  if (mb.local_size == 0) continue;
+                  auto shape = serial[k][c].sizes().vec();
+                  shape[0] = mb.local_size;
+                  EXPECT_TRUE(torch::equal(pad_to(mb.tensors[c], shape, values[c]),
+                                           serial[k][c].narrow(0, lo, hi - lo)))
+                      << "step " << k << " rank " << r << " tensor " << c;
+                }
+              }
+            }
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 100);
+}
+
+TEST(DistributeVarlen, FixedAndPartlyFixedPaddedShapesSplit) {
+  // Fixed shapes give exactly the rows of the serial batch; -1 pads that
+  // dimension to the micro-batch's longest.
+  const auto fixed = sentences(17, false).padded_batch(
+      5, tnt::data::PaddingOptions().padded_shapes({{6}, {6, 2}, {}}));
+  const auto partly = sentences(17, false).padded_batch(
+      5, tnt::data::PaddingOptions().padded_shapes({{6}, {-1, 2}, {}}));
+  for (int n = 1; n <= 3; ++n) {
+    std::vector<std::vector<MicroBatch>> ranks;
+    for (int r = 0; r < n; ++r) ranks.push_back(rank_pass(fixed, r, n, 0));
+    expect_split_of(collect(fixed, 0), ranks);
+    for (int r = 0; r < n; ++r) {
+      for (const auto& mb : rank_pass(partly, r, n, 0)) {
+        EXPECT_EQ(mb.tensors[0].size(1), 6);
+        EXPECT_EQ(mb.tensors[1].size(1), mb.local_size
+                                             ? mb.tensors[0].ne(0).sum(1).max().item<std::int64_t>()
+                                             : mb.tensors[1].size(1));
+      }
+    }
+  }
+}
+
+TEST(DistributeVarlen, EnumerateAfterBatchNumbersTheGlobalBatches) {
+  auto counter = std::make_shared<std::atomic<std::int64_t>>(0);
+  // The batch number as a column, so the element splits into rows.
+  const auto ds = samples(23, false, counter).batch(5).enumerate(3).map([](Element e) {
+    e[0] = e[0].expand({e[1].size(0)}).clone();
+    return e;
+  });
+  for (bool sequential : {false, true}) {
+    const auto seq = samples(23, sequential, counter).batch(5).enumerate(3).map([](Element e) {
+      e[0] = e[0].expand({e[1].size(0)}).clone();
+      return e;
+    });
+    for (int n = 1; n <= 5; ++n) {
+      SCOPED_TRACE(std::to_string(n) + " ranks" + (sequential ? " sequential" : ""));
+      std::vector<std::vector<MicroBatch>> ranks;
+      for (int r = 0; r < n; ++r) ranks.push_back(rank_pass(seq, r, n, 2));
+      expect_split_of(collect(ds, 2), ranks);
+    }
+  }
+}
+
+TEST(DistributeVarlen, ZipAfterBatchKeepsTheRowsPaired) {
+  auto counter = std::make_shared<std::atomic<std::int64_t>>(0);
+  for (bool sequential : {false, true}) {
+    const auto a = samples(23, sequential, counter);
+    const auto b = samples(23, false, counter).map([](Element e) {
+      e[0] = -e[0];
+      return e;
+    });
+    const std::vector<std::pair<std::string, Dataset>> variants = {
+        {"zip of batches", Dataset::zip({a.batch(5), b.batch(5)})},
+        {"zip of a batch and a padded batch",
+         Dataset::zip({a.batch(5), sentences(23, false).padded_batch(5)})},
+        {"zip of drop_remainder batches, then a map",
+         Dataset::zip({a.batch(5, true), b.batch(5, true)}).map([](Element e) {
+           e[0] = e[0] + e[2];
+           return e;
+         })},
+    };
+    for (const auto& [name, ds] : variants) {
+      for (int n = 1; n <= 5; ++n) {
+        SCOPED_TRACE(name + " at " + std::to_string(n) + " ranks" +
+                     (sequential ? " sequential" : ""));
+        std::vector<std::vector<MicroBatch>> ranks;
+        for (int r = 0; r < n; ++r) ranks.push_back(rank_pass(ds, r, n, 1));
+        if (name == "zip of a batch and a padded batch") {
+          for (int r = 0; r < n; ++r)
+            for (auto& mb : ranks[r]) mb.tensors.resize(2);  // the padded part: the test above
+          std::vector<Element> serial;
+          for (auto e : collect(ds, 1)) serial.push_back({e[0], e[1]});
+          expect_split_of(serial, ranks);
+        } else {
+          expect_split_of(collect(ds, 1), ranks);
+        }
+      }
+    }
+  }
+  // Batch k of different lengths cannot be paired: the error says so.
+  const auto unequal = Dataset::zip({Dataset::range(10).batch(4), Dataset::range(12).batch(4)});
+  expect_error([&] { rank_pass(unequal, 0, 2, 0); },
+               {"zip after batch", "2 samples in dataset 0", "4 in dataset 1", "drop_remainder"});
+}
+
+TEST(DistributeVarlen, UnbatchAfterBatchThenBatchAgainSplits) {
+  auto counter = std::make_shared<std::atomic<std::int64_t>>(0);
+  auto times_ten = [](Element e) {
+    e[0] = e[0] * 10;
+    return e;
+  };
+  const auto ds = samples(23, false, counter).batch(4).map(times_ten).unbatch().batch(6);
+  const auto padded = sentences(23, false).padded_batch(4).unbatch().padded_batch(
+      6, tnt::data::PaddingOptions().padded_shapes({{5}, {5, 2}, {}}));
+  for (int n = 1; n <= 5; ++n) {
+    SCOPED_TRACE(std::to_string(n) + " ranks");
+    for (const auto* d : {&ds, &padded}) {
+      std::vector<std::vector<MicroBatch>> ranks;
+      for (int r = 0; r < n; ++r) ranks.push_back(rank_pass(*d, r, n, 0));
+      expect_split_of(collect(*d, 0), ranks);
+    }
+  }
 }
 
 }  // namespace

@@ -70,16 +70,18 @@ class MpirunWatch {
   void check_failure_grace() {
     if (kill_at_) return;  // already being stopped
     if (!stop_at_) {
-      if (reports_->first_failed_rank()) stop_at_ = Clock::now() + failure_grace_;
+      if (reports_->first_failed_rank() || reports_->daemon_lost()) {
+        stop_at_ = Clock::now() + failure_grace_;
+      }
       return;
     }
     if (Clock::now() < *stop_at_) return;
     // SIGKILL, not SIGTERM: mpirun is already aborting the job, and a
     // SIGTERM then makes it crash in its PMIx finalize (OpenMPI 4.1).
-    std::cerr << "tarantella: mpirun has not ended " << failure_grace_.count() / 1000.0
-              << " s after rank " << *reports_->first_failed_rank()
-              << " failed (a host may be cut off, so its ranks cannot be stopped): killing "
-                 "mpirun"
+    const auto rank = reports_->first_failed_rank();
+    std::cerr << "tarantella: mpirun has not ended " << failure_grace_.count() / 1000.0 << " s after "
+              << (rank ? "rank " + std::to_string(*rank) + " failed" : "it lost a host's daemon")
+              << " (a host may be cut off or gone, so its ranks cannot be stopped): killing mpirun"
               << std::endl;
     ::kill(pid_, SIGKILL);
     forwarded_ = true;

@@ -15,8 +15,10 @@
 // A rank that failed ends the job: mpirun then stops the other ranks, which
 // takes it a second or two. It cannot when a host is cut off (its link
 // down): mpirun waits for that host's daemon until the link returns, which
-// may be never, and the job would hang instead of ending or restarting. So
-// once a rank has reported a failure, mpirun gets `failure_grace` to end;
+// may be never, and the job would hang instead of ending or restarting; a
+// host that is gone (its daemon lost) held mpirun for a minute. So once a
+// rank has reported a failure, or mpirun has said that it lost a daemon,
+// mpirun gets `failure_grace` to end;
 // then the launcher says so and SIGKILLs it (found by the link-down test of
 // tests/cluster, issue 31); the daemons on the reachable hosts see mpirun
 // gone and stop their ranks. A rank

@@ -191,6 +191,17 @@ TEST(Supervisor, MpirunThatDoesNotEndAfterARankFailedIsStopped) {
   EXPECT_LT(elapsed, 3000ms);
 }
 
+// A host removed mid-run: its daemon and ranks die without a report, mpirun
+// says it lost the daemon and then waited a minute before ending.
+TEST(Supervisor, MpirunThatLostADaemonAndDoesNotEndIsStopped) {
+  auto options = command(
+      "echo 'ORTE has lost communication with a remote daemon.' >&2; while :; do sleep 0.05; done");
+  options.failure_grace = 300ms;
+  const auto result = supervise(options);
+  EXPECT_EQ(exit_code_of(result.wait_status), 128 + SIGKILL);
+  EXPECT_EQ(result.stop_signal, 0);
+}
+
 TEST(Supervisor, MpirunWithoutAFailedRankIsLeftAlone) {
   auto options = command("sleep 0.8; exit 0");
   options.failure_grace = 100ms;

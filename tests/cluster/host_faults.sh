@@ -120,8 +120,16 @@ print(f"bitwise equal to the undisturbed run: {same}; largest relative differenc
 sys.exit(0 if (same if limit == 0 else worst <= limit) else 1)
 PY
 # A rank cut off with its host ends by itself: its collective times out,
-# and its daemon finds mpirun gone once the link is back.
-for _ in $(seq 150); do pgrep -f "$lenet5" >/dev/null || break; sleep 0.1; done
-left=$(pgrep -fc "$lenet5")
-[ "${left:-0}" = 0 ] && pass "no rank left running" || fail "$left lenet5 process(es) left"
+# and its daemon finds mpirun gone once the link is back. (By executable,
+# not command line: this script's own command line names lenet5.)
+ranks_left() {
+  local pid n=0
+  for pid in $(pgrep -x lenet5); do
+    [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$lenet5" ] && n=$((n + 1))
+  done
+  echo "$n"
+}
+for _ in $(seq 150); do [ "$(ranks_left)" = 0 ] && break; sleep 0.1; done
+left=$(ranks_left)
+[ "$left" = 0 ] && pass "no rank left running" || fail "$left lenet5 process(es) left"
 finish_checks

@@ -15,15 +15,14 @@
 // A rank that failed ends the job: mpirun then stops the other ranks, which
 // takes it a second or two. It cannot when a host is cut off (its link
 // down): mpirun waits for that host's daemon until the link returns, which
-// may be never, and the job would hang instead of ending or restarting; a
-// host that is gone (its daemon lost) held mpirun for a minute. So once a
-// rank has reported a failure, or mpirun has said that it lost a daemon,
-// mpirun gets `failure_grace` to end;
-// then the launcher says so and SIGKILLs it (found by the link-down test of
-// tests/cluster, issue 31); the daemons on the reachable hosts see mpirun
-// gone and stop their ranks. A rank
-// left on a cut-off host stops by itself: its collective times out
-// (TNT_COMM_TIMEOUT), and its daemon ends when it finds mpirun gone.
+// may be never, so the job neither ends nor restarts; a host that is gone
+// (its daemon lost) held mpirun for up to a minute. So once a rank has
+// reported a failure, or mpirun has said that it lost a daemon, mpirun gets
+// `failure_grace` to end; then the launcher says so and SIGKILLs it (found
+// by tests/cluster/host_faults.sh, issue 31). The daemons on the reachable
+// hosts see mpirun gone and stop their ranks; a rank on a cut-off host stops
+// by itself (its collective times out, TNT_COMM_TIMEOUT, and its daemon ends
+// when it finds mpirun gone).
 #pragma once
 
 #include <chrono>

@@ -79,7 +79,8 @@ class MpirunWatch {
     // SIGKILL, not SIGTERM: mpirun is already aborting the job, and a
     // SIGTERM then makes it crash in its PMIx finalize (OpenMPI 4.1).
     const auto rank = reports_->first_failed_rank();
-    std::cerr << "tarantella: mpirun has not ended " << failure_grace_.count() / 1000.0 << " s after "
+    std::cerr << "tarantella: mpirun has not ended " << failure_grace_.count() / 1000.0
+              << " s after "
               << (rank ? "rank " + std::to_string(*rank) + " failed" : "it lost a host's daemon")
               << " (a host may be cut off or gone, so its ranks cannot be stopped): killing mpirun"
               << std::endl;

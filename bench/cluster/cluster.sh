@@ -23,6 +23,11 @@
 #   cluster.sh status               what exists now
 #   cluster.sh flags                the launcher flags for a run on the cluster
 #   cluster.sh exec HOST CMD...     run a command on host HOST (index or name)
+#   cluster.sh link HOST down|up    cut or restore HOST's link (both ends of its veth):
+#                                   its traffic stops, and the agent refuses it as ssh
+#                                   would ("No route to host"); its processes go on
+#   cluster.sh remove HOST          kill every process on HOST and delete its namespace
+#                                   (a node that died); `down` still cleans up
 #
 # Example:
 #   bench/cluster/cluster.sh up --hosts 2 --rate 10gbit
@@ -238,6 +243,43 @@ cmd_flags() {
        "--mca oob_tcp_if_include $subnet.0/24"
 }
 
+# A host's line of the map (namespace, address, cpus, veth) by index, name
+# or address.
+host_line() {
+  local host=$1 index=0 ns ip cpus veth
+  [ -f "$state/map" ] || die "no cluster: run cluster.sh up first"
+  while read -r ns ip cpus veth; do
+    if [ "$host" = "$ip" ] || [ "$host" = "$ns" ] || [ "$host" = "$index" ]; then
+      echo "$ns $ip $cpus $veth"; return 0
+    fi
+    index=$((index + 1))
+  done <"$state/map"
+  die "'$host' is not a host of the cluster in $state"
+}
+
+# Both ends go down, so neither side's packets reach the bridge: a cable
+# pulled. TCP connections stay open and retransmit, as on a real flap.
+cmd_link() {
+  local host=${1:?link: name a host} updown=${2:-}
+  [ "$updown" = up ] || [ "$updown" = down ] || die "link $host: say up or down"
+  local ns ip cpus veth
+  read -r ns ip cpus veth <<<"$(host_line "$host")"
+  ip link set "$veth" "$updown"
+  ip netns exec "$ns" ip link set eth0 "$updown"
+}
+
+# A host that dies: every process in its namespace is killed, then the
+# namespace (and with it its veth pair) is deleted. The map keeps the host,
+# so the hostfile still names it and the agent answers "No route to host".
+cmd_remove() {
+  local host=${1:?remove: name a host}
+  local ns ip cpus veth
+  read -r ns ip cpus veth <<<"$(host_line "$host")"
+  ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+  ip netns del "$ns" 2>/dev/null || true
+  ip link del "$veth" 2>/dev/null || true
+}
+
 cmd_exec() {
   local host=${1:?exec: name a host}; shift
   TNT_CLUSTER_DIR=$state exec "$here/netns_agent.sh" --argv "$host" "$@"
@@ -250,5 +292,7 @@ case ${1:-} in
   status) cmd_status ;;
   flags) cmd_flags ;;
   exec) shift; cmd_exec "$@" ;;
-  *) die "usage: cluster.sh up [--hosts K] [--rate 10gbit] [--no-cpu-split] | rate RATE | down | status | flags | exec HOST CMD..." ;;
+  link) shift; need_root; cmd_link "$@" ;;
+  remove) shift; need_root; cmd_remove "$@" ;;
+  *) die "usage: cluster.sh up [--hosts K] [--rate 10gbit] [--no-cpu-split] | rate RATE | down | status | flags | exec HOST CMD... | link HOST down|up | remove HOST" ;;
 esac

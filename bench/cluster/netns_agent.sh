@@ -34,6 +34,15 @@ if [ -z "$found" ]; then
 fi
 read -r ns cpus <<<"$found"
 
+# ssh crosses the network, so a host whose link is down (cluster.sh link
+# HOST down) or that is gone (cluster.sh remove HOST) cannot be reached; the
+# agent says so as ssh would, instead of entering the namespace from here.
+if [ ! -e "/run/netns/$ns" ] ||
+   [ "$(ip netns exec "$ns" cat /sys/class/net/eth0/operstate 2>/dev/null)" != up ]; then
+  echo "ssh: connect to host $host port 22: No route to host (netns_agent.sh: $ns is down)" >&2
+  exit 255
+fi
+
 # hostname runs in the new UTS namespace only; the command then replaces the
 # shell, so OpenMPI's daemon is the process `mpirun` waits for, as with ssh.
 enter=(ip netns exec "$ns" unshare --uts taskset -c "$cpus")

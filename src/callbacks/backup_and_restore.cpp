@@ -34,6 +34,11 @@ void remove_stale_temporaries(const std::string& dir, const std::string& file) {
   }
 }
 
+std::string position_text(const train::TrainingPosition& at) {
+  return at.step > 0 ? fmt::format("epoch {}, after step {}", at.epoch + 1, at.step)
+                     : fmt::format("the start of epoch {}", at.epoch + 1);
+}
+
 }  // namespace
 
 BackupAndRestore::BackupAndRestore(std::string backup_dir, std::int64_t save_freq,
@@ -52,6 +57,7 @@ std::string BackupAndRestore::backup_path() const {
 
 void BackupAndRestore::on_train_begin(const Logs&) {
   batches_ = 0;
+  on_disk_.clear();
   std::string found;
   run_on_master_checked(host()->group(), [&] {
     ::tnt::detail::make_directories(dir_, "BackupAndRestore");
@@ -62,9 +68,8 @@ void BackupAndRestore::on_train_begin(const Logs&) {
   });
   if (host()->group().broadcast_string(found).empty()) return;
   const train::TrainingPosition position = host()->restore_backup(backup_path());
-  const std::string where =
-      position.step > 0 ? fmt::format("epoch {}, after step {}", position.epoch + 1, position.step)
-                        : fmt::format("the start of epoch {}", position.epoch + 1);
+  const std::string where = position_text(position);
+  on_disk_ = where;
   log::warning(fmt::format("BackupAndRestore: resuming from '{}' at {} (backed up at {} ranks, "
                            "running at {})",
                            backup_path(), where, position.ranks, host()->group().size()));
@@ -88,8 +93,23 @@ void BackupAndRestore::on_train_end(const Logs&) {
 }
 
 void BackupAndRestore::backup() {
-  host()->save_backup(backup_path());
   const train::TrainingPosition& at = host()->position();
+  try {
+    host()->save_backup(backup_path());
+  } catch (const TimeoutError&) {
+    throw;  // a rank is gone: the communication layer's message says which
+  } catch (const Error& e) {
+    // Written to a temporary file and renamed: a failed write (a full disk)
+    // leaves the previous backup as it was, and a restart continues from it.
+    const std::string previous =
+        on_disk_.empty() ? "there is no earlier backup, so a restart begins at the start"
+                         : fmt::format("the previous backup (at {}) is intact, and the job "
+                                       "continues from it when started again",
+                                       on_disk_);
+    throw Error(fmt::format("BackupAndRestore could not back up {} to '{}': {}; {}",
+                            position_text(at), backup_path(), e.what(), previous));
+  }
+  on_disk_ = position_text(at);
   log::debug(fmt::format("BackupAndRestore: backed up epoch {} step {} to '{}'", at.epoch + 1,
                          at.step, backup_path()));
 }

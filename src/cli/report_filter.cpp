@@ -120,6 +120,13 @@ std::string ReportFilter::finish() {
 
 void ReportFilter::on_line(const std::string& line, std::string& out) {
   const std::string_view text = without_newline(line);
+  // OpenMPI 4.1's words when a host's daemon dies or cannot be reached.
+  for (const std::string_view words :
+       {"ORTE has lost communication with a remote daemon",
+        "ORTE was unable to reliably start one or more daemons",
+        "An ORTE daemon has unexpectedly failed"}) {
+    if (text.find(words) != std::string_view::npos) daemon_lost_ = true;
+  }
   if (!banner_.empty()) {
     banner_.push_back(line);
     if (is_border(text)) {

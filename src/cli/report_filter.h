@@ -51,6 +51,10 @@ class ReportFilter : public ConsoleFilter {
   /// The rank named by the first report that names one (normally the one
   /// shown); nullopt if none.
   std::optional<int> first_failed_rank() const { return first_rank_; }
+  /// Whether mpirun said it lost (or could not start) the daemon of a host:
+  /// the job is failing even though no rank could report it (issue 31: a
+  /// host removed during training).
+  bool daemon_lost() const { return daemon_lost_; }
   /// How many other ranks had reports (all dropped).
   int other_failed_ranks() const { return static_cast<int>(other_ranks_.size()); }
 
@@ -66,6 +70,7 @@ class ReportFilter : public ConsoleFilter {
   bool report_shown_ = false;
   std::optional<int> first_rank_;
   std::set<int> other_ranks_;
+  bool daemon_lost_ = false;
 };
 
 }  // namespace tnt::cli

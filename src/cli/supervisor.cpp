@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -27,17 +28,20 @@ using Clock = std::chrono::steady_clock;
 class MpirunWatch {
  public:
   MpirunWatch(pid_t pid, OutputRelay stderr_relay, SignalPipe& signals,
-              std::chrono::milliseconds kill_delay)
+              std::shared_ptr<const ReportFilter> reports, const SuperviseOptions& options)
       : pid_(pid),
         stderr_relay_(std::move(stderr_relay)),
         signals_(signals),
-        kill_delay_(kill_delay) {}
+        reports_(std::move(reports)),
+        kill_delay_(options.kill_delay),
+        failure_grace_(options.failure_grace) {}
 
   // Returns mpirun's wait status and the first stop signal we received.
   std::pair<int, int> run() {
     while (!status_) {
       wait_for_events();
       for (const auto& s : signals_.drain()) on_signal(s);
+      check_failure_grace();
       if (kill_at_ && Clock::now() >= *kill_at_) ::kill(pid_, SIGKILL);
       reap();
     }
@@ -55,10 +59,34 @@ class MpirunWatch {
   }
 
   int poll_timeout_millis() const {
-    if (!kill_at_) return 1000;  // SIGCHLD wakes us; the timeout is only a safety net
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(*kill_at_ - Clock::now());
+    const std::optional<Clock::time_point> next = kill_at_ ? kill_at_ : stop_at_;
+    if (!next) return 1000;  // SIGCHLD wakes us; the timeout is only a safety net
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*next - Clock::now());
     return static_cast<int>(std::max<long>(0, std::min<long>(left.count(), 1000)));
+  }
+
+  // A rank has failed: mpirun should end by itself soon; if it does not (a
+  // host cut off), it is stopped as if the user had sent SIGTERM.
+  void check_failure_grace() {
+    if (kill_at_) return;  // already being stopped
+    if (!stop_at_) {
+      if (reports_->first_failed_rank() || reports_->daemon_lost()) {
+        stop_at_ = Clock::now() + failure_grace_;
+      }
+      return;
+    }
+    if (Clock::now() < *stop_at_) return;
+    // SIGKILL, not SIGTERM: mpirun is already aborting the job, and a
+    // SIGTERM then makes it crash in its PMIx finalize (OpenMPI 4.1).
+    const auto rank = reports_->first_failed_rank();
+    std::cerr << "tarantella: mpirun has not ended " << failure_grace_.count() / 1000.0
+              << " s after "
+              << (rank ? "rank " + std::to_string(*rank) + " failed" : "it lost a host's daemon")
+              << " (a host may be cut off or gone, so its ranks cannot be stopped): killing mpirun"
+              << std::endl;
+    ::kill(pid_, SIGKILL);
+    forwarded_ = true;
+    kill_at_ = Clock::now();
   }
 
   void on_signal(const CaughtSignal& s) {
@@ -82,9 +110,12 @@ class MpirunWatch {
   const pid_t pid_;
   OutputRelay stderr_relay_;
   SignalPipe& signals_;
+  const std::shared_ptr<const ReportFilter> reports_;
   const std::chrono::milliseconds kill_delay_;
+  const std::chrono::milliseconds failure_grace_;
   int stop_signal_ = 0;
   bool forwarded_ = false;
+  std::optional<Clock::time_point> stop_at_;  ///< failure_grace after a rank's failure
   std::optional<Clock::time_point> kill_at_;
   std::optional<int> status_;
 };
@@ -119,7 +150,7 @@ SupervisedResult supervise(const SuperviseOptions& options) {
   auto reports = std::make_shared<ReportFilter>();
   OutputRelay relay(child.stderr_fd, ConsoleSink{STDERR_FILENO, reports}, nullptr);
   const auto [wait_status, stop_signal] =
-      MpirunWatch(child.pid, std::move(relay), signals, options.kill_delay).run();
+      MpirunWatch(child.pid, std::move(relay), signals, reports, options).run();
   return SupervisedResult{wait_status, stop_signal, reports->first_failed_rank(),
                           reports->other_failed_ranks()};
 }

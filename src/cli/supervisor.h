@@ -11,6 +11,18 @@
 // report_filter.h). If the launcher itself is SIGKILLed (OOM killer, batch
 // scheduler), mpirun gets SIGTERM as its parent-death signal, and an
 // OrphanGuard helper SIGKILLs it if it is still alive 5 s later.
+//
+// A rank that failed ends the job: mpirun then stops the other ranks, which
+// takes it a second or two. It cannot when a host is cut off (its link
+// down): mpirun waits for that host's daemon until the link returns, which
+// may be never, so the job neither ends nor restarts; a host that is gone
+// (its daemon lost) held mpirun for up to a minute. So once a rank has
+// reported a failure, or mpirun has said that it lost a daemon, mpirun gets
+// `failure_grace` to end; then the launcher says so and SIGKILLs it (found
+// by tests/cluster/host_faults.sh, issue 31). The daemons on the reachable
+// hosts see mpirun gone and stop their ranks; a rank on a cut-off host stops
+// by itself (its collective times out, TNT_COMM_TIMEOUT, and its daemon ends
+// when it finds mpirun gone).
 #pragma once
 
 #include <chrono>
@@ -40,6 +52,8 @@ struct SuperviseOptions {
   /// Added to (or replacing in) the launcher's environment for the command.
   std::vector<EnvAssignment> environment;
   std::chrono::milliseconds kill_delay{5000};
+  /// How long mpirun may take to end after a rank reported a failure.
+  std::chrono::milliseconds failure_grace{10000};
 };
 
 /// Starts the command and waits for it, showing its standard error through

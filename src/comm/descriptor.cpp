@@ -38,6 +38,17 @@ std::string signature(const Descriptor& d) {
 
 std::string rank_list(const std::vector<int>& ranks) { return ranks_text(ranks); }
 
+std::string rank_list(const std::vector<int>& ranks, const std::vector<std::string>& hosts) {
+  std::ostringstream names;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const auto r = static_cast<std::size_t>(ranks[i]);
+    if (ranks[i] < 0 || r >= hosts.size() || hosts[r].empty()) return ranks_text(ranks);
+    names << (i ? "," : "") << hosts[r];
+  }
+  if (ranks.empty()) return ranks_text(ranks);
+  return ranks_text(ranks) + (ranks.size() == 1 ? " (on host " : " (on hosts ") + names.str() + ")";
+}
+
 std::uint64_t fingerprint(const Descriptor& d) {
   // splitmix64's finalizer over each field in turn: every bit of every field
   // reaches every bit of the result, so two descriptors that differ anywhere

@@ -50,6 +50,11 @@ std::string check_table(const std::vector<Descriptor>& table);
 /// "rank 3" or "ranks 1,2".
 std::string rank_list(const std::vector<int>& ranks);
 
+/// rank_list() with the ranks' hosts, when `hosts` (index = rank) has them:
+/// "rank 3 (on host node07)", "ranks 1,2 (on hosts node02,node03)". Where
+/// the job spans machines, the host tells which machine or link to look at.
+std::string rank_list(const std::vector<int>& ranks, const std::vector<std::string>& hosts);
+
 /// A 64-bit fingerprint of the fields check_table compares (kind, op, dtype,
 /// root, shape; not seq, arrived or failed), for the response cache
 /// (response_cache.h). Never 0: 0 means "no fingerprint".

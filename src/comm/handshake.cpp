@@ -194,7 +194,7 @@ void Handshake::peers_missing(const Descriptor& mine) {
       missing.empty()
           ? std::string("every rank still answers, but not all of them reached this collective: "
                         "they called different numbers of collectives")
-          : ::tnt::detail::concat(rank_list(missing),
+          : ::tnt::detail::concat(rank_list(missing, hosts_),
                                   " did not arrive within the timeout (TNT_COMM_TIMEOUT): the "
                                   "rank is stuck, far behind, or called a different number of "
                                   "collectives");
@@ -223,7 +223,7 @@ std::vector<Descriptor> Handshake::collect_as_master(const Descriptor& mine) {
           if (recvs[r - 1] != MPI_REQUEST_NULL) missing.push_back(r);
         }
         ::tnt::log::warning(::tnt::detail::concat(
-            "collective #", mine.seq, " (", describe(mine), "): ", rank_list(missing),
+            "collective #", mine.seq, " (", describe(mine), "): ", rank_list(missing, hosts_),
             " not arrived after ", stall_warning_seconds(timeout_seconds_),
             " s; the job fails if they do not arrive within ", timeout_seconds_,
             " s (TNT_COMM_TIMEOUT)"));

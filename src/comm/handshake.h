@@ -38,6 +38,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "comm/descriptor.h"
@@ -54,6 +55,10 @@ class Handshake {
   /// rank). Throws MismatchError, or TimeoutError naming missing ranks.
   std::vector<Descriptor> agree(Descriptor mine);
   bool broken() const { return broken_; }
+  /// The ranks' host names (index = rank), for the messages that name a
+  /// missing rank; empty: ranks only.
+  void set_hosts(std::vector<std::string> hosts) { hosts_ = std::move(hosts); }
+  const std::vector<std::string>& hosts() const { return hosts_; }
 
   /// A small allreduce carried by the fingerprint exchange itself, so that a
   /// cached small collective costs what a raw MPI_Allreduce costs: one
@@ -126,6 +131,7 @@ class Handshake {
   int size_;
   double timeout_seconds_;
   bool broken_ = false;
+  std::vector<std::string> hosts_;
 };
 
 }  // namespace tnt::comm

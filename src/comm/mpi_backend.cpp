@@ -93,6 +93,24 @@ void reduce_scatter_in_rounds(const torch::Tensor& host, const std::vector<int>&
   }
 }
 
+// Every rank's host (MPI_Get_processor_name), so that a timeout can say on
+// which machine the missing rank runs. Collective; once per group.
+std::vector<std::string> processor_names(MPI_Comm comm, int size) {
+  std::vector<char> mine(MPI_MAX_PROCESSOR_NAME, '\0');
+  int length = 0;
+  MPI_Get_processor_name(mine.data(), &length);
+  std::vector<char> all(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  check_mpi(MPI_Allgather(mine.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(),
+                          MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm),
+            "MPI_Allgather (host names)");
+  std::vector<std::string> names;
+  for (int r = 0; r < size; ++r) {
+    const char* name = all.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME;
+    names.emplace_back(name, strnlen(name, MPI_MAX_PROCESSOR_NAME));
+  }
+  return names;
+}
+
 }  // namespace
 
 MpiBackend::MpiBackend(MPI_Comm comm, double timeout_seconds, bool threads_multiple)
@@ -120,6 +138,7 @@ MpiBackend::MpiBackend(MPI_Comm comm, double timeout_seconds, bool threads_multi
   MPI_Comm_size(local, &local_size_);
   MPI_Comm_free(&local);
   handshake_ = Handshake(control_, fast_, rank_, size_, timeout_seconds);
+  handshake_.set_hosts(processor_names(control_, size_));
 }
 
 MpiBackend::~MpiBackend() {
@@ -177,7 +196,7 @@ void MpiBackend::payload_timed_out(const PayloadWatchdog::Payload& payload) {
     const std::vector<int> missing =
         handshake_.probe_missing(payload.seq, std::min(5.0, 0.5 + 0.1 * timeout_seconds_));
     verdict = missing.empty() ? std::string("every rank still answers, so MPI itself is stuck")
-                              : ::tnt::detail::concat(rank_list(missing),
+                              : ::tnt::detail::concat(rank_list(missing, handshake_.hosts()),
                                                       " stopped answering (stopped, hung, or cut off)");
   }
   const std::string message = ::tnt::detail::concat(

@@ -14,6 +14,13 @@ Faults (each makes the running attempt fail, so the launcher restarts it):
   double    kill -9 of a rank, then kill -9 of a rank of the restarted
             attempt before it has done a step (a second fault during the
             restart)
+  enospc    the backup folder's file system (a tmpfs of --tmpfs-size, mounted
+            in a private mount namespace the driver enters: root only, else
+            exit status 77) is filled up; the next backup write fails with
+            ENOSPC and ends the attempt; the driver checks the message (the
+            file system, the path, what to do, no C++ type names) and that
+            backup.pt is still there, then frees the space, and the restart
+            continues from the previous backup
 
 At the end it checks:
   * the launcher exits 0;
@@ -50,7 +57,9 @@ import sys
 import tempfile
 import time
 
-KINDS = ["kill", "stop", "backup", "double"]
+KINDS = ["kill", "stop", "backup", "double", "enospc"]
+DEFAULT_KINDS = ["kill", "stop", "backup", "double"]  # enospc needs root: asked for by name
+SKIPPED = 77  # ctest's SKIP_RETURN_CODE: the enospc kind cannot run here
 
 
 def log(message):
@@ -185,6 +194,7 @@ class Injector:
         self.attempt = 0      # the attempt the next fault aims at
         self.landed = 0       # faults that ended an attempt
         self.record = []      # (kind, attempt, detail)
+        self.enospc_problems = []
 
     def ranks(self, attempt):
         return {r: p for (a, r), p in rank_pids(self.job.marker, self.args.lenet5).items()
@@ -277,7 +287,46 @@ class Injector:
             if self.steps.steps_of(attempt + 1) > 0:
                 log("(the restarted attempt had already stepped: the second kill lands after its start)")
             return self.kill(attempt + 1, second, kind="double-2")
+        if kind == "enospc":
+            return self.fill_disk(attempt)
         raise ValueError(kind)
+
+    def fill_disk(self, attempt):
+        """Fills the backup folder's file system; waits for the write that
+        fails, checks what the job said and that the previous backup is
+        there, then frees the space."""
+        # A backup to keep: the disk fills after the first one is written.
+        backup = os.path.join(self.backup_dir, "backup.pt")
+        if not until(lambda: os.path.exists(backup), 60, self.job, step=0.005):
+            return False
+        seen = self.job.text().count("No space left on device")
+        filler = os.path.join(self.backup_dir, "filler")
+        with open(filler, "wb", buffering=0) as f:  # unbuffered: close() writes nothing
+            try:
+                while True:
+                    f.write(b"\0" * 4096)
+            except OSError:
+                pass
+        said = until(lambda: self.job.text().count("No space left on device") > seen, 60, self.job,
+                     step=0.05)
+        before = os.path.exists(backup)
+        os.remove(filler)
+        if not said:
+            return False
+        line = next(l for l in self.job.text().splitlines()[::-1] if "No space left on device" in l)
+        problems = [what for what, ok in [
+            ("the file system's mount point", f"mounted at '{self.backup_dir}' (tmpfs" in line),
+            ("the backup's path", os.path.join(self.backup_dir, "backup.pt") in line),
+            ("what to do", "free space on that file system" in line),
+            ("that the previous backup is intact", "the previous backup (at " in line),
+            ("no C++ type names", not re.search(r"std::|__cxx11|filesystem_error", line)),
+        ] if not ok]
+        if not before:
+            problems.append("backup.pt was gone after the failed write")
+        self.enospc_problems += [f"ENOSPC message lacks {p}: {line}" for p in problems]
+        self.landed_fault("enospc", attempt, "backup file system full (ENOSPC), freed after the "
+                          f"failed write; message checked{' (PROBLEMS)' if problems else ''}")
+        return True
 
 
 def replay_steps(entries, resumes, epochs, per_epoch):
@@ -339,7 +388,9 @@ def main():
     p.add_argument("--seed", type=int, default=None, help="replay this seed (default: a new one)")
     p.add_argument("--faults", type=int, default=4,
                    help="fault events to inject (default 4: one of each kind; a double is two faults)")
-    p.add_argument("--kinds", default=",".join(KINDS), help="comma-separated fault kinds")
+    p.add_argument("--kinds", default=",".join(DEFAULT_KINDS),
+                   help=f"comma-separated fault kinds among {','.join(KINDS)} "
+                        f"(default {','.join(DEFAULT_KINDS)})")
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--train-size", type=int, default=3200, help="samples per epoch (batch 64)")
     p.add_argument("--backup-every", type=int, default=5, help="optimizer steps between backups")
@@ -351,6 +402,9 @@ def main():
     p.add_argument("--backup-window", type=float, default=5.0,
                    help="seconds to wait for a backup write to kill")
     p.add_argument("--job-timeout", type=float, default=1800.0)
+    p.add_argument("--tmpfs-size", default="2m",
+                   help="size of the backup folder's tmpfs with the enospc kind (default 2m: "
+                        "room for a LeNet-5 backup and its temporary file)")
     p.add_argument("--keep", action="store_true", help="keep the work folder")
     args = p.parse_args()
     args.launcher = os.path.realpath(args.launcher)
@@ -360,6 +414,20 @@ def main():
     for k in kinds:
         if k not in KINDS:
             p.error(f"--kinds: unknown kind '{k}': use some of {','.join(KINDS)}")
+    if "enospc" in kinds and os.environ.get("TNT_CHAOS_MOUNT_NS") != "1":
+        # A private mount namespace, so the small tmpfs is seen by this
+        # driver and every rank it starts, and by nothing else.
+        if (os.geteuid() != 0 or shutil.which("unshare") is None or
+                subprocess.run(["unshare", "--mount", "true"], capture_output=True).returncode):
+            print("SKIPPED: the enospc kind needs root and unshare (util-linux) for a private "
+                  "tmpfs", flush=True)
+            return SKIPPED
+        argv = sys.argv[1:]
+        if args.seed is None:
+            argv += ["--seed", str(seed)]
+        env = dict(os.environ, TNT_CHAOS_MOUNT_NS="1")
+        return subprocess.run(["unshare", "--mount", "--propagation", "private", sys.executable,
+                               os.path.realpath(__file__)] + argv, env=env).returncode
     rng = random.Random(seed)
     # Every kind equally often, in an order drawn from the seed.
     plan = [kinds[i % len(kinds)] for i in range(args.faults)]
@@ -384,6 +452,13 @@ def main():
         # A temporary file of a backup write killed before this job: the
         # run must clear it away (and its own), leaving an empty folder.
         os.makedirs(backup_dir)
+        if "enospc" in kinds:
+            mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={args.tmpfs_size}",
+                                      "tmpfs", backup_dir], capture_output=True, text=True)
+            if mounted.returncode != 0:
+                print(f"SKIPPED: cannot mount a tmpfs ({mounted.stderr.strip()})", flush=True)
+                return SKIPPED
+            log(f"backup folder on a {args.tmpfs_size} tmpfs of its own")
         open(os.path.join(backup_dir, "backup.pt.tmp.999999"), "w").close()
         steps = StepLog(os.path.join(work, "steps.log"))
         max_restarts = 2 * args.faults + 2  # a double fault is two restarts
@@ -430,6 +505,7 @@ def main():
         left = until(lambda: not marked_pids(marker), 15) or not marked_pids(marker)
         if not left:
             problems.append(f"processes left: {marked_pids(marker)}")
+        problems += injector.enospc_problems
         leftovers = sorted(os.listdir(backup_dir))
         if leftovers:
             problems.append(f"files left in the backup folder after training completed: {leftovers}")
@@ -451,6 +527,8 @@ def main():
             j.log_file.close()
         for pid in marked_pids(marker) + marked_pids(marker + "-ref"):
             signal_pid(pid, signal.SIGKILL)
+        if "enospc" in kinds:
+            subprocess.run(["umount", os.path.join(work, "backup")], capture_output=True)
         if args.keep:
             log(f"work folder kept: {work}")
         else:

@@ -70,6 +70,15 @@ TEST(HandshakeVerdict, AllgathervAllowsDifferentFirstDimensionOnly) {
   EXPECT_TRUE(contains(check_table({rows(1, 3), rows(1, 4)}), "mismatch"));
 }
 
+// A timeout on a job over several machines names where the missing rank
+// runs (issue 31: a host cut off by its link).
+TEST(HandshakeVerdict, MissingRanksAreNamedWithTheirHosts) {
+  EXPECT_EQ(rank_list({1}, {"h0", "h1"}), "rank 1 (on host h1)");
+  EXPECT_EQ(rank_list({1, 3}, {"a", "b", "c", "d"}), "ranks 1,3 (on hosts b,d)");
+  EXPECT_EQ(rank_list({1}, {}), "rank 1") << "hosts unknown: the ranks alone";
+  EXPECT_EQ(rank_list({2}, {"a", "b"}), "rank 2");
+}
+
 TEST(HandshakeVerdict, MissingRanksAreNamed) {
   const auto d = allreduce(DType::Float32, {4});
   Descriptor gone;

@@ -196,6 +196,8 @@ class BackupAndRestore : public Callback {
   std::int64_t save_freq_;
   bool delete_checkpoint_;
   std::int64_t batches_ = 0;
+  /// Where the backup on disk stands ("epoch 2, after step 15"); empty: none.
+  std::string on_disk_;
 };
 
 /// Stops training at the first batch whose loss is NaN or infinite.

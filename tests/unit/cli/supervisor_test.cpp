@@ -173,5 +173,40 @@ TEST(Supervisor, EnvironmentWithReplacesAndAppends) {
   ::unsetenv("TNT_SUPERVISOR_TEST");
 }
 
+// A rank failed, but mpirun does not end (it waits for the daemon of a host
+// whose link is down): after failure_grace the supervisor stops it itself,
+// so the job ends and can be restarted (issue 31, tests/cluster/link_down.sh).
+TEST(Supervisor, MpirunThatDoesNotEndAfterARankFailedIsStopped) {
+  auto options = command(
+      "echo 'tarantella: rank 1 on host h1 exited with code 1' >&2; "
+      "while :; do sleep 0.05; done");
+  options.failure_grace = 400ms;
+  const auto start = std::chrono::steady_clock::now();
+  const auto result = supervise(options);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(exit_code_of(result.wait_status), 128 + SIGKILL);
+  EXPECT_EQ(result.stop_signal, 0) << "not a stop by the user: the job may be restarted";
+  EXPECT_EQ(result.first_failed_rank, std::optional<int>(1));
+  EXPECT_GE(elapsed, 400ms);
+  EXPECT_LT(elapsed, 3000ms);
+}
+
+// A host removed mid-run: its daemon and ranks die without a report, mpirun
+// says it lost the daemon and then waited a minute before ending.
+TEST(Supervisor, MpirunThatLostADaemonAndDoesNotEndIsStopped) {
+  auto options = command(
+      "echo 'ORTE has lost communication with a remote daemon.' >&2; while :; do sleep 0.05; done");
+  options.failure_grace = 300ms;
+  const auto result = supervise(options);
+  EXPECT_EQ(exit_code_of(result.wait_status), 128 + SIGKILL);
+  EXPECT_EQ(result.stop_signal, 0);
+}
+
+TEST(Supervisor, MpirunWithoutAFailedRankIsLeftAlone) {
+  auto options = command("sleep 0.8; exit 0");
+  options.failure_grace = 100ms;
+  EXPECT_EQ(exit_code_of(supervise(options).wait_status), 0);
+}
+
 }  // namespace
 }  // namespace tnt::cli

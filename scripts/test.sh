@@ -11,4 +11,7 @@ cd "$build"
 # Inside a Slurm job the launcher would place the tests' ranks in the
 # allocation (and refuse -n beyond it): the suite runs as on a plain node.
 for v in $(compgen -e | grep '^SLURM_' || true); do unset "$v"; done
+# Tests labelled "long" (ctest -L long) are left out unless arguments are
+# given: they repeat what a shorter test shows (docs/building.md).
+[ $# -gt 0 ] || set -- -LE long
 ctest --output-on-failure -j 2 "$@"

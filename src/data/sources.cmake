@@ -11,6 +11,7 @@ target_sources(tarantella PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/sources.cpp
   ${CMAKE_CURRENT_LIST_DIR}/worker_pool.cpp
   ${CMAKE_CURRENT_LIST_DIR}/map.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pixel_kernels.cpp
   ${CMAKE_CURRENT_LIST_DIR}/filter.cpp
   ${CMAKE_CURRENT_LIST_DIR}/shuffle_order.cpp
   ${CMAKE_CURRENT_LIST_DIR}/shuffle.cpp

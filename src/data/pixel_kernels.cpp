@@ -25,6 +25,20 @@ void check_chw(const torch::Tensor& image, torch::Dtype dtype, const char* what)
 
 }  // namespace
 
+torch::Tensor planar_rgb(const std::uint8_t* hwc, std::int64_t height, std::int64_t width) {
+  const std::int64_t plane = height * width;
+  torch::Tensor chw = torch::empty({3, height, width}, torch::kUInt8);
+  std::uint8_t* r = chw.data_ptr<std::uint8_t>();
+  std::uint8_t* g = r + plane;
+  std::uint8_t* b = g + plane;
+  for (std::int64_t i = 0; i < plane; ++i) {
+    r[i] = hwc[3 * i];
+    g[i] = hwc[3 * i + 1];
+    b[i] = hwc[3 * i + 2];
+  }
+  return chw;
+}
+
 torch::Tensor widen_uint8(const torch::Tensor& chw) {
   check_chw(chw, torch::kUInt8, "widen_uint8");
   const std::int64_t c = chw.size(0), h = chw.size(1), w = chw.size(2);

@@ -1,4 +1,5 @@
-// Private: the per-pixel loops behind the image transforms' fast path
+// Private: the per-pixel loops (compiled with -O3: GCC's -O2 leaves them
+// scalar) behind the image transforms' fast path
 // (transforms.cpp). Each computes exactly what a chain of LibTorch ops
 // computes, element by element, in one pass and without temporaries:
 //
@@ -15,6 +16,10 @@
 #include <torch/types.h>
 
 namespace tnt::data::detail {
+
+/// Interleaved RGB rows (HWC) as a uint8 [3, H, W] tensor: LibTorch's
+/// strided copy of the permuted view is several times slower.
+torch::Tensor planar_rgb(const std::uint8_t* hwc, std::int64_t height, std::int64_t width);
 
 /// `chw.to(torch::kFloat)`, contiguous, for a uint8 [C, H, W] view.
 torch::Tensor widen_uint8(const torch::Tensor& chw);

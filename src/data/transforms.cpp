@@ -149,7 +149,10 @@ struct FusedTail {
   torch::Tensor levels;  // normalize(to_float(v)), float [C, 256]
 
   Element operator()(Element e, at::Generator& gen) const {
-    torch::Tensor& image = image_of(e, "random_resized_crop");
+    // The first transform of the tail names itself in the error.
+    torch::Tensor& image = image_of(e, crop   ? "random_resized_crop"
+                                       : flip ? "random_horizontal_flip"
+                                              : "to_float");
     if (image.scalar_type() != torch::kUInt8 || image.size(0) != levels.size(0)) {
       return step_by_step(std::move(e), gen);
     }
@@ -191,8 +194,9 @@ std::optional<FusedTail> fuse_at(const std::vector<Transform>& steps, std::size_
                                  std::size_t& used) {
   FusedTail tail;
   std::size_t k = i;
-  if (k < steps.size() && as<RandomResizedCropStep>(steps[k]))
+  if (k < steps.size() && as<RandomResizedCropStep>(steps[k])) {
     tail.crop = *as<RandomResizedCropStep>(steps[k++]);
+  }
   if (k < steps.size() && as<FlipStep>(steps[k])) tail.flip = *as<FlipStep>(steps[k++]);
   if (k + 1 >= steps.size() || !as<ToFloatStep>(steps[k]) || !as<NormalizeStep>(steps[k + 1])) {
     return std::nullopt;

@@ -192,6 +192,12 @@ TEST(Transforms, BadArgumentsAndInputsAreErrors) {
       },
       {"to_float() first"});
   expect_error([&] { T::to_float()({torch::zeros({4, 4})}, gen); }, {"[C, H, W]", "2-D"});
+  // compose() runs these as one fused step, which names the first of them.
+  expect_error(
+      [&] {
+        T::compose({T::to_float(), T::normalize({0.5}, {0.5})})({torch::zeros({4, 4})}, gen);
+      },
+      {"to_float", "2-D"});
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """torchvision's ImageFolder + DataLoader with the same transforms as
 image_bench.cpp (RandomResizedCrop(224), flip, ToTensor, Normalize; batch
-32). Also writes the generated folder: torchvision_images.py --make DIR N.
+32), in images per wall-clock second and per CPU second (this process and
+its worker processes). Also writes the generated folder: torchvision_images.py --make DIR N.
 
     torchvision_images.py DIR [WORKERS] [PASSES]
 """
+import resource
 import sys
 import time
 
@@ -26,6 +28,14 @@ def make(dir_, n):
         img.save(os.path.join(cls, f"{i:05d}.jpg"), quality=90)
 
 
+def cpu_seconds():
+    """CPU time of this process (all threads) and of its finished children:
+    the DataLoader's worker processes are joined at the end of each pass."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def main():
     if sys.argv[1] == "--make":
         make(sys.argv[2], int(sys.argv[3]))
@@ -39,12 +49,13 @@ def main():
     # DataLoader's num_workers=0 is the calling process; ours counts the caller too.
     loader = torch.utils.data.DataLoader(ds, batch_size=32, shuffle=True,
                                          num_workers=0 if workers <= 1 else workers)
-    images, start = 0, time.perf_counter()
+    images, start, cpu_start = 0, time.perf_counter(), cpu_seconds()
     for _ in range(passes):
         for x, _ in loader:
             images += x.shape[0]
-    seconds = time.perf_counter() - start
-    print(f"torchvision: {images / seconds:.1f} images/s ({images} images, {workers} workers)")
+    seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu_start
+    print(f"torchvision: {images / seconds:.1f} images/s, {images / cpu:.1f} images/cpu-s "
+          f"({images} images, {workers} workers)")
 
 
 if __name__ == "__main__":

@@ -6,14 +6,16 @@
 #include <torch/torch.h>
 
 #include "data/image_samples.h"
+#include "data/pixel_kernels.h"
 #include "data/worker_pool.h"
 
 namespace tnt::data {
 
 torch::Tensor image_to_tensor(const RgbImage& image) {
-  auto hwc = torch::from_blob(const_cast<std::uint8_t*>(image.pixels.data()),
-                              {image.height, image.width, 3}, torch::kUInt8);
-  return hwc.permute({2, 0, 1}).contiguous();
+  const std::size_t plane = static_cast<std::size_t>(image.width) * image.height;
+  TNT_CHECK(image.pixels.size() == plane * 3, "image_to_tensor: a ", image.width, "x", image.height,
+            " RGB image needs ", plane * 3, " bytes of pixels, got ", image.pixels.size());
+  return detail::planar_rgb(image.pixels.data(), image.height, image.width);
 }
 
 namespace detail {

@@ -1,11 +1,26 @@
 // The image transformations of transforms.h. Where torchvision defines the
 // behaviour (output sizes, rounding, the order and kind of random draws), it
 // is followed step by step, so that results can be compared with it.
+//
+// Note: fusion. Step by step, the Goyal training chain on a uint8 image is
+// crop, widen to float, interpolate, round to uint8, flip, widen again,
+// divide by 255, subtract the mean, divide by the std: eight tensors per
+// sample. compose() recognises the steps made here (each is a named
+// function object, found with std::function::target) and runs a tail of
+// [random_resized_crop] [random_horizontal_flip] to_float normalize as one
+// FusedTail: the same random draws in the same order, the interpolation by
+// LibTorch as before, and everything after it one table lookup per pixel
+// (pixel_kernels.h says why that is exact). Inputs the fast path does not
+// cover (float images, a channel count normalize refuses, a value that
+// rounds outside 0..255) take the step-by-step path.
 #include <tarantella/base/error.h>
 #include <tarantella/data/transforms.h>
 #include <torch/torch.h>
 
 #include <cmath>
+#include <optional>
+
+#include "data/pixel_kernels.h"
 
 namespace tnt::data::transforms {
 namespace {
@@ -20,19 +35,32 @@ torch::Tensor& image_of(Element& e, const char* what) {
   return e[0];
 }
 
+torch::Tensor interpolate_float(const torch::Tensor& x, std::int64_t h, std::int64_t w);
+
+// uint8 -> float as `chw.to(torch::kFloat)`, whose result is contiguous
+// unless chw is dense in another layout (kept there: the interpolation
+// kernel depends on the layout).
+torch::Tensor widen(const torch::Tensor& chw) {
+  if (chw.is_contiguous() || !chw.is_non_overlapping_and_dense()) return detail::widen_uint8(chw);
+  return chw.to(torch::kFloat);
+}
+
 // Bilinear, antialiased, align_corners=false; uint8 rounds back, as
 // torchvision's tensor resize.
 torch::Tensor resize_to(const torch::Tensor& chw, std::int64_t h, std::int64_t w) {
   if (chw.size(1) == h && chw.size(2) == w) return chw;
-  const bool is_uint8 = chw.scalar_type() == torch::kUInt8;
-  auto x = is_uint8 ? chw.to(torch::kFloat) : chw;
-  x = F::interpolate(x.unsqueeze(0), F::InterpolateFuncOptions()
-                                         .size(std::vector<std::int64_t>{h, w})
-                                         .mode(torch::kBilinear)
-                                         .align_corners(false)
-                                         .antialias(true))
-          .squeeze(0);
-  return is_uint8 ? x.round().to(torch::kUInt8) : x;
+  if (chw.scalar_type() != torch::kUInt8) return interpolate_float(chw, h, w);
+  return interpolate_float(widen(chw), h, w).round().to(torch::kUInt8);
+}
+
+// The antialiased bilinear interpolation of a float [C, H, W] image.
+torch::Tensor interpolate_float(const torch::Tensor& x, std::int64_t h, std::int64_t w) {
+  return F::interpolate(x.unsqueeze(0), F::InterpolateFuncOptions()
+                                            .size(std::vector<std::int64_t>{h, w})
+                                            .mode(torch::kBilinear)
+                                            .align_corners(false)
+                                            .antialias(true))
+      .squeeze(0);
 }
 
 torch::Tensor crop(const torch::Tensor& chw, const CropBox& b) {
@@ -70,13 +98,136 @@ void check_crop_options(const RandomResizedCropOptions& o) {
             ") is invalid: use 0 < lo <= hi, e.g. (0.75, 1.3333)");
 }
 
+// The steps compose() can fuse are function objects of these types.
+struct RandomResizedCropStep {
+  RandomResizedCropOptions options;
+  Element operator()(Element e, at::Generator& gen) const {
+    torch::Tensor& image = image_of(e, "random_resized_crop");
+    const CropBox box = random_resized_crop_box(image.size(1), image.size(2), options, gen);
+    image = resize_to(crop(image, box), options.size(), options.size()).contiguous();
+    return e;
+  }
+};
+
+struct FlipStep {
+  double p;
+  bool draw(at::Generator& gen) const { return torch::rand({1}, gen).item<double>() < p; }
+  Element operator()(Element e, at::Generator& gen) const {
+    torch::Tensor& image = image_of(e, "random_horizontal_flip");
+    if (draw(gen)) image = image.flip({2});
+    return e;
+  }
+};
+
+struct ToFloatStep {
+  Element operator()(Element e, at::Generator&) const {
+    torch::Tensor& image = image_of(e, "to_float");
+    if (image.scalar_type() == torch::kUInt8) image = image.to(torch::kFloat).div_(255);
+    return e;
+  }
+};
+
+struct NormalizeStep {
+  torch::Tensor mean, std;  // float [C, 1, 1]
+  Element operator()(Element e, at::Generator&) const {
+    torch::Tensor& image = image_of(e, "normalize");
+    TNT_CHECK(image.is_floating_point(), "normalize: the image is ", image.scalar_type(),
+              ": convert it with to_float() first");
+    TNT_CHECK(image.size(0) == mean.size(0), "normalize: the image has ", image.size(0),
+              " channels but ", mean.size(0), " means were given");
+    image = (image - mean.to(image.dtype())) / std.to(image.dtype());
+    return e;
+  }
+};
+
+// [random_resized_crop] [random_horizontal_flip] to_float normalize in one
+// pass after the interpolation (see the note at the top).
+struct FusedTail {
+  std::optional<RandomResizedCropStep> crop;
+  std::optional<FlipStep> flip;
+  NormalizeStep normalize;
+  torch::Tensor levels;  // normalize(to_float(v)), float [C, 256]
+
+  Element operator()(Element e, at::Generator& gen) const {
+    // The first transform of the tail names itself in the error.
+    torch::Tensor& image = image_of(e, crop   ? "random_resized_crop"
+                                       : flip ? "random_horizontal_flip"
+                                              : "to_float");
+    if (image.scalar_type() != torch::kUInt8 || image.size(0) != levels.size(0)) {
+      return step_by_step(std::move(e), gen);
+    }
+    torch::Tensor resized;  // float, before rounding; undefined: no resize
+    torch::Tensor pixels = image;
+    if (crop) {
+      const CropBox box = random_resized_crop_box(image.size(1), image.size(2), crop->options, gen);
+      pixels = transforms::crop(image, box);
+      const std::int64_t size = crop->options.size();
+      if (box.height != size || box.width != size) {
+        resized = interpolate_float(widen(pixels), size, size);
+      }
+    }
+    const bool flipped = flip && flip->draw(gen);
+    if (resized.defined()) {
+      image = detail::lookup_rounded_levels(resized, levels, flipped);
+      if (image.defined()) return e;
+      pixels = resized.round().to(torch::kUInt8);  // as resize_to, for the rare odd value
+    }
+    image = detail::lookup_levels(pixels, levels, flipped);
+    return e;
+  }
+
+  Element step_by_step(Element e, at::Generator& gen) const {
+    if (crop) e = (*crop)(std::move(e), gen);
+    if (flip) e = (*flip)(std::move(e), gen);
+    return normalize(ToFloatStep()(std::move(e), gen), gen);
+  }
+};
+
+template <typename Step>
+const Step* as(const Transform& t) {
+  return t.target<Step>();
+}
+
+// The longest fusable tail starting at steps[i], or nullopt; `used` is how
+// many steps it replaces.
+std::optional<FusedTail> fuse_at(const std::vector<Transform>& steps, std::size_t i,
+                                 std::size_t& used) {
+  FusedTail tail;
+  std::size_t k = i;
+  if (k < steps.size() && as<RandomResizedCropStep>(steps[k])) {
+    tail.crop = *as<RandomResizedCropStep>(steps[k++]);
+  }
+  if (k < steps.size() && as<FlipStep>(steps[k])) tail.flip = *as<FlipStep>(steps[k++]);
+  if (k + 1 >= steps.size() || !as<ToFloatStep>(steps[k]) || !as<NormalizeStep>(steps[k + 1])) {
+    return std::nullopt;
+  }
+  tail.normalize = *as<NormalizeStep>(steps[k + 1]);
+  tail.levels = detail::normalized_levels(tail.normalize.mean, tail.normalize.std);
+  used = k + 2 - i;
+  return tail;
+}
+
+std::vector<Transform> fused(const std::vector<Transform>& steps) {
+  std::vector<Transform> out;
+  for (std::size_t i = 0; i < steps.size();) {
+    std::size_t used = 0;
+    if (auto tail = fuse_at(steps, i, used)) {
+      out.emplace_back(std::move(*tail));
+      i += used;
+    } else {
+      out.push_back(steps[i++]);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Transform compose(std::vector<Transform> steps) {
   for (std::size_t i = 0; i < steps.size(); ++i) {
     TNT_CHECK(steps[i], "compose: transform ", i, " is empty");
   }
-  return [steps = std::move(steps)](Element e, at::Generator& gen) {
+  return [steps = fused(steps)](Element e, at::Generator& gen) {
     for (const auto& step : steps) e = step(std::move(e), gen);
     return e;
   };
@@ -135,12 +286,7 @@ CropBox random_resized_crop_box(std::int64_t height, std::int64_t width,
 
 Transform random_resized_crop(const RandomResizedCropOptions& options) {
   check_crop_options(options);
-  return [options](Element e, at::Generator& gen) {
-    torch::Tensor& image = image_of(e, "random_resized_crop");
-    const CropBox box = random_resized_crop_box(image.size(1), image.size(2), options, gen);
-    image = resize_to(crop(image, box), options.size(), options.size()).contiguous();
-    return e;
-  };
+  return RandomResizedCropStep{options};
 }
 
 Transform random_resized_crop(int size) {
@@ -149,37 +295,18 @@ Transform random_resized_crop(int size) {
 
 Transform random_horizontal_flip(double p) {
   TNT_CHECK(p >= 0 && p <= 1, "random_horizontal_flip: probability ", p, " is invalid: use 0..1");
-  return [p](Element e, at::Generator& gen) {
-    torch::Tensor& image = image_of(e, "random_horizontal_flip");
-    if (torch::rand({1}, gen).item<double>() < p) image = image.flip({2});
-    return e;
-  };
+  return FlipStep{p};
 }
 
-Transform to_float() {
-  return [](Element e, at::Generator&) {
-    torch::Tensor& image = image_of(e, "to_float");
-    if (image.scalar_type() == torch::kUInt8) image = image.to(torch::kFloat).div_(255);
-    return e;
-  };
-}
+Transform to_float() { return ToFloatStep(); }
 
 Transform normalize(std::vector<double> mean, std::vector<double> std) {
   TNT_CHECK(!mean.empty() && mean.size() == std.size(), "normalize: ", mean.size(), " means but ",
             std.size(), " standard deviations: give one of each per channel");
   for (double s : std) TNT_CHECK(s > 0, "normalize: standard deviation ", s, " must be positive");
   const auto shape = std::vector<std::int64_t>{static_cast<std::int64_t>(mean.size()), 1, 1};
-  auto m = torch::tensor(mean, torch::kFloat).view(shape);
-  auto s = torch::tensor(std, torch::kFloat).view(shape);
-  return [m, s](Element e, at::Generator&) {
-    torch::Tensor& image = image_of(e, "normalize");
-    TNT_CHECK(image.is_floating_point(), "normalize: the image is ", image.scalar_type(),
-              ": convert it with to_float() first");
-    TNT_CHECK(image.size(0) == m.size(0), "normalize: the image has ", image.size(0),
-              " channels but ", m.size(0), " means were given");
-    image = (image - m.to(image.dtype())) / s.to(image.dtype());
-    return e;
-  };
+  return NormalizeStep{torch::tensor(mean, torch::kFloat).view(shape),
+                       torch::tensor(std, torch::kFloat).view(shape)};
 }
 
 }  // namespace tnt::data::transforms

@@ -3,6 +3,8 @@
 // how the samples are requested; epochs differ. Checked bitwise on a
 // generated image folder at 1, 2 and 3 ranks (computed in this process) and
 // 1 and 3 workers.
+#include <ATen/CPUGeneratorImpl.h>
+#include <tarantella/data/images.h>
 #include <tarantella/data/transforms.h>
 
 #include "image_test_util.h"
@@ -129,6 +131,49 @@ TEST_F(Augment, SeededMapAfterBatchIsRefusedUnderDistribution) {
                {"map_seeded", "before batch"});
 }
 
+// compose() runs [random_resized_crop] [flip] to_float normalize as one
+// fused step (transforms.cpp); applied one by one, the same transforms take
+// the step-by-step path. Both must agree bitwise, at ImageNet size, for
+// contiguous, channels-last and float images, and for a crop that needs no
+// resize (scale and ratio 1 on a 224x224 image).
+TEST(Transforms, FusedComposeEqualsStepByStep) {
+  const auto chain = [](const std::vector<T::Transform>& steps) {
+    return std::make_pair(T::compose(steps), steps);
+  };
+  const auto norm = T::normalize(T::kImageNetMean, T::kImageNetStd);
+  const std::vector<std::pair<T::Transform, std::vector<T::Transform>>> chains = {
+      chain({T::random_resized_crop(224), T::random_horizontal_flip(), T::to_float(), norm}),
+      chain({T::resize(256), T::center_crop(224), T::to_float(), norm}),
+      chain({T::random_resized_crop(T::RandomResizedCropOptions(224).scale(1, 1).ratio(1, 1)),
+             T::random_horizontal_flip(), T::to_float(), norm})};
+  const torch::Tensor photo = tnt::data::image_to_tensor(pattern_image(500, 375, 3));
+  const torch::Tensor square = tnt::data::image_to_tensor(pattern_image(224, 224, 4));
+  const auto hwc = [](const torch::Tensor& chw) { return chw.permute({1, 2, 0}).contiguous(); };
+  const std::vector<torch::Tensor> images = {photo, hwc(photo).permute({2, 0, 1}),
+                                             photo.to(torch::kFloat), square};
+  for (std::size_t c = 0; c < chains.size(); ++c) {
+    for (std::size_t i = 0; i < images.size(); ++i) {
+      for (int seed = 0; seed < 16; ++seed) {
+        SCOPED_TRACE("chain " + std::to_string(c) + ", image " + std::to_string(i) + ", seed " +
+                     std::to_string(seed));
+        at::Generator fused_gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+        at::Generator step_gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+        const Element fused = chains[c].first({images[i], torch::scalar_tensor(1)}, fused_gen);
+        Element stepped = {images[i], torch::scalar_tensor(1)};
+        for (const auto& step : chains[c].second) stepped = step(std::move(stepped), step_gen);
+        EXPECT_ELEMENT_EQ(fused, stepped);
+      }
+    }
+  }
+}
+
+TEST(Transforms, ImageToTensorIsThePermutedPixels) {
+  const tnt::data::RgbImage image = pattern_image(37, 29, 5);
+  const torch::Tensor hwc =
+      torch::from_blob(const_cast<std::uint8_t*>(image.pixels.data()), {29, 37, 3}, torch::kUInt8);
+  EXPECT_TRUE(torch::equal(tnt::data::image_to_tensor(image), hwc.permute({2, 0, 1})));
+}
+
 TEST(Transforms, BadArgumentsAndInputsAreErrors) {
   expect_error([] { T::resize(0); }, {"resize", "0"});
   expect_error([] { T::random_resized_crop(T::RandomResizedCropOptions(8).scale(0.5, 0.1)); },
@@ -147,6 +192,12 @@ TEST(Transforms, BadArgumentsAndInputsAreErrors) {
       },
       {"to_float() first"});
   expect_error([&] { T::to_float()({torch::zeros({4, 4})}, gen); }, {"[C, H, W]", "2-D"});
+  // compose() runs these as one fused step, which names the first of them.
+  expect_error(
+      [&] {
+        T::compose({T::to_float(), T::normalize({0.5}, {0.5})})({torch::zeros({4, 4})}, gen);
+      },
+      {"to_float", "2-D"});
 }
 
 }  // namespace

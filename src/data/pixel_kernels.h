@@ -1,12 +1,9 @@
 // Private: the per-pixel loops (compiled with -O3: GCC's -O2 leaves them
-// scalar) behind the image transforms' fast path
-// (transforms.cpp). Each computes exactly what a chain of LibTorch ops
-// computes, element by element, in one pass and without temporaries:
+// scalar) behind the image transforms (transforms.cpp):
 //
-// * a uint8 [C, H, W] view (any strides) widened to contiguous float, as
-//   `view.to(torch::kFloat)` (exact: every uint8 is a float);
-// * "round a float image to uint8, flip it, to_float(), normalize()" as one
-//   table lookup per pixel. For a uint8 value v, to_float and normalize give
+// * Pillow's resampling of uint8 images, bit for bit (see resize_uint8);
+// * "flip a uint8 image, to_float(), normalize()" as one table lookup per
+//   pixel. For a uint8 value v, to_float and normalize give
 //   ((float(v) / 255) - mean[c]) / std[c], a function of (c, v) alone: the
 //   256 values per channel are computed once, by the same LibTorch ops on a
 //   [C, 1, 256] tensor (IEEE division and subtraction are correctly rounded,
@@ -21,8 +18,11 @@ namespace tnt::data::detail {
 /// copy of the permuted view measured about 3x slower for 500x375).
 torch::Tensor planar_rgb(const std::uint8_t* hwc, std::int64_t height, std::int64_t width);
 
-/// `chw.to(torch::kFloat)`, contiguous, for a uint8 [C, H, W] view.
-torch::Tensor widen_uint8(const torch::Tensor& chw);
+/// Pillow's antialiased bilinear resize of a uint8 [C, H, W] view (any
+/// strides) to [C, height, width]: PIL.Image.resize((width, height),
+/// BILINEAR) bit for bit, which is what torchvision's Resize and
+/// RandomResizedCrop compute on PIL images.
+torch::Tensor resize_uint8(const torch::Tensor& image, std::int64_t height, std::int64_t width);
 
 /// normalize(to_float(v)) for v = 0..255 per channel: float [C, 256].
 torch::Tensor normalized_levels(const torch::Tensor& mean, const torch::Tensor& std);
@@ -30,12 +30,5 @@ torch::Tensor normalized_levels(const torch::Tensor& mean, const torch::Tensor& 
 /// levels[c][image[c][y][x']] with x' = flip ? W-1-x : x, for a uint8
 /// [C, H, W] image (any strides): float [C, H, W].
 torch::Tensor lookup_levels(const torch::Tensor& image, const torch::Tensor& levels, bool flip);
-
-/// The same for a float image that torchvision would round to uint8 first
-/// (`image.round().to(torch::kUInt8)`). Returns an undefined tensor when a
-/// value rounds outside 0..255, where the cast is not a plain conversion:
-/// the caller then takes LibTorch's own ops.
-torch::Tensor lookup_rounded_levels(const torch::Tensor& image, const torch::Tensor& levels,
-                                    bool flip);
 
 }  // namespace tnt::data::detail

@@ -1,18 +1,20 @@
 // The image transformations of transforms.h. Where torchvision defines the
 // behaviour (output sizes, rounding, the order and kind of random draws), it
-// is followed step by step, so that results can be compared with it.
+// is followed step by step, so that results can be compared with it. A
+// uint8 image is resized as Pillow resizes it (torchvision's PIL path, bit
+// for bit: pixel_kernels.h); a float image by LibTorch's antialiased
+// bilinear interpolation (torchvision's tensor path).
 //
 // Note: fusion. Step by step, the Goyal training chain on a uint8 image is
-// crop, widen to float, interpolate, round to uint8, flip, widen again,
-// divide by 255, subtract the mean, divide by the std: eight tensors per
-// sample. compose() recognises the steps made here (each is a named
-// function object, found with std::function::target) and runs a tail of
-// [random_resized_crop] [random_horizontal_flip] to_float normalize as one
-// FusedTail: the same random draws in the same order, the interpolation by
-// LibTorch as before, and everything after it one table lookup per pixel
-// (pixel_kernels.h says why that is exact). Inputs the fast path does not
-// cover (float images, a channel count normalize refuses, a value that
-// rounds outside 0..255) take the step-by-step path.
+// crop, resize, flip, widen to float, divide by 255, subtract the mean,
+// divide by the std: five tensors per sample. compose() recognises the steps
+// made here (each is a named function object, found with
+// std::function::target) and runs a tail of [random_resized_crop]
+// [random_horizontal_flip] to_float normalize as one FusedTail: the same
+// random draws in the same order, the same resize, then one table lookup per
+// pixel (exact, pixel_kernels.h says why). Inputs the fast path does not
+// cover (float images, a channel count normalize refuses) take the
+// step-by-step path.
 #include <tarantella/base/error.h>
 #include <tarantella/data/transforms.h>
 #include <torch/torch.h>
@@ -35,24 +37,6 @@ torch::Tensor& image_of(Element& e, const char* what) {
   return e[0];
 }
 
-torch::Tensor interpolate_float(const torch::Tensor& x, std::int64_t h, std::int64_t w);
-
-// uint8 -> float as `chw.to(torch::kFloat)`, whose result is contiguous
-// unless chw is dense in another layout (kept there: the interpolation
-// kernel depends on the layout).
-torch::Tensor widen(const torch::Tensor& chw) {
-  if (chw.is_contiguous() || !chw.is_non_overlapping_and_dense()) return detail::widen_uint8(chw);
-  return chw.to(torch::kFloat);
-}
-
-// Bilinear, antialiased, align_corners=false; uint8 rounds back, as
-// torchvision's tensor resize.
-torch::Tensor resize_to(const torch::Tensor& chw, std::int64_t h, std::int64_t w) {
-  if (chw.size(1) == h && chw.size(2) == w) return chw;
-  if (chw.scalar_type() != torch::kUInt8) return interpolate_float(chw, h, w);
-  return interpolate_float(widen(chw), h, w).round().to(torch::kUInt8);
-}
-
 // The antialiased bilinear interpolation of a float [C, H, W] image.
 torch::Tensor interpolate_float(const torch::Tensor& x, std::int64_t h, std::int64_t w) {
   return F::interpolate(x.unsqueeze(0), F::InterpolateFuncOptions()
@@ -61,6 +45,13 @@ torch::Tensor interpolate_float(const torch::Tensor& x, std::int64_t h, std::int
                                             .align_corners(false)
                                             .antialias(true))
       .squeeze(0);
+}
+
+// Bilinear, antialiased: a uint8 image as Pillow, a float one as LibTorch.
+torch::Tensor resize_to(const torch::Tensor& chw, std::int64_t h, std::int64_t w) {
+  if (chw.size(1) == h && chw.size(2) == w) return chw;
+  if (chw.scalar_type() == torch::kUInt8) return detail::resize_uint8(chw, h, w);
+  return interpolate_float(chw, h, w);
 }
 
 torch::Tensor crop(const torch::Tensor& chw, const CropBox& b) {
@@ -156,22 +147,13 @@ struct FusedTail {
     if (image.scalar_type() != torch::kUInt8 || image.size(0) != levels.size(0)) {
       return step_by_step(std::move(e), gen);
     }
-    torch::Tensor resized;  // float, before rounding; undefined: no resize
     torch::Tensor pixels = image;
     if (crop) {
       const CropBox box = random_resized_crop_box(image.size(1), image.size(2), crop->options, gen);
-      pixels = transforms::crop(image, box);
       const std::int64_t size = crop->options.size();
-      if (box.height != size || box.width != size) {
-        resized = interpolate_float(widen(pixels), size, size);
-      }
+      pixels = resize_to(transforms::crop(image, box), size, size);
     }
     const bool flipped = flip && flip->draw(gen);
-    if (resized.defined()) {
-      image = detail::lookup_rounded_levels(resized, levels, flipped);
-      if (image.defined()) return e;
-      pixels = resized.round().to(torch::kUInt8);  // as resize_to, for the rare odd value
-    }
     image = detail::lookup_levels(pixels, levels, flipped);
     return e;
   }

@@ -1,8 +1,11 @@
-// The transforms against torchvision (Debian's python3-torchvision, the same
-// LibTorch build): under the same seed, random_resized_crop_box equals
-// RandomResizedCrop.get_params, and the training composition (random resized
-// crop, flip, to float, normalize) and resize + center crop give bitwise the
-// same tensors. Skipped when torchvision is not installed.
+// The transforms against torchvision (Debian's python3-torchvision and
+// python3-pil, the same LibTorch build): under the same seed,
+// random_resized_crop_box equals RandomResizedCrop.get_params, and the
+// training composition (random resized crop, flip, to float, normalize) and
+// resize + center crop give bitwise the tensors of torchvision's PIL path
+// (ImageFolder's); torchvision's tensor path, whose float interpolation
+// rounds differently, is within one uint8 level. Skipped when torchvision is
+// not installed.
 #include <ATen/CPUGeneratorImpl.h>
 #include <sys/wait.h>
 #include <tarantella/data/images.h>
@@ -13,6 +16,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "data/pixel_kernels.h"
 #include "image_test_util.h"
 #include "test_util.h"
 
@@ -97,12 +101,52 @@ void expect_training_equal(const std::string& out, const torch::Tensor& image) {
   }
 }
 
+// One uint8 level after normalize is 1 / 255 / std; the smallest ImageNet std
+// is 0.224.
+void expect_training_near_tensor_path(const std::string& out, const torch::Tensor& image) {
+  const std::string bytes = read_all(out + "_tensor.bin");
+  const std::int64_t one = 3 * 16 * 16 * 4;
+  ASSERT_EQ(static_cast<std::int64_t>(bytes.size()), kSeeds * one);
+  const auto train = T::compose({T::random_resized_crop(16), T::random_horizontal_flip(),
+                                 T::to_float(), T::normalize(T::kImageNetMean, T::kImageNetStd)});
+  const double level = 1.0 / 255 / 0.224;
+  double worst = 0;
+  for (int seed = 0; seed < kSeeds; ++seed) {
+    at::Generator gen = seeded(seed);
+    const torch::Tensor ours = train({image}, gen)[0];
+    const torch::Tensor theirs = tensor_from(bytes, seed * one, torch::kFloat, {3, 16, 16});
+    worst = std::max(worst, (ours - theirs).abs().max().item<double>());
+  }
+  EXPECT_LE(worst, level * 1.0001) << "largest difference " << worst / level << " levels";
+  EXPECT_GT(worst, 0.0) << "the tensor path rounds differently from Pillow: equal everywhere "
+                           "means this test compares the wrong outputs";
+}
+
 void expect_resize_crop_equal(const std::string& out, const torch::Tensor& image) {
   const std::string bytes = read_all(out + "_resize.bin");
   ASSERT_EQ(bytes.size(), 3u * 11 * 11);
   at::Generator gen = seeded(0);
   const Element ours = T::compose({T::resize(13), T::center_crop(11)})({image}, gen);
   EXPECT_ELEMENT_EQ(ours, (Element{tensor_from(bytes, 0, torch::kUInt8, {3, 11, 11})}));
+}
+
+// The sizes of torchvision_reference.py's SIZES.
+void expect_pillow_resizes_equal(const std::string& out, const torch::Tensor& image) {
+  const std::vector<std::pair<std::int64_t, std::int64_t>> sizes = {
+      {16, 16}, {40, 51}, {29, 10}, {7, 37}, {58, 9}, {1, 1}, {29, 37}};
+  const std::string bytes = read_all(out + "_sizes.bin");
+  std::int64_t offset = 0;
+  for (const auto& [h, w] : sizes) {
+    SCOPED_TRACE("resize to " + std::to_string(h) + "x" + std::to_string(w));
+    ASSERT_LE(offset + 3 * h * w, static_cast<std::int64_t>(bytes.size()));
+    const torch::Tensor theirs = tensor_from(bytes, offset, torch::kUInt8, {3, h, w});
+    EXPECT_TRUE(tnt::data::detail::resize_uint8(image, h, w).equal(theirs));
+    // A view with other strides (an HWC buffer) gives the same.
+    const torch::Tensor hwc_view = image.permute({1, 2, 0}).contiguous().permute({2, 0, 1});
+    EXPECT_TRUE(tnt::data::detail::resize_uint8(hwc_view, h, w).equal(theirs));
+    offset += 3 * h * w;
+  }
+  EXPECT_EQ(offset, static_cast<std::int64_t>(bytes.size()));
 }
 
 // One test, so that the Python reference (seconds to import torch) runs once.
@@ -116,8 +160,16 @@ TEST_F(Torchvision, CropBoxesTrainingAndEvaluationTransformsEqualBitwise) {
     expect_training_equal(out_, *image_);
   }
   {
+    SCOPED_TRACE("the same against torchvision's tensor path");
+    expect_training_near_tensor_path(out_, *image_);
+  }
+  {
     SCOPED_TRACE("resize(13), center_crop(11)");
     expect_resize_crop_equal(out_, *image_);
+  }
+  {
+    SCOPED_TRACE("Pillow's resize, up, down and one axis only");
+    expect_pillow_resizes_equal(out_, *image_);
   }
 }
 

@@ -8,9 +8,10 @@
 // A sample's augmented tensor is therefore the same at any rank count, any
 // number of workers and in a resumed run, and differs between epochs.
 //
-// Geometric transforms keep the dtype: on uint8 they interpolate in float
-// and round back, like torchvision on uint8 tensors. Resizing is bilinear
-// and antialiased when shrinking (torchvision's antialias=True).
+// Geometric transforms keep the dtype. Resizing is bilinear and
+// antialiased when shrinking: a uint8 image as Pillow resizes it, bit for
+// bit (torchvision's PIL path, ImageFolder's), a float one by LibTorch's
+// interpolation (torchvision's tensor path with antialias=True).
 //
 // Example (the Goyal et al. ImageNet recipe):
 //   namespace T = tnt::data::transforms;

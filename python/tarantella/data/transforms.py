@@ -13,9 +13,9 @@ runs them on its worker threads without the GIL. The random ones draw only
 from the generator map_seeded hands them, seeded by (seed, epoch, position of
 the sample), so a sample's tensor is the same at any rank count, any number
 of workers and in a resumed run, and equal to the C++ library's. Resizing is
-bilinear and antialiased when shrinking; on uint8 images the geometric
-transforms interpolate in float and round back, as torchvision does on
-tensors.
+bilinear and antialiased when shrinking; a uint8 image is resized as Pillow
+resizes it, bit for bit (torchvision's PIL path, ImageFolder's), a float
+image by LibTorch's interpolation.
 """
 from .._tarantella import transforms as _t
 

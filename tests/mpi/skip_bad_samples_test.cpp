@@ -104,4 +104,29 @@ TEST(SkipBadSamples, EvaluateAveragesOverTheSamplesThatRemain) {
   remove_dir(dir);
 }
 
+// Deterministic mode's chunks of the global batch are fixed: it refuses a
+// dataset that may skip, on every rank alike, before any collective.
+TEST(SkipBadSamples, DeterministicModeRefusesASkippingDataset) {
+  const std::string dir = shared_dir("skip_det");
+  const data::ImageList list = write_images(dir);
+  tnt::Model model(make_net());
+  model.compile(options().deterministic(2));
+  for (int what = 0; what < 2; ++what) {
+    try {
+      if (what == 0) {
+        model.fit(image_set(list, false).batch(8), tnt::FitOptions().epochs(1).verbose(0));
+      } else {
+        model.evaluate(image_set(list, false).batch(8));
+      }
+      ADD_FAILURE() << (what == 0 ? "fit" : "evaluate") << " accepted a skipping dataset";
+    } catch (const tnt::Error& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("deterministic mode cannot skip bad samples"), std::string::npos)
+          << message;
+      EXPECT_NE(message.find("OnBadSample::raise"), std::string::npos) << message;
+    }
+  }
+  remove_dir(dir);
+}
+
 }  // namespace

@@ -138,3 +138,19 @@ def test_skip_drops_bad_files_and_keeps_the_labels_of_the_good(folder, rank, siz
         pass_of(tnt.data.from_image_folder(folder))
     with pytest.raises(ValueError, match="'raise'.*'skip'"):
         tnt.data.from_image_files(paths, labels, on_error="ignore")
+
+
+def test_the_own_loop_refuses_a_dataset_that_skips(folder):
+    """A DistributedOptimizer weights by the loader's n_r / B, and B is not
+    known on one rank when bad samples are skipped: it refuses at the first
+    backward instead of weighting by the nominal size."""
+    (folder / "cat" / "img2.jpg").write_bytes(b"\xff\xd8\xff\xe0 not a jpeg")
+    ds = tnt.data.from_image_folder(folder, on_error="skip").map_seeded(
+        T.compose([T.resize(4), T.center_crop(4), T.to_float()])).batch(6)
+    dist = tnt.data.distribute(ds)
+    model = torch.nn.Linear(48, 3)
+    opt = tnt.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), loader=dist)
+    images, labels = next(iter(dist))
+    with pytest.raises(Exception, match="skips bad samples"):
+        torch.nn.functional.cross_entropy(model(images.reshape(len(images), -1)), labels).backward()
+        opt.step()

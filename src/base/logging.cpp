@@ -65,8 +65,9 @@ bool enabled(LogLevel level) {
   return s.all_ranks.load() || s.rank.load() <= 0;
 }
 
-void write(LogLevel level, const std::string& message) {
-  if (!enabled(level)) return;
+namespace {
+
+void emit(LogLevel level, const std::string& message) {
   const int rank = state().rank.load();
   // An Error's text already starts with this rank's prefix: don't repeat it.
   std::string_view text = message;
@@ -77,6 +78,17 @@ void write(LogLevel level, const std::string& message) {
                 : fmt::format("[tarantella] {}: {}\n", to_string(level), text);
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
+}
+
+}  // namespace
+
+void write(LogLevel level, const std::string& message) {
+  if (enabled(level)) emit(level, message);
+}
+
+void write_on_every_rank(LogLevel level, const std::string& message) {
+  configure_from_env_once();
+  if (static_cast<int>(level) >= state().level.load()) emit(level, message);
 }
 
 }  // namespace log

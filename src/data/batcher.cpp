@@ -55,7 +55,9 @@ class PaddingBatcher final : public Batcher {
   Element from_indexed(Indexed& input, const std::vector<std::int64_t>& indices) const override {
     return from_samples(input.get_many(indices));
   }
-  Element from_samples(const std::vector<Element>& samples) const override {
+  Element from_samples(const std::vector<Element>& all) const override {
+    const std::vector<Element> samples = kept_samples(all);  // without dropped ones
+    if (samples.empty()) return {};
     const std::size_t tensors = samples.front().size();
     check_counts(samples, tensors);
     Element out(tensors);

@@ -10,20 +10,24 @@
 #include <tarantella/base/error.h>
 
 #include "data/batcher.h"
+#include "data/element_ops.h"
 #include "data/nodes.h"
 
 namespace tnt::data {
 
 using detail::NodePtr;
 
-Dataset::Iterator::Iterator(std::unique_ptr<detail::Stream> stream) : stream_(std::move(stream)) {}
+Dataset::Iterator::Iterator(std::unique_ptr<detail::Stream> stream, bool keep_dropped)
+    : stream_(std::move(stream)), keep_dropped_(keep_dropped) {}
 Dataset::Iterator::Iterator(Iterator&&) noexcept = default;
 Dataset::Iterator& Dataset::Iterator::operator=(Iterator&&) noexcept = default;
 Dataset::Iterator::~Iterator() = default;
 
 std::optional<Element> Dataset::Iterator::next() {
   TNT_CHECK(stream_, "this iterator was moved from: use the iterator it was moved into");
-  return stream_->next();
+  std::optional<Element> e = stream_->next();
+  while (!keep_dropped_ && e && detail::is_dropped(*e)) e = stream_->next();
+  return e;
 }
 
 std::int64_t Dataset::Iterator::skip(std::int64_t n) {
@@ -124,8 +128,15 @@ std::int64_t Dataset::cardinality() const { return node_->cardinality(); }
 
 Dataset::Iterator Dataset::iterate(std::int64_t epoch) const {
   TNT_CHECK(epoch >= 0, "iterate: epoch ", epoch, " is invalid: epochs count from 0");
-  return Iterator(node_->stream(detail::epoch_key(epoch)));
+  // Elements without tensors are handed out as before unless they are
+  // dropped samples.
+  return Iterator(node_->stream(detail::epoch_key(epoch)),
+                  /*keep_dropped=*/!detail::may_drop_samples(node_));
 }
+
+bool Dataset::may_skip_samples() const { return detail::may_drop_samples(node_); }
+
+std::int64_t Dataset::samples_skipped() const { return detail::samples_dropped(node_); }
 
 Dataset::RangeIterator Dataset::begin() const {
   return RangeIterator(iterate(next_epoch_->fetch_add(1)));

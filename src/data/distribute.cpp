@@ -26,7 +26,14 @@ std::optional<MicroBatch> DistributedDataset::Iterator::next() {
   mb.step = step_++;
   mb.global_size = split_ ? detail::detach_global_size(*e) : -1;
   mb.tensors = std::move(*e);
-  mb.local_size = detail::row_count(mb.tensors, "distributed dataset");
+  if (detail::is_dropped(mb.tensors)) {
+    // Every sample of this batch (or micro-batch) was dropped as bad: no
+    // rows, shaped like the last batch once there was one.
+    if (empty_) mb.tensors = *empty_;
+  } else {
+    mb.local_size = detail::row_count(mb.tensors, "distributed dataset");
+    if (!empty_) empty_ = detail::empty_rows(mb.tensors);
+  }
   if (!split_) mb.global_size = mb.local_size;
   return mb;
 }
@@ -106,7 +113,11 @@ DistributedDataset::DistributedDataset(const Dataset& dataset, DistributeOptions
 }
 
 DistributedDataset::Iterator DistributedDataset::iterate(std::int64_t epoch) const {
-  return Iterator(pipeline_.iterate(epoch), split_);
+  TNT_CHECK(epoch >= 0, "iterate: epoch ", epoch, " is invalid: epochs count from 0");
+  // Dropped batches are handed out too, so that every rank runs every step.
+  return Iterator(Dataset::Iterator(pipeline_.node()->stream(detail::epoch_key(epoch)),
+                                    /*keep_dropped=*/true),
+                  split_);
 }
 
 std::int64_t DistributedDataset::cardinality() const { return pipeline_.cardinality(); }

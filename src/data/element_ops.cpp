@@ -1,5 +1,6 @@
 #include "data/element_ops.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include <torch/torch.h>
@@ -14,8 +15,21 @@ std::string shape_text(const torch::Tensor& t) {
   return out.str();
 }
 
-Element stack_elements(const std::vector<Element>& samples, const std::string& who) {
-  TNT_CHECK(!samples.empty(), who, ": internal error, nothing to stack");
+std::vector<Element> kept_samples(const std::vector<Element>& samples) {
+  std::vector<Element> kept;
+  kept.reserve(samples.size());
+  for (const auto& s : samples) {
+    if (!is_dropped(s)) kept.push_back(s);
+  }
+  return kept;
+}
+
+Element stack_elements(const std::vector<Element>& all, const std::string& who) {
+  TNT_CHECK(!all.empty(), who, ": internal error, nothing to stack");
+  const bool any_dropped = std::any_of(all.begin(), all.end(), is_dropped);
+  const std::vector<Element> kept = any_dropped ? kept_samples(all) : std::vector<Element>();
+  const std::vector<Element>& samples = any_dropped ? kept : all;
+  if (samples.empty()) return {};
   const Element& first = samples.front();
   for (std::size_t i = 1; i < samples.size(); ++i) {
     const Element& s = samples[i];
@@ -38,8 +52,10 @@ Element stack_elements(const std::vector<Element>& samples, const std::string& w
   return out;
 }
 
-Element concat_elements(const std::vector<Element>& batches) {
-  TNT_CHECK(!batches.empty(), "internal error: nothing to concatenate");
+Element concat_elements(const std::vector<Element>& all) {
+  TNT_CHECK(!all.empty(), "internal error: nothing to concatenate");
+  const std::vector<Element> batches = kept_samples(all);
+  if (batches.empty()) return {};
   if (batches.size() == 1) return batches.front();
   Element out(batches.front().size());
   std::vector<torch::Tensor> column(batches.size());

@@ -9,17 +9,26 @@
 
 namespace tnt::data::detail {
 
-/// Stacks samples (at least one) component-wise along a new dimension 0.
-/// Samples with different tensor counts or shapes are an error naming the
-/// first sample that differs and `who` (e.g. "batch(64)").
+/// A dropped sample: an element with no tensors. An image source with
+/// OnBadSample::skip hands one out for a file it cannot decode; map and zip
+/// pass it on, batching leaves it out, iteration passes over it.
+inline bool is_dropped(const Element& e) { return e.empty(); }
+
+/// Stacks samples (at least one) component-wise along a new dimension 0,
+/// leaving dropped samples out (all dropped: a dropped batch). Samples with
+/// different tensor counts or shapes are an error naming the first sample
+/// that differs and `who` (e.g. "batch(64)").
 Element stack_elements(const std::vector<Element>& samples, const std::string& who);
-/// Concatenates batches component-wise along dimension 0.
+/// Concatenates batches component-wise along dimension 0, leaving dropped
+/// batches out.
 Element concat_elements(const std::vector<Element>& batches);
 /// Rows of a batch: element i is {t[i] for t}. All tensors need the same
 /// size in dimension 0.
 std::vector<Element> unstack_element(const Element& batch, const std::string& who);
 /// The batch with no rows: every tensor narrowed to size 0 in dimension 0.
 Element empty_rows(const Element& batch);
+/// The samples that were not dropped.
+std::vector<Element> kept_samples(const std::vector<Element>& samples);
 /// "[2, 3]".
 std::string shape_text(const torch::Tensor& t);
 /// Number of rows of a batch (size of dimension 0 of its first tensor).

@@ -4,19 +4,22 @@
 // splits like any node that acts on whole batches.
 #include <torch/torch.h>
 
+#include "data/element_ops.h"
 #include "data/nodes.h"
 
 namespace tnt::data::detail {
 namespace {
 
 Element with_counter(torch::Tensor counter, Element e) {
+  if (is_dropped(e)) return e;  // stays dropped
   e.insert(e.begin(), std::move(counter));
   return e;
 }
 
 class EnumerateView final : public Indexed {
  public:
-  EnumerateView(IndexedPtr input, std::int64_t start) : input_(std::move(input)), start_(start) {}
+  EnumerateView(IndexedPtr input, std::int64_t start, bool may_drop)
+      : input_(std::move(input)), start_(start), may_drop_(may_drop) {}
   std::int64_t size() const override { return input_->size(); }
   Element get(std::int64_t index) override {
     return with_counter(torch::scalar_tensor(start_ + index, torch::kInt64), input_->get(index));
@@ -30,6 +33,8 @@ class EnumerateView final : public Indexed {
     return out;
   }
   Element gather(const std::vector<std::int64_t>& indices) override {
+    // The counters of dropped samples must go with them.
+    if (may_drop_) return stack_elements(get_many(indices), "batch after enumerate");
     auto counters = torch::tensor(indices, torch::kInt64).add_(start_);
     return with_counter(std::move(counters), input_->gather(indices));
   }
@@ -37,6 +42,7 @@ class EnumerateView final : public Indexed {
  private:
   IndexedPtr input_;
   std::int64_t start_;
+  bool may_drop_;
 };
 
 class EnumerateStream final : public Stream {
@@ -63,7 +69,7 @@ class EnumerateNode final : public Node {
   std::int64_t cardinality() const override { return input_->cardinality(); }
   bool is_indexed() const override { return input_->is_indexed(); }
   IndexedPtr indexed(PassKey key) const override {
-    return std::make_shared<EnumerateView>(input_->indexed(key), start_);
+    return std::make_shared<EnumerateView>(input_->indexed(key), start_, may_drop_samples(input_));
   }
   Batching batching() const override { return pass_through_batching(input_); }
   NodePtr split(const SplitSpec& spec) const override {

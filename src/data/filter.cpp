@@ -5,6 +5,7 @@
 // of other ranks, so distribute() refuses it and names the rewrites.
 #include <tarantella/base/error.h>
 
+#include "data/element_ops.h"
 #include "data/nodes.h"
 
 namespace tnt::data::detail {
@@ -16,7 +17,9 @@ class FilterStream final : public EagerStream {
       : input_(std::move(input)), predicate_(std::move(predicate)) {}
   std::optional<Element> next() override {
     while (auto e = input_->next()) {
-      if ((*predicate_)(*e)) return e;
+      // A dropped sample keeps its position (batches are made of positions)
+      // and never reaches the predicate.
+      if (is_dropped(*e) || (*predicate_)(*e)) return e;
     }
     return std::nullopt;
   }

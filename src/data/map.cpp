@@ -35,7 +35,10 @@ class Mapper {
  public:
   Mapper(PassFunctionPtr fn, int workers) : fn_(std::move(fn)), workers_(workers) {}
 
-  Element apply(Element e, std::int64_t position) const { return (*fn_)(std::move(e), position); }
+  // A dropped sample stays dropped: the user's function never sees it.
+  Element apply(Element e, std::int64_t position) const {
+    return is_dropped(e) ? e : (*fn_)(std::move(e), position);
+  }
 
   std::vector<Element> apply_all(std::vector<Element> items,
                                  const std::vector<std::int64_t>& positions) {
@@ -89,7 +92,8 @@ class MapStream final : public Stream {
     auto d = input_->next_deferred();
     if (!d) return std::nullopt;
     return Deferred([d = std::move(*d), fn = mapper_.fn(), position = read_++] {
-      return (*fn)(d.force(), position);
+      Element e = d.force();
+      return is_dropped(e) ? e : (*fn)(std::move(e), position);
     });
   }
 

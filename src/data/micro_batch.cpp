@@ -6,9 +6,11 @@
 //  * random-access input: one request for indices k*B+lo .. k*B+hi-1;
 //  * sequential input: it draws the L samples of the batch as deferred
 //    computations and forces rows lo..hi-1 only.
-// A rank without rows (L < N) gets the batch with zero rows, shaped like its
-// previous micro-batch; for its first one, one sample of the global batch is
-// computed to learn the shapes.
+// A rank without rows (L < N, or every one of its samples dropped as bad)
+// gets the batch with zero rows, shaped like its previous micro-batch; for
+// its first one, one sample of the global batch is computed to learn the
+// shapes (the first that is not dropped; if all are, the micro-batch is a
+// dropped element, and so is every rank's: nothing of the batch is left).
 #include <tarantella/data/distribute.h>
 #include <tarantella/base/error.h>
 
@@ -39,7 +41,11 @@ class EmptyShape {
   void remember(const Element& rows) { empty_ = empty_rows(rows); }
   template <typename ComputeOneSample>
   Element get(ComputeOneSample&& compute) {
-    if (!empty_) empty_ = empty_rows(compute());
+    if (!empty_) {
+      const Element one = compute();
+      if (is_dropped(one)) return one;
+      empty_ = empty_rows(one);
+    }
     return *empty_;
   }
 
@@ -55,10 +61,10 @@ Element micro_batch_of(std::int64_t length, const SplitSpec& spec, EmptyShape& e
                        OneSample&& one_sample) {
   const auto [lo, hi] = micro_batch_range(length, spec.size, spec.rank, spec.granularity);
   Element out;
-  if (hi > lo) {
-    out = rows(lo, hi);
+  if (hi > lo) out = rows(lo, hi);
+  if (!is_dropped(out)) {
     empty.remember(out);
-  } else {
+  } else {  // no rows, or all of them dropped
     out = empty.get(one_sample);
   }
   attach_global_size(out, length);
@@ -72,12 +78,19 @@ class MicroBatchView final : public Indexed {
   std::int64_t size() const override { return batcher_->count(input_->size()); }
   Element get(std::int64_t k) override {
     const std::int64_t first = k * batcher_->size();
+    const std::int64_t length = batcher_->length(k, input_->size());
     return micro_batch_of(
-        batcher_->length(k, input_->size()), spec_, empty_,
+        length, spec_, empty_,
         [&](std::int64_t lo, std::int64_t hi) {
           return batcher_->from_indexed(*input_, batch_indices(first + lo, hi - lo));
         },
-        [&] { return batcher_->from_indexed(*input_, {first}); });
+        [&] {
+          Element one;
+          for (std::int64_t i = first; is_dropped(one) && i < first + length; ++i) {
+            one = batcher_->from_indexed(*input_, {i});
+          }
+          return one;
+        });
   }
 
  private:
@@ -102,7 +115,13 @@ class MicroBatchStream final : public EagerStream {
             rows.push_back((*batch)[static_cast<std::size_t>(i)].force());
           return batcher_->from_samples(rows);
         },
-        [&] { return batcher_->from_samples({batch->front().force()}); });
+        [&] {
+          Element one;
+          for (std::size_t i = 0; is_dropped(one) && i < batch->size(); ++i) {
+            one = batcher_->from_samples({(*batch)[i].force()});
+          }
+          return one;
+        });
   }
   // A skipped batch's samples are drawn (to find where the next batch
   // begins) but none is computed.

@@ -2,6 +2,7 @@
 
 #include <tarantella/base/error.h>
 
+#include "data/element_ops.h"
 #include "data/micro_batch.h"
 
 namespace tnt::data::detail {
@@ -23,7 +24,7 @@ MapFunction on_micro_batch(MapFunction fn) {
   return [fn = std::move(fn)](Element e) {
     const torch::Tensor tag = e.back();
     e.pop_back();
-    Element out = fn(std::move(e));
+    Element out = is_dropped(e) ? e : fn(std::move(e));  // every sample was dropped
     out.push_back(tag);
     return out;
   };

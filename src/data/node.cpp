@@ -115,6 +115,31 @@ NodePtr Node::split(const SplitSpec&) const {
       tnt::detail::concat("internal error: ", name(), " cannot be split into micro-batches"));
 }
 
+void Node::skip_counters(std::vector<SkipCounter>& out) const {
+  for (const auto& in : inputs()) in->skip_counters(out);
+}
+
+namespace {
+
+// Each source once, though a pipeline may read it twice (zip, concatenate).
+std::vector<SkipCounter> unique_skip_counters(const NodePtr& node) {
+  std::vector<SkipCounter> counters;
+  node->skip_counters(counters);
+  std::sort(counters.begin(), counters.end());
+  counters.erase(std::unique(counters.begin(), counters.end()), counters.end());
+  return counters;
+}
+
+}  // namespace
+
+bool may_drop_samples(const NodePtr& node) { return !unique_skip_counters(node).empty(); }
+
+std::int64_t samples_dropped(const NodePtr& node) {
+  std::int64_t total = 0;
+  for (const auto& c : unique_skip_counters(node)) total += c->load();
+  return total;
+}
+
 std::string describe(const NodePtr& node) {
   const auto inputs = node->inputs();
   if (inputs.empty()) return node->name();

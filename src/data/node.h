@@ -23,6 +23,7 @@
 // the batch-level chain for one rank; see distribute.h.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -121,6 +122,8 @@ struct SplitSpec {
 
 class Node;
 using NodePtr = std::shared_ptr<const Node>;
+/// Counts the samples a source dropped in this process.
+using SkipCounter = std::shared_ptr<std::atomic<std::int64_t>>;
 
 /// One stage of a pipeline.
 class Node {
@@ -146,11 +149,22 @@ class Node {
   /// This node rebuilt to produce rank spec.rank's micro-batches; only when
   /// batching().kind is Splittable.
   virtual NodePtr split(const SplitSpec& spec) const;
+  /// Adds the counters of the sources at or below this node that drop bad
+  /// samples (an image source with OnBadSample::skip; see is_dropped in
+  /// element_ops.h). Default: the inputs'.
+  virtual void skip_counters(std::vector<SkipCounter>& out) const;
 
  protected:
   /// Sequential access for nodes that are not (or not always) indexed.
   virtual StreamPtr open_stream(PassKey key) const;
 };
+
+/// Whether the pipeline may drop samples: a static property of the nodes,
+/// the same on every rank (training then counts each step's samples).
+bool may_drop_samples(const NodePtr& node);
+/// Samples dropped so far by the sources below `node` in this process, each
+/// source counted once.
+std::int64_t samples_dropped(const NodePtr& node);
 
 /// "a -> b -> c" for a linear pipeline; inputs of zip/concatenate in brackets.
 std::string describe(const NodePtr& node);

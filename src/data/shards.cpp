@@ -23,7 +23,9 @@ struct ShardCatalog {
   std::vector<detail::ShardSample> samples;
 };
 
-RgbImage read_shard_sample(const ShardCatalog& c, std::int64_t i, int short_side) {
+// The bytes of sample i's image member. A failure here is the dataset's (a
+// vanished shard, an index that promises more than the shard holds).
+detail::EncodedSample read_shard_sample(const ShardCatalog& c, std::int64_t i) {
   const auto& s = c.samples[static_cast<std::size_t>(i)];
   const std::string& shard = c.shards[c.shard_of[static_cast<std::size_t>(i)]];
   std::ifstream in(shard, std::ios::binary);
@@ -34,7 +36,7 @@ RgbImage read_shard_sample(const ShardCatalog& c, std::int64_t i, int short_side
   TNT_CHECK(in.gcount() == static_cast<std::streamsize>(s.size), "image shard ", shard,
             ": cannot read member ", s.key, ".", s.ext, " (", s.size, " bytes at ", s.offset,
             "): the shard is shorter than its index says; rebuild the index or re-copy the shard");
-  return decode_image(bytes.data(), bytes.size(), shard + ":" + s.key + "." + s.ext, short_side);
+  return {std::move(bytes), shard + ":" + s.key + "." + s.ext};
 }
 
 std::string shard_name(const std::string& prefix, std::size_t n) {
@@ -90,15 +92,14 @@ Dataset from_image_shards(const std::vector<std::string>& shards, const ImageOpt
       catalog->samples.push_back(std::move(s));
     }
   }
-  const int short_side = options.decode_short_side();
   detail::ImageSamples samples{
       "image_shards(" + std::to_string(shards.size()) + " shards, " +
           std::to_string(labels.size()) + " samples)",
       std::move(labels),
-      [catalog = std::shared_ptr<const ShardCatalog>(catalog), short_side](std::int64_t i) {
-        return read_shard_sample(*catalog, i, short_side);
+      [catalog = std::shared_ptr<const ShardCatalog>(catalog)](std::int64_t i) {
+        return read_shard_sample(*catalog, i);
       },
-      options};
+      /*read_fault_is_the_samples=*/false, options};
   return Dataset(detail::make_image_samples(std::move(samples)));
 }
 

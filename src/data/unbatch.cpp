@@ -16,6 +16,7 @@ class UnbatchStream final : public EagerStream {
     while (rows_.empty()) {
       auto batch = input_->next();
       if (!batch) return std::nullopt;
+      if (is_dropped(*batch)) continue;  // a batch of dropped samples only
       for (auto& row : unstack_element(*batch, "unbatch")) rows_.push_back(std::move(row));
     }
     Element row = std::move(rows_.front());

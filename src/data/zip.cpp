@@ -11,6 +11,7 @@
 // batches of different lengths).
 #include <tarantella/base/error.h>
 
+#include "data/element_ops.h"
 #include "data/micro_batch.h"
 #include "data/nodes.h"
 
@@ -23,6 +24,10 @@ class Joiner {
   explicit Joiner(bool micro_batches) : micro_batches_(micro_batches) {}
 
   Element operator()(std::vector<Element> parts) const {
+    // A sample dropped in one input drops the whole pair (never half of it).
+    for (const auto& p : parts) {
+      if (!micro_batches_ && is_dropped(p)) return {};
+    }
     std::int64_t global = -1;
     for (std::size_t i = 0; i < parts.size() && micro_batches_; ++i) {
       const std::int64_t g = detach_global_size(parts[i]);
@@ -46,7 +51,8 @@ class Joiner {
 
 class ZipView final : public Indexed {
  public:
-  ZipView(std::vector<IndexedPtr> inputs, Joiner join) : inputs_(std::move(inputs)), join_(join) {
+  ZipView(std::vector<IndexedPtr> inputs, Joiner join, bool may_drop)
+      : inputs_(std::move(inputs)), join_(join), may_drop_(may_drop) {
     size_ = kInfiniteCardinality;
     for (const auto& in : inputs_) {
       const auto n = in->size();
@@ -71,6 +77,8 @@ class ZipView final : public Indexed {
     return out;
   }
   Element gather(const std::vector<std::int64_t>& indices) override {
+    // Gathering each input on its own would misalign rows where one drops.
+    if (may_drop_) return stack_elements(get_many(indices), "batch after zip");
     std::vector<Element> parts;
     for (auto& in : inputs_) parts.push_back(in->gather(indices));
     return join_(std::move(parts));
@@ -79,6 +87,7 @@ class ZipView final : public Indexed {
  private:
   std::vector<IndexedPtr> inputs_;
   Joiner join_;
+  bool may_drop_;
   std::int64_t size_;
 };
 
@@ -107,7 +116,9 @@ class ZipStream final : public Stream {
 class ZipNode final : public Node {
  public:
   explicit ZipNode(std::vector<NodePtr> inputs, bool micro_batches = false)
-      : inputs_(std::move(inputs)), join_(micro_batches) {}
+      : inputs_(std::move(inputs)), join_(micro_batches) {
+    for (const auto& in : inputs_) may_drop_ = may_drop_ || may_drop_samples(in);
+  }
   std::string name() const override { return "zip"; }
   std::vector<NodePtr> inputs() const override { return inputs_; }
   std::int64_t cardinality() const override {
@@ -128,7 +139,7 @@ class ZipNode final : public Node {
   IndexedPtr indexed(PassKey key) const override {
     std::vector<IndexedPtr> views;
     for (const auto& in : inputs_) views.push_back(in->indexed(key));
-    return std::make_shared<ZipView>(std::move(views), join_);
+    return std::make_shared<ZipView>(std::move(views), join_, may_drop_);
   }
   // Splittable when every input is batched with the same size.
   Batching batching() const override {
@@ -166,12 +177,20 @@ class ZipNode final : public Node {
  private:
   std::vector<NodePtr> inputs_;
   Joiner join_;
+  bool may_drop_ = false;
 };
 
 }  // namespace
 
 NodePtr make_zip(std::vector<NodePtr> inputs) {
   TNT_CHECK(!inputs.empty(), "zip: no datasets given: pass at least one");
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    TNT_CHECK(inputs[i]->batching().kind == Batching::Kind::Samples ||
+                  !may_drop_samples(inputs[i]),
+              "zip: dataset ", i, " is batched and may drop bad samples (an image source with ",
+              "OnBadSample::skip), so its rows could pair with another dataset's rows of other ",
+              "samples: zip before batch, or read the images with OnBadSample::raise");
+  }
   return std::make_shared<ZipNode>(std::move(inputs));
 }
 

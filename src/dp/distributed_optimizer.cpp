@@ -67,6 +67,10 @@ std::function<double()> share_weight(std::shared_ptr<const data::BatchShare> sha
   return [share = std::move(share), ranks] {
     if (!share) return 1.0 / ranks;
     const auto [local, global] = share->get();
+    TNT_CHECK(global != data::BatchShare::kUnknownGlobal,
+              "DistributedOptimizer: the loader's dataset skips bad samples, so its global batch "
+              "size is only known by counting over the ranks: train with Model.fit (which "
+              "counts), or read the images with on_error='raise' after removing the bad files");
     TNT_CHECK(global > 0, "DistributedOptimizer: the loader has not handed out a batch yet, "
                           "so this rank's share is unknown: draw the batch before backward()");
     return static_cast<double>(local) / static_cast<double>(global);

@@ -133,7 +133,12 @@ struct DistributedPass {
   std::optional<Element> next() {
     auto mb = it.next();
     if (!mb) return std::nullopt;
-    if (share) share->set(mb->local_size, mb->global_size);
+    // With bad samples skipped the global size is only known as a sum over
+    // the ranks: a DistributedOptimizer reading the share refuses it.
+    if (share) {
+      share->set(mb->local_size, dataset.may_skip_samples() ? data::BatchShare::kUnknownGlobal
+                                                            : mb->global_size);
+    }
     return std::move(mb->tensors);
   }
 };
@@ -202,6 +207,10 @@ void bind_dataset(py::module_& m) {
       .def("cardinality", &Dataset::cardinality)
       .def("__len__", &length)
       .def("describe", &Dataset::describe)
+      .def("may_skip_samples", &Dataset::may_skip_samples,
+           "Whether an image source of the pipeline skips bad samples (on_error='skip').")
+      .def("samples_skipped", &Dataset::samples_skipped,
+           "Bad samples this process's sources of the pipeline have skipped so far.")
       .def("__repr__", [](const Dataset& ds) { return "<tarantella.data.Dataset: " + ds.describe() + ">"; })
       .def("__iter__",
            [](const Dataset& ds) {

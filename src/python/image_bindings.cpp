@@ -38,8 +38,18 @@ void def_transform(py::module_& t, const char* name, T::Transform (*make)(Params
       std::forward<Args>(args)...);
 }
 
-data::ImageOptions image_options(int num_workers, int decode_short_side) {
-  return data::ImageOptions().num_workers(num_workers).decode_short_side(decode_short_side);
+// on_error is "raise" or "skip" (data::OnBadSample); anything else is a ValueError.
+data::ImageOptions image_options(int num_workers, int decode_short_side,
+                                 const std::string& on_error) {
+  if (on_error != "raise" && on_error != "skip") {
+    throw py::value_error("on_error '" + on_error +
+                          "' is invalid: use 'raise' (a bad image is an error) or 'skip' (it is "
+                          "dropped with a warning)");
+  }
+  return data::ImageOptions()
+      .num_workers(num_workers)
+      .decode_short_side(decode_short_side)
+      .on_error(on_error == "skip" ? data::OnBadSample::skip : data::OnBadSample::raise);
 }
 
 void bind_transforms(py::module_& m) {
@@ -108,30 +118,31 @@ void bind_sources(py::module_& m) {
   m.def(
       "from_image_folder",
       [](const std::string& dir, int num_workers, int decode_short_side,
-         const std::vector<std::string>& classes) {
-        return data::from_image_folder(dir, image_options(num_workers, decode_short_side), classes);
+         const std::vector<std::string>& classes, const std::string& on_error) {
+        return data::from_image_folder(
+            dir, image_options(num_workers, decode_short_side, on_error), classes);
       },
       py::arg("dir"), py::arg("num_workers") = 1, py::arg("decode_short_side") = 0,
-      py::arg("classes") = std::vector<std::string>{});
+      py::arg("classes") = std::vector<std::string>{}, py::arg("on_error") = "raise");
   m.def(
       "from_image_files",
       [](const std::vector<std::string>& paths, const std::vector<std::int64_t>& labels,
-         int num_workers, int decode_short_side) {
+         int num_workers, int decode_short_side, const std::string& on_error) {
         return data::from_image_files(data::ImageList{{}, paths, labels},
-                                      image_options(num_workers, decode_short_side));
+                                      image_options(num_workers, decode_short_side, on_error));
       },
       py::arg("paths"), py::arg("labels"), py::arg("num_workers") = 1,
-      py::arg("decode_short_side") = 0);
+      py::arg("decode_short_side") = 0, py::arg("on_error") = "raise");
   m.def(
       "from_image_shards",
       [](const std::vector<std::string>& shards, int num_workers, int decode_short_side,
-         bool build_index) {
+         bool build_index, const std::string& on_error) {
         return data::from_image_shards(
-            shards, image_options(num_workers, decode_short_side),
+            shards, image_options(num_workers, decode_short_side, on_error),
             build_index ? data::ShardIndexPolicy::Build : data::ShardIndexPolicy::Refuse);
       },
       py::arg("shards"), py::arg("num_workers") = 1, py::arg("decode_short_side") = 0,
-      py::arg("build_index") = true);
+      py::arg("build_index") = true, py::arg("on_error") = "raise");
   m.def(
       "pack_image_shards",
       [](const std::vector<std::string>& paths, const std::vector<std::int64_t>& labels,

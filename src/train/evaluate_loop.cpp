@@ -15,6 +15,7 @@
 #include "train/deterministic_step.h"
 #include "train/engine.h"
 #include "train/fit_checks.h"
+#include "train/skipped_samples.h"
 #include "train/train_step.h"
 
 namespace tnt::train {
@@ -119,6 +120,11 @@ Logs Engine::evaluate_with(const data::Dataset& dataset, const EvaluateOptions& 
   const std::optional<std::int64_t> chunk = compiled_->deterministic();
   TNT_CHECK(!chunk || options.distribute_dataset(), "evaluate(): deterministic mode needs "
             "distribute_dataset(true): it gives each rank whole chunks of the global batch");
+  SkippedSamples skipped(dataset);
+  TNT_CHECK(!chunk || !skipped.may_skip(),
+            "evaluate(): deterministic mode cannot skip bad samples (its chunks of the global ",
+            "batch are fixed): read the images with OnBadSample::raise (the default) after ",
+            "removing the bad files, or compile without deterministic");
   const auto dist = distribute_for(group_, dataset, options.distribute_dataset(),
                                    options.micro_batch_size(), chunk.value_or(1));
   std::optional<SingleThreadScope> one_thread;
@@ -136,6 +142,7 @@ Logs Engine::evaluate_with(const data::Dataset& dataset, const EvaluateOptions& 
     cbs.test_batch_end(step, logs_of(state.local()));
   }
   const Logs logs = logs_of(state.global());
+  skipped.report(group_, "evaluate");
   cbs.test_end(logs, logs_of(state.local()));
   return logs;
 }
@@ -143,6 +150,7 @@ Logs Engine::evaluate_with(const data::Dataset& dataset, const EvaluateOptions& 
 torch::Tensor Engine::predict(const data::Dataset& dataset, const PredictOptions& options,
                               Driver driver) {
   const auto dist = distribute_for(group_, dataset, true, options.micro_batch_size());
+  SkippedSamples skipped(dataset);
   CallbackList cbs(options.callbacks(), driver, {1, dist.cardinality(), 0}, group_.is_master());
   cbs.predict_begin();
   torch::NoGradGuard no_grad;
@@ -153,14 +161,16 @@ torch::Tensor Engine::predict(const data::Dataset& dataset, const PredictOptions
   std::int64_t step = 0;
   for (std::optional<data::MicroBatch> mb; (mb = it.next()); ++step) {
     cbs.predict_batch_begin(step);
-    // Empty micro-batches run too: they give the output's trailing shape.
-    outputs.push_back(run(inputs_of(mb->tensors)).cpu().contiguous());
+    // Empty micro-batches run too: they give the output's trailing shape
+    // (all but one without tensors: every sample dropped as bad so far).
+    if (!mb->tensors.empty()) outputs.push_back(run(inputs_of(mb->tensors)).cpu().contiguous());
     sizes.push_back(mb->local_size);
     cbs.predict_batch_end(step);
   }
   TNT_CHECK(!outputs.empty(), "predict() on an empty dataset: there is nothing to predict");
   const torch::Tensor all = group_.allgatherv(torch::cat(outputs));
   const torch::Tensor all_sizes = group_.allgather(torch::tensor(sizes));
+  skipped.report(group_, "predict");
   cbs.predict_end();
   if (!group_.is_master() && !options.on_all_ranks()) return torch::Tensor();
   return in_dataset_order(all, all_sizes, group_.size(), static_cast<std::int64_t>(sizes.size()));

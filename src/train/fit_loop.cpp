@@ -22,20 +22,9 @@
 #include "train/fit_checks.h"
 
 namespace tnt::train {
-namespace {
-
-// The global sample count of a step when the user distributed by hand.
-std::int64_t manual_global_size(const comm::ProcessGroup& group, std::int64_t local) {
-  torch::Tensor n = torch::tensor({local});
-  group.allreduce(n);
-  return n.item<std::int64_t>();
-}
-
-}  // namespace
-
 FitLoop::FitLoop(Engine& engine, const data::Dataset& train, const FitOptions& options,
                  Driver driver)
-    : e_(engine), train_(train), options_(options), driver_(driver) {}
+    : e_(engine), train_(train), options_(options), driver_(driver), skipped_(train) {}
 
 FitLoop::~FitLoop() = default;
 
@@ -53,6 +42,10 @@ void FitLoop::begin() {
   const CompileOptions& compiled = e_.compiled();
   check_fit_options(options_, compiled, e_.collective_layers());
   const std::optional<std::int64_t> chunk = compiled.deterministic();
+  TNT_CHECK(!chunk || !skipped_.may_skip(),
+            "fit(): deterministic mode cannot skip bad samples (its chunks of the global batch ",
+            "are fixed): read the images with OnBadSample::raise (the default) after removing ",
+            "the bad files, or compile without deterministic");
   dist_.emplace(data::distribute(train_, distribute_options(e_.group(), options_, chunk)));
   e_.synchronize_state();
   if (chunk) one_thread_.emplace();
@@ -99,6 +92,7 @@ bool FitLoop::run_epoch(std::int64_t epoch) {
   }
   resume_.reset();
   step_->take_overlap();
+  skipped_.start();
   while (run_step(it, epoch, step)) ++step;
   end_epoch(epoch);
   return !stop_vote();
@@ -111,11 +105,17 @@ bool FitLoop::run_step(data::DistributedDataset::Iterator& it, std::int64_t epoc
   const auto data_begin = Clock::now();
   std::optional<data::MicroBatch> mb = it.next();
   if (!mb) return false;
+  // Counted when the user distributed by hand, or when bad samples may have
+  // been dropped from the global batch (then mb->global_size is nominal).
+  const std::int64_t global = options_.distribute_dataset() && !skipped_.may_skip()
+                                  ? mb->global_size
+                                  : global_sample_count(e_.group(), mb->local_size);
+  if (global == 0) return skip_empty_step(step);  // on every rank alike
+  TNT_CHECK(!mb->tensors.empty(), "fit(): rank ", e_.group().rank(),
+            " lost every sample of its first batch as bad, so the shapes of an empty batch are "
+            "unknown: remove the bad files, or let tarantella distribute the dataset");
   callbacks_->train_batch_begin(step);
   const CyclePoint cycle = cycle_at(step, e_.compiled().aggregation_frequency(), steps_total_);
-  const std::int64_t global = options_.distribute_dataset()
-                                  ? mb->global_size
-                                  : manual_global_size(e_.group(), mb->local_size);
   const StepResult r = step_->run({*mb, epoch, step, cycle, global, data_begin, Clock::now()});
   if (!cycle.reduce) return true;
   accumulate(global_state_, r.global_state);
@@ -126,6 +126,16 @@ bool FitLoop::run_step(data::DistributedDataset::Iterator& it, std::int64_t epoc
   // A callback that stops training here stops every rank at this step
   // when it decides from global logs (the default).
   callbacks_->train_batch_end(step, logs_, local_logs_);
+  return true;
+}
+
+// A global batch whose samples were all skipped as bad: no step, no
+// callbacks (the serial run has no batch there either).
+bool FitLoop::skip_empty_step(std::int64_t step) {
+  TNT_CHECK(e_.compiled().aggregation_frequency() == 1, "fit(): every sample of global batch ",
+            step, " was skipped as bad while gradients are accumulated over ",
+            e_.compiled().aggregation_frequency(),
+            " steps: remove the bad files, or use aggregation_frequency 1");
   return true;
 }
 
@@ -141,6 +151,12 @@ void FitLoop::end_epoch(std::int64_t epoch) {
   // master's are shared so that every rank evaluates the same model.
   std::vector<torch::Tensor> buffers = e_.buffers();
   if (!buffers.empty()) dp::broadcast_tensors(e_.group(), buffers);
+  if (skipped_.may_skip()) {  // before validation, which may read the same source
+    const auto n =
+        static_cast<double>(skipped_.report(e_.group(), fmt::format("epoch {}", epoch + 1)));
+    logs_["skipped_samples"] = n;  // summed over ranks: the same on every rank
+    local_logs_["skipped_samples"] = n;
+  }
   if (options_.validation_data() && (epoch + 1) % options_.validation_freq() == 0) {
     EvaluateOptions eval;
     eval.distribute_dataset(options_.distribute_validation_dataset());

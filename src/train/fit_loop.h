@@ -21,6 +21,7 @@
 #include "train/engine.h"
 #include "train/callback_list.h"
 #include "train/deterministic_step.h"
+#include "train/skipped_samples.h"
 #include "train/train_step.h"
 
 namespace tnt::train {
@@ -44,6 +45,7 @@ class FitLoop {
 
  private:
   bool run_step(data::DistributedDataset::Iterator& it, std::int64_t epoch, std::int64_t step);
+  bool skip_empty_step(std::int64_t step);
   void end_epoch(std::int64_t epoch);
   bool stop_vote();
 
@@ -57,6 +59,7 @@ class FitLoop {
   std::shared_ptr<callbacks::History> history_;
   std::optional<CallbackList> callbacks_;
   std::optional<TrainingPosition> resume_;
+  SkippedSamples skipped_;
   std::int64_t steps_total_ = -1;
   Logs logs_, local_logs_;
   std::vector<double> global_state_, local_state_;

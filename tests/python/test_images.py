@@ -100,3 +100,57 @@ def test_bad_inputs_name_the_value_and_the_fix(tmp_path):
     (bad / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not a jpeg")
     with pytest.raises(tnt.Error, match="broken.jpg"):
         pass_of(tnt.data.from_image_folder(tmp_path / "bad"))
+
+
+def test_skip_drops_bad_files_and_keeps_the_labels_of_the_good(folder, rank, size):
+    """on_error="skip": a damaged file is left out of its batch, never paired
+    with another sample's label; the micro-batches of every rank are the
+    slices of the serial batches; a bad on_error value is a ValueError."""
+    paths, labels, _ = tnt.data.list_image_folder(folder)
+    (folder / "cat" / "img2.jpg").write_bytes(b"\xff\xd8\xff\xe0 not a jpeg")
+    (folder / "eel" / "img1.png").write_bytes(b"\x89PNG\r\n\x1a\n cut short")
+    good = [i for i in range(9) if i not in (2, 7)]
+
+    def crop(ds):
+        return ds.map_seeded(T.compose([T.resize(16), T.center_crop(16)]))
+
+    ds = tnt.data.from_image_folder(folder, on_error="skip")
+    assert ds.may_skip_samples()
+    got = pass_of(crop(ds))
+    want = pass_of(crop(tnt.data.from_image_files([paths[i] for i in good],
+                                                  [labels[i] for i in good])))
+    assert len(got) == 7 and ds.samples_skipped() == 2
+    for (gi, gl), (wi, wl) in zip(got, want):
+        assert torch.equal(gi, wi) and gl.item() == wl.item()
+    serial = pass_of(crop(ds).batch(4))
+    assert [b[0].shape[0] for b in serial] == [3, 3, 1]  # positions 0-3, 4-7, 8
+    mine = [tuple(t.clone() for t in b) for b in tnt.data.distribute(crop(ds).batch(4)).iterate(0)]
+    assert len(mine) == 3  # every rank runs every step
+    for k, batch in enumerate(mine):
+        first, length = 4 * k, min(4, 9 - 4 * k)
+        lo, hi = tnt._tarantella.micro_batch_range(length, size, rank)
+        kept = [p for p in range(first, first + length) if p in good]  # serial rows
+        rows = [j for j, p in enumerate(kept) if first + lo <= p < first + hi]
+        assert batch[0].shape[1:] == (3, 16, 16)  # an empty share keeps its shapes
+        for t in (0, 1):
+            assert torch.equal(batch[t], serial[k][t][rows])
+    with pytest.raises(tnt.Error, match="img2.jpg"):
+        pass_of(tnt.data.from_image_folder(folder))
+    with pytest.raises(ValueError, match="'raise'.*'skip'"):
+        tnt.data.from_image_files(paths, labels, on_error="ignore")
+
+
+def test_the_own_loop_refuses_a_dataset_that_skips(folder):
+    """A DistributedOptimizer weights by the loader's n_r / B, and B is not
+    known on one rank when bad samples are skipped: it refuses at the first
+    backward instead of weighting by the nominal size."""
+    (folder / "cat" / "img2.jpg").write_bytes(b"\xff\xd8\xff\xe0 not a jpeg")
+    ds = tnt.data.from_image_folder(folder, on_error="skip").map_seeded(
+        T.compose([T.resize(4), T.center_crop(4), T.to_float()])).batch(6)
+    dist = tnt.data.distribute(ds)
+    model = torch.nn.Linear(48, 3)
+    opt = tnt.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), loader=dist)
+    images, labels = next(iter(dist))
+    with pytest.raises(Exception, match="skips bad samples"):
+        torch.nn.functional.cross_entropy(model(images.reshape(len(images), -1)), labels).backward()
+        opt.step()

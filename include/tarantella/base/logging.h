@@ -23,6 +23,11 @@ bool enabled(LogLevel level);
 /// Example: tnt::log::info("epoch 3 took 1.2 s");
 void write(LogLevel level, const std::string& message);
 
+/// Like write(), but printed on every rank whose level allows it: for what
+/// only this rank knows (a bad sample it read, see OnBadSample::skip).
+/// Example: tnt::log::write_on_every_rank(tnt::LogLevel::Warning, "skipped a.jpg");
+void write_on_every_rank(LogLevel level, const std::string& message);
+
 inline void debug(const std::string& m) { write(LogLevel::Debug, m); }
 inline void info(const std::string& m) { write(LogLevel::Info, m); }
 inline void warning(const std::string& m) { write(LogLevel::Warning, m); }

@@ -16,6 +16,9 @@ namespace tnt::data {
 ///   auto [local, global] = share->get(); // this rank's samples, the batch's
 class BatchShare {
  public:
+  /// The global size of a batch whose dataset skips bad samples: known only
+  /// as the sum of the ranks' local sizes.
+  static constexpr std::int64_t kUnknownGlobal = -1;
   void set(std::int64_t local, std::int64_t global) {
     local_.store(local);
     global_.store(global);

@@ -92,7 +92,9 @@ class Dataset {
   ///   while (auto element = it.next()) use(*element);
   class Iterator {
    public:
-    explicit Iterator(std::unique_ptr<detail::Stream> stream);
+    /// `keep_dropped`: hand out dropped samples (elements with no tensors,
+    /// see OnBadSample::skip) instead of passing over them.
+    explicit Iterator(std::unique_ptr<detail::Stream> stream, bool keep_dropped = false);
     Iterator(Iterator&&) noexcept;
     Iterator& operator=(Iterator&&) noexcept;
     ~Iterator();
@@ -109,6 +111,7 @@ class Dataset {
 
    private:
     std::unique_ptr<detail::Stream> stream_;
+    bool keep_dropped_ = false;
   };
 
   /// End marker for range-for.
@@ -225,6 +228,14 @@ class Dataset {
   RangeEnd end() const { return {}; }
   /// The pipeline as text, e.g. "tensor_slices(60000) -> shuffle(60000) -> batch(64)".
   std::string describe() const;
+  /// Whether the pipeline may drop bad samples (an image source with
+  /// OnBadSample::skip): the same on every rank. Iteration passes over a
+  /// dropped sample, and over a batch whose samples were all dropped.
+  bool may_skip_samples() const;
+  /// Samples this process's sources of the pipeline have dropped so far
+  /// (cumulative over passes; each rank counts the samples it read).
+  /// Example: auto before = ds.samples_skipped(); ...; ds.samples_skipped() - before
+  std::int64_t samples_skipped() const;
 
   /// The pipeline's nodes (for distribute()).
   const std::shared_ptr<const detail::Node>& node() const { return node_; }

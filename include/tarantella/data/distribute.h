@@ -70,9 +70,14 @@ namespace tnt::data {
 struct MicroBatch {
   /// This rank's samples of global batch `step`: first dimension local_size.
   Element tensors;
-  /// Samples on this rank (0 for an empty micro-batch).
+  /// Samples on this rank (0 for an empty micro-batch). When the dataset
+  /// may skip bad samples (Dataset::may_skip_samples()), those are not
+  /// counted, and `tensors` has no tensors at all if every sample was
+  /// dropped before this rank ever saw a micro-batch with rows.
   std::int64_t local_size = 0;
-  /// Samples in the whole global batch (B, or L for a short last batch).
+  /// Samples in the whole global batch (B, or L for a short last batch),
+  /// counting dropped samples: the sum of local_size over ranks is the
+  /// number that remain (training computes it with one allreduce).
   std::int64_t global_size = 0;
   /// Index of the global batch in this pass (0, 1, ...).
   std::int64_t step = 0;
@@ -174,6 +179,7 @@ class DistributedDataset {
     Dataset::Iterator it_;
     bool split_;
     std::int64_t step_ = 0;
+    std::optional<Element> empty_;  // the shapes of an empty micro-batch
   };
 
   /// Checks and rewrites `dataset` (errors name B, N and the fix).
@@ -188,6 +194,10 @@ class DistributedDataset {
   std::int64_t global_batch_size() const;
   int rank() const { return rank_; }
   int size() const { return size_; }
+  /// Whether bad samples may be dropped (see Dataset::may_skip_samples):
+  /// then a micro-batch's global_size is nominal, and the real one is the
+  /// sum of local_size over the ranks.
+  bool may_skip_samples() const { return pipeline_.may_skip_samples(); }
   /// This rank's pipeline, e.g.
   /// "tensor_slices(60000) -> shuffle(60000) -> micro_batch(16)[rank 1 of 4]".
   std::string describe() const { return pipeline_.describe(); }

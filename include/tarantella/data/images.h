@@ -49,10 +49,18 @@ struct ImageList {
 /// Example: auto list = tnt::data::list_image_folder("imagenet/train");
 ImageList list_image_folder(const std::string& dir, const std::vector<std::string>& classes = {});
 
+/// What an image source does with a sample whose file (or tar member) cannot
+/// be read or decoded.
+enum class OnBadSample {
+  raise,  ///< an error naming the file and the decoder's reason (default)
+  skip,   ///< drop the sample: one warning naming the file and the reason
+};
+
 /// How image sources read their files.
 ///
 /// Example:
 ///   tnt::data::ImageOptions().num_workers(4).decode_short_side(256)
+///   tnt::data::ImageOptions().on_error(tnt::data::OnBadSample::skip)
 class ImageOptions {
  public:
   /// Threads (the caller's included) that read and decode the images of one
@@ -74,14 +82,34 @@ class ImageOptions {
     counter_ = std::move(counter);
     return *this;
   }
+  /// raise (default): a bad sample is an error. skip: it is dropped from
+  /// its batch (the batch has fewer rows; a batch of bad samples only is
+  /// left out), with one warning per bad sample; training weights each step
+  /// by the samples that remain and reports the count per epoch.
+  /// Dataset-level faults (a missing shard, a stale index, a bad tar header)
+  /// stay errors.
+  ImageOptions& on_error(OnBadSample policy) {
+    on_error_ = policy;
+    return *this;
+  }
+  /// Counts the samples this process skipped (for tests and reports); the
+  /// source keeps its own count otherwise (Dataset::samples_skipped()).
+  ImageOptions& skipped_counter(std::shared_ptr<std::atomic<std::int64_t>> counter) {
+    skipped_ = std::move(counter);
+    return *this;
+  }
   int num_workers() const { return num_workers_; }
   int decode_short_side() const { return decode_short_side_; }
   const std::shared_ptr<std::atomic<std::int64_t>>& decoded_counter() const { return counter_; }
+  OnBadSample on_error() const { return on_error_; }
+  const std::shared_ptr<std::atomic<std::int64_t>>& skipped_counter() const { return skipped_; }
 
  private:
   int num_workers_ = 1;
   int decode_short_side_ = 0;
   std::shared_ptr<std::atomic<std::int64_t>> counter_;
+  OnBadSample on_error_ = OnBadSample::raise;
+  std::shared_ptr<std::atomic<std::int64_t>> skipped_;
 };
 
 /// The images of list_image_folder(dir, classes):

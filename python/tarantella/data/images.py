@@ -8,7 +8,10 @@
 JPEG through libjpeg-turbo, PNG through libpng. Files are opened and decoded
 when their element is read, so under distribution each rank decodes only its
 own samples of every global batch. Errors name the file (and the shard
-member).
+member). With on_error="skip", a sample whose file or member cannot be read
+or decoded is dropped instead, with one warning naming it; fit() weights
+each step by the samples that remain and reports the count per epoch.
+A missing shard or a stale index stays an error.
 """
 from .. import _tarantella as _c
 
@@ -24,28 +27,32 @@ def list_image_folder(dir, classes=None):
     return _c.list_image_folder(str(dir), list(classes or []))
 
 
-def from_image_folder(dir, num_workers=1, decode_short_side=0, classes=None):
+def from_image_folder(dir, num_workers=1, decode_short_side=0, classes=None, on_error="raise"):
     """Elements (image uint8 [3, H, W], label int64) of list_image_folder(dir).
     num_workers: threads that decode the images of one request (a micro-batch).
     decode_short_side > 0: decode JPEGs at the smallest DCT scale that keeps
     the shorter side at least that long (for resize + center crop; leave 0 for
-    random_resized_crop)."""
-    return _c.from_image_folder(str(dir), num_workers, decode_short_side, list(classes or []))
+    random_resized_crop). on_error: "raise" (default: a bad image is an error
+    naming the file) or "skip" (it is dropped with one warning)."""
+    return _c.from_image_folder(str(dir), num_workers, decode_short_side, list(classes or []),
+                                on_error)
 
 
-def from_image_files(paths, labels, num_workers=1, decode_short_side=0):
-    """Element i is (paths[i] decoded, labels[i])."""
+def from_image_files(paths, labels, num_workers=1, decode_short_side=0, on_error="raise"):
+    """Element i is (paths[i] decoded, labels[i]); on_error as in from_image_folder."""
     return _c.from_image_files([str(p) for p in paths], [int(l) for l in labels], num_workers,
-                               decode_short_side)
+                               decode_short_side, on_error)
 
 
-def from_image_shards(shards, num_workers=1, decode_short_side=0, build_index=True):
+def from_image_shards(shards, num_workers=1, decode_short_side=0, build_index=True,
+                      on_error="raise"):
     """The samples of WebDataset-style tar shards (an image member and a .cls
     label per key), in shard order, then member order. Each shard's index
     (beside it) makes them random access; a missing or stale index is rebuilt,
-    or with build_index=False an error."""
+    or with build_index=False an error. on_error="skip" drops a damaged image
+    member with a warning; a missing shard or a stale index stays an error."""
     return _c.from_image_shards([str(s) for s in shards], num_workers, decode_short_side,
-                                build_index)
+                                build_index, on_error)
 
 
 def pack_image_shards(paths, labels, prefix, samples_per_shard):

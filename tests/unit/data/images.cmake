@@ -5,6 +5,7 @@ add_executable(data_image_tests
   image_sources_test.cpp
   image_augment_test.cpp
   image_shards_test.cpp
+  image_skip_test.cpp
   torchvision_compare_test.cpp)
 target_include_directories(data_image_tests PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_compile_definitions(data_image_tests PRIVATE

@@ -31,13 +31,25 @@ using PassFunctionPtr = std::shared_ptr<const PassFunction>;
 using PassBinder = std::function<PassFunctionPtr(PassKey)>;
 
 // The function and, for num_workers > 1, the pool that runs it. One per pass.
+// The user's function on an element that was not dropped. An element with
+// no tensors is how a dropped sample travels (element_ops.h), so a function
+// that returned one would silently drop its element from a dataset whose
+// steps are weighted by the nominal batch size: an error instead.
+Element call(const PassFunction& fn, Element e, std::int64_t position) {
+  if (is_dropped(e)) return e;
+  Element out = fn(std::move(e), position);
+  TNT_CHECK(!out.empty(), "map: the function returned an element with no tensors (at position ",
+            position, "): return at least one tensor; to leave elements out, use filter");
+  return out;
+}
+
 class Mapper {
  public:
   Mapper(PassFunctionPtr fn, int workers) : fn_(std::move(fn)), workers_(workers) {}
 
   // A dropped sample stays dropped: the user's function never sees it.
   Element apply(Element e, std::int64_t position) const {
-    return is_dropped(e) ? e : (*fn_)(std::move(e), position);
+    return call(*fn_, std::move(e), position);
   }
 
   std::vector<Element> apply_all(std::vector<Element> items,
@@ -92,8 +104,7 @@ class MapStream final : public Stream {
     auto d = input_->next_deferred();
     if (!d) return std::nullopt;
     return Deferred([d = std::move(*d), fn = mapper_.fn(), position = read_++] {
-      Element e = d.force();
-      return is_dropped(e) ? e : (*fn)(std::move(e), position);
+      return call(*fn, d.force(), position);
     });
   }
 

@@ -72,6 +72,19 @@ TEST(Map, ParallelWorkersKeepTheInputOrder) {
       {"num_workers 0"});
 }
 
+// An element with no tensors stands for a sample skipped as bad
+// (OnBadSample::skip); a map that returns one must not drop it silently.
+TEST(Map, AFunctionReturningNoTensorsIsAnError) {
+  const auto none = [](Element e) { return e[0].item<std::int64_t>() == 2 ? Element{} : e; };
+  both_paths(Dataset::range(5), [&](const Dataset& ds) {
+    for (const auto& d : {ds.map(none), ds.map(none).batch(2),
+                          ds.map(none, tnt::data::MapOptions().num_workers(3))}) {
+      expect_error([&] { collect(d); }, {"map: the function returned an element with no tensors",
+                                         "position 2", "use filter"});
+    }
+  });
+}
+
 TEST(Map, AnExceptionInTheFunctionReachesTheCaller) {
   for (int workers : {1, 3}) {
     const auto ds = Dataset::range(20).map(

@@ -97,7 +97,7 @@ inline std::uint8_t clip8(std::int32_t v) {
 // The taps of a horizontal pass moved so that every output pixel has the
 // same number, `size` (the most any has: Pillow's kernel size is an upper
 // bound about twice as large), all inside the row, with zero weights where
-// Pillow has none: a loop of fixed length the compiler unrolls.
+// Pillow has none: one loop length for every output pixel, no bounds checks.
 struct RowTaps {
   int size = 0;
   std::vector<int> first;
@@ -120,39 +120,17 @@ RowTaps row_taps(const Taps& t, int in_size) {
   return r;
 }
 
-// Horizontal pass of C planes at once (they share the taps): rows
-// [row0, row0 + rows) of each input plane (row stride `stride`, unit pixel
-// stride) to the contiguous rows x out_w planes `out`.
-template <int C, int N>
-void resample_rows_fixed(const std::uint8_t* const* in, std::int64_t stride, std::int64_t row0,
-                         std::int64_t rows, const RowTaps& t, std::uint8_t* const* out, int out_w) {
-  for (std::int64_t y = 0; y < rows; ++y) {
-    const std::uint8_t* row[C];
-    std::uint8_t* dst[C];
-    for (int c = 0; c < C; ++c) {
-      row[c] = in[c] + (row0 + y) * stride;
-      dst[c] = out[c] + y * out_w;
-    }
-    for (int o = 0; o < out_w; ++o) {
-      const std::int32_t* k = &t.weight[static_cast<std::size_t>(o) * N];
-      const int f = t.first[o];
-      std::int32_t acc[C];
-      for (int c = 0; c < C; ++c) acc[c] = 1 << (kPrecisionBits - 1);
-      for (int x = 0; x < N; ++x) {
-        for (int c = 0; c < C; ++c) acc[c] += row[c][f + x] * k[x];
-      }
-      for (int c = 0; c < C; ++c) dst[c][o] = clip8(acc[c]);
-    }
-  }
-}
-
-void resample_rows_any(const std::uint8_t* const* in, int channels, std::int64_t stride,
-                       std::int64_t row0, std::int64_t rows, const RowTaps& t,
-                       std::uint8_t* const* out, int out_w) {
+// Horizontal pass, one row at a time (the rows left over after the strips
+// below): rows [row0, row0 + rows) of each input plane (row stride
+// `stride`, unit pixel stride) to rows [row0 - out_row0, ...) of the
+// contiguous planes `out` (width out_w).
+void resample_rows_one_by_one(const std::uint8_t* const* in, int channels, std::int64_t stride,
+                              std::int64_t row0, std::int64_t rows, const RowTaps& t,
+                              std::uint8_t* const* out, std::int64_t out_row0, int out_w) {
   for (int c = 0; c < channels; ++c) {
     for (std::int64_t y = 0; y < rows; ++y) {
       const std::uint8_t* row = in[c] + (row0 + y) * stride;
-      std::uint8_t* dst = out[c] + y * out_w;
+      std::uint8_t* dst = out[c] + (row0 + y - out_row0) * out_w;
       for (int o = 0; o < out_w; ++o) {
         const std::int32_t* k = &t.weight[static_cast<std::size_t>(o) * t.size];
         std::int32_t acc = 1 << (kPrecisionBits - 1);
@@ -213,27 +191,7 @@ void resample_rows(const std::uint8_t* const* in, int channels, std::int64_t str
     }
   }
   const std::int64_t done = strips * kStrip;
-  if (done == rows) return;
-  std::vector<const std::uint8_t*> rest(in, in + channels);
-  std::vector<std::uint8_t*> rest_out(out, out + channels);
-  for (int c = 0; c < channels; ++c) rest_out[c] += done * out_w;
-  if (channels == 3) {
-    switch (t.size) {
-      case 2:
-        return resample_rows_fixed<3, 2>(rest.data(), stride, row0 + done, rows - done, t,
-                                         rest_out.data(), out_w);
-      case 3:
-        return resample_rows_fixed<3, 3>(rest.data(), stride, row0 + done, rows - done, t,
-                                         rest_out.data(), out_w);
-      case 4:
-        return resample_rows_fixed<3, 4>(rest.data(), stride, row0 + done, rows - done, t,
-                                         rest_out.data(), out_w);
-      default:
-        break;
-    }
-  }
-  resample_rows_any(rest.data(), channels, stride, row0 + done, rows - done, t, rest_out.data(),
-                    out_w);
+  resample_rows_one_by_one(in, channels, stride, row0 + done, rows - done, t, out, row0, out_w);
 }
 
 // Vertical pass: `in` (contiguous rows of width w, row 0 = input row

@@ -37,15 +37,25 @@ except Exception as e:
     sys.exit("import torch failed: %s: %s" % (type(e).__name__, e))
 print(torch.__version__)
 print(os.path.join(os.path.dirname(torch.__file__), "lib"))
-try:
-    import pybind11
-except Exception as e:
-    sys.exit("import pybind11 failed: %s: %s" % (type(e).__name__, e))
-print(pybind11.get_include())
+# torch's own pybind11 where the torch ships one (pip and conda wheels):
+# <torch/extension.h> includes it anyway, and the extension must agree with
+# libtorch_python on pybind11's internals.
+torch_include = os.path.join(os.path.dirname(torch.__file__), "include")
+if os.path.exists(os.path.join(torch_include, "pybind11", "pybind11.h")):
+    print(torch_include)
+else:
+    try:
+        import pybind11
+    except Exception as e:
+        sys.exit("import pybind11 failed: %s: %s" % (type(e).__name__, e))
+    print(pybind11.get_include())
 ]=])
 
 function(_tnt_python_run exe result_var output_var error_var)
-  execute_process(COMMAND ${exe} -c "${_tnt_python_probe}"
+  # -I: isolated mode. Under `pip install .` with build isolation, PYTHONPATH
+  # names the isolated build environment; -I ignores it, so the probe sees
+  # the target environment's torch, the one the extension will run with.
+  execute_process(COMMAND ${exe} -I -c "${_tnt_python_probe}"
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
                   OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_STRIP_TRAILING_WHITESPACE)
   set(${result_var} ${rc} PARENT_SCOPE)
@@ -60,9 +70,19 @@ if(TNT_BUILD_PYTHON)
   elseif(TNT_PYTHON_EXECUTABLE)
     set(_tnt_py "${TNT_PYTHON_EXECUTABLE}")
     set(_tnt_py_why "given as -DTNT_PYTHON_EXECUTABLE")
+  elseif(SKBUILD AND Python_EXECUTABLE)
+    # `pip install .`: the interpreter pip runs for, the target environment's.
+    set(_tnt_py "${Python_EXECUTABLE}")
+    set(_tnt_py_why "the interpreter of pip install")
   else()
     set(_tnt_py "")
-    if(EXISTS /usr/bin/python3)
+    # A pip or conda torch: the interpreter of the environment that holds it
+    # (<env>/lib/pythonX.Y/site-packages/torch -> <env>/bin/python3).
+    get_filename_component(_tnt_torch_env "${TORCH_INSTALL_PREFIX}/../../../.." ABSOLUTE)
+    if(TORCH_INSTALL_PREFIX MATCHES "/site-packages/torch/?$" AND EXISTS "${_tnt_torch_env}/bin/python3")
+      set(_tnt_py "${_tnt_torch_env}/bin/python3")
+      set(_tnt_py_why "the interpreter of the environment whose torch was found")
+    elseif(EXISTS /usr/bin/python3)
       _tnt_python_run(/usr/bin/python3 _rc _out _err)
       if(_rc EQUAL 0)
         set(_tnt_py /usr/bin/python3)
@@ -98,12 +118,27 @@ if(TNT_BUILD_PYTHON)
       list(GET _facts 0 TNT_PYTHON_VERSION)
       list(GET _facts 1 TNT_PYTHON_INCLUDE_DIR)
       list(GET _facts 2 TNT_PYTHON_EXT_SUFFIX)
-      list(GET _facts 3 _tnt_torch_version)
+      list(GET _facts 3 TNT_PYTHON_TORCH_VERSION)
       list(GET _facts 4 _tnt_torch_lib)
       list(GET _facts 5 TNT_PYBIND11_INCLUDE_DIR)
       find_library(TNT_TORCH_PYTHON_LIBRARY torch_python
                    HINTS ${_tnt_torch_lib} ${TORCH_INSTALL_PREFIX}/lib NO_CACHE)
-      if(NOT EXISTS "${TNT_PYTHON_INCLUDE_DIR}/Python.h")
+      # The same torch on both sides: the libc10 that Python loads is the one
+      # the C++ build links (Debian's python3-torch links into /usr/lib).
+      get_filename_component(_tnt_py_c10 "${_tnt_torch_lib}/libc10.so" REALPATH)
+      get_filename_component(_tnt_cxx_c10 "${c10_LIBRARY}" REALPATH)
+      set(_tnt_torch_mismatch OFF)
+      if(c10_LIBRARY AND NOT _tnt_py_c10 STREQUAL _tnt_cxx_c10)
+        set(_tnt_torch_mismatch ON)
+      endif()
+      if(_tnt_torch_mismatch)
+        message(WARNING "Tarantella: the Python front end is skipped: ${_tnt_py} (${_tnt_py_why}) "
+                        "has torch ${TNT_PYTHON_TORCH_VERSION} in ${_tnt_torch_lib}, but the C++ build uses "
+                        "the LibTorch in ${TORCH_INSTALL_PREFIX}; the extension must link the torch "
+                        "that Python loads. Fix: configure with -DCMAKE_PREFIX_PATH=$(PY -c 'import "
+                        "torch;print(torch.utils.cmake_prefix_path)') -DTNT_PYTHON_EXECUTABLE=PY for "
+                        "one interpreter PY.")
+      elseif(NOT EXISTS "${TNT_PYTHON_INCLUDE_DIR}/Python.h")
         message(WARNING "Tarantella: the Python front end is skipped: ${_tnt_py} has no "
                         "Python.h in ${TNT_PYTHON_INCLUDE_DIR}. Fix: apt-get install python3-dev.")
       elseif(NOT TNT_TORCH_PYTHON_LIBRARY)
@@ -120,7 +155,7 @@ if(TNT_BUILD_PYTHON)
             "Python the front end is built for (default: /usr/bin/python3 if it can import torch, else python3 from PATH)"
             FORCE)
         message(STATUS "Tarantella Python front end: ${_tnt_py} (${_tnt_py_why}): Python "
-                       "${TNT_PYTHON_VERSION}, torch ${_tnt_torch_version}")
+                       "${TNT_PYTHON_VERSION}, torch ${TNT_PYTHON_TORCH_VERSION}")
       endif()
     endif()
   endif()

@@ -16,16 +16,33 @@ def _built_for():
         return "/usr/bin/python3"
 
 
+def _built_for_torch():
+    try:
+        from . import _build_info
+        return getattr(_build_info, "TORCH_VERSION", "")
+    except ImportError:
+        return ""
+
+
 def load():
     """Returns the _tarantella extension module."""
     try:
-        import torch  # noqa: F401  (registers the tensor types the extension uses)
+        import torch  # (registers the tensor types the extension uses)
     except ImportError as e:
         raise ImportError(
             f"tarantella needs PyTorch, but this Python ({sys.executable}) cannot import "
             f"torch ({e}). Run your script with the interpreter tarantella was built for, "
             f"{_built_for()} (Debian's python3 with python3-torch: apt-get install "
             f"python3-torch), e.g. `tarantella -n 2 -- {_built_for()} train.py`.") from None
+    built_torch = _built_for_torch()
+    if built_torch and torch.__version__ != built_torch:
+        raise ImportError(
+            f"tarantella was built against torch {built_torch}, but this Python "
+            f"({sys.executable}) has torch {torch.__version__}: its compiled core links "
+            f"LibTorch's C++ API, which changes between releases. Rebuild it against this "
+            f"torch (`pip install --no-build-isolation --force-reinstall .` in the source "
+            f"tree, or configure CMake with this torch), or install torch=={built_torch}."
+        ) from None
     try:
         from . import _tarantella
     except ImportError as e:

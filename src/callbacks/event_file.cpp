@@ -13,7 +13,7 @@
 
 #include "base/writable.h"
 #include "callbacks/event_record.h"
-#include "callbacks/proto/tensorboard_event.pb.h"
+#include "callbacks/tensorboard_proto.h"
 
 namespace tnt::callbacks::detail {
 namespace {

@@ -7,7 +7,7 @@
 #include <chrono>
 
 #include "callbacks/event_file.h"
-#include "callbacks/proto/tensorboard_event.pb.h"
+#include "callbacks/tensorboard_proto.h"
 
 namespace tnt::callbacks::detail {
 namespace {

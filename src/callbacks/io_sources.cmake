@@ -20,20 +20,39 @@ add_custom_command(
 set_source_files_properties(${tnt_tb_proto_out}/tensorboard_event.pb.cc
                             PROPERTIES COMPILE_OPTIONS "-w")
 
-target_sources(tarantella PRIVATE
+# Header isolation, by construction: the code that includes the generated
+# messages (and so the system's google/protobuf headers) is its own object
+# library that does not link LibTorch, so torch's include directory, which in
+# a pip or conda torch bundles an older google/protobuf, is never on its
+# include path. tests/layering/check_protobuf_headers.py proves it from the
+# compile commands; event_file.cpp refuses to compile if it sees torch.
+add_library(tnt_tb_events OBJECT
   ${tnt_tb_proto_out}/tensorboard_event.pb.cc
   ${CMAKE_CURRENT_LIST_DIR}/event_record.cpp
   ${CMAKE_CURRENT_LIST_DIR}/event_file.cpp
   ${CMAKE_CURRENT_LIST_DIR}/event_writer.cpp
+)
+target_include_directories(tnt_tb_events
+  PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_BINARY_DIR}/include ${PROJECT_SOURCE_DIR}/src)
+# "callbacks/proto/tensorboard_event.pb.h" resolves against the build tree.
+target_include_directories(tnt_tb_events SYSTEM PRIVATE ${CMAKE_CURRENT_BINARY_DIR})
+# The full runtime, not -lite: Debian's LibTorch already loads libprotobuf.so,
+# and two copies of protobuf's lite classes in one process must be avoided.
+# The messages are generated for the lite API (no descriptors to register).
+target_link_libraries(tnt_tb_events PRIVATE protobuf::libprotobuf tnt_fmt Threads::Threads
+                      tnt_warnings)
+get_target_property(_tnt_tb_links tnt_tb_events LINK_LIBRARIES)
+if(_tnt_tb_links MATCHES "(^|;)(torch|torch_library|c10)(;|$)")
+  message(FATAL_ERROR "tnt_tb_events must not link LibTorch: its include directory bundles "
+                      "another google/protobuf (${_tnt_tb_links})")
+endif()
+
+target_sources(tarantella PRIVATE
+  $<TARGET_OBJECTS:tnt_tb_events>
   ${CMAKE_CURRENT_LIST_DIR}/tensorboard.cpp
   ${CMAKE_CURRENT_LIST_DIR}/remote_monitor_request.cpp
   ${CMAKE_CURRENT_LIST_DIR}/remote_monitor_http.cpp
   ${CMAKE_CURRENT_LIST_DIR}/remote_monitor.cpp
 )
-# "callbacks/proto/tensorboard_event.pb.h" resolves against the build tree.
-target_include_directories(tarantella SYSTEM PRIVATE ${CMAKE_CURRENT_BINARY_DIR})
-# The full runtime, not -lite: LibTorch already loads libprotobuf.so, and two
-# copies of protobuf's lite classes in one process must be avoided. The
-# messages are generated for the lite API (no descriptors to register).
 target_link_libraries(tarantella PRIVATE
   protobuf::libprotobuf CURL::libcurl nlohmann_json::nlohmann_json)

@@ -91,8 +91,8 @@ NodeFacts detect_node_facts() {
       .launcher_path(launcher)
       .current_dir(current_program_lookup(false).current_dir)
       .stdout_is_terminal(::isatty(STDOUT_FILENO) == 1)
-      .default_python(default_python_interpreter())
-      .python_package_dir(build_tree_python_dir(launcher))
+      .default_python(default_python_interpreter(launcher, recorded_python_interpreter()))
+      .python_package_dir(python_package_dir(launcher))
       .python_path(python_path ? std::optional<std::string>(python_path) : std::nullopt)
       .slurm_allocation(read_slurm_allocation(getenv_lookup()));
 }

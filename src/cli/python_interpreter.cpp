@@ -37,14 +37,39 @@ std::string where_missing(const std::string& command) {
                       " (--python-interpreter '' runs " + program + " as a program)");
 }
 
+// "/a/b/c" -> "/a/b"; "" for a name without a folder or a file in "/".
+std::string parent_dir(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos || slash == 0) return "";
+  return path.substr(0, slash);
+}
+
 }  // namespace
 
-std::string default_python_interpreter() {
+std::string recorded_python_interpreter() {
 #ifdef TNT_DEFAULT_PYTHON
   return TNT_DEFAULT_PYTHON;
 #else
-  return "python3";
+  return "";
 #endif
+}
+
+std::string installed_python_subdir() {
+#ifdef TNT_PYTHON_INSTALL_SUBDIR
+  return TNT_PYTHON_INSTALL_SUBDIR;
+#else
+  return "lib/python3/dist-packages";
+#endif
+}
+
+std::string default_python_interpreter(const std::string& launcher_path,
+                                       const std::string& recorded) {
+  const std::string bin = parent_dir(launcher_path);
+  if (!bin.empty() && is_usable_file(parent_dir(bin) + "/pyvenv.cfg", /*need_executable=*/false) &&
+      is_usable_file(bin + "/python3", /*need_executable=*/true)) {
+    return bin + "/python3";
+  }
+  return recorded.empty() ? "python3" : recorded;
 }
 
 bool is_python_script(const std::string& program) {
@@ -70,14 +95,14 @@ void check_interpreter(const InterpreterChoice& choice, const std::string& progr
                       ": install it, or give its full path in --python-interpreter");
 }
 
-std::string build_tree_python_dir(const std::string& launcher_path) {
+std::string python_package_dir(const std::string& launcher_path, const std::string& install_dir) {
   // launcher_path is /proc/self/exe, already free of symlinks and "..".
-  const auto bin = launcher_path.rfind('/');
-  if (bin == std::string::npos || bin == 0) return "";
-  const auto root = launcher_path.rfind('/', bin - 1);
-  if (root == std::string::npos) return "";
-  const std::string dir = launcher_path.substr(0, root) + "/python";
-  return is_usable_file(dir + "/tarantella/__init__.py", /*need_executable=*/false) ? dir : "";
+  const std::string prefix = parent_dir(parent_dir(launcher_path));
+  if (prefix.empty()) return "";
+  for (const std::string& dir : {prefix + "/python", prefix + "/" + install_dir}) {
+    if (is_usable_file(dir + "/tarantella/__init__.py", /*need_executable=*/false)) return dir;
+  }
+  return "";
 }
 
 std::string prepend_python_path(const std::string& dir, const std::optional<std::string>& user) {

@@ -1,18 +1,26 @@
 // Which interpreter runs the program on every rank, and where Python finds
 // the tarantella package (the Tarantella manual, section 8.5).
 //
-// A program ending in ".py" runs under Python: by default the interpreter the
-// Python package was built for (CMake's TNT_PYTHON_EXECUTABLE, compiled in as
-// TNT_DEFAULT_PYTHON), because `python3` in PATH may be another Python, one
-// without torch; without a recorded one, `python3` from PATH.
+// A program ending in ".py" runs under Python. Which one, by default
+// (`python3` in PATH may be another Python, one without torch):
+//   1. the launcher lies in a virtual environment's bin/ (pip install .):
+//      that environment's python3, next to the launcher. A wheel may be
+//      installed into any venv, so no path recorded at build time can be
+//      right there;
+//   2. the interpreter the Python package was built for (CMake's
+//      TNT_PYTHON_EXECUTABLE, compiled in as TNT_DEFAULT_PYTHON; not in
+//      wheel builds);
+//   3. `python3` from PATH.
 // `--python-interpreter CMD` names another interpreter or a wrapper
 // (`valgrind --tool=memcheck python3`) for any program, and
 // `--python-interpreter ""` runs the program itself, even a .py file.
 //
-// In a build tree the package sits next to the launcher
-// (<build>/bin/tarantella, <build>/python/tarantella/__init__.py), so ranks
-// get that folder first in PYTHONPATH and `import tarantella` works without
-// installing; an installed package is where Python looks anyway.
+// Where Python finds the package: in a build tree it sits next to the
+// launcher (<build>/bin/tarantella, <build>/python/tarantella/__init__.py);
+// `cmake --install --prefix DIR` puts it in DIR/lib/python3/dist-packages
+// (TNT_PYTHON_INSTALL_DIR), which only Debian's /usr searches. Either folder
+// goes first in the ranks' PYTHONPATH, so `import tarantella` works from any
+// prefix; a venv's site-packages needs nothing.
 #pragma once
 
 #include <optional>
@@ -24,9 +32,15 @@
 
 namespace tnt::cli {
 
-/// The interpreter for .py programs when none is named: the one recorded at
-/// build time (an absolute path), else "python3" (looked up in PATH).
-std::string default_python_interpreter();
+/// The interpreter for .py programs when none is named, by the rule above.
+/// `recorded`: the path recorded at build time, "" for none.
+/// Example: ("/venv/bin/tarantella" with /venv/pyvenv.cfg, "/usr/bin/python3")
+/// -> "/venv/bin/python3".
+std::string default_python_interpreter(const std::string& launcher_path,
+                                       const std::string& recorded);
+
+/// The path recorded at build time (TNT_DEFAULT_PYTHON), "" for none.
+std::string recorded_python_interpreter();
 
 /// What runs the program on each rank.
 struct InterpreterChoice {
@@ -51,10 +65,16 @@ InterpreterChoice choose_interpreter(const LaunchOptions& options,
 void check_interpreter(const InterpreterChoice& choice, const std::string& program,
                        const ProgramLookup& lookup);
 
-/// `<launcher dir>/../python` when it holds tarantella/__init__.py (the
-/// launcher runs from a build tree), else "".
-/// Example: "/src/build/bin/tarantella" -> "/src/build/python".
-std::string build_tree_python_dir(const std::string& launcher_path);
+/// TNT_PYTHON_INSTALL_DIR as configured (relative to the prefix).
+std::string installed_python_subdir();
+
+/// Where the package sits relative to the launcher: `<launcher dir>/../python`
+/// (a build tree), else `<launcher dir>/../<install_dir>` (an installed
+/// prefix), the first that holds tarantella/__init__.py; "" for neither.
+/// Example: "/src/build/bin/tarantella" -> "/src/build/python";
+/// ("/opt/x/bin/tarantella", "lib/python3/dist-packages") -> "/opt/x/lib/python3/dist-packages".
+std::string python_package_dir(const std::string& launcher_path,
+                               const std::string& install_dir = installed_python_subdir());
 
 /// PYTHONPATH with `dir` first and the user's entries (if any) after it.
 /// Example: ("/b/python", "/mine") -> "/b/python:/mine".

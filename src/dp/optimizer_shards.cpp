@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <tarantella/base/error.h>
+#include <tarantella/base/torch_compat.h>
 
 namespace tnt::dp {
 namespace {
@@ -108,9 +109,7 @@ int kind_of(const torch::optim::Optimizer& optimizer) {
 }
 
 // torch::optim keys its state by the parameter's TensorImpl address.
-std::string state_key(const torch::Tensor& t) {
-  return c10::guts::to_string(t.unsafeGetTensorImpl());
-}
+compat::OptimizerStateKey state_key(const torch::Tensor& t) { return compat::optimizer_state_key(t); }
 
 // A flat tensor over `base`'s memory at `offset` that autograd does not see
 // as a view (an optimizer may detach_() and zero_() its gradient).
@@ -174,7 +173,7 @@ namespace {
 // Which optimizer group holds each of `params` (-1: none).
 std::vector<int> groups_of(const std::vector<torch::Tensor>& params,
                            const torch::optim::Optimizer& optimizer, const char* caller) {
-  std::map<std::string, std::size_t> index;
+  std::map<compat::OptimizerStateKey, std::size_t> index;
   for (std::size_t p = 0; p < params.size(); ++p) index[state_key(params[p])] = p;
   std::vector<int> group_of(params.size(), -1);
   const auto& groups = optimizer.param_groups();
@@ -368,7 +367,7 @@ OptimizerShards::FullState OptimizerShards::gather_state() {
   }
   const std::int64_t nd = static_cast<std::int64_t>(defined.size());
   // Parameters the optimizer steps: those with pieces somewhere.
-  std::set<std::string> in_groups;
+  std::set<compat::OptimizerStateKey> in_groups;
   for (const auto& params : group_params_) {
     for (const auto& t : params) in_groups.insert(state_key(t));
   }

@@ -16,6 +16,7 @@
 #include <torch/torch.h>
 
 #include <tarantella/base/error.h>
+#include <tarantella/base/torch_compat.h>
 #include <tarantella/runtime/runtime.h>
 
 namespace tnt::nn {
@@ -192,7 +193,7 @@ torch::Tensor sync_batch_norm(const torch::Tensor& input, const torch::Tensor& w
 
 SyncBatchNormImpl::SyncBatchNormImpl(const SyncBatchNormOptions& options_,
                                      comm::ProcessGroup group)
-    : torch::nn::Module("tnt::nn::SyncBatchNorm"),
+    : compat::NamedModuleBase<SyncBatchNormImpl>("tnt::nn::SyncBatchNorm"),
       CollectiveModule(std::move(group)),
       options(options_) {
   SyncBatchNormImpl::reset();

@@ -2,11 +2,11 @@
 
 #include <string>
 
-#include <ATen/autocast_mode.h>
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <tarantella/base/error.h>
+#include <tarantella/base/torch_compat.h>
 #include <tarantella/base/logging.h>
 
 namespace tnt::train {
@@ -25,18 +25,11 @@ AutocastScope::AutocastScope(MixedPrecision precision, c10::Device device) {
   TNT_CHECK(problem.empty(), problem);
   const c10::ScalarType dtype =
       precision == MixedPrecision::BFloat16 ? c10::ScalarType::BFloat16 : c10::ScalarType::Half;
-  cuda_ = device.is_cuda();
-  if (cuda_) {
-    previous_enabled_ = at::autocast::is_enabled();
-    previous_dtype_ = at::autocast::get_autocast_gpu_dtype();
-    at::autocast::set_autocast_gpu_dtype(dtype);
-    at::autocast::set_enabled(true);
-  } else {
-    previous_enabled_ = at::autocast::is_cpu_enabled();
-    previous_dtype_ = at::autocast::get_autocast_cpu_dtype();
-    at::autocast::set_autocast_cpu_dtype(dtype);
-    at::autocast::set_cpu_enabled(true);
-  }
+  device_type_ = device.type();
+  previous_enabled_ = compat::autocast_enabled(device_type_);
+  previous_dtype_ = compat::autocast_dtype(device_type_);
+  compat::set_autocast_dtype(device_type_, dtype);
+  compat::set_autocast_enabled(device_type_, true);
   at::autocast::increment_nesting();
   active_ = true;
 }
@@ -45,13 +38,8 @@ AutocastScope::~AutocastScope() {
   if (!active_) return;
   // The cast weights are cached per scope, as torch.autocast does.
   if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-  if (cuda_) {
-    at::autocast::set_enabled(previous_enabled_);
-    at::autocast::set_autocast_gpu_dtype(previous_dtype_);
-  } else {
-    at::autocast::set_cpu_enabled(previous_enabled_);
-    at::autocast::set_autocast_cpu_dtype(previous_dtype_);
-  }
+  compat::set_autocast_enabled(device_type_, previous_enabled_);
+  compat::set_autocast_dtype(device_type_, previous_dtype_);
 }
 
 LossScaler::LossScaler(double initial_scale, std::int64_t growth_interval)

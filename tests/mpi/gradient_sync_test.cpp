@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <tarantella/dp/gradient_sync.h>
+#include <tarantella/base/torch_compat.h>
 #include <tarantella/dp/state_sync.h>
 #include <tarantella/tarantella.h>
 
@@ -233,7 +234,7 @@ TEST(StateSync, BroadcastMakesEveryRankHoldTheMastersWeightsAndOptimizerState) {
   // Adam's first moments are the master's too.
   int with_state = 0;
   for (const auto& p : net->parameters()) {
-    auto it = opt.state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+    auto it = opt.state().find(tnt::compat::optimizer_state_key(p));
     if (it == opt.state().end()) continue;  // the unused layer never got a gradient
     ++with_state;
     auto& state = static_cast<torch::optim::AdamParamState&>(*it->second);

@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 
+#include <tarantella/base/torch_compat.h>
 #include "tiny_training.h"
 
 namespace {
@@ -131,7 +132,7 @@ TEST(ShardedOptimizer, CheckpointsHoldTheWholeStateAndLoadEitherWay) {
     std::vector<torch::Tensor> out;
     for (const auto& p : m.optimizer().param_groups()[0].params()) {
       const auto& s = static_cast<torch::optim::AdamParamState&>(
-          *m.optimizer().state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
+          *m.optimizer().state().at(tnt::compat::optimizer_state_key(p)));
       out.push_back(s.exp_avg());
       out.push_back(s.exp_avg_sq());
       EXPECT_EQ(s.step(), 14) << "2 epochs of 7 steps";

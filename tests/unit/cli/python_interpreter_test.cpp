@@ -85,14 +85,39 @@ TEST_F(InterpreterCheck, MissingNamedInterpreterQuotesTheFlag) {
   EXPECT_THAT(message, HasSubstr("give its full path in --python-interpreter"));
 }
 
-TEST(BuildTreePythonDir, FoundNextToTheLauncherOnlyWithThePackage) {
+TEST(PythonPackageDir, FoundNextToTheLauncherOnlyWithThePackage) {
   TempDir dir;
   const std::string launcher = dir.write("build/bin/tarantella", "");
-  EXPECT_EQ(build_tree_python_dir(launcher), "");
+  EXPECT_EQ(python_package_dir(launcher, "lib/python3/dist-packages"), "");
   dir.write("build/python/tarantella/__init__.py", "");
-  EXPECT_EQ(build_tree_python_dir(launcher), dir.str("build/python"));
-  EXPECT_EQ(build_tree_python_dir("tarantella"), "");
-  EXPECT_EQ(build_tree_python_dir("/tarantella"), "");
+  EXPECT_EQ(python_package_dir(launcher, "lib/python3/dist-packages"), dir.str("build/python"));
+  EXPECT_EQ(python_package_dir("tarantella", "lib/python3/dist-packages"), "");
+  EXPECT_EQ(python_package_dir("/tarantella", "lib/python3/dist-packages"), "");
+}
+
+TEST(PythonPackageDir, AnInstalledPrefixGivesItsInstallDir) {
+  TempDir dir;
+  const std::string launcher = dir.write("prefix/bin/tarantella", "");
+  EXPECT_EQ(python_package_dir(launcher, "lib/python3/dist-packages"), "");
+  dir.write("prefix/lib/python3/dist-packages/tarantella/__init__.py", "");
+  EXPECT_EQ(python_package_dir(launcher, "lib/python3/dist-packages"),
+            dir.str("prefix/lib/python3/dist-packages"));
+  EXPECT_EQ(python_package_dir(launcher, "lib/elsewhere"), "");
+  EXPECT_FALSE(installed_python_subdir().empty());
+}
+
+TEST(DefaultPython, AVenvLauncherTakesTheVenvsPython) {
+  TempDir dir;
+  const std::string launcher = dir.write("venv/bin/tarantella", "");
+  const std::string python = dir.write("venv/bin/python3", "#!/bin/sh\n");
+  ASSERT_EQ(::chmod(python.c_str(), 0755), 0);
+  // Not a venv yet: the recorded interpreter, else python3 from PATH.
+  EXPECT_EQ(default_python_interpreter(launcher, "/usr/bin/python3"), "/usr/bin/python3");
+  EXPECT_EQ(default_python_interpreter(launcher, ""), "python3");
+  dir.write("venv/pyvenv.cfg", "home = /usr/bin\n");
+  EXPECT_EQ(default_python_interpreter(launcher, "/usr/bin/python3"), python);
+  EXPECT_EQ(default_python_interpreter(launcher, ""), python);
+  EXPECT_EQ(default_python_interpreter("tarantella", ""), "python3");
 }
 
 TEST(PrependPythonPath, UserEntriesComeAfterThePackage) {

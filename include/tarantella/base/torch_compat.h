@@ -1,0 +1,114 @@
+// The one place where LibTorch versions differ for Tarantella.
+//
+// The tree builds against Debian 12's LibTorch 1.13 and against pip/conda
+// torch 2.x (2.7 and newer: the first wheels built with the C++11 ABI, which
+// the system libraries we link also use; CMakeLists.txt refuses an older
+// ABI). Every difference between those APIs is absorbed here, behind a name
+// of our own, so that no other file tests TORCH_VERSION_*:
+//
+//  * the optimizer's state map is keyed by the parameter's TensorImpl
+//    address as a string in 1.13 and as the `void*` itself in 2.x: taken
+//    from the map's own key type, so the code follows whichever torch it
+//    is compiled against;
+//  * torch::nn::Cloneable inherits Module virtually in 1.13 (the most
+//    derived class names Module in its initializer list) and directly in
+//    2.x (the class names Cloneable<Derived>): NamedModuleBase<Derived> is
+//    the base to name;
+//  * autocast is switched per device type in 2.x
+//    (`at::autocast::set_autocast_enabled(kCUDA, ...)`) and by one function
+//    per device in 1.13 (`set_enabled`, `set_cpu_enabled`).
+#pragma once
+
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include <ATen/autocast_mode.h>
+#include <torch/nn/cloneable.h>
+#include <torch/optim/optimizer.h>
+#include <torch/version.h>
+
+namespace tnt::compat {
+
+/// True when built against LibTorch 2.x.
+inline constexpr bool kTorch2 = TORCH_VERSION_MAJOR >= 2;
+
+/// The key type of torch::optim::Optimizer::state().
+using OptimizerStateKey =
+    typename std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
+
+namespace detail {
+template <typename Key>
+Key optimizer_state_key_as(const at::Tensor& t) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream out;  // what 1.13's c10::guts::to_string wrote
+    out << t.unsafeGetTensorImpl();
+    return out.str();
+  } else {
+    return t.unsafeGetTensorImpl();
+  }
+}
+}  // namespace detail
+
+/// The key under which torch::optim keeps the state of parameter `t`.
+/// Example: `optimizer.state().find(tnt::compat::optimizer_state_key(p))`.
+inline OptimizerStateKey optimizer_state_key(const at::Tensor& t) {
+  return detail::optimizer_state_key_as<OptimizerStateKey>(t);
+}
+
+/// The base class a Cloneable module names to pass its name to Module.
+/// Example: `MyImpl::MyImpl() : tnt::compat::NamedModuleBase<MyImpl>("my") {}`.
+#if TORCH_VERSION_MAJOR >= 2
+template <typename Derived>
+using NamedModuleBase = torch::nn::Cloneable<Derived>;
+#else
+template <typename Derived>
+using NamedModuleBase = torch::nn::Module;
+#endif
+
+/// Whether autocast is on for `device` (kCUDA or kCPU) on this thread.
+inline bool autocast_enabled(c10::DeviceType device) {
+#if TORCH_VERSION_MAJOR >= 2
+  return at::autocast::is_autocast_enabled(device);
+#else
+  return device == c10::DeviceType::CUDA ? at::autocast::is_enabled()
+                                         : at::autocast::is_cpu_enabled();
+#endif
+}
+
+inline void set_autocast_enabled(c10::DeviceType device, bool enabled) {
+#if TORCH_VERSION_MAJOR >= 2
+  at::autocast::set_autocast_enabled(device, enabled);
+#else
+  if (device == c10::DeviceType::CUDA) {
+    at::autocast::set_enabled(enabled);
+  } else {
+    at::autocast::set_cpu_enabled(enabled);
+  }
+#endif
+}
+
+/// The dtype autocast casts to on `device`.
+inline c10::ScalarType autocast_dtype(c10::DeviceType device) {
+#if TORCH_VERSION_MAJOR >= 2
+  return at::autocast::get_autocast_dtype(device);
+#else
+  return device == c10::DeviceType::CUDA ? at::autocast::get_autocast_gpu_dtype()
+                                         : at::autocast::get_autocast_cpu_dtype();
+#endif
+}
+
+inline void set_autocast_dtype(c10::DeviceType device, c10::ScalarType dtype) {
+#if TORCH_VERSION_MAJOR >= 2
+  at::autocast::set_autocast_dtype(device, dtype);
+#else
+  if (device == c10::DeviceType::CUDA) {
+    at::autocast::set_autocast_gpu_dtype(dtype);
+  } else {
+    at::autocast::set_autocast_cpu_dtype(dtype);
+  }
+#endif
+}
+
+}  // namespace tnt::compat

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The GPU-machine recipe: configure against the torch found on the machine,
+# build with every core, run the checks, and write one report.
+#
+#   scripts/device-check.sh OUT_DIR
+#
+# Made for the GPU machines we borrow (shared/GPU.md of the team: Ubuntu
+# 24.04, torch 2.11.0+cu130 in /opt/torch/.venv with its python3 first in
+# PATH, CUDA 13.0 at /usr/local/cuda, OpenMPI 4.1.6, 16 cores, no network),
+# but it needs no GPU to build: dry-run it anywhere with a pip torch first in
+# PATH (PATH=/opt/tnt-venvs/torch-2.15/bin:$PATH scripts/device-check.sh /tmp/dc).
+#
+# It installs nothing. Every step runs under `timeout`; a failed step is
+# reported and the script goes on to the next one, so one run says as much
+# as it can. OUT_DIR gets report.md (one line per step: what, seconds,
+# result) and every step's raw log. Exit status: 0 when every step passed.
+#
+# TNT_DEVICE_PYTHON   the interpreter whose torch to build against (default:
+#                     python3 from PATH)
+# TNT_DEVICE_BUILD    the build folder (default: build-device)
+# TNT_DEVICE_STEPS    which steps to run (default: all), e.g. "configure build"
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=${1:?usage: scripts/device-check.sh OUT_DIR}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+py=${TNT_DEVICE_PYTHON:-$(command -v python3)}
+build=${TNT_DEVICE_BUILD:-$root/build-device}
+steps=${TNT_DEVICE_STEPS:-all}
+report=$out/report.md
+failed=0
+start=$(date +%s)
+
+wanted() { [ "$steps" = all ] || [[ " $steps " == *" $1 "* ]]; }
+
+# step NAME TIMEOUT_S COMMAND...: runs it with its log in OUT_DIR/NAME.log
+# and one row in the report.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  wanted "$name" || return 0
+  local t0=$(date +%s) rc
+  timeout --kill-after=10 "$limit" "$@" >"$out/$name.log" 2>&1
+  rc=$?
+  local took=$(( $(date +%s) - t0 )) verdict=ok
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then verdict="TIMEOUT after ${limit} s"; failed=1
+  elif [ $rc -ne 0 ]; then verdict="FAILED (exit $rc)"; failed=1; fi
+  printf '| %s | %s | %s | `%s` |\n' "$name" "$took" "$verdict" "$*" >>"$report"
+  echo "device-check: $name: $verdict ($took s)"
+  return $rc
+}
+
+{
+  echo "# device-check, $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo
+  echo "- host: $(hostname), $(nproc) cores"
+  echo "- GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo none)"
+  echo "- python: $py"
+  echo "- torch: $("$py" -c 'import torch;print(torch.__version__, "CUDA", torch.version.cuda, "available", torch.cuda.is_available())' 2>&1)"
+  echo "- compiler: $(${CXX:-c++} --version 2>/dev/null | head -n 1)"
+  echo "- cmake: $(cmake --version | head -n 1)"
+  echo "- commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo
+  echo "| step | s | result | command |"
+  echo "|---|---|---|---|"
+} >"$report"
+
+prefix=$("$py" -c 'import torch;print(torch.utils.cmake_prefix_path)' 2>/dev/null)
+if [ -z "$prefix" ]; then
+  echo "| torch | 0 | FAILED: $py cannot import torch | |" >>"$report"
+  echo "device-check: $py cannot import torch: set TNT_DEVICE_PYTHON" >&2
+  exit 1
+fi
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+
+step configure 120 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$prefix" -DTNT_PYTHON_EXECUTABLE="$py" -DTNT_BUILD_BENCHMARKS=OFF
+step build 600 cmake --build "$build" -j "$(nproc)"
+# The tests that need neither Fashion-MNIST nor a cluster: unit tests and
+# the layering and header checks, then the multi-rank tests of the engine.
+step unit_tests 240 ctest --test-dir "$build" -L unit -j "$(nproc)" --output-on-failure
+step python_tests 240 ctest --test-dir "$build" -R '^python\.pytest\.n[12]$' --output-on-failure
+
+echo >>"$report"
+echo "Total: $(( $(date +%s) - start )) s; logs beside this file." >>"$report"
+echo "device-check: report in $report ($(( $(date +%s) - start )) s)"
+exit $failed

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The pip-torch leg of the test suite: the tree built and tested against the
+# torch our users have, from PyPI, in a virtual environment, beside the
+# README's Debian leg (scripts/test.sh).
+#
+#   scripts/test-pip.sh                 # requirements/torch-newest.txt, whole suite (-LE long)
+#   scripts/test-pip.sh -R python       # ctest arguments pass through
+#   TNT_TORCH_REQUIREMENTS=requirements/torch-2.11.txt scripts/test-pip.sh
+#
+# 1. the Debian packages (scripts/install-deps.sh; python3-venv among them);
+# 2. one venv per torch version, in a fixed place ($TNT_VENVS, default
+#    /opt/tnt-venvs/torch-<version>), made once and reused;
+# 3. `pip install .` into that venv (the venv route: library, extension and
+#    launcher), then LeNet-5 in Python on 2 ranks with the venv's launcher;
+# 4. the whole tree configured against that torch in build-pip-<version>/
+#    and the suite run there.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+req=${TNT_TORCH_REQUIREMENTS:-$root/requirements/torch-newest.txt}
+torch_version=$(sed -n 's/^torch==\([^ ;]*\).*/\1/p' "$req")
+if [ -z "$torch_version" ]; then
+  echo "test-pip: $req pins no torch (a line torch==X.Y.Z): pin the version to test" >&2
+  exit 2
+fi
+venv=${TNT_VENVS:-/opt/tnt-venvs}/torch-$torch_version
+build=${TNT_BUILD_DIR:-$root/build-pip-$torch_version}
+log() { echo "test-pip: $* ($(( $(date +%s) - start )) s)"; }
+start=$(date +%s)
+
+"$root/scripts/install-deps.sh"
+if [ ! -x "$venv/bin/python3" ]; then
+  mkdir -p "$(dirname "$venv")"
+  /usr/bin/python3 -m venv "$venv"
+fi
+"$venv/bin/python3" -m pip install -q --disable-pip-version-check -r "$req"
+py="$venv/bin/python3"
+log "torch $("$py" -c 'import torch;print(torch.__version__)') in $venv"
+
+# The venv route, as a user takes it. Build isolation stays on: CMake asks
+# this venv's interpreter for its torch, so none is downloaded.
+"$py" -m pip install -q --disable-pip-version-check "$root"
+log "pip install . done"
+(cd "$root" && "$venv/bin/tarantella" -n 2 -- examples/python/lenet5.py --epochs 1 2>&1 | tail -n 3)
+log "LeNet-5 through $venv/bin/tarantella done"
+
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_PREFIX_PATH="$("$py" -c 'import torch;print(torch.utils.cmake_prefix_path)')" \
+        -DTNT_PYTHON_EXECUTABLE="$py"
+fi
+cmake --build "$build" -j "$(nproc)"
+log "build done"
+cd "$build"
+for v in $(compgen -e | grep '^SLURM_' || true); do unset "$v"; done
+[ $# -gt 0 ] || set -- -LE long
+ctest --output-on-failure -j 2 "$@"
+log "suite done"

@@ -19,7 +19,7 @@
 # `pip install .`: the torch of the environment pip installs into, asked of
 # its interpreter in isolated mode (-I), so that under build isolation the
 # build's own PYTHONPATH does not hide it and no second torch is downloaded.
-if(SKBUILD AND NOT Torch_DIR AND Python_EXECUTABLE)
+if(SKBUILD AND Python_EXECUTABLE)
   execute_process(COMMAND "${Python_EXECUTABLE}" -I -c "import torch;print(torch.utils.cmake_prefix_path)"
                   RESULT_VARIABLE _rc OUTPUT_VARIABLE _tnt_torch_cmake ERROR_VARIABLE _err
                   OUTPUT_STRIP_TRAILING_WHITESPACE)
@@ -28,6 +28,15 @@ if(SKBUILD AND NOT Torch_DIR AND Python_EXECUTABLE)
                         "into, but ${Python_EXECUTABLE} cannot import it: ${_err}\n"
                         "Fix: ${Python_EXECUTABLE} -m pip install torch, then install tarantella.")
   endif()
+  # pyproject.toml keeps one build folder (build-wheel/) between installs; its
+  # cache holds the paths of the torch it was first configured for.
+  if(TNT_SKBUILD_TORCH AND NOT TNT_SKBUILD_TORCH STREQUAL _tnt_torch_cmake)
+    message(FATAL_ERROR "Tarantella: ${CMAKE_BINARY_DIR} was configured for the torch in "
+                        "${TNT_SKBUILD_TORCH}, but this pip install is for ${_tnt_torch_cmake}. "
+                        "Fix: remove ${CMAKE_BINARY_DIR}, or give each environment its own "
+                        "folder: pip install . -C build-dir=build-wheel-<name>")
+  endif()
+  set(TNT_SKBUILD_TORCH "${_tnt_torch_cmake}" CACHE INTERNAL "")
   list(PREPEND CMAKE_PREFIX_PATH "${_tnt_torch_cmake}")
 endif()
 
@@ -55,8 +64,33 @@ if(NOT _tnt_torch_lib_dir STREQUAL _tnt_torch_prefix_lib AND
                       "-DTorch_DIR=${TORCH_INSTALL_PREFIX}/share/cmake/Torch")
 endif()
 
+# A pip torch built for CUDA loads the CUDA libraries and NCCL of the nvidia-*
+# wheels beside it (site-packages/nvidia/*/lib, through libtorch_cuda's
+# RPATH), which may be newer than the toolkit in /usr/local/cuda (2.15 is
+# built for CUDA 13.2, the toolkit here is 13.0). torch's CMake links
+# executables to the toolkit's libcudart, and the linker would check
+# libtorch_cuda's needs against the toolkit's older libnccl. So: every link
+# resolves torch's dependencies in the wheels' folders (-rpath-link), and
+# torch::cudart is the wheel's libcudart, so that a process holds one CUDA
+# runtime, the one torch itself uses. The toolkit still provides nvcc and
+# headers.
+get_filename_component(_tnt_nvidia "${TORCH_INSTALL_PREFIX}/../nvidia" ABSOLUTE)
+file(GLOB _tnt_nvidia_libs LIST_DIRECTORIES true "${_tnt_nvidia}/*/lib")
+if(_tnt_nvidia_libs)
+  foreach(dir IN LISTS _tnt_nvidia_libs)
+    add_link_options("LINKER:-rpath-link,${dir}")
+  endforeach()
+  file(GLOB _tnt_wheel_cudart "${_tnt_nvidia}/*/lib/libcudart.so.*")
+  if(_tnt_wheel_cudart AND TARGET torch::cudart)
+    list(GET _tnt_wheel_cudart 0 _tnt_wheel_cudart)
+    set_property(TARGET torch::cudart PROPERTY INTERFACE_LINK_LIBRARIES "${_tnt_wheel_cudart}")
+  endif()
+  set(TNT_TORCH_NVIDIA_LIB_DIRS ${_tnt_nvidia_libs})
+endif()
+
 macro(tnt_torch_settings)
 set(TNT_TORCH_VERSION "${Torch_VERSION}")
+set(TNT_TORCH_LIB_DIR "${TORCH_INSTALL_PREFIX}/lib")
 if(NOT TNT_TORCH_VERSION)
   set(TNT_TORCH_VERSION "unknown")
 endif()

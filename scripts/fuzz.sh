@@ -15,8 +15,10 @@ targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(hostfile shell_words idx cs
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ is missing (apt-get install clang libfuzzer-14-dev)"; exit 2; }
 [ -f "$main_build/src/libtarantella.so" ] || "$root/scripts/build.sh" tarantella
 mkdir -p "$out"
+# The torch the main build was configured with (Debian's, or a pip torch).
+torch_dir=$(sed -n 's/^Torch_DIR:[A-Z]*=//p' "$main_build/CMakeCache.txt")
 cmake -S "$root/tests/fuzz" -B "$out" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
-      -DTNT_MAIN_BUILD="$main_build" > "$out/configure.log" 2>&1 \
+      -DTNT_MAIN_BUILD="$main_build" ${torch_dir:+-DTorch_DIR="$torch_dir"} > "$out/configure.log" 2>&1 \
   || { cat "$out/configure.log"; exit 1; }
 cmake --build "$out" -j "$(nproc)" --target $(printf '%s_fuzz ' "${targets[@]}") > "$out/build.log" 2>&1 \
   || { tail -30 "$out/build.log"; exit 1; }

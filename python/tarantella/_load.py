@@ -40,7 +40,7 @@ def load():
             f"tarantella was built against torch {built_torch}, but this Python "
             f"({sys.executable}) has torch {torch.__version__}: its compiled core links "
             f"LibTorch's C++ API, which changes between releases. Rebuild it against this "
-            f"torch (`pip install --no-build-isolation --force-reinstall .` in the source "
+            f"torch (`pip install --force-reinstall --no-deps .` in the source "
             f"tree, or configure CMake with this torch), or install torch=={built_torch}."
         ) from None
     try:

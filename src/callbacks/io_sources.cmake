@@ -3,6 +3,12 @@
 #   TensorBoard: a subset of TensorFlow's event.proto compiled by Debian's
 #   protoc; RemoteMonitor: libcurl and nlohmann-json.
 find_package(Protobuf REQUIRED)
+# Our own target over what FindProtobuf found, not protobuf::libprotobuf: a
+# pip torch's CMake files define that name as an empty interface (torch links
+# its protobuf statically), and CMake keeps the first definition.
+add_library(tnt_protobuf INTERFACE)
+target_include_directories(tnt_protobuf SYSTEM INTERFACE ${Protobuf_INCLUDE_DIRS})
+target_link_libraries(tnt_protobuf INTERFACE ${Protobuf_LIBRARIES})
 find_package(CURL REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 
@@ -11,9 +17,9 @@ set(tnt_tb_proto_out ${CMAKE_CURRENT_BINARY_DIR}/callbacks/proto)
 file(MAKE_DIRECTORY ${tnt_tb_proto_out})
 add_custom_command(
   OUTPUT ${tnt_tb_proto_out}/tensorboard_event.pb.cc ${tnt_tb_proto_out}/tensorboard_event.pb.h
-  COMMAND protobuf::protoc --cpp_out=${tnt_tb_proto_out} -I ${tnt_tb_proto_dir}
+  COMMAND ${Protobuf_PROTOC_EXECUTABLE} --cpp_out=${tnt_tb_proto_out} -I ${tnt_tb_proto_dir}
           ${tnt_tb_proto_dir}/tensorboard_event.proto
-  DEPENDS ${tnt_tb_proto_dir}/tensorboard_event.proto protobuf::protoc
+  DEPENDS ${tnt_tb_proto_dir}/tensorboard_event.proto ${Protobuf_PROTOC_EXECUTABLE}
   COMMENT "protoc: TensorBoard event messages"
   VERBATIM)
 # Generated code is not ours to keep -Wextra clean.
@@ -39,7 +45,7 @@ target_include_directories(tnt_tb_events SYSTEM PRIVATE ${CMAKE_CURRENT_BINARY_D
 # The full runtime, not -lite: Debian's LibTorch already loads libprotobuf.so,
 # and two copies of protobuf's lite classes in one process must be avoided.
 # The messages are generated for the lite API (no descriptors to register).
-target_link_libraries(tnt_tb_events PRIVATE protobuf::libprotobuf tnt_fmt Threads::Threads
+target_link_libraries(tnt_tb_events PRIVATE tnt_protobuf tnt_fmt Threads::Threads
                       tnt_warnings)
 get_target_property(_tnt_tb_links tnt_tb_events LINK_LIBRARIES)
 if(_tnt_tb_links MATCHES "(^|;)(torch|torch_library|c10)(;|$)")
@@ -55,4 +61,4 @@ target_sources(tarantella PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/remote_monitor.cpp
 )
 target_link_libraries(tarantella PRIVATE
-  protobuf::libprotobuf CURL::libcurl nlohmann_json::nlohmann_json)
+  $<BUILD_INTERFACE:tnt_protobuf> CURL::libcurl nlohmann_json::nlohmann_json)

@@ -8,8 +8,7 @@
 //      installed into any venv, so no path recorded at build time can be
 //      right there;
 //   2. the interpreter the Python package was built for (CMake's
-//      TNT_PYTHON_EXECUTABLE, compiled in as TNT_DEFAULT_PYTHON; not in
-//      wheel builds);
+//      TNT_PYTHON_EXECUTABLE, compiled in as TNT_DEFAULT_PYTHON);
 //   3. `python3` from PATH.
 // `--python-interpreter CMD` names another interpreter or a wrapper
 // (`valgrind --tool=memcheck python3`) for any program, and

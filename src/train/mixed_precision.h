@@ -40,6 +40,11 @@ class AutocastScope {
 /// Whether `precision` can run on `device`; empty if so, else why and the fix.
 std::string mixed_precision_problem(MixedPrecision precision, c10::Device device);
 
+/// True when every element of every tensor is finite; true for none. One
+/// host synchronisation in all (one fused reduction over per-tensor flags
+/// that stay on the device), not one per tensor.
+bool all_finite(const std::vector<torch::Tensor>& tensors);
+
 class LossScaler {
  public:
   explicit LossScaler(double initial_scale = 65536.0, std::int64_t growth_interval = 2000);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Usage: check_install.sh BUILD_DIR CONSUMER_SOURCE WORK_DIR
+# Usage: check_install.sh BUILD_DIR CONSUMER_SOURCE WORK_DIR [PYTHON_ENABLED]
 set -euo pipefail
-build=$1; consumer=$2; work=$3
+build=$1; consumer=$2; work=$3; python_enabled=${4:-0}
 rm -rf "$work"; mkdir -p "$work"
 cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
 test -f "$work/prefix/include/tarantella/version.h" || { echo "version.h not installed"; exit 1; }
@@ -14,3 +14,25 @@ cmake --build "$work/build" -j2 > "$work/build.log" || { cat "$work/build.log"; 
 "$work/build/consumer"
 "${launcher[@]}" -n 2 -- "$work/build/consumer"
 echo "consumer built against the installed package and ran"
+
+# The installed launcher finds its own Python package: under a prefix that no
+# Python searches (DIR/lib/python3/dist-packages), with no PYTHONPATH set.
+package=$(ls -d "$work"/prefix/lib/python3/dist-packages/tarantella 2>/dev/null || true)
+if [ -n "$package" ]; then
+  cat > "$work/hello.py" <<'PY'
+import tarantella as tnt
+print(f"hello from rank {tnt.get_rank()} of {tnt.get_size()}: {tnt.__file__}")
+PY
+  (cd "$work" && env -u PYTHONPATH "${launcher[@]}" -n 2 -- hello.py) > "$work/hello.log" 2>&1 ||
+    { cat "$work/hello.log"; echo "hello.py failed under the installed launcher"; exit 1; }
+  for r in 0 1; do
+    grep -q "hello from rank $r of 2: $package/__init__.py" "$work/hello.log" ||
+      { cat "$work/hello.log"; echo "rank $r did not import tarantella from $package"; exit 1; }
+  done
+  echo "the installed launcher ran hello.py at 2 ranks with tarantella from $package"
+elif [ "$python_enabled" = 1 ]; then
+  echo "the Python front end is built but cmake --install put no package in $work/prefix/lib/python3/dist-packages"
+  exit 1
+else
+  echo "no Python front end in this build: hello.py not run"
+fi

@@ -37,3 +37,22 @@ def test_other_python_without_torch():
     assert out.returncode != 0
     assert "tarantella needs PyTorch" in out.stderr, out.stderr
     assert other in out.stderr or os.path.realpath(other) in out.stderr or "python" in out.stderr
+
+
+def test_the_torch_it_was_built_for_is_recorded():
+    out = run(sys.executable, "import torch, tarantella._build_info as b; "
+                              "print(b.TORCH_VERSION == torch.__version__, b.TORCH_VERSION)")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("True "), out.stdout
+
+
+def test_another_torch_version_is_refused_by_name():
+    # As if this torch were another release than the one the core was built
+    # against: the package says so, with both versions and the fix.
+    code = ("import torch; torch.__version__ = '0.0.1+other'; import tarantella")
+    out = run(sys.executable, code)
+    assert out.returncode != 0
+    assert "was built against torch" in out.stderr, out.stderr
+    assert "has torch 0.0.1+other" in out.stderr
+    assert "pip install --force-reinstall --no-deps ." in out.stderr
+    assert "During handling" not in out.stderr

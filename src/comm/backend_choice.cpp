@@ -40,8 +40,9 @@ std::string nccl_fix(const BackendFacts& f) {
     return ::tnt::detail::concat("unset ", env::kCommBackend, " or set it to mpi, or train on a "
                                  "GPU (TNT_USE_GPU=true on a node with one)");
   }
-  return ::tnt::detail::concat("start at most ", f.visible_gpus, " ranks per host, or share GPUs "
-                               "on purpose with --ranks-per-gpu and ", env::kCommBackend, "=mpi");
+  return ::tnt::detail::concat("start at most ", plural(f.visible_gpus, "rank", "ranks"),
+                               " per host, or share GPUs on purpose with --ranks-per-gpu and ",
+                               env::kCommBackend, "=mpi");
 }
 
 // "rank 3" or "ranks 1,2".

@@ -55,40 +55,28 @@ bool all_equal(const std::vector<std::int64_t>& v) {
 // Tensors in host memory take the host backend's path (see the header).
 bool on_host(const torch::Tensor& t) { return t.defined() && t.device().is_cpu(); }
 
-// The ranks' blocks of unequal size, as one broadcast from each rank into
-// its place, grouped so NCCL schedules them together (NCCL has no
-// allgatherv).
-void grouped_broadcasts(const torch::Tensor& in, const std::vector<std::int64_t>& counts,
-                        int rank, ncclDataType_t type, ncclComm_t comm, cudaStream_t stream,
-                        torch::Tensor& out) {
-  const std::vector<std::int64_t> start = offsets(counts);
-  const auto elem = static_cast<std::int64_t>(in.element_size());
-  check_nccl(ncclGroupStart(), "ncclGroupStart", comm);
-  for (int r = 0; r < static_cast<int>(counts.size()); ++r) {
-    if (counts[r] == 0) continue;
-    char* place = bytes(out) + start[r] * elem;
-    check_nccl(ncclBroadcast(r == rank ? in.data_ptr() : place, place,
-                             static_cast<std::size_t>(counts[r]), type, r, comm, stream),
-               "ncclBroadcast", comm);
-  }
-  check_nccl(ncclGroupEnd(), "ncclGroupEnd", comm);
+void all_gather(const torch::Tensor& in, ncclDataType_t type, ncclComm_t comm,
+                cudaStream_t stream, torch::Tensor& out) {
+  check_nccl(ncclAllGather(in.data_ptr(), out.data_ptr(), static_cast<std::size_t>(in.numel()),
+                           type, comm, stream),
+             "ncclAllGather", comm);
 }
 
-// A reduce_scatter whose blocks differ in size (the micro-batch rule): one
-// reduce to each rank, grouped (ncclReduceScatter needs equal blocks).
-void grouped_reduces(const torch::Tensor& in, const std::vector<std::int64_t>& counts, int rank,
-                     ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
-                     torch::Tensor& out) {
+// One call per rank with a non-empty block (`call(rank, first element,
+// count)`), grouped so that NCCL schedules them together: NCCL has no
+// allgatherv, and its reduce_scatter needs blocks of equal size, while the
+// micro-batch rule gives the first D mod N ranks one row more.
+template <typename PerRank>
+void per_rank_grouped(const std::vector<std::int64_t>& counts, ncclComm_t comm, PerRank call) {
   const std::vector<std::int64_t> start = offsets(counts);
-  const auto elem = static_cast<std::int64_t>(in.element_size());
   check_nccl(ncclGroupStart(), "ncclGroupStart", comm);
-  for (int r = 0; r < static_cast<int>(counts.size()); ++r) {
-    if (counts[r] == 0) continue;
-    char* block = bytes(in) + start[r] * elem;
-    // The receive buffer matters on the root only.
-    check_nccl(ncclReduce(block, r == rank ? out.data_ptr() : block,
-                          static_cast<std::size_t>(counts[r]), type, op, r, comm, stream),
-               "ncclReduce", comm);
+  try {
+    for (int r = 0; r < static_cast<int>(counts.size()); ++r) {
+      if (counts[r] > 0) call(r, start[r], static_cast<std::size_t>(counts[r]));
+    }
+  } catch (...) {
+    ncclGroupEnd();  // the group is per thread: never leave it open
+    throw;
   }
   check_nccl(ncclGroupEnd(), "ncclGroupEnd", comm);
 }
@@ -102,14 +90,20 @@ NcclBackend::NcclBackend(std::unique_ptr<MpiBackend> host, c10::DeviceIndex devi
       stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/true, device)) {}
 
 NcclBackend::~NcclBackend() {
-  const c10::cuda::CUDAGuard guard(device_);
   // After a failure peers may never join a clean shutdown: abort instead.
+  // (NCCL sets the communicator's device itself; no CUDA call here may
+  // throw, even when a group handle outlives the runtime.)
   if (broken()) comm_.abort();
 }
 
 std::optional<std::string> NcclBackend::problem(const torch::Tensor& tensor,
-                                                std::optional<ReduceOp> op) const {
+                                                std::optional<ReduceOp> op,
+                                                const char* needs_rows) const {
   if (auto error = validate(tensor, op)) return error;
+  if (needs_rows != nullptr && tensor.dim() == 0) {
+    return ::tnt::detail::concat(needs_rows, " needs a tensor with at least one dimension: use "
+                                 "tensor.reshape({1})");
+  }
   const torch::Device mine(torch::kCUDA, device_);
   if (tensor.device() == mine) return std::nullopt;
   return ::tnt::detail::concat(
@@ -221,10 +215,7 @@ torch::Tensor NcclBackend::broadcast(torch::Tensor tensor, int root) {
 
 torch::Tensor NcclBackend::allgather(torch::Tensor tensor) {
   if (on_host(tensor)) return host_->allgather(tensor);
-  std::optional<std::string> error = problem(tensor, std::nullopt);
-  if (!error && tensor.dim() == 0) {
-    error = "allgather needs a tensor with at least one dimension: use tensor.reshape({1})";
-  }
+  const std::optional<std::string> error = problem(tensor, std::nullopt, "allgather");
   host_->check(Collective::Allgather, &tensor, std::nullopt, -1, error);
   std::vector<std::int64_t> shape = tensor.sizes().vec();
   shape[0] *= size();
@@ -232,20 +223,14 @@ torch::Tensor NcclBackend::allgather(torch::Tensor tensor) {
   if (tensor.numel() == 0) return out;
   const NcclPlan plan = nccl_plan(dtype_of(tensor), std::nullopt);
   run_on_stream("allgather", tensor.numel(), [&](cudaStream_t stream) {
-    check_nccl(ncclAllGather(tensor.data_ptr(), out.data_ptr(),
-                             static_cast<std::size_t>(tensor.numel()), to_nccl(plan.type),
-                             comm_.get(), stream),
-               "ncclAllGather", comm_.get());
+    all_gather(tensor, to_nccl(plan.type), comm_.get(), stream, out);
   });
   return out;
 }
 
 torch::Tensor NcclBackend::allgatherv(torch::Tensor tensor) {
   if (on_host(tensor)) return host_->allgatherv(tensor);
-  std::optional<std::string> error = problem(tensor, std::nullopt);
-  if (!error && tensor.dim() == 0) {
-    error = "allgatherv needs a tensor with at least one dimension: use tensor.reshape({1})";
-  }
+  const std::optional<std::string> error = problem(tensor, std::nullopt, "allgatherv");
   const std::vector<Descriptor> table =
       host_->check(Collective::Allgatherv, &tensor, std::nullopt, -1, error);
   std::vector<std::int64_t> counts;
@@ -261,12 +246,16 @@ torch::Tensor NcclBackend::allgatherv(torch::Tensor tensor) {
   const ncclDataType_t type = to_nccl(nccl_plan(dtype_of(tensor), std::nullopt).type);
   run_on_stream("allgatherv", out.numel(), [&](cudaStream_t stream) {
     if (all_equal(counts)) {
-      check_nccl(ncclAllGather(tensor.data_ptr(), out.data_ptr(),
-                               static_cast<std::size_t>(tensor.numel()), type, comm_.get(),
-                               stream),
-                 "ncclAllGather", comm_.get());
+      all_gather(tensor, type, comm_.get(), stream, out);
     } else {
-      grouped_broadcasts(tensor, counts, rank(), type, comm_.get(), stream, out);
+      // One broadcast from each rank into its place.
+      const auto elem = static_cast<std::int64_t>(tensor.element_size());
+      per_rank_grouped(counts, comm_.get(), [&](int r, std::int64_t first, std::size_t n) {
+        char* place = bytes(out) + first * elem;
+        check_nccl(ncclBroadcast(r == rank() ? tensor.data_ptr() : place, place, n, type, r,
+                                 comm_.get(), stream),
+                   "ncclBroadcast", comm_.get());
+      });
     }
   });
   return out;
@@ -274,10 +263,7 @@ torch::Tensor NcclBackend::allgatherv(torch::Tensor tensor) {
 
 torch::Tensor NcclBackend::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
   if (on_host(tensor)) return host_->reduce_scatter(tensor, op);
-  std::optional<std::string> error = problem(tensor, op);
-  if (!error && tensor.dim() == 0) {
-    error = "reduce_scatter needs a tensor with at least one dimension: use tensor.reshape({1})";
-  }
+  const std::optional<std::string> error = problem(tensor, op, "reduce_scatter");
   host_->check(Collective::ReduceScatter, &tensor, op, -1, error);
   const std::int64_t row = tensor.size(0) == 0 ? 0 : tensor.numel() / tensor.size(0);
   const std::vector<std::int64_t> rows = split_rows(tensor.size(0), size());
@@ -295,8 +281,14 @@ torch::Tensor NcclBackend::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
                                    to_nccl(plan.op), comm_.get(), stream),
                  "ncclReduceScatter", comm_.get());
     } else {
-      grouped_reduces(tensor, counts, rank(), to_nccl(plan.type), to_nccl(plan.op), comm_.get(),
-                      stream, out);
+      // One reduce to each rank; the receive buffer matters on the root only.
+      const auto elem = static_cast<std::int64_t>(tensor.element_size());
+      per_rank_grouped(counts, comm_.get(), [&](int r, std::int64_t first, std::size_t n) {
+        char* block = bytes(tensor) + first * elem;
+        check_nccl(ncclReduce(block, r == rank() ? out.data_ptr() : block, n, to_nccl(plan.type),
+                              to_nccl(plan.op), r, comm_.get(), stream),
+                   "ncclReduce", comm_.get());
+      });
     }
   });
   if (plan.divide_by_size && size() > 1) out.div_(size());

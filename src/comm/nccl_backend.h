@@ -67,10 +67,11 @@ class NcclBackend final : public Backend {
   std::unique_ptr<Backend> split(int color, int key) override;
 
  private:
-  /// Why this rank's `tensor` cannot go over NCCL (validate(), or a GPU
-  /// other than this backend's), or nullopt.
-  std::optional<std::string> problem(const torch::Tensor& tensor,
-                                     std::optional<ReduceOp> op) const;
+  /// Why this rank's `tensor` cannot go over NCCL (validate(), a scalar
+  /// where collective `needs_rows` splits dimension 0, or a GPU other than
+  /// this backend's), or nullopt.
+  std::optional<std::string> problem(const torch::Tensor& tensor, std::optional<ReduceOp> op,
+                                     const char* needs_rows = nullptr) const;
   /// Steps 2 and 3 of the note: `enqueue(stream)` issues the NCCL calls.
   template <typename Enqueue>
   void run_on_stream(const char* what, std::int64_t elements, Enqueue enqueue);

@@ -6,7 +6,10 @@
 // the group asks for a unique id, the id goes to every rank over the
 // group's MPI backend (a checked broadcast, so a rank that is missing or
 // calls something else is named as for any collective), then every rank
-// calls ncclCommInitRank on its own GPU.
+// calls ncclCommInitRank on its own GPU. That call blocks without a
+// deadline (NCCL's blocking mode, the simplest to get right untested), but
+// every rank has just passed the checked broadcast, so only a rank that
+// dies between the two can hang it.
 #pragma once
 
 #include <nccl.h>

@@ -94,6 +94,8 @@ else()
   endif()
 endif()
 
+# For tests/cuda (a sibling of src/): whether there is a backend to test.
+set(TNT_HAVE_NCCL ${TNT_HAVE_NCCL} PARENT_SCOPE)
 if(TNT_HAVE_NCCL)
   target_sources(tarantella PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/nccl_factory.cpp

@@ -37,7 +37,7 @@ BackendFacts gpu_host(CommBackend requested = CommBackend::Auto) {
   return f;
 }
 
-std::string error_of(const BackendFacts& f) {
+std::string choice_error(const BackendFacts& f) {
   try {
     tnt::comm::choose_backend(f);
   } catch (const tnt::Error& e) {
@@ -88,7 +88,7 @@ TEST(BackendChoice, NcclForcedWhereItWorks) {
 TEST(BackendChoice, NcclForcedWithoutTheBackendNamesTheFix) {
   BackendFacts f = gpu_host(CommBackend::Nccl);
   f.nccl_built = false;
-  const std::string e = error_of(f);
+  const std::string e = choice_error(f);
   expect_contains(e, "TNT_COMM_BACKEND=nccl, but this build of Tarantella has no NCCL backend");
   expect_contains(e, "-DTNT_WITH_NCCL=ON");
   expect_contains(e, "TNT_COMM_BACKEND=mpi");
@@ -97,7 +97,7 @@ TEST(BackendChoice, NcclForcedWithoutTheBackendNamesTheFix) {
 TEST(BackendChoice, NcclForcedOnTheCpuNamesTheFix) {
   BackendFacts f = gpu_host(CommBackend::Nccl);
   f.model_on_cuda = false;
-  const std::string e = error_of(f);
+  const std::string e = choice_error(f);
   expect_contains(e, "this rank trains on the CPU");
   expect_contains(e, "NCCL moves GPU memory only");
   expect_contains(e, "unset TNT_COMM_BACKEND or set it to mpi");
@@ -107,14 +107,14 @@ TEST(BackendChoice, NcclForcedOnASharedGpuNamesTheCountsAndTheFix) {
   BackendFacts f = gpu_host(CommBackend::Nccl);
   f.local_ranks = 2;
   f.visible_gpus = 1;
-  const std::string e = error_of(f);
+  const std::string e = choice_error(f);
   expect_contains(e, "2 ranks on this host share 1 GPU, and NCCL needs one GPU per rank");
   expect_contains(e, "start at most 1 rank per host");
   expect_contains(e, "--ranks-per-gpu and TNT_COMM_BACKEND=mpi");
   f.local_ranks = 3;
   f.visible_gpus = 2;
-  expect_contains(error_of(f), "3 ranks on this host share 2 GPUs");
-  expect_contains(error_of(f), "start at most 2 ranks per host");
+  expect_contains(choice_error(f), "3 ranks on this host share 2 GPUs");
+  expect_contains(choice_error(f), "start at most 2 ranks per host");
 }
 
 TEST(BackendChoice, SettleNeedsEveryRankForNccl) {

@@ -71,7 +71,26 @@ LogLevel parse_level(const std::string& var, const std::string& raw) {
                              "' is not a log level: use DEBUG, INFO, WARNING or ERROR"));
 }
 
+CommBackend parse_backend(const std::string& var, const std::string& raw) {
+  const std::string v = upper(trim(raw));
+  if (v.empty() || v == "AUTO") return CommBackend::Auto;
+  if (v == "MPI") return CommBackend::Mpi;
+  if (v == "NCCL") return CommBackend::Nccl;
+  throw Error(detail::concat(var, "='", raw,
+                             "' is not a communication backend: use mpi or nccl (or auto, the "
+                             "default: NCCL when the model is on a GPU of its own, else MPI)"));
+}
+
 }  // namespace
+
+const char* to_string(CommBackend backend) {
+  switch (backend) {
+    case CommBackend::Auto: return "auto";
+    case CommBackend::Mpi: return "mpi";
+    case CommBackend::Nccl: return "nccl";
+  }
+  return "?";
+}
 
 const char* to_string(LogLevel level) {
   switch (level) {
@@ -99,6 +118,7 @@ Config Config::from_lookup(const Lookup& lookup) {
     c.fusion_threshold_bytes = static_cast<std::size_t>(kib) * 1024;
   });
   with(env::kCommTimeout, [&](auto v, auto r) { c.comm_timeout_seconds = parse_seconds(v, r); });
+  with(env::kCommBackend, [&](auto v, auto r) { c.comm_backend = parse_backend(v, r); });
   with("OMP_NUM_THREADS", [&](auto v, auto r) {
     c.num_threads = static_cast<int>(parse_integer(v, r, 1, 4096, "a thread count"));
   });

@@ -190,15 +190,10 @@ void MpiBackend::payload_timed_out(const PayloadWatchdog::Payload& payload) {
     std::fflush(nullptr);
     std::_Exit(1);
   }
-  std::string verdict = "the rank that stopped could not be determined (MPI without "
-                        "MPI_THREAD_MULTIPLE)";
-  if (threads_multiple_) {
-    const std::vector<int> missing =
-        handshake_.probe_missing(payload.seq, std::min(5.0, 0.5 + 0.1 * timeout_seconds_));
-    verdict = missing.empty() ? std::string("every rank still answers, so MPI itself is stuck")
-                              : ::tnt::detail::concat(rank_list(missing, handshake_.hosts()),
-                                                      " stopped answering (stopped, hung, or cut off)");
-  }
+  const std::string verdict =
+      threads_multiple_ ? who_stopped(payload.seq, "MPI")
+                        : std::string("the rank that stopped could not be determined (MPI "
+                                      "without MPI_THREAD_MULTIPLE)");
   const std::string message = ::tnt::detail::concat(
       "[tarantella rank ", rank_, "] collective #", payload.seq, " (", payload.what,
       ") did not complete within ", timeout_seconds_,
@@ -208,6 +203,21 @@ void MpiBackend::payload_timed_out(const PayloadWatchdog::Payload& payload) {
   // The blocked MPI call cannot be unwound: end the process; the launcher
   // then stops the job.
   std::_Exit(1);
+}
+
+std::string MpiBackend::who_stopped(std::int64_t seq, const char* transport) {
+  const std::vector<int> missing =
+      handshake_.probe_missing(seq, std::min(5.0, 0.5 + 0.1 * timeout_seconds_));
+  return missing.empty() ? ::tnt::detail::concat("every rank still answers, so ", transport,
+                                                 " itself is stuck")
+                         : ::tnt::detail::concat(rank_list(missing, handshake_.hosts()),
+                                                 " stopped answering (stopped, hung, or cut off)");
+}
+
+std::vector<Descriptor> MpiBackend::check(Collective kind, const torch::Tensor* tensor,
+                                          std::optional<ReduceOp> op, int root,
+                                          const std::optional<std::string>& local_error) {
+  return agree(kind, tensor, op, root, local_error).table;
 }
 
 ExchangeContext MpiBackend::exchange_context() {

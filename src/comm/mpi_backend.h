@@ -59,6 +59,25 @@ class MpiBackend final : public Backend {
   void finalize_check() override;
   std::unique_ptr<Backend> split(int color, int key) override;
 
+  // ---- for a backend that moves its payloads itself (NCCL) over this one ----
+
+  /// The consistency check alone, as every collective here runs it before
+  /// its payload: returns every rank's descriptor where the full handshake
+  /// ran (always for allgatherv, whose counts it carries), else an empty
+  /// table. Throws MismatchError or TimeoutError as the collectives do.
+  std::vector<Descriptor> check(Collective kind, const torch::Tensor* tensor,
+                                std::optional<ReduceOp> op, int root,
+                                const std::optional<std::string>& local_error);
+  /// The sequence number of the last collective checked.
+  std::int64_t last_seq() const { return seq_ - 1; }
+  double timeout_seconds() const { return timeout_seconds_; }
+  /// After the payload of collective #`seq` did not complete in time, from
+  /// a thread that may use the control communicator: which ranks stopped
+  /// answering, in words ("rank 3 (on host n07) stopped answering ..."),
+  /// or that all still answer, so `transport` ("MPI", "NCCL") is stuck.
+  /// The backend is broken afterwards.
+  std::string who_stopped(std::int64_t seq, const char* transport);
+
  private:
   /// Runs the handshake; when `local_error` is set, raises it after the
   /// others were told (so no rank waits for this one).

@@ -23,6 +23,7 @@
 #include "base/malloc_tuning.h"
 #include "base/threads.h"
 #include "comm/mpi_session.h"
+#include "comm/world_backend.h"
 #include "runtime/rank_failure.h"
 
 namespace tnt {
@@ -83,7 +84,7 @@ Runtime::Runtime(int argc, char** argv) : impl_(std::make_unique<Impl>()) {
         return value ? std::optional<std::string>(value) : std::nullopt;
       });
   impl_->mpi = std::make_unique<comm::MpiSession>(argc, argv);
-  impl_->world = comm::ProcessGroup(impl_->mpi->world(impl_->config.comm_timeout_seconds));
+  impl_->world = comm::ProcessGroup(comm::make_world_backend(*impl_->mpi, impl_->config));
   const comm::ProcessGroup& w = impl_->world;
   log::configure(w.rank(), impl_->config);
   impl_->failure_handler->identify(w.rank(), impl_->config.log_level == LogLevel::Debug);

@@ -12,6 +12,11 @@ namespace tnt {
 
 enum class LogLevel { Debug = 0, Info = 1, Warning = 2, Error = 3 };
 
+/// The transport of the world group's collectives (TNT_COMM_BACKEND). Auto:
+/// NCCL when the model is on CUDA, the build has NCCL and every rank on a
+/// host has a GPU of its own; else MPI.
+enum class CommBackend { Auto, Mpi, Nccl };
+
 /// The resolved configuration. Build it with Config::from_env(); the running
 /// runtime's copy is tnt::config().
 ///
@@ -32,6 +37,8 @@ struct Config {
   /// TNT_COMM_TIMEOUT in seconds (default 300): how long a collective waits
   /// for every rank to arrive before it fails naming the missing ranks.
   double comm_timeout_seconds = 300.0;
+  /// TNT_COMM_BACKEND: auto (default), mpi or nccl (docs/communication.md).
+  CommBackend comm_backend = CommBackend::Auto;
   /// TNT_NUM_THREADS, else OMP_NUM_THREADS: LibTorch intra-op threads of this
   /// rank. Unset: cores of the node divided by ranks on the node, at least 1.
   std::optional<int> num_threads;
@@ -81,5 +88,7 @@ struct Config {
 
 /// Text name of a level ("DEBUG", ...).
 const char* to_string(LogLevel level);
+/// "auto", "mpi" or "nccl".
+const char* to_string(CommBackend backend);
 
 }  // namespace tnt

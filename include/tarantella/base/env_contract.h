@@ -18,6 +18,8 @@ inline constexpr const char kTensorboardOnAllDevices[] = "TNT_TENSORBOARD_ON_ALL
 inline constexpr const char kFusionThreshold[] = "TNT_FUSION_THRESHOLD";
 inline constexpr long long kMaxFusionThresholdKib = 1LL << 30;
 inline constexpr const char kCommTimeout[] = "TNT_COMM_TIMEOUT";
+/// Which transport carries collectives: auto (default), mpi or nccl.
+inline constexpr const char kCommBackend[] = "TNT_COMM_BACKEND";
 inline constexpr const char kNumThreads[] = "TNT_NUM_THREADS";
 inline constexpr const char kOverlap[] = "TNT_OVERLAP";
 inline constexpr const char kOverlapOptimizer[] = "TNT_OVERLAP_OPTIMIZER";

@@ -1,0 +1,195 @@
+// The NCCL backend on a GPU machine (issue 39), at any rank count with one
+// GPU per rank. Started by CTest as `tarantella -n 1 -x TNT_COMM_BACKEND=nccl
+// -- nccl_backend_test` (scripts/device-check.sh); on a cluster:
+//
+//   tarantella -n 8 -x TNT_COMM_BACKEND=nccl -x TNT_COMM_TIMEOUT=60 -- nccl_backend_test
+//
+// Inputs are small integers, so every result is exact and compared with
+// equality. At 1 rank this proves the plumbing (communicator, streams,
+// events, every collective, splits, the abort path), not NCCL's arithmetic.
+// main() is tests/mpi/mpi_test_main.cpp (a failure on one rank ends the
+// job). Without a GPU the runtime refuses TNT_COMM_BACKEND=nccl ("this rank
+// trains on the CPU"), which CTest reports as a skip.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/torch.h>
+
+#include <tarantella/tarantella.h>
+
+namespace {
+
+using tnt::comm::ReduceOp;
+
+torch::Device gpu() {
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(tnt::world().local_rank()));
+}
+
+// rank r contributes (r + 1) * (1, 2, ..., count).
+torch::Tensor ramp(std::int64_t count, int rank, torch::ScalarType dtype) {
+  return (torch::arange(1, count + 1, torch::kInt64) * (rank + 1)).to(dtype).to(gpu());
+}
+
+TEST(NcclBackend, TheWorldIsAnNcclGroup) {
+  EXPECT_NE(tnt::world().describe().find("over nccl"), std::string::npos)
+      << tnt::world().describe();
+}
+
+TEST(NcclBackend, AllreduceEveryDtypeAndOpExactly) {
+  const int n = tnt::get_size();
+  const int r = tnt::get_rank();
+  const std::int64_t count = 1000;
+  const torch::Tensor base = torch::arange(1, count + 1, torch::kInt64);
+  for (auto dtype : {torch::kFloat32, torch::kFloat64, torch::kFloat16, torch::kBFloat16,
+                     torch::kInt32, torch::kInt64, torch::kUInt8}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    const std::int64_t small = dtype == torch::kUInt8 ? 2 : count;  // sums stay in range
+    torch::Tensor sum = ramp(small, r, dtype);
+    tnt::world().allreduce(sum, ReduceOp::Sum);
+    EXPECT_TRUE(torch::equal(sum.cpu(), (base.narrow(0, 0, small) * (n * (n + 1) / 2)).to(dtype)));
+    torch::Tensor max = ramp(small, r, dtype);
+    tnt::world().allreduce(max, ReduceOp::Max);
+    EXPECT_TRUE(torch::equal(max.cpu(), (base.narrow(0, 0, small) * n).to(dtype)));
+    torch::Tensor min = ramp(small, r, dtype);
+    tnt::world().allreduce(min, ReduceOp::Min);
+    EXPECT_TRUE(torch::equal(min.cpu(), base.narrow(0, 0, small).to(dtype)));
+  }
+  torch::Tensor avg = ramp(count, r, torch::kFloat64);
+  tnt::world().allreduce(avg, ReduceOp::Average);
+  EXPECT_TRUE(torch::equal(avg.cpu(), base.to(torch::kFloat64) * (n + 1) / 2.0));
+  torch::Tensor flags = torch::tensor({r == 0, true, false}, torch::kBool).to(gpu());
+  torch::Tensor any = flags.clone();
+  tnt::world().allreduce(flags, ReduceOp::Min);
+  tnt::world().allreduce(any, ReduceOp::Max);
+  EXPECT_TRUE(torch::equal(flags.cpu(), torch::tensor({n == 1, true, false})));
+  EXPECT_TRUE(torch::equal(any.cpu(), torch::tensor({true, true, false})));
+}
+
+TEST(NcclBackend, Float64SumsOfLargeIntegersAreExact) {
+  // Deterministic mode's chunk sums: integers in float64 below 2^53.
+  const double big = 4503599627370496.0;  // 2^52
+  torch::Tensor t = torch::full({4096}, big / 64 + tnt::get_rank(), torch::kFloat64).to(gpu());
+  tnt::world().allreduce(t);
+  const int n = tnt::get_size();
+  const double want = n * (big / 64) + n * (n - 1) / 2.0;
+  EXPECT_TRUE(torch::equal(t.cpu(), torch::full({4096}, want, torch::kFloat64)));
+}
+
+TEST(NcclBackend, BroadcastAllgatherAllgathervReduceScatter) {
+  const int n = tnt::get_size();
+  const int r = tnt::get_rank();
+  torch::Tensor b = ramp(100, r, torch::kFloat32);
+  tnt::world().broadcast(b, n - 1);
+  EXPECT_TRUE(torch::equal(b.cpu(), ramp(100, n - 1, torch::kFloat32).cpu()));
+
+  const torch::Tensor g = tnt::world().allgather(torch::full({2, 3}, r, torch::kInt64).to(gpu()));
+  ASSERT_EQ(g.size(0), 2 * n);
+  for (int q = 0; q < n; ++q) EXPECT_EQ(g[2 * q][0].item<std::int64_t>(), q);
+
+  // Rank r has r + 1 rows: blocks of unequal size (grouped broadcasts).
+  const torch::Tensor v = tnt::world().allgatherv(torch::full({r + 1, 2}, r, torch::kInt32).to(gpu()));
+  ASSERT_EQ(v.size(0), n * (n + 1) / 2);
+  EXPECT_EQ(v[v.size(0) - 1][1].item<std::int32_t>(), n - 1);
+
+  // 2n + 1 rows: the first rank gets one row more (grouped reduces), then
+  // 2n rows (ncclReduceScatter).
+  for (std::int64_t rows : {2 * n + 1, 2 * n}) {
+    const torch::Tensor in = torch::arange(rows * 3, torch::kFloat32).reshape({rows, 3}).to(gpu());
+    const torch::Tensor out = tnt::world().reduce_scatter(in);
+    const std::int64_t first = (rows / n) * r + std::min<std::int64_t>(r, rows % n);
+    const std::int64_t mine = rows / n + (r < rows % n ? 1 : 0);
+    ASSERT_EQ(out.size(0), mine);
+    EXPECT_TRUE(torch::equal(out.cpu(), in.cpu().narrow(0, first, mine) * n));
+  }
+}
+
+TEST(NcclBackend, HostTensorsGoOverMpiOnTheSameGroup) {
+  torch::Tensor t = torch::ones({10}, torch::kFloat64);
+  tnt::world().allreduce(t);
+  EXPECT_EQ(t[0].item<double>(), tnt::get_size());
+  EXPECT_EQ(tnt::world().broadcast_string(tnt::get_rank() == 0 ? "hello" : ""), "hello");
+}
+
+TEST(NcclBackend, MismatchIsNamedByTheHandshake) {
+  // Rank 0 passes 3 elements, the others 4 (at 1 rank: a wrong root).
+  const int n = tnt::get_size();
+  torch::Tensor t = torch::zeros({tnt::get_rank() == 0 ? 3 : 4}, torch::kFloat32).to(gpu());
+  try {
+    if (n == 1) {
+      tnt::world().broadcast(t, 5);
+    } else {
+      tnt::world().allreduce(t);
+    }
+    FAIL() << "expected an error";
+  } catch (const tnt::Error& e) {
+    const std::string what = e.what();
+    EXPECT_TRUE(what.find(n == 1 ? "broadcast root 5" : "mismatch") != std::string::npos) << what;
+  }
+}
+
+TEST(NcclBackend, SplitGroupsHaveTheirOwnCommunicator) {
+  const int r = tnt::get_rank();
+  const tnt::comm::ProcessGroup half = tnt::world().split(r % 2);
+  EXPECT_NE(half.describe().find("over nccl"), std::string::npos) << half.describe();
+  torch::Tensor t = torch::ones({64}, torch::kFloat32).to(gpu());
+  half.allreduce(t);
+  EXPECT_EQ(t[0].item<float>(), static_cast<float>(half.size()));
+}
+
+TEST(NcclBackend, StuckCollectiveIsAbortedAndNamed) {
+  // The caller's stream is held by a host function, so the NCCL stream
+  // (which waits on the caller's stream) cannot run: after TNT_COMM_TIMEOUT
+  // the collective must be aborted and reported. On a group of its own, so
+  // that the world stays usable for the runtime's shutdown check. A helper
+  // releases the stream 2 s after the timeout whatever happens, so that an
+  // ncclCommAbort that waits for the device cannot deadlock the test.
+  const tnt::comm::ProcessGroup own = tnt::world().split(0);
+  const double timeout = tnt::config().comm_timeout_seconds;
+  std::atomic<bool> release{false};
+  std::thread releaser([&release, timeout] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(timeout + 2));
+    release = true;
+  });
+  const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, gpu().index());
+  torch::Tensor t = torch::ones({16}, torch::kFloat32).to(gpu());
+  torch::cuda::synchronize();
+  std::string what = "(no error)";
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    const c10::cuda::CUDAStreamGuard on_side(side);
+    ASSERT_EQ(cudaLaunchHostFunc(
+                  side.stream(),
+                  [](void* flag) {
+                    while (!static_cast<std::atomic<bool>*>(flag)->load()) {
+                      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                    }
+                  },
+                  &release),
+              cudaSuccess);
+    try {
+      own.allreduce(t);  // the engine is idle: runs on this thread, after `side`
+    } catch (const tnt::TimeoutError& e) {
+      what = e.what();
+    }
+  }
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  releaser.join();
+  side.synchronize();
+  std::printf("stuck collective reported after %.1f s: %s\n", took, what.c_str());
+  EXPECT_NE(what.find("did not complete within"), std::string::npos) << what;
+  EXPECT_NE(what.find("NCCL communicator was aborted"), std::string::npos) << what;
+  EXPECT_GE(took, timeout);
+  EXPECT_TRUE(own.broken());
+  EXPECT_FALSE(tnt::world().broken());
+}
+
+}  // namespace

@@ -80,6 +80,9 @@ step build 600 cmake --build "$build" -j "$(nproc)"
 # The tests that need neither Fashion-MNIST nor a cluster: unit tests and
 # the layering and header checks, then the multi-rank tests of the engine.
 step unit_tests 240 ctest --test-dir "$build" -L unit -j "$(nproc)" --output-on-failure
+# The GPU's own tests (tests/cuda: the NCCL backend at 1 rank, every
+# collective, the abort path); they report skipped where no GPU is visible.
+step cuda_tests 240 ctest --test-dir "$build" -L cuda --output-on-failure
 step python_tests 240 ctest --test-dir "$build" -R '^python\.pytest\.n[12]$' --output-on-failure
 
 echo >>"$report"

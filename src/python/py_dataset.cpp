@@ -12,7 +12,7 @@ namespace tnt::python {
 namespace {
 
 std::string type_name(const py::handle& value) {
-  return py::str(value.get_type().attr("__qualname__"));
+  return py::str(py::type::handle_of(value).attr("__qualname__"));
 }
 
 bool is_component_list(const py::handle& value) {

@@ -37,7 +37,7 @@ at::Tensor to_tensor(const py::handle& value, const std::string& what) {
     }
   } catch (py::error_already_set& e) {
     throw Error(detail::concat(
-        what, " is a ", std::string(py::str(value.get_type().attr("__name__"))),
+        what, " is a ", std::string(py::str(py::type::handle_of(value).attr("__name__"))),
         ", which cannot be made a tensor (", e.what(),
         "): give tensors, numpy arrays or numbers; for images, a transform such as "
         "torchvision.transforms.ToTensor()"));

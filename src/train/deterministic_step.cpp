@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <tarantella/base/error.h>
+#include <tarantella/runtime/seed.h>
 
 #include "data/node.h"
 #include "train/engine.h"
@@ -88,7 +89,9 @@ DeterministicStep::DeterministicStep(Engine& engine)
       group_(engine.group()),
       chunk_(*engine.compiled().deterministic()),
       seed_(engine_seed(engine)),
-      exponents_(engine.counters().deterministic_exponents) {}
+      exponents_(engine.counters().deterministic_exponents) {
+  use_deterministic_cuda();
+}
 
 StepResult DeterministicStep::run(const StepInput& in) {
   StepResult result;

@@ -19,15 +19,18 @@ echo "consumer built against the installed package and ran"
 # Python searches (DIR/lib/python3/dist-packages), with no PYTHONPATH set.
 package=$(ls -d "$work"/prefix/lib/python3/dist-packages/tarantella 2>/dev/null || true)
 if [ -n "$package" ]; then
+  rm -f "$work"/hello.rank*
   cat > "$work/hello.py" <<'PY'
 import tarantella as tnt
-print(f"hello from rank {tnt.get_rank()} of {tnt.get_size()}: {tnt.__file__}")
+# Each rank leaves its own line (the launcher shows rank 0's output only).
+with open(f"hello.rank{tnt.get_rank()}", "w") as f:
+    f.write(f"hello from rank {tnt.get_rank()} of {tnt.get_size()}: {tnt.__file__}\n")
 PY
   (cd "$work" && env -u PYTHONPATH "${launcher[@]}" -n 2 -- hello.py) > "$work/hello.log" 2>&1 ||
     { cat "$work/hello.log"; echo "hello.py failed under the installed launcher"; exit 1; }
   for r in 0 1; do
-    grep -q "hello from rank $r of 2: $package/__init__.py" "$work/hello.log" ||
-      { cat "$work/hello.log"; echo "rank $r did not import tarantella from $package"; exit 1; }
+    grep -q "hello from rank $r of 2: $package/__init__.py" "$work/hello.rank$r" ||
+      { cat "$work/hello.log" "$work/hello.rank$r"; echo "rank $r did not import tarantella from $package"; exit 1; }
   done
   echo "the installed launcher ran hello.py at 2 ranks with tarantella from $package"
 elif [ "$python_enabled" = 1 ]; then

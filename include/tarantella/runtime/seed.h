@@ -35,6 +35,13 @@ namespace tnt {
 ///   tnt::set_seed(42);
 void set_seed(std::uint64_t seed, bool deterministic = true);
 
+/// What CUDA needs for reproducible results, set before CUDA makes its first
+/// cuBLAS handle: CUBLAS_WORKSPACE_CONFIG=:4096:8 (a user's :4096:8 or :16:8
+/// is kept, any other value is refused with the fix) and TF32 off for cuBLAS
+/// and cuDNN. Called by set_seed(seed, true) and by deterministic training
+/// (CompileOptions::deterministic); harmless without a GPU.
+void use_deterministic_cuda();
+
 /// Whether set_seed() has been called in this process.
 bool seed_was_set();
 

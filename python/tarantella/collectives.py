@@ -53,7 +53,10 @@ def broadcast_object(obj, root=0, group=None):
         torch.save(obj, buffer)
         data = buffer.getvalue()
     data = group.broadcast_bytes(data, root)
-    return obj if group.rank == root else torch.load(io.BytesIO(data))
+    # Any picklable object, as its docstring says: torch 2.6+ loads only
+    # tensors and plain containers by default (weights_only=True). The bytes
+    # come from this job's own root rank.
+    return obj if group.rank == root else torch.load(io.BytesIO(data), weights_only=False)
 
 
 def sum_over_ranks(value, group=None):

@@ -11,6 +11,8 @@
 
 #include <c10/util/Exception.h>
 #include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 #include <fmt/format.h>
 
 #include <tarantella/base/error.h>
@@ -72,6 +74,28 @@ c10::IValue load_torch_save_file(const std::string& path) {
     detail::throw_error(fmt::format("'{}' could not be read as a torch.save file: {}", path,
                                     std::string(e.what()).substr(0, 300)));
   }
+}
+
+std::vector<char> torch_save_bytes(const c10::IValue& value) {
+  // As torch::jit::pickle_save does it, with tag_aggregates off.
+  std::vector<char> pickled;
+  torch::jit::Pickler pickler(
+      [&](const char* bytes, size_t size) { pickled.insert(pickled.end(), bytes, bytes + size); },
+      /*tensor_table=*/nullptr, /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr,
+      /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(value);
+  pickler.stop();
+  std::vector<char> archive;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* bytes, size_t size) {
+    const char* b = static_cast<const char*>(bytes);
+    archive.insert(archive.end(), b, b + size);
+    return size;
+  });
+  torch::jit::writeArchiveAndTensors("data", pickled.data(), pickled.size(), pickler.tensorData(),
+                                     writer);
+  writer.writeEndOfFile();
+  return archive;
 }
 
 }  // namespace tnt

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <ATen/core/ivalue.h>
 
@@ -12,5 +13,12 @@ namespace tnt {
 /// The IValue in a torch.save-format file; a tnt::Error naming the file when
 /// it cannot be opened or read.
 c10::IValue load_torch_save_file(const std::string& path);
+
+/// `value` in the format of Python's torch.save, as the bytes of the zip
+/// archive: what torch::pickle_save writes, but without the type tags
+/// (torch.jit._pickle.restore_type_tag) it puts on dicts and lists. torch
+/// 2.6 and newer load with weights_only=True by default and refuse that
+/// global; a plain dict of tensors loads there, and in 1.13, unchanged.
+std::vector<char> torch_save_bytes(const c10::IValue& value);
 
 }  // namespace tnt

@@ -297,7 +297,7 @@ void Model::save(const std::string& path, bool all_ranks) const {
   train::Engine& s = *impl_->engine;
   const std::optional<std::string> gathered = gather_optimizer_bytes(*this);
   auto write = [&] {
-    write_atomically(path, torch::pickle_save(checkpoint_entries(*this, gathered)));
+    write_atomically(path, torch_save_bytes(checkpoint_entries(*this, gathered)));
   };
   if (all_ranks) {
     write();
@@ -479,7 +479,7 @@ void save_backup(const Model& model, const std::string& path, const TrainingPosi
     dict.insert("backup_global_batch_size", position.global_batch_size);
     dict.insert("backup_ranks", static_cast<std::int64_t>(s.group().size()));
     dict.insert("backup_rng_states", rng_states);
-    write_atomically(path, torch::pickle_save(dict));
+    write_atomically(path, torch_save_bytes(dict));
   });
 }
 

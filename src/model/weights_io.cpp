@@ -1,6 +1,7 @@
 // Weight files in the format of Python's torch.save(dict_of_tensors): a zip
-// archive with a pickled dict, written with torch::pickle_save, which
-// Python's torch.load reads; load_torch_save_file (io/torch_save.h) reads
+// archive with a pickled dict, written by torch_save_bytes (io/torch_save.h:
+// torch::pickle_save without type tags), which Python's torch.load reads,
+// also with weights_only=True (torch 2.6+); load_torch_save_file (io/torch_save.h) reads
 // what torch.save writes, including the OrderedDict of model.state_dict(),
 // and refuses a damaged or crafted file with a tnt::Error that names it.
 // Every entry is checked before any is copied. Writes go to a temporary
@@ -39,7 +40,7 @@ void Model::save_weights(const std::string& path, bool all_ranks) const {
   auto write = [&] {
     c10::Dict<std::string, torch::Tensor> dict;
     for (const auto& [name, t] : all_weights(*this)) dict.insert(name, t.detach().cpu().contiguous());
-    write_atomically(path, torch::pickle_save(dict));
+    write_atomically(path, torch_save_bytes(dict));
   };
   if (all_ranks) {
     write();

@@ -15,10 +15,19 @@ targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(hostfile shell_words idx cs
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ is missing (apt-get install clang libfuzzer-14-dev)"; exit 2; }
 [ -f "$main_build/src/libtarantella.so" ] || "$root/scripts/build.sh" tarantella
 mkdir -p "$out"
-# The torch the main build was configured with (Debian's, or a pip torch).
+# The torch the main build was configured with (Debian's, or a pip torch);
+# its package folder also in CMAKE_PREFIX_PATH, where TorchConfig.cmake
+# looks for Caffe2Config.cmake (else it finds Debian's).
 torch_dir=$(sed -n 's/^Torch_DIR:[A-Z]*=//p' "$main_build/CMakeCache.txt")
+# A fuzz tree configured for another torch keeps that torch's cached paths.
+if [ -f "$out/CMakeCache.txt" ] && ! grep -qxF "Torch_DIR:UNINITIALIZED=$torch_dir" "$out/CMakeCache.txt" &&
+   ! grep -qxF "Torch_DIR:PATH=$torch_dir" "$out/CMakeCache.txt"; then
+  rm -rf "$out"
+fi
+mkdir -p "$out"
 cmake -S "$root/tests/fuzz" -B "$out" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
-      -DTNT_MAIN_BUILD="$main_build" ${torch_dir:+-DTorch_DIR="$torch_dir"} > "$out/configure.log" 2>&1 \
+      -DTNT_MAIN_BUILD="$main_build" ${torch_dir:+-DTorch_DIR="$torch_dir"} \
+      ${torch_dir:+-DCMAKE_PREFIX_PATH="$(dirname "$torch_dir")"} > "$out/configure.log" 2>&1 \
   || { cat "$out/configure.log"; exit 1; }
 cmake --build "$out" -j "$(nproc)" --target $(printf '%s_fuzz ' "${targets[@]}") > "$out/build.log" 2>&1 \
   || { tail -30 "$out/build.log"; exit 1; }

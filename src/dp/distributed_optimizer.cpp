@@ -4,6 +4,7 @@
 // tensors, cloned options), so zero_grad() and learning-rate changes made
 // through the torch::optim::Optimizer interface reach the wrapped optimizer:
 // step() copies the options over before stepping.
+#include <tarantella/base/torch_compat.h>
 #include <tarantella/dp/distributed_optimizer.h>
 
 #include <torch/torch.h>
@@ -38,6 +39,7 @@ DistributedOptimizer::DistributedOptimizer(std::unique_ptr<torch::optim::Optimiz
       inner_(std::move(optimizer)),
       group_(default_group(options.group())),
       share_(options.share()) {
+  compat::copy_group_options(*this, *inner_);
   TNT_CHECK(group_.is_member(), "DistributedOptimizer: this rank is not a member of the ",
             group_.describe(), ": build it only on the ranks of its group");
   std::vector<torch::Tensor> params;

@@ -17,6 +17,7 @@
 #include <array>
 #include <sstream>
 
+#include <tarantella/base/torch_compat.h>
 #include <tarantella/base/default_seed.h>
 #include <tarantella/base/error.h>
 #include <tarantella/callbacks/builtins.h>
@@ -403,8 +404,7 @@ optimizers::Factory grouped_optimizer(std::vector<optimizers::Factory> per_group
     for (std::size_t g = 1; g < per_group.size(); ++g) {
       const std::vector<torch::Tensor> mine = pick(g);
       const std::unique_ptr<torch::optim::Optimizer> like = per_group[g](mine);
-      optimizer->add_param_group(
-          torch::optim::OptimizerParamGroup(mine, like->param_groups()[0].options().clone()));
+      compat::add_param_group_exact(*optimizer, mine, like->param_groups()[0].options());
     }
     return optimizer;
   });

@@ -14,6 +14,9 @@
 //    derived class names Module in its initializer list) and directly in
 //    2.x (the class names Cloneable<Derived>): NamedModuleBase<Derived> is
 //    the base to name;
+//  * add_param_group merges a group's options with the optimizer's defaults
+//    in 2.x (an option left at its type's default takes the optimizer's):
+//    add_param_group_exact and copy_group_options keep a group's own;
 //  * autocast is switched per device type in 2.x
 //    (`at::autocast::set_autocast_enabled(kCUDA, ...)`) and by one function
 //    per device in 1.13 (`set_enabled`, `set_cpu_enabled`).
@@ -23,6 +26,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <ATen/autocast_mode.h>
 #include <torch/nn/cloneable.h>
@@ -55,6 +59,29 @@ Key optimizer_state_key_as(const at::Tensor& t) {
 /// Example: `optimizer.state().find(tnt::compat::optimizer_state_key(p))`.
 inline OptimizerStateKey optimizer_state_key(const at::Tensor& t) {
   return detail::optimizer_state_key_as<OptimizerStateKey>(t);
+}
+
+/// Adds `params` as a new parameter group of `optimizer` with exactly
+/// `options`. LibTorch 2.x's add_param_group replaces every option that
+/// equals its type's default (momentum 0, weight decay 0, ...) by the
+/// optimizer's own defaults, so a group "without momentum" beside one with
+/// would silently get momentum; the options are set again after adding.
+inline void add_param_group_exact(torch::optim::Optimizer& optimizer,
+                                  std::vector<at::Tensor> params,
+                                  const torch::optim::OptimizerOptions& options) {
+  optimizer.add_param_group(torch::optim::OptimizerParamGroup(std::move(params), options.clone()));
+  optimizer.param_groups().back().set_options(options.clone());
+}
+
+/// Makes the options of `optimizer`'s groups exactly those of `source`'s
+/// (same number of groups): after constructing an optimizer from another's
+/// groups, which LibTorch 2.x merges with the defaults as above.
+inline void copy_group_options(torch::optim::Optimizer& optimizer,
+                               const torch::optim::Optimizer& source) {
+  for (std::size_t g = 0; g < optimizer.param_groups().size() && g < source.param_groups().size();
+       ++g) {
+    optimizer.param_groups()[g].set_options(source.param_groups()[g].options().clone());
+  }
 }
 
 /// The base class a Cloneable module names to pass its name to Module.

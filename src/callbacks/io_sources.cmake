@@ -47,11 +47,6 @@ target_include_directories(tnt_tb_events SYSTEM PRIVATE ${CMAKE_CURRENT_BINARY_D
 # The messages are generated for the lite API (no descriptors to register).
 target_link_libraries(tnt_tb_events PRIVATE tnt_protobuf tnt_fmt Threads::Threads
                       tnt_warnings)
-get_target_property(_tnt_tb_links tnt_tb_events LINK_LIBRARIES)
-if(_tnt_tb_links MATCHES "(^|;)(torch|torch_library|c10)(;|$)")
-  message(FATAL_ERROR "tnt_tb_events must not link LibTorch: its include directory bundles "
-                      "another google/protobuf (${_tnt_tb_links})")
-endif()
 
 target_sources(tarantella PRIVATE
   $<TARGET_OBJECTS:tnt_tb_events>

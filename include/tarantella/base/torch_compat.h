@@ -35,9 +35,6 @@
 
 namespace tnt::compat {
 
-/// True when built against LibTorch 2.x.
-inline constexpr bool kTorch2 = TORCH_VERSION_MAJOR >= 2;
-
 /// The key type of torch::optim::Optimizer::state().
 using OptimizerStateKey =
     typename std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;

@@ -6,6 +6,10 @@
 #   scripts/test-pip.sh                 # requirements/torch-newest.txt, whole suite (-LE long)
 #   scripts/test-pip.sh -R python       # ctest arguments pass through
 #   TNT_TORCH_REQUIREMENTS=requirements/torch-2.11.txt scripts/test-pip.sh
+#   scripts/test-pip.sh --prepare-only  # steps 1-2 only
+#   scripts/test-pip.sh --build-only    # steps 1-4 without the suite
+# (.ci/run runs the first during the Debian leg's build and the second,
+# at the lowest priority, during the Debian leg's suite: docs/building.md)
 #
 # 1. the Debian packages (scripts/install-deps.sh; python3-venv among them);
 # 2. one venv per torch version, in a fixed place ($TNT_VENVS, default
@@ -14,7 +18,8 @@
 #    library, extension and launcher; about 10 minutes of a cold 2-core
 #    build), then LeNet-5 in Python on 2 ranks with the venv's launcher. Off
 #    in CI, which cannot fit it (docs/building.md, "CI's two legs");
-# 4. the whole tree configured against that torch in build-pip-<version>/
+# 4. the whole tree but the benchmarks (the Debian leg builds those; they
+#    have no tests) configured against that torch in build-pip-<version>/
 #    and the suite run there.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,6 +42,11 @@ fi
 "$venv/bin/python3" -m pip install -q --disable-pip-version-check -r "$req"
 py="$venv/bin/python3"
 log "torch $("$py" -c 'import torch;print(torch.__version__)') in $venv"
+phase=all
+case "${1:-}" in
+  --prepare-only) exit 0 ;;
+  --build-only) phase=build; shift ;;
+esac
 
 if [ "${TNT_PIP_ROUTE:-0}" = 1 ]; then
   # The venv route, as a user takes it. Build isolation stays on: CMake asks
@@ -51,10 +61,11 @@ fi
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_PREFIX_PATH="$("$py" -c 'import torch;print(torch.utils.cmake_prefix_path)')" \
-        -DTNT_PYTHON_EXECUTABLE="$py"
+        -DTNT_PYTHON_EXECUTABLE="$py" -DTNT_BUILD_BENCHMARKS=OFF
 fi
 cmake --build "$build" -j "$(nproc)"
 log "build done"
+[ "$phase" = all ] || exit 0
 cd "$build"
 for v in $(compgen -e | grep '^SLURM_' || true); do unset "$v"; done
 [ $# -gt 0 ] || set -- -LE long

@@ -28,7 +28,8 @@ Capacity capacity_of(const SlurmAllocation& allocation, const AllocationRequest&
   capacity.gpus = !request.no_gpu && gpus > 0;
   for (std::size_t i = 0; i < allocation.hosts.size(); ++i) {
     capacity.hosts.push_back(
-        HostRanks{allocation.hosts[i], capacity.gpus ? gpus : allocation.tasks_per_node[i]});
+        HostRanks{allocation.hosts[i], capacity.gpus ? gpus * std::max(1, request.ranks_per_gpu)
+                                                     : allocation.tasks_per_node[i]});
   }
   return capacity;
 }

@@ -42,6 +42,9 @@ struct AllocationRequest {
   /// GPUs of the launching node (nvidia-smi), used when the job does not say
   /// (SLURM_GPUS_PER_NODE unset); all hosts are assumed alike.
   int local_gpu_count = 0;
+  /// --ranks-per-gpu: each GPU holds this many ranks (a host's capacity is
+  /// its GPUs times this).
+  int ranks_per_gpu = 1;
 };
 
 /// Throws LauncherError when the request exceeds the allocation.

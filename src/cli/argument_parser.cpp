@@ -32,7 +32,7 @@ class UsageFormatter : public CLI::Formatter {
 struct RawFlags {
   std::string ranks, ranks_per_node, hostfile, assume_gpus;
   std::string log_level, fusion_threshold, interpreter, timeline, autotune_log, output_dir;
-  std::string max_restarts, min_ranks, network_interface;
+  std::string max_restarts, min_ranks, network_interface, ranks_per_gpu;
   std::vector<std::string> exports;
   std::vector<std::pair<std::string, std::string>> mca;
   bool no_gpu = false, log_on_all = false, output_on_all = false, autotune = false;
@@ -55,6 +55,7 @@ struct Given {
   CLI::Option* max_restarts;
   CLI::Option* min_ranks;
   CLI::Option* network_interface;
+  CLI::Option* ranks_per_gpu;
 };
 
 Given define_flags(CLI::App& app, RawFlags& raw) {
@@ -68,6 +69,11 @@ Given define_flags(CLI::App& app, RawFlags& raw) {
                                   "File with one host name per line ('#' starts a comment)")
                        ->type_name("FILE");
   app.add_flag("--no-gpu", raw.no_gpu, "Run all ranks on the CPU, even where GPUs exist");
+  given.ranks_per_gpu =
+      app.add_option("--ranks-per-gpu", raw.ranks_per_gpu,
+                     "Let K ranks share each GPU (collectives staged through host memory over "
+                     "MPI; for tests and small models). Default 1: a GPU of its own per rank")
+          ->type_name("K");
   app.add_flag("--srun", raw.srun,
                "Inside a Slurm job: start the ranks with srun --mpi=pmix instead of mpirun");
   given.network_interface =
@@ -207,6 +213,10 @@ void check_combinations(const RawFlags& raw, const Given& given) {
     throw LauncherError("--autotune-log " + raw.autotune_log +
                         " only applies with --autotune: add --autotune, or drop --autotune-log");
   }
+  if (given.ranks_per_gpu->count() && raw.no_gpu) {
+    throw LauncherError("--ranks-per-gpu " + raw.ranks_per_gpu +
+                        " shares GPUs between ranks and --no-gpu uses none: drop one of the two");
+  }
   if (raw.force && !raw.cleanup) {
     throw LauncherError("--force only applies to --cleanup: use --cleanup --force -- PROGRAM");
   }
@@ -246,6 +256,10 @@ LaunchOptions to_options(const RawFlags& raw, const Given& given) {
   if (given.ranks_per_node->count()) {
     options.ranks_per_node(
         parse_count("--n-per-node", raw.ranks_per_node, 1, "the number of ranks per node"));
+  }
+  if (given.ranks_per_gpu->count()) {
+    options.ranks_per_gpu(
+        parse_count("--ranks-per-gpu", raw.ranks_per_gpu, 1, "the number of ranks per GPU"));
   }
   if (given.assume_gpus->count()) {
     options.assumed_gpu_count(parse_count("--assume-gpus", raw.assume_gpus, 0, "the GPU count"));

@@ -25,6 +25,9 @@ class LaunchOptions {
   /// Hosts read from --hostfile (empty: this node only).
   TNT_CLI_ARG(std::vector<std::string>, hosts);
   TNT_CLI_ARG(bool, no_gpu) = false;
+  /// --ranks-per-gpu: how many ranks share one GPU (1: each has its own).
+  /// Shared GPUs use the host-staged collectives over MPI (never NCCL).
+  TNT_CLI_ARG(int, ranks_per_gpu) = 1;
   /// --srun: inside a Slurm allocation, start the ranks with srun, not mpirun.
   TNT_CLI_ARG(bool, srun) = false;
   /// --network-interface: interface names or CIDR subnets (comma-separated)

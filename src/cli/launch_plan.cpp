@@ -72,7 +72,7 @@ JobPlacement place_job(const LaunchOptions& options, const NodeFacts& facts) {
   }
   if (!slurm || !options.hosts().empty()) {
     return {place_ranks(options.requested_ranks_per_node(), options.no_gpu(), facts.gpu_count(),
-                        user_export(options, env::kUseGpu)),
+                        user_export(options, env::kUseGpu), options.ranks_per_gpu()),
             std::nullopt};
   }
   AllocationRequest request;
@@ -80,11 +80,13 @@ JobPlacement place_job(const LaunchOptions& options, const NodeFacts& facts) {
   request.ranks_per_node = options.ranks_per_node();
   request.no_gpu = options.no_gpu();
   request.local_gpu_count = facts.gpu_count();
+  request.ranks_per_gpu = options.ranks_per_gpu();
   JobPlacement job{{}, place_in_allocation(*slurm, request)};
   for (const auto& h : job.allocation->hosts) {
     job.device.ranks_per_node = std::max(job.device.ranks_per_node, h.ranks);
   }
   job.device.use_gpu = job.allocation->use_gpu;
+  job.device.ranks_per_gpu = job.allocation->use_gpu ? options.ranks_per_gpu() : 1;
   return job;
 }
 
@@ -208,7 +210,7 @@ std::string allocation_note(const LaunchOptions& options, const NodeFacts& facts
          ", SLURM_TASKS_PER_NODE=" + slurm.tasks_per_node_text +
          "): " + std::to_string(placement.total_ranks()) + " rank(s), " +
          describe_hosts(placement.hosts) + ", on the " +
-         (placement.use_gpu ? "GPU (one GPU per rank)" : "CPU") + "; started by " +
+         describe_device(placement.use_gpu, options.ranks_per_gpu()) + "; started by " +
          (options.srun() ? "srun --mpi=pmix (--srun)"
                          : "mpirun, which starts its daemons through Slurm (no ssh)");
 }
@@ -222,7 +224,7 @@ std::string placement_note(const LaunchOptions& options, const NodeFacts& facts,
                                 ? "this node"
                                 : "each of " + std::to_string(options.hosts().size()) + " hosts";
   return std::to_string(per_node) + " rank(s) on " + where + ", on the " +
-         (use_gpu ? "GPU (one GPU per rank)" : "CPU");
+         describe_device(use_gpu, job.device.ranks_per_gpu);
 }
 
 // The --dry-run lines about where the ranks run and over which network.

@@ -23,13 +23,6 @@ MPI_Comm duplicate(MPI_Comm world) {
   return out;
 }
 
-// Collectives run on host memory; tensors elsewhere are staged through it.
-torch::Tensor to_host(const torch::Tensor& t) { return t.device().is_cpu() ? t : t.cpu(); }
-
-void copy_back(torch::Tensor& target, const torch::Tensor& host) {
-  if (!target.device().is_cpu()) target.copy_(host);
-}
-
 int as_count(std::int64_t n, const char* what) {
   TNT_CHECK(n <= INT_MAX, what, " of ", n, " elements exceeds MPI's limit of ", INT_MAX,
             ": split the tensor into smaller pieces");
@@ -120,6 +113,7 @@ MpiBackend::MpiBackend(MPI_Comm comm, double timeout_seconds, bool threads_multi
       timeout_seconds_(timeout_seconds),
       threads_multiple_(threads_multiple),
       handshake_(control_, fast_, 0, 1, timeout_seconds),
+      device_staging_(timeout_seconds),
       watchdog_(
           timeout_seconds, stall_warning_seconds(timeout_seconds),
           [this](const PayloadWatchdog::Payload& p) {
@@ -258,7 +252,7 @@ bool MpiBackend::agree_carrying(torch::Tensor& tensor, ReduceOp op,
 torch::Tensor MpiBackend::allreduce(torch::Tensor tensor, ReduceOp op) {
   const std::optional<std::string> error = validate(tensor, op);
   if (agree_carrying(tensor, op, error)) return tensor;
-  torch::Tensor host = to_host(tensor);
+  torch::Tensor host = device_staging_.to_host(tensor);
   const DType dtype = dtype_of(host);
   const MPI_Datatype type = types_.datatype(dtype);
   const MPI_Op mpi_op = types_.op(dtype, op);
@@ -281,7 +275,7 @@ torch::Tensor MpiBackend::allreduce(torch::Tensor tensor, ReduceOp op) {
               "MPI_Allreduce");
   }
   if (op == ReduceOp::Average && size_ > 1) host.div_(size_);
-  copy_back(tensor, host);
+  device_staging_.to_device(tensor, host);
   return tensor;
 }
 
@@ -292,7 +286,7 @@ torch::Tensor MpiBackend::broadcast(torch::Tensor tensor, int root) {
                            "): pass a root in that range");
   }
   agree(Collective::Broadcast, &tensor, std::nullopt, root, error);
-  torch::Tensor host = to_host(tensor);
+  torch::Tensor host = device_staging_.to_host(tensor);
   const MPI_Datatype type = types_.datatype(dtype_of(host));
   auto* base = static_cast<char*>(host.data_ptr());
   for (std::int64_t done = 0; done < host.numel(); done += kMaxChunk) {
@@ -300,7 +294,7 @@ torch::Tensor MpiBackend::broadcast(torch::Tensor tensor, int root) {
     const PayloadWatch watch(watchdog_, seq_ - 1, "broadcast", host.numel());
     check_mpi(MPI_Bcast(base + done * host.element_size(), n, type, root, data_), "MPI_Bcast");
   }
-  copy_back(tensor, host);
+  device_staging_.to_device(tensor, host);
   return tensor;
 }
 
@@ -310,7 +304,7 @@ torch::Tensor MpiBackend::allgather(torch::Tensor tensor) {
     error = "allgather needs a tensor with at least one dimension: use tensor.reshape({1})";
   }
   agree(Collective::Allgather, &tensor, std::nullopt, -1, error);
-  const torch::Tensor host = to_host(tensor);
+  const torch::Tensor host = device_staging_.to_host(tensor);
   std::vector<std::int64_t> shape = host.sizes().vec();
   shape[0] *= size_;
   torch::Tensor out = torch::empty(shape, host.options());
@@ -337,7 +331,7 @@ torch::Tensor MpiBackend::allgatherv(torch::Tensor tensor) {
     error = "allgatherv needs a tensor with at least one dimension: use tensor.reshape({1})";
   }
   const auto table = agree(Collective::Allgatherv, &tensor, std::nullopt, -1, error).table;
-  const torch::Tensor host = to_host(tensor);
+  const torch::Tensor host = device_staging_.to_host(tensor);
   std::vector<int> counts(size_), displs(size_);
   std::int64_t rows = 0, offset = 0;
   for (int r = 0; r < size_; ++r) {
@@ -370,7 +364,7 @@ torch::Tensor MpiBackend::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
     error = "reduce_scatter needs a tensor with at least one dimension: use tensor.reshape({1})";
   }
   agree(Collective::ReduceScatter, &tensor, op, -1, error);
-  const torch::Tensor host = to_host(tensor);
+  const torch::Tensor host = device_staging_.to_host(tensor);
   const std::int64_t row = host.size(0) == 0 ? 0 : host.numel() / host.size(0);
   const std::vector<std::int64_t> rows = split_rows(host.size(0), size_);
   std::vector<int> counts(size_);

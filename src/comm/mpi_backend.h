@@ -26,6 +26,7 @@
 #include "comm/chunks.h"
 #include "comm/exchange.h"
 #include "comm/handshake.h"
+#include "comm/host_staging.h"
 #include "comm/payload_watchdog.h"
 #include "comm/mpi_types.h"
 #include "comm/response_cache.h"
@@ -118,6 +119,7 @@ class MpiBackend final : public Backend {
   Handshake handshake_;
   ResponseCache cache_;
   std::vector<char> staging_;  ///< a small allreduce's elements on the way
+  HostStaging device_staging_;  ///< GPU tensors' pinned host copies
   std::vector<char> incoming_;  ///< ExchangeContext::incoming
   std::vector<char> reduced_;  ///< ExchangeContext::reduced
   PayloadWatchdog watchdog_;  // last: its thread stops before the rest goes

@@ -243,6 +243,7 @@ TEST(ArgumentParser, HelpListsTheFlagsButNotTheHiddenOnes) {
                            "--devices-per-node",
                            "--hostfile",
                            "--no-gpu",
+                           "--ranks-per-gpu",
                            "--log-level",
                            "--log-on-all-devices",
                            "--output-on-all-devices",
@@ -326,6 +327,18 @@ TEST(ArgumentParser, MinRanksNeedsRestarts) {
     EXPECT_THAT(message, HasSubstr("--min-ranks 2 only applies to restarts"));
     EXPECT_THAT(message, HasSubstr("add --max-restarts K"));
   }
+}
+
+TEST(ArgumentParser, RanksPerGpu) {
+  EXPECT_EQ(parse({"--", "prog"}).ranks_per_gpu(), 1);
+  EXPECT_EQ(parse({"-n", "4", "--ranks-per-gpu", "2", "--", "prog"}).ranks_per_gpu(), 2);
+  EXPECT_THAT(parse_error({"--ranks-per-gpu", "0", "--", "prog"}),
+              HasSubstr("--ranks-per-gpu 0: the number of ranks per GPU must be a whole number, "
+                        "at least 1"));
+  EXPECT_THAT(parse_error({"--ranks-per-gpu", "two", "--", "prog"}),
+              HasSubstr("--ranks-per-gpu two"));
+  EXPECT_THAT(parse_error({"--ranks-per-gpu", "2", "--no-gpu", "--", "prog"}),
+              HasSubstr("--ranks-per-gpu 2 shares GPUs between ranks and --no-gpu uses none"));
 }
 
 TEST(ArgumentParser, AssumedGpuCountForTests) {

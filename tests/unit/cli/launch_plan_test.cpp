@@ -169,6 +169,16 @@ TEST(LaunchPlan, MoreRanksThanGpusRunOnCpuWithWarning) {
   EXPECT_THAT(plan.warnings, ElementsAre(HasSubstr("3 ranks per node requested")));
 }
 
+TEST(LaunchPlan, RanksPerGpuSharesTheGpusOfTheNode) {
+  const auto plan =
+      build_launch_plan(LaunchOptions().ranks_per_gpu(2).command({"p"}), cpu_node().gpu_count(1),
+                        kProgram);
+  EXPECT_TRUE(contains_sequence(plan.argv, {"-np", "2"}));
+  EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "auto");
+  EXPECT_THAT(plan.warnings, IsEmpty());
+  EXPECT_THROW(build_launch_plan(job(2).ranks_per_gpu(2), cpu_node(), kProgram), LauncherError);
+}
+
 TEST(LaunchPlan, NoGpuFlagIsSilent) {
   const auto plan = build_launch_plan(job(2).no_gpu(true), cpu_node().gpu_count(4), kProgram);
   EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "false");

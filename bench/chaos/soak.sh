@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The chaos soak (issue 31): at least 50 faults at 2 ranks, one host, with
+# The chaos soak: at least 50 faults at 2 ranks, one host, with
 # tests/chaos/chaos.py; the short CI version is the ctest chaos.short.
 #   bench/chaos/soak.sh [BUILD_DIR] [SEED] [EVENTS]
 # EVENTS fault events (default 40: a "double" event is two faults, so about

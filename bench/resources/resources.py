@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Bounded resources over time (issue 31, part 3): a rank's resident memory,
+"""Bounded resources over time: a rank's resident memory,
 open file descriptors and threads over many short epochs of LeNet-5 with
 callbacks, checkpoints and validation.
 

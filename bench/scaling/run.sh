@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The scaling benchmark (issue 7), in one invocation: a 2-host simulated
+# The scaling benchmark, in one invocation: a 2-host simulated
 # cluster (bench/cluster) at 1 Gbit/s and then at 10 Gbit/s; on each, for the
 # 20M-parameter MLP and ResNet-18 on 32x32 images, the step time of compute
 # only, tarantella (defaults, fusion off, overlap off, auto-tuned) and PyTorch

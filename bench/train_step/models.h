@@ -1,6 +1,6 @@
 // The two networks of the training-step benchmark and its synthetic data.
 // ddp_bench.py defines the same networks in Python PyTorch; keep the two in
-// step. LeNet-5 is the architecture of issue 4 (and examples/lenet5); the MLP
+// step. LeNet-5 is the architecture of examples/lenet5; the MLP
 // 784-4096-4096-10 has 20,037,642 parameters, enough that the gradient
 // allreduce (80 MB per step) matters.
 #pragma once

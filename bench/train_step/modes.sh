@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The training modes of issue 16 side by side: throughput of LeNet-5 and the
+# The training modes (deterministic, mixed precision) side by side:
+# throughput of LeNet-5 and the
 # MLP (784-4096-4096-10), global batch 256, in normal mode against
 # deterministic mode with chunks of 32 and of 8 samples
 # (CompileOptions().deterministic(chunk)) and against bfloat16 mixed

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Training-step throughput, all variants in one run (issue 4, "Benchmark"):
+# Training-step throughput, all variants in one run:
 # LeNet-5 and a 20M-parameter MLP, global batch 256, plain LibTorch vs
 # tarantella at 1 and 2 ranks vs PyTorch DDP (gloo) at 1 and 2 processes vs
 # one LibTorch process with 2 threads. Prints one markdown table.

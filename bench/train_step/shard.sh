@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The optimizer variants of issue 15 side by side: the MLP 784-4096-4096-10
+# The optimizer variants (per-bucket steps, ZeRO-1 sharding) side by side:
+# the MLP 784-4096-4096-10
 # (20.0 M parameters) with Adam, global batch 256, at 1, 2 and 4 ranks,
 # interleaved over rounds (medians reported):
 #   whole step   TNT_OVERLAP_OPTIMIZER=false (the default): one optimizer

@@ -8,7 +8,7 @@
 // every step. Which way a process goes depends on the order of its first
 // allocations, so the same job ran either at full speed or up to 40 % slower
 // for its whole life (LeNet-5 at 1 rank: 90k page faults in 120 steps, or
-// 270k-690k; docs/performance.md). Fixed thresholds (mmap above 32 MiB,
+// 270k-690k; docs/perf-log/2026-11-train-step.md). Fixed thresholds (mmap above 32 MiB,
 // keep up to 128 MiB of free heap top) make every run the fast one, at the
 // cost of holding up to that much freed memory per malloc arena.
 #pragma once

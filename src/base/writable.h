@@ -1,6 +1,6 @@
 // Checks, at the start of a run, that an output path can be written, so a
 // typo or a read-only directory is found before hours of training instead of
-// when the first file is due (issue 13, item 8).
+// when the first file is due.
 #pragma once
 
 #include <string>
@@ -20,8 +20,8 @@ void check_writable_file(const std::string& path, const std::string& who);
 /// Creates `directory` and its missing parents; an existing directory is
 /// fine. Otherwise throws tnt::Error naming `who`, the path, the reason (the
 /// OS's, or which part of the path is a file) and the fix: never
-/// std::filesystem_error, whose C++ type name would reach the user's log
-/// (issue 31). Example:
+/// std::filesystem_error, whose C++ type name would reach the user's log.
+/// Example:
 ///   make_directories("ckpt/run1", "ModelCheckpoint");
 void make_directories(const std::string& directory, const std::string& who);
 

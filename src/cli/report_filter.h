@@ -52,8 +52,8 @@ class ReportFilter : public ConsoleFilter {
   /// shown); nullopt if none.
   std::optional<int> first_failed_rank() const { return first_rank_; }
   /// Whether mpirun said it lost (or could not start) the daemon of a host:
-  /// the job is failing even though no rank could report it (issue 31: a
-  /// host removed during training).
+  /// the job is failing even though no rank could report it (a host removed
+  /// during training).
   bool daemon_lost() const { return daemon_lost_; }
   /// How many other ranks had reports (all dropped).
   int other_failed_ranks() const { return static_cast<int>(other_ranks_.size()); }

@@ -19,7 +19,7 @@
 // (its daemon lost) held mpirun for up to a minute. So once a rank has
 // reported a failure, or mpirun has said that it lost a daemon, mpirun gets
 // `failure_grace` to end; then the launcher says so and SIGKILLs it (found
-// by tests/cluster/host_faults.sh, issue 31). The daemons on the reachable
+// by tests/cluster/host_faults.sh). The daemons on the reachable
 // hosts see mpirun gone and stop their ranks; a rank on a cut-off host stops
 // by itself (its collective times out, TNT_COMM_TIMEOUT, and its daemon ends
 // when it finds mpirun gone).

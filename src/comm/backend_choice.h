@@ -2,7 +2,7 @@
 // pure function of what this rank knows, so every branch and message is
 // unit-tested on machines without a GPU.
 //
-// The rule (issue 39): NCCL when the model trains on CUDA, this build has
+// The rule: NCCL when the model trains on CUDA, this build has
 // the NCCL backend and every rank on the host has a GPU of its own (NCCL
 // refuses two ranks on one GPU: "Duplicate GPU detected"); MPI otherwise.
 // TNT_COMM_BACKEND=mpi|nccl forces a choice; a forced choice that cannot

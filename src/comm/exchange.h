@@ -5,7 +5,7 @@
 //
 // Why not MPI's collective: a blocking MPI_Allreduce spins without ever
 // yielding while a peer's engine thread waits for a core (2 ranks on 2
-// cores, each with a training thread: issue 15). Here the payload moves as
+// cores, each with a training thread). Here the payload moves as
 // MPI_Isend/MPI_Irecv between partners, waited on with the engine's policy
 // (poll.h), in pieces of kMaxExchangedBytes.
 //

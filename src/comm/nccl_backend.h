@@ -1,5 +1,5 @@
 // Private: the NCCL backend of a ProcessGroup, for models on CUDA with one
-// GPU per rank (issue 39; chosen by backend_choice.h).
+// GPU per rank (chosen by backend_choice.h).
 //
 // Note: how a collective runs. It is layered on the group's MpiBackend (the
 // "host" backend), which keeps every guarantee of the comm layer:

@@ -63,7 +63,8 @@ bool poll_until(Done done, PollClock::time_point deadline, std::chrono::microsec
 }
 
 /// The engine's wait for its peers and for a payload's messages (replacing
-/// OpenMPI's job-wide mpi_yield_when_idle, issue 15), in three phases:
+/// OpenMPI's job-wide mpi_yield_when_idle, which slowed every blocking
+/// collective), in three phases:
 /// * polls without yielding for 20 us: a peer that is right there, a small
 ///   message's round trip over shared memory (1-3 us);
 /// * then polls with a yield between tries, up to 20 ms: the core goes to a

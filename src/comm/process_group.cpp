@@ -1,8 +1,10 @@
 // ProcessGroup: every collective becomes a request on the group's own
-// engine, which calls the backend on its one thread. split() first agrees on
-// every rank's (color, key) through a checked allgather, so a rank that
-// calls split while another calls something else gets the usual mismatch
-// error, and every rank can compute the new group's world ranks itself.
+// engine, which calls the backend one request at a time (async requests on
+// its thread, a blocking one on the caller's when it is idle). split()
+// first agrees on every rank's (color, key) through a checked allgather, so
+// a rank that calls split while another calls something else gets the usual
+// mismatch error, and every rank can compute the new group's world ranks
+// itself.
 #include <tarantella/comm/process_group.h>
 
 #include <algorithm>

@@ -65,7 +65,8 @@ void step_subset(torch::optim::Optimizer& optimizer,
 
 /// Steps an element-wise optimizer bucket by bucket: a bucket's parameters
 /// as soon as its allreduce is done, while later buckets are still on the
-/// wire (issue 15, item 4). The same results as one whole step.
+/// wire, so the update overlaps the exchange. The same results as one whole
+/// step.
 class BucketSteps {
  public:
   BucketSteps(const std::vector<torch::Tensor>& params, const std::vector<Bucket>& buckets,

@@ -1,7 +1,8 @@
 // Private: deterministic mode's training step (CompileOptions().deterministic
-// (chunk), issue 16). The global batch is cut into chunks of `chunk` samples
-// (the last one may be shorter) and each rank's micro-batch holds whole
-// chunks (DistributeOptions::granularity). For every chunk on its own:
+// (chunk): the same bits at any rank count). The global batch is cut into
+// chunks of `chunk` samples (the last one may be shorter) and each rank's
+// micro-batch holds whole chunks (DistributeOptions::granularity). For
+// every chunk on its own:
 //   buffers reset to the step's start, a random seed of its own (from the
 //   fit's seed, the global batch and the chunk's index), forward, the loss
 //   summed over the chunk, backward

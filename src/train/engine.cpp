@@ -22,7 +22,7 @@ namespace {
 
 torch::Device pick_device(const EngineOptions& options, const comm::ProcessGroup& group) {
   // An explicit TNT_USE_GPU=true is a demand: training on the CPU instead
-  // would be a silent surprise (issue 31), so it fails here, before any
+  // would be a silent surprise (hours on the wrong device), so it fails here, before any
   // state exists. Unset/auto follows the LibTorch build.
   TNT_CHECK(options.use_gpu() != true || torch::cuda::is_available(), "rank ", group.rank(),
             ": TNT_USE_GPU=true asks for a GPU, but LibTorch sees none (no CUDA device, or a "

@@ -1,11 +1,11 @@
-// Private: mixed precision (issue 16, item 3). AutocastScope runs a forward
-// pass under LibTorch's autocast; LossScaler is dynamic loss scaling as in
-// torch.cuda.amp.GradScaler: the loss is multiplied by a scale before
-// backward, and after the gradients are summed over the ranks a step whose
-// gradients are not all finite is skipped and the scale halved; after
+// Private: mixed precision (a 16-bit forward, float32 weights). AutocastScope
+// runs a forward pass under LibTorch's autocast; LossScaler is dynamic loss
+// scaling as in torch.cuda.amp.GradScaler: the loss is multiplied by a scale
+// before backward, and after the gradients are summed over the ranks a step
+// whose gradients are not all finite is skipped and the scale halved; after
 // `growth_interval` good steps in a row it doubles. The summed gradients are
-// the same on every rank (an inf or NaN on one rank is in every rank's sum),
-// so every rank skips the same steps and holds the same scale.
+// the same on every rank (an inf or NaN on one rank is in every rank's sum), so
+// every rank skips the same steps and holds the same scale.
 #pragma once
 
 #include <functional>

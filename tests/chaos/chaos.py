@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Chaos driver (issue 31, part 1, one host): LeNet-5 at 2 ranks under
+"""Chaos driver (many faults on one host): LeNet-5 at 2 ranks under
 `tarantella --max-restarts K` with BackupAndRestore, hit by faults at random
 times drawn from a printed seed, must end exactly where an undisturbed run
 ends.

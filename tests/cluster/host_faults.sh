@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Faults of a host during training (issue 31): LeNet-5 on two simulated hosts
+# Faults of a host during training: LeNet-5 on two simulated hosts
 # (bench/cluster), one rank each, under `tarantella --max-restarts 2
 # --min-ranks 1` with BackupAndRestore (a backup every 5 steps). Once 30 of
 # the 100 steps are done, host 1 is hit by one fault:

@@ -1,4 +1,4 @@
-// The NCCL backend on a GPU machine (issue 39), at any rank count with one
+// The NCCL backend on a GPU machine, at any rank count with one
 // GPU per rank. Started by CTest as `tarantella -n 1 -x TNT_COMM_BACKEND=nccl
 // -- nccl_backend_test` (scripts/device-check.sh); on a cluster:
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproducibility (issue 6): LeNet-5 at 2 ranks, trained twice with the same
+# Reproducibility: LeNet-5 at 2 ranks, trained twice with the same
 # --seed (tnt::set_seed), ends with bitwise equal weights; a different seed
 # gives different weights (the seed really drives initialization/shuffling).
 # Usage: same_seed.sh PYTHON LAUNCHER LENET5 WORKDIR

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Timeline, overlap log and fusion auto-tuning, end to end on LeNet-5 at
-# 2 ranks (issue 7):
+# 2 ranks:
 #  1. TNT_TIMELINE writes a valid Chrome trace with allreduce slices that
 #     overlap backward (check_timeline.py), and the per-epoch INFO line says
 #     how much allreduce time was hidden;

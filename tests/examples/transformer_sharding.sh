@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Variable-length data under automatic distribution (issue 30, part 4): the
+# Variable-length data under automatic distribution: the
 # Transformer tutorial trained with fit()'s own split of padded global batches
 # (--sharding auto: each rank pads its micro-batch to its own longest
 # sentence) ends with the same weights as the hand-sharded pipeline

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# BackupAndRestore against kill -9 (issue 13), on LeNet-5 (2 epochs of 100
+# BackupAndRestore against kill -9, on LeNet-5 (2 epochs of 100
 # steps, a backup every 50 steps). Usage:
 #   backup_resume.sh PYTHON LAUNCHER LENET5 restart
 #     kill -9 one rank mid-epoch under `tarantella --max-restarts 1`: the job

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Output folders that cannot be made (issue 31): under a path whose parent is
+# Output folders that cannot be made: under a path whose parent is
 # a regular file, and on a read-only file system. Each of --checkpoint-dir
 # (ModelCheckpoint), --backup-dir (BackupAndRestore), --tensorboard and the
 # launcher's --output-filename must end the job with a non-zero status and a

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The device rule of the Tarantella manual (§6.2) and explicit GPU requests
-# (issue 31): a CPU run on a node without GPUs says nothing about GPUs; an
+# The device rule of the Tarantella manual (§6.2) and explicit GPU requests:
+# a CPU run on a node without GPUs says nothing about GPUs; an
 # explicit -x TNT_USE_GPU=true that cannot be met is an error (exit status 2,
 # the value and the fix named), never a quiet CPU run.
 #   devices.sh LAUNCHER [LENET5]

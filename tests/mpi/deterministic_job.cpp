@@ -1,4 +1,4 @@
-// Deterministic mode (issue 16) end to end: trains LeNet-5 and a network
+// Deterministic mode end to end: trains LeNet-5 and a network
 // with BatchNorm and Dropout for 2 epochs on a shuffled Fashion-MNIST subset
 // whose last batch is short, in CompileOptions().deterministic(8), then
 // evaluates; writes every weight's bytes and every logged value (as

@@ -1,4 +1,4 @@
-// Mixed precision (issue 16, item 3) at N ranks: bfloat16 autocast on the
+// Mixed precision at N ranks: bfloat16 autocast on the
 // CPU, and dynamic loss scaling skipping an overflowing step on every rank
 // together when only one rank's gradient overflowed.
 #include <gtest/gtest.h>

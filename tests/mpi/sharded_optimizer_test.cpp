@@ -1,5 +1,5 @@
 // The sharded optimizer, CompileOptions().shard_optimizer(true) (ZeRO stage
-// 1; issue 15, item 5), at N ranks: the same weights as the unsharded
+// 1), at N ranks: the same weights as the unsharded
 // optimizer, 1/N of its state per rank, checkpoints in full form that load
 // with or without sharding, and the agreed decisions (clipping norm, loss
 // scaling's overflow) taken over all shards.
@@ -204,7 +204,7 @@ TEST(ShardedOptimizer, AnOverflowInOneShardSkipsTheStepOnEveryRank) {
   }
 }
 
-// Issue 15, item 4: the optimizer steps each bucket as soon as it is
+// Per-bucket steps: the optimizer steps each bucket as soon as it is
 // reduced. A clip_value too large to clip anything keeps the same arithmetic
 // but needs every gradient first, so it takes the whole-step path: the two
 // must agree bitwise, sharded or not.

@@ -56,7 +56,7 @@ TEST(Transport, TcpEagerLimitCoversACollectivePiece) {
 
 TEST(Transport, YieldWhenIdleIsLeftToOpenMpiAndTheUser) {
   // The runtime waits for peers with its own back-off; a job-wide
-  // mpi_yield_when_idle slowed every blocking collective (issue 15).
+  // mpi_yield_when_idle slowed every blocking collective.
   const char* user = std::getenv("TNT_TEST_YIELD_WHEN_IDLE");
   EXPECT_STREQ(std::getenv("OMPI_MCA_mpi_yield_when_idle"), user);
   if (user) {

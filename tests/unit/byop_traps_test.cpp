@@ -135,7 +135,7 @@ TEST(ByopTraps, ValueModuleCopySharesParametersWithTheCaller) {
                            net.fc->weight.detach().cpu()));
 }
 
-// Issue 13, item 8: output paths that cannot be written are found when
+// Output paths that cannot be written are found when
 // training starts, not after the first epoch; NaN is not a learning rate.
 struct CountBatches : tnt::callbacks::Callback {
   int batches = 0;
@@ -177,7 +177,7 @@ TEST(ByopTraps, LearningRateMustBeFinite) {
   }
 }
 
-// Issue 13, item 7: data that does not fit the model is named as such, not
+// Data that does not fit the model is named as such, not
 // left to LibTorch's bare "Target 5 is out of bounds" or "mat1 and mat2
 // shapes cannot be multiplied".
 TEST(ByopTraps, DataThatDoesNotFitTheModelIsNamed) {

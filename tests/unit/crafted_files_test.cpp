@@ -1,4 +1,4 @@
-// Issue 13 (fault tolerance): crafted or damaged weights and checkpoint
+// Fault tolerance: crafted or damaged weights and checkpoint
 // files. Every bad file must end in a tnt::Error that names the file and what
 // is wrong: never a crash, an assertion from LibTorch, a hang or unbounded
 // memory. The files are built here, through the public API only: a zip
@@ -187,7 +187,7 @@ TEST_F(CraftedFiles, WeightsAndCheckpointsRoundTrip) {
   EXPECT_EQ(b.load(path("ckpt.pt")), 0);
 }
 
-// ---- issue 13, item 1: the stack underflow that reached LibTorch ----
+// ---- the stack underflow that reached LibTorch ----
 
 TEST_F(CraftedFiles, ReduceOnAnEmptyStackIsAnErrorNotACrash) {
   const std::string file = write("reduce.pt", zip_with_pickle(bytes("\x80\x02R.")));
@@ -227,7 +227,7 @@ TEST_F(CraftedFiles, StructurallyWrongPicklesAreRejected) {
   }
 }
 
-// ---- issue 13, item 2: lengths that point past the end ----
+// ---- lengths that point past the end ----
 
 TEST_F(CraftedFiles, HugeDeclaredLengthsAreRejectedAtOnce) {
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -344,7 +344,7 @@ TEST_F(CraftedFiles, EmptyTruncatedAndForeignFilesAreNamed) {
   }
 }
 
-// ---- issue 13, item 6: entries of the wrong type ----
+// ---- entries of the wrong type ----
 
 // A checkpoint written by save(), read back, one entry replaced, re-pickled.
 class CraftedCheckpoints : public CraftedFiles {

@@ -71,7 +71,7 @@ TEST(HandshakeVerdict, AllgathervAllowsDifferentFirstDimensionOnly) {
 }
 
 // A timeout on a job over several machines names where the missing rank
-// runs (issue 31: a host cut off by its link).
+// runs (e.g. a host cut off by its link).
 TEST(HandshakeVerdict, MissingRanksAreNamedWithTheirHosts) {
   EXPECT_EQ(rank_list({1}, {"h0", "h1"}), "rank 1 (on host h1)");
   EXPECT_EQ(rank_list({1, 3}, {"a", "b", "c", "d"}), "ranks 1,3 (on hosts b,d)");

@@ -152,7 +152,7 @@ TEST(PickleReader, ErrorsSayWhatAndWhere) {
   EXPECT_EQ(error_of(""), "data.pkl is empty");
 }
 
-// Issue 13, item 2: a length is compared with what remains, never added to
+// Crafted files: a length is compared with what remains, never added to
 // an offset first (2^64-9 + 9 wraps to 0).
 TEST(PickleReader, LengthsAreCheckedAgainstWhatRemains) {
   EXPECT_EQ(error_of("\x80\x02\x8e" + le(0xfffffffffffffff7ull, 8) + "N."),

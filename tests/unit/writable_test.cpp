@@ -1,5 +1,5 @@
 // make_directories(): a folder that cannot be made is a tnt::Error naming the
-// path, the reason and the fix, never a std::filesystem_error (issue 31).
+// path, the reason and the fix, never a std::filesystem_error.
 #include "base/writable.h"
 
 #include <gtest/gtest.h>

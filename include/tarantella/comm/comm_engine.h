@@ -1,8 +1,10 @@
 // The communication engine: one background thread that runs requests in the
 // order they were enqueued and hands each result (or exception) back through
-// a Handle. It knows nothing of MPI: a request is a named callable. Keeping
-// all MPI calls on this one thread lets MPI run at MPI_THREAD_SERIALIZED and
-// lets communication overlap with computation on the caller's thread.
+// a Handle. It knows nothing of MPI: a request is a named callable. A group's
+// requests run one at a time in one order (async ones on this thread, a
+// blocking one on its caller's thread when the engine is idle: run()), which
+// MPI requires of a communicator, and async ones let communication overlap
+// with computation on the caller's thread.
 //
 // The thread sleeps on a condition variable when the queue is empty: a
 // busy-polling progress thread would steal a core from training.

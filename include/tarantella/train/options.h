@@ -73,7 +73,7 @@ struct CompileOptions {
   /// to 1/N; checkpoints hold the whole state, so they load at any rank
   /// count and with or without sharding. Works with the built-in optimizers
   /// (SGD, Adam, AdamW, RMSprop, Adagrad), whose updates are element-wise.
-  /// See docs/performance.md, "Sharded optimizer".
+  /// See docs/performance.md, the "Optimizer" rows of its table.
   TNT_ARG(bool, shard_optimizer) = false;
 };
 

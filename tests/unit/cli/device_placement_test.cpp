@@ -18,7 +18,7 @@ TEST(DevicePlacement, OneRankPerGpuByDefault) {
 }
 
 // Manual §6.2: nothing GPU-related was asked for and there is no GPU, so
-// the CPU run is silent (issue 31).
+// the CPU run is silent (no GPU warning nobody asked for).
 TEST(DevicePlacement, NoGpuStartsOneCpuRankSilently) {
   const auto p = place_ranks(std::nullopt, false, 0);
   EXPECT_EQ(p.ranks_per_node, 1);

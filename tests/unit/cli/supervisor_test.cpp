@@ -175,7 +175,7 @@ TEST(Supervisor, EnvironmentWithReplacesAndAppends) {
 
 // A rank failed, but mpirun does not end (it waits for the daemon of a host
 // whose link is down): after failure_grace the supervisor stops it itself,
-// so the job ends and can be restarted (issue 31, tests/cluster/link_down.sh).
+// so the job ends and can be restarted (tests/cluster/link_down.sh).
 TEST(Supervisor, MpirunThatDoesNotEndAfterARankFailedIsStopped) {
   auto options = command(
       "echo 'tarantella: rank 1 on host h1 exited with code 1' >&2; "

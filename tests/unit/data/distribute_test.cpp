@@ -366,7 +366,7 @@ TEST(Distribute, MicroBatchRangeRule) {
             std::make_pair(std::int64_t{2}, std::int64_t{2}));
 }
 
-// ---- variable-length samples and batch-level nodes (issue 30, part 4) ----
+// ---- variable-length samples and batch-level nodes ----
 
 // Sample i: {tokens int64 [len_i] with values i+1, features float [len_i, 2],
 // label int64 scalar i}, len_i in 1..5 and not monotone, so micro-batches

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The GPU-machine recipe: configure against the torch found on the machine,
-# build with every core, run the checks, and write one report.
+# build what the checks need with every core, run the checks and the
+# benchmarks, and write one report (docs/performance.md, "GPU", takes its
+# rows from it). Planned to take at most 5 minutes on 16 cores.
 #
 #   scripts/device-check.sh OUT_DIR
 #
@@ -19,6 +21,14 @@
 #                     python3 from PATH)
 # TNT_DEVICE_BUILD    the build folder (default: build-device)
 # TNT_DEVICE_STEPS    which steps to run (default: all), e.g. "configure build"
+#
+# Steps: configure, build, unit_tests, cuda_tests (the NCCL backend at 1
+# rank: every collective, a fit, the abort path), gpu_lenet5
+# (bench/gpu/lenet5_checks.sh: CUDA = CPU, deterministic bitwise across
+# NCCL / staged / 2 ranks sharing the GPU, 2 shared = 1, the device of each
+# rank), resnet_python (bench/gpu/resnet_overhead.py: tnt.Model.fit against
+# plain PyTorch, fp32 and fp16), resnet_cpp (the C++ tnt::Model::fit of
+# bench/scaling on the same ResNet-18), python_tests.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:?usage: scripts/device-check.sh OUT_DIR}
@@ -75,15 +85,53 @@ generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 
 step configure 120 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$prefix" -DTNT_PYTHON_EXECUTABLE="$py" -DTNT_BUILD_BENCHMARKS=OFF
-step build 600 cmake --build "$build" -j "$(nproc)"
+  -DCMAKE_PREFIX_PATH="$prefix" -DTNT_PYTHON_EXECUTABLE="$py" -DTNT_BUILD_BENCHMARKS=ON
+# What the steps below use, not the whole tree (examples, docs snippets and
+# the multi-rank test programs would double the build).
+step build 420 cmake --build "$build" -j "$(nproc)" --target tarantella tnt_launcher tnt_python \
+  unit_tests tnt_cli_tests nccl_backend_test bench_scaling
 # The tests that need neither Fashion-MNIST nor a cluster: unit tests and
 # the layering and header checks, then the multi-rank tests of the engine.
 step unit_tests 240 ctest --test-dir "$build" -L unit -j "$(nproc)" --output-on-failure
 # The GPU's own tests (tests/cuda: the NCCL backend at 1 rank, every
 # collective, the abort path); they report skipped where no GPU is visible.
 step cuda_tests 240 ctest --test-dir "$build" -L cuda --output-on-failure
+launcher=$build/bin/tarantella
+export PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH}
+step gpu_lenet5 300 bash "$root/bench/gpu/lenet5_checks.sh" "$launcher" "$py" "$out/lenet5"
+step resnet_python 300 "$launcher" -n 1 -- "$py" "$root/bench/gpu/resnet_overhead.py" \
+  --steps 25 --warmup 10
+# The C++ front end on the same network and batch: 35 steps, the first 10
+# warm-up (the report's mean drops them).
+for precision in none float16; do
+  step "resnet_cpp_$precision" 240 "$launcher" -n 1 -- "$build/bench/scaling/bench_scaling" \
+    --variant tnt --model resnet18 --image-size 224 --classes 1000 --momentum 0.9 \
+    --batch-size 128 --steps 35 --distinct-batches 4 --mixed-precision "$precision"
+done
 step python_tests 240 ctest --test-dir "$build" -R '^python\.pytest\.n[12]$' --output-on-failure
+
+# The figures, pulled out of the logs into the report.
+{
+  echo
+  echo "## Checks (bench/gpu/lenet5_checks.sh)"
+  echo
+  grep -h '^PASS\|^FAIL' "$out/gpu_lenet5.log" 2>/dev/null | sed 's/^/- /'
+  echo
+  echo "## ResNet-18, batch 128, one rank"
+  echo
+  sed -n '/^| ResNet-18/,$p' "$out/resnet_python.log" 2>/dev/null
+  for precision in none float16; do
+    "$py" - "$out/resnet_cpp_$precision.log" "$precision" <<'PYEOF' 2>/dev/null
+import json, sys
+for line in open(sys.argv[1]):
+    if line.startswith("RESULT "):
+        r = json.loads(line[7:])
+        steps = r["step_ms"][10:]
+        print(f"- C++ tnt::Model::fit ({sys.argv[2]}): {sum(steps) / len(steps):.2f} ms/step "
+              f"(mean of {len(steps)} steps after 10 warm-up)")
+PYEOF
+  done
+} >>"$report"
 
 echo >>"$report"
 echo "Total: $(( $(date +%s) - start )) s; logs beside this file." >>"$report"

@@ -1,6 +1,6 @@
 // ResNet-18 (He et al. 2016) as torchvision builds it -- 7x7 stride-2 stem,
 // max-pooling, four stages of two basic blocks, widths 64..512 -- with 10
-// classes, for the scaling benchmark's CNN on 32x32 images (11,181,642
+// classes by default (1000, torchvision's, for the GPU check on 224x224), for the scaling benchmark's CNN on 32x32 images (11,181,642
 // parameters, 44.7 MB of gradients a step). On 32x32 inputs the stem leaves
 // 8x8 maps, so one image costs ~37 MFLOP forward: a step of 32 images takes
 // a fraction of a second on one core while its gradient is half the MLP's.
@@ -46,12 +46,12 @@ struct BasicBlockImpl : torch::nn::Module {
 TORCH_MODULE(BasicBlock);
 
 struct ResNet18Impl : torch::nn::Module {
-  ResNet18Impl()
+  explicit ResNet18Impl(int classes = 10)
       : conv1(register_module(
             "conv1", torch::nn::Conv2d(
                          torch::nn::Conv2dOptions(3, 64, 7).stride(2).padding(3).bias(false)))),
         bn1(register_module("bn1", torch::nn::BatchNorm2d(64))),
-        fc(register_module("fc", torch::nn::Linear(512, 10))) {
+        fc(register_module("fc", torch::nn::Linear(512, classes))) {
     const int widths[] = {64, 128, 256, 512};
     int in = 64;
     for (int s = 0; s < 4; ++s) {

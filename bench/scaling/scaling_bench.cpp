@@ -10,6 +10,12 @@
 //                     auto-tuning come from the launcher's flags and TNT_*;
 //                     --compression float16/bfloat16 compresses gradients.
 //
+// The GPU check (scripts/device-check.sh) runs the tnt variant on one GPU
+// the way bench/gpu/resnet_overhead.py runs Python's: ResNet-18 with
+// --image-size 224 --classes 1000 --momentum 0.9 --batch-size 128, fp32 and
+// --mixed-precision float16, inputs from host memory through the dataset
+// pipeline.
+//
 // Models: the 784-4096-4096-10 MLP of bench/train_step (20.0M parameters)
 // and ResNet-18 on 32x32 images (11.2M, resnet18.h). Data are synthetic, a
 // few distinct batches held in memory and repeated. SGD, cross-entropy.
@@ -26,6 +32,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -40,6 +47,10 @@ struct Args {
   std::string variant = "plain";
   std::string model = "mlp";
   std::string compression = "none";
+  std::string mixed_precision = "none";  // tnt only
+  std::int64_t image_size = 32;          // ResNet-18's inputs
+  std::int64_t classes = 10;             // ResNet-18's outputs
+  double momentum = 0;
   std::int64_t batch = 256;
   std::int64_t steps = 8;
   std::int64_t distinct_batches = 4;
@@ -49,13 +60,21 @@ struct Args {
 
 // Inputs [n, 784] (MLP) or [n, 3, 32, 32] (ResNet-18), labels in [0, 10);
 // ddp_scaling.py draws the same numbers from the same seed.
-std::pair<torch::Tensor, torch::Tensor> synthetic_data(const std::string& model, std::int64_t n,
-                                                       std::uint64_t seed) {
-  if (model == "mlp") return tnt_bench::synthetic_data("mlp", n, seed);
-  torch::manual_seed(seed);
-  torch::Tensor x = torch::randn({n, 3, 32, 32});
-  torch::Tensor y = torch::randint(0, 10, {n}, torch::kLong);
+std::pair<torch::Tensor, torch::Tensor> synthetic_data(const Args& a, std::int64_t n) {
+  if (a.model == "mlp") return tnt_bench::synthetic_data("mlp", n, a.seed);
+  torch::manual_seed(a.seed);
+  torch::Tensor x = torch::randn({n, 3, a.image_size, a.image_size});
+  torch::Tensor y = torch::randint(0, a.classes, {n}, torch::kLong);
   return {x, y};
+}
+
+template <typename Net>
+Net make_net(const Args& a) {
+  if constexpr (std::is_same_v<Net, tnt_bench::ResNet18>) {
+    return Net(static_cast<int>(a.classes));
+  } else {
+    return Net();
+  }
 }
 
 std::string host_name() {
@@ -70,9 +89,10 @@ void print_result(const Args& a, int ranks, std::int64_t parameters,
   for (double s : step_s) step_ms.push_back(s * 1e3);
   fmt::print(
       "RESULT {{\"variant\": \"{}\", \"model\": \"{}\", \"batch\": {}, \"ranks\": {}, "
-      "\"threads\": {}, \"parameters\": {}, \"host\": \"{}\", \"step_ms\": [{:.3f}]}}\n",
+      "\"threads\": {}, \"parameters\": {}, \"host\": \"{}\", \"image_size\": {}, "
+      "\"mixed_precision\": \"{}\", \"step_ms\": [{:.3f}]}}\n",
       a.variant, a.model, a.batch, ranks, at::get_num_threads(), parameters, host_name(),
-      fmt::join(step_ms, ", "));
+      a.image_size, a.mixed_precision, fmt::join(step_ms, ", "));
   std::fflush(stdout);
 }
 
@@ -87,11 +107,11 @@ std::int64_t parameter_count(const torch::nn::Module& net) {
 template <typename Net>
 void run_plain(const Args& a) {
   at::set_num_threads(a.threads);
-  const auto [x, y] = synthetic_data(a.model, a.batch * a.distinct_batches, a.seed);
+  const auto [x, y] = synthetic_data(a, a.batch * a.distinct_batches);
   torch::manual_seed(a.seed + 1);
-  Net net;
+  Net net = make_net<Net>(a);
   net->train();
-  torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(0.01));
+  torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(0.01).momentum(a.momentum));
   std::vector<double> step_s;
   for (std::int64_t step = 0; step < a.steps; ++step) {
     const auto start = Clock::now();
@@ -127,19 +147,22 @@ struct StepTimer : tnt::callbacks::Callback {
 
 template <typename Net>
 void run_tnt(const Args& a) {
-  const auto [x, y] = synthetic_data(a.model, a.batch * a.distinct_batches, a.seed);
+  const auto [x, y] = synthetic_data(a, a.batch * a.distinct_batches);
   const auto train = tnt::data::Dataset::from_tensor_slices({x, y}).batch(a.batch).repeat();
   torch::manual_seed(a.seed + 1);
-  Net net;
+  Net net = make_net<Net>(a);
   const std::int64_t parameters = parameter_count(*net);
   tnt::Model model{net};
   const auto compression = a.compression == "float16"    ? tnt::dp::Compression::Float16
                            : a.compression == "bfloat16" ? tnt::dp::Compression::BFloat16
                                                          : tnt::dp::Compression::None;
   model.compile(tnt::CompileOptions()
-                    .optimizer(tnt::optimizers::SGD(0.01))
+                    .optimizer(tnt::optimizers::SGD(0.01, a.momentum))
                     .loss(tnt::losses::SparseCategoricalCrossentropy())
-                    .compression(compression));
+                    .compression(compression)
+                    .mixed_precision(a.mixed_precision == "float16"    ? tnt::MixedPrecision::Float16
+                                     : a.mixed_precision == "bfloat16" ? tnt::MixedPrecision::BFloat16
+                                                                       : tnt::MixedPrecision::None));
   auto timer = std::make_shared<StepTimer>();
   model.fit(train,
             tnt::FitOptions().epochs(1).steps_per_epoch(a.steps).verbose(0).callbacks({timer}));
@@ -162,6 +185,12 @@ int main(int argc, char** argv) {
   app.add_option("--seed", a.seed, "seed of data and weights");
   app.add_option("--compression", a.compression, "gradients on the wire (tnt)")
       ->check(CLI::IsMember({"none", "float16", "bfloat16"}));
+  app.add_option("--mixed-precision", a.mixed_precision, "autocast with loss scaling (tnt)")
+      ->check(CLI::IsMember({"none", "float16", "bfloat16"}));
+  app.add_option("--image-size", a.image_size, "ResNet-18's input height and width")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--classes", a.classes, "ResNet-18's classes")->check(CLI::PositiveNumber);
+  app.add_option("--momentum", a.momentum, "SGD momentum");
   CLI11_PARSE(app, argc, argv);
 
   const bool mlp = a.model == "mlp";

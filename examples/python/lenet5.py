@@ -84,12 +84,13 @@ def main():
                    help="also back up every N steps (0: at epoch ends only)")
     p.add_argument("--deterministic", type=int, default=0, help="chunk size (bitwise mode)")
     p.add_argument("--verbose", type=int, default=1)
+    p.add_argument("--data", default=DATA, help="folder with the Fashion-MNIST IDX files")
     a = p.parse_args()
 
     tnt.set_seed(a.seed)  # weights and shuffling: reruns (at any rank count) alike
-    train = FashionMNIST("train", count=a.train_size)
-    val = FashionMNIST("train", start=a.train_size, count=a.val_size)
-    test = FashionMNIST("test", count=a.test_size)
+    train = FashionMNIST("train", a.data, count=a.train_size)
+    val = FashionMNIST("train", a.data, start=a.train_size, count=a.val_size)
+    test = FashionMNIST("test", a.data, count=a.test_size)
 
     model = tnt.Model(LeNet5())  # 2. wrap the network
     if a.init_weights:

@@ -1,5 +1,5 @@
 # The communication backend choice (comm/backend_choice.*, comm/world_backend.*)
-# and the NCCL backend (comm/nccl_*.*; issue 39), included from
+# and the NCCL backend (comm/nccl_*.*), included from
 # src/CMakeLists.txt.
 #
 # TNT_WITH_NCCL: AUTO (the default) builds the NCCL backend when the torch

@@ -12,7 +12,7 @@ add_test(NAME example.transformer_exact_match
 set_tests_properties(example.transformer_exact_match PROPERTIES TIMEOUT 420 LABELS example
                      RUN_SERIAL TRUE)
 
-# Variable-length data under automatic distribution (issue 30, part 4): a few
+# Variable-length data under automatic distribution: a few
 # steps with fit()'s split of padded global batches end with the weights of
 # the hand-sharded pipeline (--sharding manual), within 1e-5, at 1 and 2 ranks.
 add_test(NAME example.transformer_auto_equals_manual_sharding

@@ -12,16 +12,17 @@ below, never one above.
 
 Scanned: every .h .hpp .cpp .cc file under src/<folder>/** and
 include/tarantella/<folder>/**; a file's folder is the first path component
-after src/ or include/tarantella/. Files directly in include/tarantella/
-(umbrella headers such as tarantella.h) and folders missing from the table
-have no level, so they cannot include "upwards"; their includes are still
+after src/ or include/tarantella/, so sub-folders stay in their folder's
+layer (src/data/pipeline/ is data, src/cli/plan/ is cli). Files directly in
+include/tarantella/ (umbrella headers such as tarantella.h) and folders
+missing from the table have no level, so they cannot include "upwards"; their includes are still
 read for unknown folders.
 
 Includes that count:
     #include <tarantella/X/...>   X must be in the table (else an error)
     #include "X/..."              only when X is in the table
-Everything else (<torch/torch.h>, "launcher_error.h", "proto/foo.pb.h",
-<tarantella/tarantella.h>) is ignored.
+Everything else (<torch/torch.h>, "plan/launch_plan.h" inside src/cli,
+"proto/foo.pb.h", <tarantella/tarantella.h>) is ignored.
 
     check_layers.py [--root REPO]   check (exit 1 on an upward include or
                                     an unknown folder, 2 on a bad root)

@@ -1,6 +1,6 @@
 #include "resnet_model.h"
 
-#include <tarantella/model/sync_batchnorm.h>
+#include <tarantella/keras/sync_batchnorm.h>
 #include <torch/torch.h>
 
 #include <stdexcept>

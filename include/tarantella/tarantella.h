@@ -1,8 +1,5 @@
 // Tarantella: synchronous data-parallel training for LibTorch on MPI.
-// Include this one header to get the whole public API: every header under
-// include/tarantella/ except the forwarding headers runtime/config.h,
-// runtime/error.h and runtime/logging.h (kept for older programs; they
-// include their base/ counterparts, which are here).
+// Include this one header to get the whole public API.
 #pragma once
 
 #include <tarantella/version.h>
@@ -23,19 +20,19 @@
 #include <tarantella/dp/gradient_sync.h>
 #include <tarantella/dp/state_sync.h>
 #include <tarantella/dp/distributed_optimizer.h>
-#include <tarantella/callbacks/callback.h>
+#include <tarantella/train/callback.h>
 #include <tarantella/callbacks/remote_monitor.h>
 #include <tarantella/callbacks/tensorboard.h>
 #include <tarantella/callbacks/builtins.h>
-#include <tarantella/model/module_adapter.h>
-#include <tarantella/model/losses.h>
-#include <tarantella/model/metrics.h>
-#include <tarantella/model/optimizers.h>
-#include <tarantella/model/schedules.h>
+#include <tarantella/keras/module_adapter.h>
+#include <tarantella/keras/losses.h>
+#include <tarantella/keras/metrics.h>
+#include <tarantella/keras/optimizers.h>
+#include <tarantella/keras/schedules.h>
 #include <tarantella/model/model.h>
 #include <tarantella/model/torchscript.h>
-#include <tarantella/model/layers.h>
-#include <tarantella/model/sync_batchnorm.h>
+#include <tarantella/keras/layers.h>
+#include <tarantella/keras/sync_batchnorm.h>
 #include <tarantella/model/models.h>
 #include <tarantella/model/checkpoints.h>
 #include <tarantella/data/element.h>

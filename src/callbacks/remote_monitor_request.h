@@ -4,7 +4,7 @@
 // the body, otherwise it is the JSON text in one form field.
 #pragma once
 
-#include <tarantella/callbacks/callback.h>
+#include <tarantella/train/callback.h>
 #include <tarantella/callbacks/remote_monitor.h>
 
 #include <cstdint>

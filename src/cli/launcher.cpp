@@ -7,21 +7,21 @@
 #include <iostream>
 #include <optional>
 
-#include "argument_parser.h"
-#include "cleanup.h"
-#include "dry_run.h"
-#include "host_probe.h"
-#include "hostfile.h"
-#include "launch_plan.h"
-#include "launcher_error.h"
-#include "network_probe.h"
-#include "node_facts.h"
-#include "output_files.h"
-#include "program_path.h"
-#include "python_interpreter.h"
-#include "restart_loop.h"
-#include "spawn.h"
-#include "supervisor.h"
+#include "cleanup/cleanup.h"
+#include "common/launcher_error.h"
+#include "common/program_path.h"
+#include "plan/argument_parser.h"
+#include "plan/dry_run.h"
+#include "plan/host_probe.h"
+#include "plan/hostfile.h"
+#include "plan/launch_plan.h"
+#include "plan/network_probe.h"
+#include "plan/node_facts.h"
+#include "plan/python_interpreter.h"
+#include "supervise/output_files.h"
+#include "supervise/restart_loop.h"
+#include "supervise/spawn.h"
+#include "supervise/supervisor.h"
 
 namespace tnt::cli {
 namespace {

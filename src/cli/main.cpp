@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "cleanup.h"
+#include "cleanup/cleanup.h"
+#include "common/launcher_error.h"
 #include "launcher.h"
-#include "launcher_error.h"
-#include "rank_exec.h"
-#include "rank_exec_options.h"
+#include "rank/rank_exec.h"
+#include "rank/rank_exec_options.h"
 
 namespace {
 

@@ -5,47 +5,47 @@ find_package(ZLIB REQUIRED)
 find_package(JPEG REQUIRED)
 find_package(PNG REQUIRED)
 target_sources(tarantella PRIVATE
-  ${CMAKE_CURRENT_LIST_DIR}/node.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/element_ops.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/dataset.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/sources.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/worker_pool.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/map.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/pixel_kernels.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/filter.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/shuffle_order.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/shuffle.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/batcher.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/batch.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/unbatch.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/repeat.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/strided.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/zip.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/concatenate.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/enumerate.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/cache.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/prefetch.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/micro_batch.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/micro_batch_tag.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/distribute.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/idx_reader.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/csv_reader.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/mnist.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/image_io.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/image_folder.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/image_sources.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/transforms.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/tar.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/shard_index.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/shards.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline/node.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline/element_ops.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline/dataset.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline/sources.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline/worker_pool.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline/map.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/images/pixel_kernels.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline/filter.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline/shuffle_order.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline/shuffle.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline/batcher.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline/batch.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline/unbatch.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline/repeat.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline/strided.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline/zip.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline/concatenate.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline/enumerate.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline/cache.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline/prefetch.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/distribution/micro_batch.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/distribution/micro_batch_tag.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/distribution/distribute.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/formats/idx_reader.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/formats/csv_reader.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/formats/mnist.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/images/image_io.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/images/image_folder.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/images/image_sources.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/images/transforms.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/formats/tar.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/formats/shard_index.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/formats/shards.cpp
 )
 # image_io.cpp uses setjmp/longjmp around libjpeg: keep it out of unity
 # batches so no other file's objects live in its frames. tar.cpp needs no
 # LibTorch and compiles in seconds on its own.
-set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/image_io.cpp ${CMAKE_CURRENT_LIST_DIR}/tar.cpp
+set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/images/image_io.cpp ${CMAKE_CURRENT_LIST_DIR}/formats/tar.cpp
                             PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 target_link_libraries(tarantella PRIVATE ZLIB::ZLIB JPEG::JPEG PNG::PNG)
 # The image transforms' per-pixel loops: -O3 vectorises them (the project's
 # -O2 does not); out of the unity batch so the flag stays on this file.
-set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/pixel_kernels.cpp PROPERTIES
+set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/images/pixel_kernels.cpp PROPERTIES
   COMPILE_OPTIONS "-O3" SKIP_UNITY_BUILD_INCLUSION ON)

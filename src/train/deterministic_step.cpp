@@ -9,7 +9,7 @@
 #include <tarantella/base/error.h>
 #include <tarantella/runtime/seed.h>
 
-#include "data/node.h"
+#include "data/pipeline/node.h"
 #include "train/engine.h"
 
 namespace tnt::train {

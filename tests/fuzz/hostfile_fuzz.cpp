@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "hostfile.h"
-#include "launcher_error.h"
+#include "common/launcher_error.h"
+#include "plan/hostfile.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "data/tar.h"
+#include "data/formats/tar.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));

@@ -53,6 +53,18 @@ class CheckLayersTest(unittest.TestCase):
         self.assertEqual(rc, 0, out)
         self.assertIn("layering: 6 files checked, no upward includes", out)
 
+    def test_sub_folders_belong_to_their_folders_layer(self):
+        rc, out = self.run_checker({
+            "src/data/pipeline/x.cpp": "#include \"data/formats/tar.h\"\n#include \"dp/foo.h\"\n",
+            "src/cli/plan/y.cpp": ("#include \"plan/launch_plan.h\"\n"
+                                   "#include <tarantella/model/model.h>\n"),
+        })
+        self.assertEqual(rc, 1, out)
+        self.assertIn("src/data/pipeline/x.cpp:2: src folder 'data' (level 3) "
+                      "includes 'dp' (level 4)", out)
+        self.assertNotIn("src/cli/plan/y.cpp", out)
+        self.assertIn("layering: 1 problem(s) in 2 files", out)
+
     def test_quoted_upward_include_fails(self):
         rc, out = self.run_checker({"src/comm/x.cpp": "#include \"dp/foo.h\"\n"})
         self.assertEqual(rc, 1, out)

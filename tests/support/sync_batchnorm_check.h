@@ -19,7 +19,7 @@
 
 #include <tarantella/comm/process_group.h>
 #include <tarantella/data/distribute.h>
-#include <tarantella/model/sync_batchnorm.h>
+#include <tarantella/keras/sync_batchnorm.h>
 
 namespace tnt_test {
 

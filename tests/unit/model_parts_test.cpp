@@ -6,9 +6,9 @@
 #include <torch/torch.h>
 
 #include <tarantella/callbacks/builtins.h>
-#include <tarantella/model/losses.h>
-#include <tarantella/model/metrics.h>
-#include <tarantella/model/schedules.h>
+#include <tarantella/keras/losses.h>
+#include <tarantella/keras/metrics.h>
+#include <tarantella/keras/schedules.h>
 #include <tarantella/base/error.h>
 
 namespace {

@@ -14,7 +14,7 @@
 #include <torch/types.h>
 
 #include <tarantella/base/arg.h>
-#include <tarantella/callbacks/callback.h>
+#include <tarantella/train/callback.h>
 #include <tarantella/train/progbar_logger.h>
 
 namespace tnt::callbacks {

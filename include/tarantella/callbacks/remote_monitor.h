@@ -10,7 +10,7 @@
 #include <string>
 
 #include <tarantella/base/arg.h>
-#include <tarantella/callbacks/callback.h>
+#include <tarantella/train/callback.h>
 
 namespace tnt::callbacks {
 

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include <tarantella/callbacks/callback.h>
+#include <tarantella/train/callback.h>
 #include <tarantella/comm/process_group.h>
 #include <tarantella/keras/module_adapter.h>
 #include <tarantella/train/options.h>

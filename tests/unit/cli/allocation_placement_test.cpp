@@ -1,6 +1,6 @@
 // Placement inside a Slurm allocation: the allocation by default, -n and
 // --n-per-node narrowing it, GPUs, and requests beyond it.
-#include "allocation_placement.h"
+#include "plan/allocation_placement.h"
 
 #include "test_support.h"
 

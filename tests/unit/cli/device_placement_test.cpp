@@ -1,7 +1,7 @@
 // The GPU rule of the Tarantella manual, and explicit requests (-x TNT_USE_GPU).
-#include "device_placement.h"
+#include "plan/device_placement.h"
 
-#include "launcher_error.h"
+#include "common/launcher_error.h"
 #include "test_support.h"
 
 namespace tnt::cli {

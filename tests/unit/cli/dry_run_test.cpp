@@ -1,5 +1,5 @@
 // --dry-run text: comments, then `env` assignments, then the quoted command.
-#include "dry_run.h"
+#include "plan/dry_run.h"
 
 #include "test_support.h"
 

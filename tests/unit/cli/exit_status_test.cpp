@@ -1,5 +1,5 @@
 // Wait statuses as words and as shell-style exit codes, from real children.
-#include "exit_status.h"
+#include "supervise/exit_status.h"
 
 #include <signal.h>
 #include <sys/wait.h>

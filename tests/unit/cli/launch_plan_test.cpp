@@ -1,10 +1,10 @@
 // The launch plan: every flag's effect on mpirun's argv and environment,
 // computed from fixed node facts (no machine probing).
-#include "launch_plan.h"
+#include "plan/launch_plan.h"
 
 #include <algorithm>
 
-#include "launcher_error.h"
+#include "common/launcher_error.h"
 #include "test_support.h"
 
 namespace tnt::cli {

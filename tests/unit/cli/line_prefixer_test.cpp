@@ -1,5 +1,5 @@
 // Reassembling a rank's output into whole prefixed lines.
-#include "line_prefixer.h"
+#include "supervise/line_prefixer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The network a multi-host job uses: `ip -o -4 addr show` parsed, and the
 // networks every host shares chosen (or a clear error when there is none).
-#include "network_choice.h"
+#include "plan/network_choice.h"
 
 #include "test_support.h"
 

@@ -1,6 +1,6 @@
 // --output-filename's files: Horovod's layout, the launcher's early check,
 // and write errors that are reported once instead of dropped.
-#include "output_files.h"
+#include "supervise/output_files.h"
 
 #include <sys/stat.h>
 

@@ -1,11 +1,11 @@
 // The relay of one program stream: the console keeps its text (prefixed or
 // not, or nothing), the file gets every byte unprefixed.
-#include "output_relay.h"
+#include "supervise/output_relay.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "line_prefixer.h"
+#include "supervise/line_prefixer.h"
 #include "test_support.h"
 
 namespace tnt::cli {

@@ -1,14 +1,14 @@
 // Cleanup's process matching, on a fake /proc built in a temp directory:
 // exact path matches only, scripts through argv[1], never other users'
 // processes, never ourselves or our ancestors.
-#include "process_table.h"
+#include "cleanup/process_table.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 
-#include "program_path.h"
+#include "common/program_path.h"
 #include "test_support.h"
 
 namespace tnt::cli {

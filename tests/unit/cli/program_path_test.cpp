@@ -1,5 +1,5 @@
 // Program lookup: PATH search, relative paths made absolute, clear errors.
-#include "program_path.h"
+#include "common/program_path.h"
 
 #include <sys/stat.h>
 

@@ -1,7 +1,7 @@
 // The interpreter rule for .py programs, the launching node's check that the
 // interpreter exists, and the build tree's python folder (temporary files,
 // no mpirun).
-#include "python_interpreter.h"
+#include "plan/python_interpreter.h"
 
 #include <sys/stat.h>
 

@@ -1,5 +1,5 @@
 // The hidden launcher -> wrapper command line round-trips exactly.
-#include "rank_exec_options.h"
+#include "rank/rank_exec_options.h"
 
 #include "test_support.h"
 

@@ -1,7 +1,7 @@
 // What the launcher shows of mpirun's standard error: the first rank
 // report, without the later ones or mpirun's banners about stopping the
 // job; everything else unchanged and without delay.
-#include "report_filter.h"
+#include "supervise/report_filter.h"
 
 #include <gtest/gtest.h>
 

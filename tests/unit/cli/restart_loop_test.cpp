@@ -1,6 +1,6 @@
 // The restart loop with fake attempts and fake probes: how often a job runs,
 // what is logged, which hosts each restart gets, when it gives up.
-#include "restart_loop.h"
+#include "supervise/restart_loop.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -8,8 +8,8 @@
 #include <map>
 #include <sstream>
 
-#include "host_probe.h"
-#include "launcher_error.h"
+#include "common/launcher_error.h"
+#include "plan/host_probe.h"
 #include "test_support.h"
 
 namespace tnt::cli {

@@ -1,7 +1,7 @@
 // Supervision of a child standing in for mpirun: exit codes, environment,
 // forwarding a signal once, SIGKILL after the grace period, and what
 // happens to the child when the supervising process is SIGKILLed.
-#include "supervisor.h"
+#include "supervise/supervisor.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -13,8 +13,8 @@
 #include <optional>
 #include <thread>
 
-#include "exit_status.h"
-#include "spawn.h"
+#include "supervise/exit_status.h"
+#include "supervise/spawn.h"
 #include "test_support.h"
 
 namespace tnt::cli {

@@ -12,7 +12,7 @@
 #include <iterator>
 #include <string>
 
-#include "launcher_error.h"
+#include "common/launcher_error.h"
 
 namespace tnt::cli::testing {
 

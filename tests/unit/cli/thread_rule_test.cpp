@@ -1,5 +1,5 @@
 // The thread rule: an equal share of the node's cores per rank, at least 1.
-#include "thread_rule.h"
+#include "rank/thread_rule.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 
 #include <fstream>
 
-#include "data/tar.h"
+#include "data/formats/tar.h"
 #include "image_test_util.h"
 #include "rank_share.h"
 #include "test_util.h"

@@ -16,7 +16,7 @@
 #include <iterator>
 #include <sstream>
 
-#include "data/pixel_kernels.h"
+#include "data/images/pixel_kernels.h"
 #include "image_test_util.h"
 #include "test_util.h"
 

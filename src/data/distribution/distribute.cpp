@@ -1,0 +1,131 @@
+// distribute(): checks a pipeline against the rank count and rewrites it
+// into one rank's micro-batches (the design is at the top of distribute.h).
+#include <tarantella/data/distribute.h>
+
+#include <tarantella/base/error.h>
+#include <tuple>
+
+#include <tarantella/runtime/runtime.h>
+
+#include "data/distribution/micro_batch.h"
+#include "data/pipeline/batcher.h"
+#include "data/pipeline/element_ops.h"
+#include "data/pipeline/nodes.h"
+
+namespace tnt::data {
+
+using detail::Batching;
+
+DistributedDataset::Iterator::Iterator(Dataset::Iterator it, bool split)
+    : it_(std::move(it)), split_(split) {}
+
+std::optional<MicroBatch> DistributedDataset::Iterator::next() {
+  auto e = it_.next();
+  if (!e) return std::nullopt;
+  MicroBatch mb;
+  mb.step = step_++;
+  mb.global_size = split_ ? detail::detach_global_size(*e) : -1;
+  mb.tensors = std::move(*e);
+  if (detail::is_dropped(mb.tensors)) {
+    // Every sample of this batch (or micro-batch) was dropped as bad: no
+    // rows, shaped like the last batch once there was one.
+    if (empty_) mb.tensors = *empty_;
+  } else {
+    mb.local_size = detail::row_count(mb.tensors, "distributed dataset");
+    if (!empty_) empty_ = detail::empty_rows(mb.tensors);
+  }
+  if (!split_) mb.global_size = mb.local_size;
+  return mb;
+}
+
+std::int64_t DistributedDataset::Iterator::skip(std::int64_t n) {
+  const std::int64_t done = it_.skip(n);
+  step_ += done;
+  return done;
+}
+
+namespace {
+
+// Rank and size: given explicitly, else the group's, else the world's (the
+// public API's default), else a single process.
+std::pair<int, int> resolve(const DistributeOptions& options) {
+  comm::ProcessGroup group = options.group();
+  if (!group.valid() && tnt::is_initialized()) group = tnt::world();
+  if (group.valid()) {
+    TNT_CHECK(group.is_member(), "distribute: this rank is not a member of the ", group.describe(),
+              ": distribute a dataset only on the ranks of its group");
+  }
+  const int rank = options.rank().value_or(group.valid() ? group.rank() : 0);
+  const int size = options.size().value_or(group.valid() ? group.size() : 1);
+  return {rank, size};
+}
+
+}  // namespace
+
+DistributedDataset::DistributedDataset(const Dataset& dataset, DistributeOptions options)
+    : pipeline_(dataset), split_(options.enabled()) {
+  std::tie(rank_, size_) = resolve(options);
+  TNT_CHECK(size_ >= 1, "distribute: size ", size_, " is invalid: use the number of ranks (>= 1)");
+  TNT_CHECK(rank_ >= 0 && rank_ < size_, "distribute: rank ", rank_, " is not in 0..", size_ - 1,
+            ": use a rank below the size");
+  const auto m = options.micro_batch_size();
+  TNT_CHECK(!m || *m >= 1, "distribute: micro_batch_size ", m.value_or(0),
+            " is invalid: use at least 1");
+  detail::NodePtr node = dataset.node();
+  const Batching batching = node->batching();
+
+  if (!split_) {
+    if (batching.kind == Batching::Kind::Samples && m) {
+      node = detail::make_batch(node, detail::make_stacking_batcher(*m, false));
+      pipeline_ = Dataset(node);
+      global_batch_size_ = *m;
+    } else if (batching.kind != Batching::Kind::Samples) {
+      global_batch_size_ = batching.batch_size;
+    }
+    return;
+  }
+
+  TNT_CHECK(batching.kind != Batching::Kind::Blocked, "distribute: the pipeline has ",
+            batching.blocker,
+            ", which cannot be split into per-rank micro-batches: move it before batch, or switch ",
+            "distribution off with DistributeOptions().enabled(false) and shard the data yourself");
+  if (batching.kind == Batching::Kind::Samples) {
+    TNT_CHECK(m.has_value(),
+              "distribute: the dataset is not batched: call .batch(global_batch_size) ",
+              "on it, or give DistributeOptions().micro_batch_size(m) for a global batch of m * ",
+              size_, " ranks");
+    global_batch_size_ = *m * size_;
+    node = detail::make_batch(node, detail::make_stacking_batcher(global_batch_size_, false));
+  } else {
+    global_batch_size_ = batching.batch_size;
+    TNT_CHECK(!m || *m * size_ == global_batch_size_, "distribute: micro_batch_size ",
+              m.value_or(0), " is inconsistent with the dataset's global batch size ",
+              global_batch_size_, " at ", size_, " ranks (", m.value_or(0), " x ", size_, " = ",
+              m.value_or(0) * size_, "): remove micro_batch_size, or batch the dataset with ",
+              m.value_or(0) * size_);
+  }
+  TNT_CHECK(global_batch_size_ >= size_, "distribute: global batch size ", global_batch_size_,
+            " is smaller than the number of ranks ", size_, ": use a batch size of at least ",
+            size_, " or fewer ranks");
+  TNT_CHECK(options.granularity() >= 1, "distribute: granularity ", options.granularity(),
+            " is invalid: use at least 1 (samples per chunk)");
+  pipeline_ = Dataset(node->split(detail::SplitSpec{rank_, size_, options.granularity()}));
+}
+
+DistributedDataset::Iterator DistributedDataset::iterate(std::int64_t epoch) const {
+  TNT_CHECK(epoch >= 0, "iterate: epoch ", epoch, " is invalid: epochs count from 0");
+  // Dropped batches are handed out too, so that every rank runs every step.
+  return Iterator(Dataset::Iterator(pipeline_.node()->stream(detail::epoch_key(epoch)),
+                                    /*keep_dropped=*/true),
+                  split_);
+}
+
+std::int64_t DistributedDataset::cardinality() const { return pipeline_.cardinality(); }
+
+std::int64_t DistributedDataset::global_batch_size() const { return global_batch_size_; }
+
+DistributedDataset distribute(const Dataset& dataset, DistributeOptions options) {
+  return DistributedDataset(dataset, std::move(options));
+}
+
+}  // namespace tnt::data

@@ -1,0 +1,126 @@
+// prefetch: a background thread reads the input stream ahead into a bounded
+// queue, from the first next() on (a skip() before it reaches the input
+// unread). The thread belongs to the pass (PrefetchStream): destroying the pass
+// stops it and joins it, also when the consumer stops early; the wait is at
+// most the element being computed. An exception on the thread reaches the
+// consumer in order, after the elements produced before it.
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include <tarantella/base/error.h>
+
+#include "data/pipeline/nodes.h"
+
+namespace tnt::data::detail {
+namespace {
+
+class PrefetchStream final : public EagerStream {
+ public:
+  PrefetchStream(StreamPtr input, std::int64_t capacity)
+      : input_(std::move(input)), capacity_(static_cast<std::size_t>(capacity)) {}
+  ~PrefetchStream() override {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    space_.notify_all();
+    thread_.join();
+  }
+  std::optional<Element> next() override {
+    if (!thread_.joinable()) thread_ = std::thread([this] { produce(); });
+    std::unique_lock<std::mutex> lock(mutex_);
+    ready_.wait(lock, [&] { return !queue_.empty() || finished_; });
+    if (!queue_.empty()) {
+      Element e = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      space_.notify_one();
+      return e;
+    }
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+    return std::nullopt;
+  }
+  // Before the first element the thread has not started: the input skips
+  // (without reading, where it can) and reading ahead begins after the gap.
+  std::int64_t skip(std::int64_t n) override {
+    if (!thread_.joinable()) return input_->skip(n);
+    return Stream::skip(n);
+  }
+
+ private:
+  void produce() {
+    try {
+      for (;;) {
+        {
+          std::unique_lock<std::mutex> lock(mutex_);
+          space_.wait(lock, [&] { return stopping_ || queue_.size() < capacity_; });
+          if (stopping_) return;
+        }
+        auto e = input_->next();
+        if (!e) break;
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          queue_.push_back(std::move(*e));
+        }
+        ready_.notify_one();  // after unlocking: the woken consumer finds the mutex free
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      error_ = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      finished_ = true;
+    }
+    ready_.notify_one();
+  }
+
+  StreamPtr input_;  // used by the producer thread only
+  std::size_t capacity_;
+  std::mutex mutex_;
+  std::condition_variable ready_;  // consumer: an element, or the end
+  std::condition_variable space_;  // producer: room in the queue, or stop
+  std::deque<Element> queue_;
+  std::exception_ptr error_;
+  bool finished_ = false;
+  bool stopping_ = false;
+  std::thread thread_;  // started by the first next()
+};
+
+class PrefetchNode final : public Node {
+ public:
+  PrefetchNode(NodePtr input, std::int64_t capacity)
+      : input_(std::move(input)), capacity_(capacity) {}
+  std::string name() const override { return "prefetch(" + std::to_string(capacity_) + ")"; }
+  std::vector<NodePtr> inputs() const override { return {input_}; }
+  std::int64_t cardinality() const override { return input_->cardinality(); }
+  // Random access (a batch or shuffle above, or distribution) bypasses the
+  // thread: it has nothing to read ahead. Sequential reads above use it.
+  bool is_indexed() const override { return input_->is_indexed(); }
+  bool streams_itself() const override { return true; }
+  IndexedPtr indexed(PassKey key) const override { return input_->indexed(key); }
+  StreamPtr stream(PassKey key) const override {
+    return std::make_unique<PrefetchStream>(input_->stream(key), capacity_);
+  }
+  Batching batching() const override { return pass_through_batching(input_); }
+  NodePtr split(const SplitSpec& spec) const override {
+    return std::make_shared<PrefetchNode>(input_->split(spec), capacity_);
+  }
+
+ private:
+  NodePtr input_;
+  std::int64_t capacity_;
+};
+
+}  // namespace
+
+NodePtr make_prefetch(NodePtr input, std::int64_t buffer_size) {
+  TNT_CHECK(buffer_size >= 1, "prefetch: buffer_size ", buffer_size, " is invalid: use at least 1");
+  return std::make_shared<PrefetchNode>(std::move(input), buffer_size);
+}
+
+}  // namespace tnt::data::detail

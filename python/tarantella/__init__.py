@@ -9,7 +9,8 @@ batch. See docs/python.md.
 """
 from ._load import load as _load
 
-_tarantella = _load()
+_load()  # checks torch first, with one clear message if the core cannot load
+from . import _tarantella  # noqa: E402
 
 from ._tarantella import Error, MismatchError, TimeoutError  # noqa: E402
 from ._tarantella import ProcessGroup  # noqa: E402

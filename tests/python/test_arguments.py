@@ -127,15 +127,21 @@ def test_model_of_a_non_module_is_a_type_error():
     raises(TypeError, "group", call=lambda: tnt.Model(torch.nn.Linear(1, 1), group=0))
 
 
-def test_metric_arguments():
+def test_metric_and_loader_arguments():
     raises(TypeError, "fn", call=lambda: tnt.metrics.mean_of(3))
     raises(ValueError, "state_size=0", call=lambda: tnt.metrics.from_state(
         "m", lambda p, t: p, lambda s: s[0], state_size=0))
+    raises(ValueError, "batch_size=0", call=lambda: tnt.data.DataLoader(torch.zeros(4), batch_size=0))
+    raises(TypeError, "shuffle", call=lambda: tnt.data.DataLoader(torch.zeros(4), 4, shuffle=1))
 
 
-def test_sync_batchnorm_arguments():
+def test_sync_batchnorm_and_optimizer_arguments():
     raises(TypeError, "module", "str", call=lambda: tnt.nn.convert_sync_batchnorm("resnet"))
     raises(TypeError, "group", call=lambda: tnt.nn.SyncBatchNorm(2, group=3))
+    raises(TypeError, "optimizer", call=lambda: tnt.DistributedOptimizer(object()))
+    w = torch.nn.Parameter(torch.ones(1))
+    raises(TypeError, "closure",
+           call=lambda: tnt.DistributedOptimizer(torch.optim.SGD([w], lr=0.1)).step(lambda: 0.0))
 
 
 def test_cpp_argument_error_is_a_value_error_with_the_message():

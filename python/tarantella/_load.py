@@ -62,4 +62,11 @@ def load() -> ModuleType:
             f"{sys.version.split()[0]}): {e}. It was built for {_built_for()}: run your script "
             f"with that interpreter, or rebuild with -DTNT_PYTHON_EXECUTABLE={sys.executable}."
         ) from None
+    if getattr(_tarantella, "__file__", None) is None:
+        # Only the folder of the core's type stubs (_tarantella/*.pyi), taken
+        # as a namespace package: the compiled module is not beside it.
+        raise ImportError(
+            "tarantella's compiled core (_tarantella.*.so) is not in "
+            f"{list(getattr(_tarantella, '__path__', []))}: import the package as built "
+            "(PYTHONPATH=<build>/python) or installed, not from the source tree")
     return _tarantella

@@ -88,46 +88,110 @@ class Callback:
         self.params = params
 
     def on_train_begin(self, logs: Logs = None) -> None:
-        """At the start of fit()."""
+        """At the start of fit().
+
+        Args:
+            logs: Empty (Keras passes none).
+        """
 
     def on_train_end(self, logs: Logs = None) -> None:
-        """At the end of fit(), with the last epoch's logs."""
+        """At the end of fit().
+
+        Args:
+            logs: The last epoch's logs.
+        """
 
     def on_epoch_begin(self, epoch: int, logs: Logs = None) -> None:
-        """Before epoch `epoch` (counted from 0)."""
+        """Before an epoch.
+
+        Args:
+            epoch: The epoch, counted from 0.
+            logs: Empty.
+        """
 
     def on_epoch_end(self, epoch: int, logs: Logs = None) -> None:
-        """After epoch `epoch`, with its global logs (validation included)."""
+        """After an epoch.
+
+        Args:
+            epoch: The epoch, counted from 0.
+            logs: Its global logs, validation ('val_...') and 'lr' included.
+        """
 
     def on_train_batch_begin(self, batch: int, logs: Logs = None) -> None:
-        """Before training step `batch` of the epoch."""
+        """Before a training step.
+
+        Args:
+            batch: The step within the epoch, from 0.
+            logs: Empty.
+        """
 
     def on_train_batch_end(self, batch: int, logs: Logs = None) -> None:
-        """After training step `batch`, with the epoch's running logs."""
+        """After a training step.
+
+        Args:
+            batch: The step within the epoch, from 0.
+            logs: The epoch's running logs.
+        """
 
     def on_test_begin(self, logs: Logs = None) -> None:
-        """At the start of evaluate() or a validation."""
+        """At the start of evaluate() or a validation.
+
+        Args:
+            logs: Empty.
+        """
 
     def on_test_end(self, logs: Logs = None) -> None:
-        """At the end of evaluate() or a validation, with its logs."""
+        """At the end of evaluate() or a validation.
+
+        Args:
+            logs: Its logs.
+        """
 
     def on_test_batch_begin(self, batch: int, logs: Logs = None) -> None:
-        """Before evaluation step `batch`."""
+        """Before an evaluation step.
+
+        Args:
+            batch: The step, from 0.
+            logs: Empty.
+        """
 
     def on_test_batch_end(self, batch: int, logs: Logs = None) -> None:
-        """After evaluation step `batch`."""
+        """After an evaluation step.
+
+        Args:
+            batch: The step, from 0.
+            logs: The running logs.
+        """
 
     def on_predict_begin(self, logs: Logs = None) -> None:
-        """At the start of predict()."""
+        """At the start of predict().
+
+        Args:
+            logs: Empty.
+        """
 
     def on_predict_end(self, logs: Logs = None) -> None:
-        """At the end of predict()."""
+        """At the end of predict().
+
+        Args:
+            logs: Empty.
+        """
 
     def on_predict_batch_begin(self, batch: int, logs: Logs = None) -> None:
-        """Before prediction step `batch`."""
+        """Before a prediction step.
+
+        Args:
+            batch: The step, from 0.
+            logs: Empty.
+        """
 
     def on_predict_batch_end(self, batch: int, logs: Logs = None) -> None:
-        """After prediction step `batch`."""
+        """After a prediction step.
+
+        Args:
+            batch: The step, from 0.
+            logs: Empty.
+        """
 
 
 _HOOKS = ["on_train_begin", "on_train_end", "on_epoch_begin", "on_epoch_end",

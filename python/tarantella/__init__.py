@@ -29,6 +29,15 @@ from .model import Model  # noqa: E402
 from . import callbacks  # noqa: E402
 from . import nn  # noqa: E402
 
+# What `import tarantella as tnt` offers (also for mypy --strict in users'
+# code, which needs imported names listed to re-export them).
+__all__ = [
+    "Error", "MismatchError", "TimeoutError", "ProcessGroup",
+    "init", "shutdown", "is_initialized", "get_rank", "get_size", "get_master_rank",
+    "is_master_rank", "get_local_rank", "get_local_size", "set_seed", "world",
+    "allreduce", "broadcast", "allgather", "barrier", "broadcast_object", "sum_over_ranks",
+    "data", "DistributedOptimizer", "metrics", "Model", "callbacks", "nn", "__version__"]
+
 __version__ = "0.1.0"
 try:
     from ._build_info import VERSION as __version__  # noqa: F811

@@ -68,8 +68,26 @@ class Callback:
         """
         self.aggregate_logs = aggregate_logs
         self.run_on_all_ranks = run_on_all_ranks
-        self.model: Optional[Model] = None
+        self._model: Optional[Model] = None
         self.params: Params = {}
+
+    # A property, not an Optional attribute: in a hook the model is always
+    # set, and `self.model.stop_training = True` type-checks as written.
+    @property
+    def model(self) -> Model:
+        """The tnt.Model being trained, evaluated or predicted with.
+
+        Raises:
+            AttributeError: Outside fit/evaluate/predict, before set_model.
+        """
+        if self._model is None:
+            raise AttributeError(f"{type(self).__name__}.model is set by fit(), evaluate() and "
+                                 "predict() (or set_model): it is not known yet")
+        return self._model
+
+    @model.setter
+    def model(self, model: Model) -> None:
+        self._model = model
 
     def set_model(self, model: Model) -> None:
         """Called by fit/evaluate/predict with the model.

@@ -15,8 +15,8 @@ forward, the loss and Python callbacks under the GIL on this thread.
 from __future__ import annotations
 
 import os
-from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
-from typing import Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Literal, Mapping, Optional
+from typing import Sequence, Tuple, Union, overload
 
 import torch
 
@@ -398,6 +398,21 @@ class Model:
         return History(logs, epochs=list(range(initial_epoch, initial_epoch + done)),
                        params=args)
 
+    # The result's type depends on compile()'s metrics (a float without, a
+    # list with), which no hint can know: Any, so that `loss, acc =
+    # model.evaluate(...)` type-checks, as Keras's own stubs do.
+    @overload
+    def evaluate(self, x: object = ..., y: object = ..., batch_size: Optional[int] = ...,
+                 verbose: int = ..., callbacks: Optional[Sequence[CallbackLike]] = ...,
+                 *, return_dict: Literal[True], tnt_micro_batch_size: Optional[int] = ...,
+                 tnt_distribute_dataset: bool = ...) -> Dict[str, float]: ...
+
+    @overload
+    def evaluate(self, x: object = ..., y: object = ..., batch_size: Optional[int] = ...,
+                 verbose: int = ..., callbacks: Optional[Sequence[CallbackLike]] = ...,
+                 return_dict: bool = ..., tnt_micro_batch_size: Optional[int] = ...,
+                 tnt_distribute_dataset: bool = ...) -> Any: ...
+
     def evaluate(self, x: object = None, y: object = None, batch_size: Optional[int] = None,
                  verbose: int = 0, callbacks: Optional[Sequence[CallbackLike]] = None,
                  return_dict: bool = False, tnt_micro_batch_size: Optional[int] = None,
@@ -438,6 +453,18 @@ class Model:
         if not self._metric_names:
             return logs["loss"]
         return [logs["loss"]] + [logs[name] for name in self._metric_names]
+
+    @overload
+    def predict(self, x: object, batch_size: Optional[int] = ..., verbose: int = ...,
+                callbacks: Optional[Sequence[CallbackLike]] = ...,
+                tnt_micro_batch_size: Optional[int] = ...,
+                tnt_on_all_ranks: Literal[True] = ...) -> torch.Tensor: ...
+
+    @overload
+    def predict(self, x: object, batch_size: Optional[int] = ..., verbose: int = ...,
+                callbacks: Optional[Sequence[CallbackLike]] = ...,
+                tnt_micro_batch_size: Optional[int] = ...,
+                tnt_on_all_ranks: bool = ...) -> Optional[torch.Tensor]: ...
 
     def predict(self, x: object, batch_size: Optional[int] = None, verbose: int = 0,
                 callbacks: Optional[Sequence[CallbackLike]] = None,

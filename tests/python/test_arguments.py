@@ -133,6 +133,9 @@ def test_metric_and_loader_arguments():
         "m", lambda p, t: p, lambda s: s[0], state_size=0))
     raises(ValueError, "batch_size=0", call=lambda: tnt.data.DataLoader(torch.zeros(4), batch_size=0))
     raises(TypeError, "shuffle", call=lambda: tnt.data.DataLoader(torch.zeros(4), 4, shuffle=1))
+    raises(ValueError, "generator=", "seed=", call=lambda: tnt.data.DataLoader(
+        torch.zeros(4), 4, generator=torch.Generator()))
+    raises(TypeError, "bogus", call=lambda: tnt.data.DataLoader(torch.zeros(4), 4, bogus=1))
 
 
 def test_sync_batchnorm_and_optimizer_arguments():

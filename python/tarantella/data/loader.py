@@ -102,16 +102,17 @@ class DataLoader:
         Raises:
             TypeError: An argument of the wrong type, or an argument torch's
                 DataLoader does not have.
-            ValueError: batch_size < 1, or sampler= or batch_sampler= given.
+            ValueError: batch_size < 1, or sampler=, batch_sampler= or generator= given.
             tarantella.Error: This rank is not in `group`, or the batch is
                 smaller than the number of ranks.
         """
         where = "tnt.data.DataLoader"
-        for unsupported in ("sampler", "batch_sampler"):
-            if torch_kwargs.get(unsupported) is not None:
+        # Never ignored: each would change which samples a rank reads, which
+        # this loader decides (the same order on every rank).
+        for unsupported in ("sampler", "batch_sampler", "generator"):
+            if torch_kwargs.pop(unsupported, None) is not None:
                 raise ValueError(f"tnt.data.DataLoader chooses the samples of each rank itself, "
                                  f"so {unsupported}= is not supported: use shuffle= and seed=")
-        torch_kwargs.pop("generator", None)
         self.dataset = dataset
         self.batch_size = check_int(where, "batch_size", batch_size)
         if self.batch_size < 1:

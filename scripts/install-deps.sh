@@ -17,6 +17,7 @@ packages=(
   python3-torch                 # the peer: TorchScript models in tests, DDP in benchmarks
   python3-dev pybind11-dev python3-pybind11  # the Python front end's extension (src/python)
   python3-numpy python3-pytest python3-torchvision  # its inputs, test suite and examples
+  mypy                          # its type hints: mypy --strict and stubtest (python.mypy)
   python3-venv                  # the pip-torch leg's venv (scripts/test-pip.sh)
   protobuf-compiler libprotobuf-dev  # TensorBoard event files (protoc + runtime)
   libcurl4-openssl-dev          # RemoteMonitor's HTTP POST

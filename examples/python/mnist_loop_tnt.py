@@ -155,7 +155,7 @@ def main():
     test_loader = DataLoader(dataset2, **test_kwargs)
 
     model = Net()
-    optimizer = tnt.DistributedOptimizer(optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum), loader=train_loader)
+    optimizer = tnt.DistributedOptimizer(optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum))
 
     scheduler = StepLR(optimizer, step_size=1, gamma=args.gamma)
     for epoch in range(1, args.epochs + 1):

@@ -9,7 +9,8 @@ batch. See docs/python.md.
 """
 from ._load import load as _load
 
-_tarantella = _load()
+_load()  # checks torch first, with one clear message if the core cannot load
+from . import _tarantella  # noqa: E402
 
 from ._tarantella import Error, MismatchError, TimeoutError  # noqa: E402
 from ._tarantella import ProcessGroup  # noqa: E402
@@ -27,6 +28,15 @@ from . import metrics  # noqa: E402
 from .model import Model  # noqa: E402
 from . import callbacks  # noqa: E402
 from . import nn  # noqa: E402
+
+# What `import tarantella as tnt` offers (also for mypy --strict in users'
+# code, which needs imported names listed to re-export them).
+__all__ = [
+    "Error", "MismatchError", "TimeoutError", "ProcessGroup",
+    "init", "shutdown", "is_initialized", "get_rank", "get_size", "get_master_rank",
+    "is_master_rank", "get_local_rank", "get_local_size", "set_seed", "world",
+    "allreduce", "broadcast", "allgather", "barrier", "broadcast_object", "sum_over_ranks",
+    "data", "DistributedOptimizer", "metrics", "Model", "callbacks", "nn", "__version__"]
 
 __version__ = "0.1.0"
 try:

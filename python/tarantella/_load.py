@@ -5,27 +5,38 @@ interpreter (the one recorded in _build_info.py). Under another Python, or
 one without torch, importing it fails with an obscure loader error; this
 says instead which interpreter, what failed and the fix, in one message.
 """
+from __future__ import annotations
+
 import sys
+from types import ModuleType
 
 
-def _built_for():
+def _built_for() -> str:
     try:
         from . import _build_info
-        return _build_info.PYTHON_EXECUTABLE
+        return str(_build_info.PYTHON_EXECUTABLE)
     except ImportError:  # a source tree without a build
         return "/usr/bin/python3"
 
 
-def _built_for_torch():
+def _built_for_torch() -> str:
     try:
         from . import _build_info
-        return getattr(_build_info, "TORCH_VERSION", "")
+        return str(getattr(_build_info, "TORCH_VERSION", ""))
     except ImportError:
         return ""
 
 
-def load():
-    """Returns the _tarantella extension module."""
+def load() -> ModuleType:
+    """Imports the compiled core, with one clear message when it cannot load.
+
+    Returns:
+        The _tarantella extension module.
+
+    Raises:
+        ImportError: torch is missing, or of another version than the one the
+            core was built against, or the core does not load in this Python.
+    """
     try:
         import torch  # (registers the tensor types the extension uses)
     except ImportError as e:
@@ -51,4 +62,11 @@ def load():
             f"{sys.version.split()[0]}): {e}. It was built for {_built_for()}: run your script "
             f"with that interpreter, or rebuild with -DTNT_PYTHON_EXECUTABLE={sys.executable}."
         ) from None
+    if getattr(_tarantella, "__file__", None) is None:
+        # Only the folder of the core's type stubs (_tarantella/*.pyi), taken
+        # as a namespace package: the compiled module is not beside it.
+        raise ImportError(
+            "tarantella's compiled core (_tarantella.*.so) is not in "
+            f"{list(getattr(_tarantella, '__path__', []))}: import the package as built "
+            "(PYTHONPATH=<build>/python) or installed, not from the source tree")
     return _tarantella

@@ -4,21 +4,44 @@ Every rank of the group must make the same calls in the same order; a rank
 that calls a different one gets tnt.MismatchError on every rank, a rank that
 does not arrive gives the others tnt.TimeoutError.
 """
+from __future__ import annotations
+
 import io
 import numbers
+from typing import List, Optional, Tuple, TypeVar, Union
 
 import torch
 
 from . import _tarantella
 
+T = TypeVar("T")
+#: What sum_over_ranks takes: a number, a tensor, or a tuple/list of them (nested).
+Summable = Union[int, float, torch.Tensor, Tuple["Summable", ...], List["Summable"]]
+S = TypeVar("S", bound=Summable)
 
-def _group(group):
+
+def _group(group: Optional[_tarantella.ProcessGroup]) -> _tarantella.ProcessGroup:
     return _tarantella.world() if group is None else group
 
 
-def allreduce(tensor, op="sum", group=None):
-    """In place: every rank's `tensor` becomes the reduction ("sum", "average",
-    "min", "max", "product") over the group. Returns the tensor."""
+def allreduce(tensor: torch.Tensor, op: str = "sum",
+              group: Optional[_tarantella.ProcessGroup] = None) -> torch.Tensor:
+    """In place: every rank's `tensor` becomes the reduction over the group.
+
+    Every rank of the group must call it, with a tensor of the same shape and dtype.
+
+    Args:
+        tensor: This rank's tensor; overwritten with the result.
+        op: "sum", "average", "min", "max" or "product".
+        group: The ranks (default: every rank).
+
+    Returns:
+        `tensor`.
+
+    Raises:
+        tarantella.MismatchError: Ranks passed different shapes, dtypes or ops.
+        tarantella.TimeoutError: A rank did not arrive.
+    """
     group = _group(group)
     if tensor.is_contiguous():
         return group.allreduce(tensor, op)
@@ -26,8 +49,18 @@ def allreduce(tensor, op="sum", group=None):
     return tensor
 
 
-def broadcast(tensor, root=0, group=None):
-    """In place: every rank's `tensor` becomes `root`'s. Returns the tensor."""
+def broadcast(tensor: torch.Tensor, root: int = 0,
+              group: Optional[_tarantella.ProcessGroup] = None) -> torch.Tensor:
+    """In place: every rank's `tensor` becomes `root`'s. Collective over the group.
+
+    Args:
+        tensor: This rank's tensor (same shape and dtype on every rank).
+        root: The rank (in the group) whose tensor is sent.
+        group: The ranks (default: every rank).
+
+    Returns:
+        `tensor`.
+    """
     group = _group(group)
     if tensor.is_contiguous():
         return group.broadcast(tensor, root)
@@ -35,17 +68,41 @@ def broadcast(tensor, root=0, group=None):
     return tensor
 
 
-def allgather(tensor, group=None):
-    """The ranks' tensors concatenated along dimension 0, in rank order."""
+def allgather(tensor: torch.Tensor,
+              group: Optional[_tarantella.ProcessGroup] = None) -> torch.Tensor:
+    """The ranks' tensors concatenated along dimension 0, in rank order. Collective.
+
+    Args:
+        tensor: This rank's tensor; first dimensions may differ between ranks.
+        group: The ranks (default: every rank).
+
+    Returns:
+        A new tensor, the same on every rank.
+    """
     return _group(group).allgather(tensor.contiguous())
 
 
-def barrier(group=None):
+def barrier(group: Optional[_tarantella.ProcessGroup] = None) -> None:
+    """Returns once every rank of the group has called it.
+
+    Args:
+        group: The ranks (default: every rank).
+    """
     _group(group).barrier()
 
 
-def broadcast_object(obj, root=0, group=None):
-    """`root`'s picklable object (tensors included, through torch.save) on every rank."""
+def broadcast_object(obj: T, root: int = 0,
+                     group: Optional[_tarantella.ProcessGroup] = None) -> T:
+    """`root`'s object on every rank (through torch.save). Collective.
+
+    Args:
+        obj: Any picklable object (tensors included); only root's is used.
+        root: The rank (in the group) that sends.
+        group: The ranks (default: every rank).
+
+    Returns:
+        Root's object (root gets its own back, the others a copy).
+    """
     group = _group(group)
     data = b""
     if group.rank == root:
@@ -53,43 +110,67 @@ def broadcast_object(obj, root=0, group=None):
         torch.save(obj, buffer)
         data = buffer.getvalue()
     data = group.broadcast_bytes(data, root)
+    if group.rank == root:
+        return obj
     # Any picklable object, as its docstring says: torch 2.6+ loads only
     # tensors and plain containers by default (weights_only=True). The bytes
     # come from this job's own root rank.
-    return obj if group.rank == root else torch.load(io.BytesIO(data), weights_only=False)
+    loaded: T = torch.load(io.BytesIO(data), weights_only=False)
+    return loaded
 
 
-def sum_over_ranks(value, group=None):
-    """The sum over the group's ranks of `value`: a number, a tensor, or a
-    tuple/list of them (one collective for all the numbers). Returns the same
-    structure; the input is not changed. For metrics of a distributed
-    evaluation, e.g. `correct, total = tnt.sum_over_ranks((correct, total))`."""
+def sum_over_ranks(value: S, group: Optional[_tarantella.ProcessGroup] = None) -> S:
+    """The sum over the group's ranks of `value`. Collective.
+
+    For metrics of a distributed evaluation, e.g.
+    `correct, total = tnt.sum_over_ranks((correct, total))`.
+
+    Args:
+        value: A number, a tensor, or a tuple/list of them (nested); all the
+            numbers go in one collective.
+        group: The ranks (default: every rank).
+
+    Returns:
+        The same structure with summed values (ints stay ints); `value` is
+        not changed.
+
+    Raises:
+        TypeError: `value` holds something that is not a number or tensor.
+    """
     group = _group(group)
     if isinstance(value, (tuple, list)):
         numbers_at = [i for i, v in enumerate(value) if _is_number(v)]
-        out = list(value)
+        parts: List[Summable] = list(value)
         if numbers_at:
-            packed = torch.tensor([float(value[i]) for i in numbers_at], dtype=torch.float64)
+            packed = torch.tensor([_as_float(value[i]) for i in numbers_at],
+                                  dtype=torch.float64)
             group.allreduce(packed, "sum")
             for k, i in enumerate(numbers_at):
-                out[i] = _like(value[i], packed[k].item())
+                parts[i] = _like(value[i], packed[k].item())
         for i, v in enumerate(value):
             if i not in numbers_at:
-                out[i] = sum_over_ranks(v, group)
-        return type(value)(out)
-    if torch.is_tensor(value):
-        return group.allreduce(value.detach().clone().contiguous(), "sum")
+                parts[i] = sum_over_ranks(v, group)
+        return type(value)(parts)  # type: ignore[return-value]
+    if isinstance(value, torch.Tensor):
+        result: torch.Tensor = group.allreduce(value.detach().clone().contiguous(), "sum")
+        return result  # type: ignore[return-value]
     if _is_number(value):
-        return sum_over_ranks((value,), group)[0]
+        total: Tuple[Summable, ...] = sum_over_ranks((value,), group)
+        return total[0]  # type: ignore[return-value]
     raise TypeError(f"sum_over_ranks: a {type(value).__name__} cannot be summed over ranks: "
                     "give a number, a tensor, or a tuple/list of them")
 
 
-def _is_number(v):
-    return isinstance(v, numbers.Number) and not torch.is_tensor(v)
+def _is_number(v: object) -> bool:
+    return isinstance(v, numbers.Number) and not isinstance(v, torch.Tensor)
 
 
-def _like(original, total):
+def _as_float(v: object) -> float:
+    assert isinstance(v, (int, float, numbers.Real))
+    return float(v)
+
+
+def _like(original: object, total: float) -> Union[int, float]:
     if isinstance(original, bool) or not isinstance(original, numbers.Integral):
         return total
     return int(round(total))

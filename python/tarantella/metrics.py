@@ -16,50 +16,98 @@ means. The built-ins are the C++ ones, by Keras's names ('accuracy',
             [float((y_pred.argmax(1) == y_true).sum()), 1.0]),
         lambda state: state[0] / state[1], state_size=2)
 """
+from __future__ import annotations
+
+from typing import Callable, List, Optional, Union
+
+import torch
+
 from . import _tarantella as _t
 
-__all__ = ["Metric", "mean_of", "from_state", "get"]
+__all__ = ["Metric", "MetricLike", "MetricFn", "mean_of", "from_state", "get"]
 
 Metric = _t.Metric
+#: A metric function: (y_pred, y_true) -> per-sample (or per-element) values.
+MetricFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+#: What compile(metrics=[...]) takes: a Keras name, a Metric, or a MetricFn.
+MetricLike = Union[str, _t.Metric, MetricFn]
 
 
-def _name_of(fn):
-    return getattr(fn, "__name__", type(fn).__name__)
+def _name_of(fn: object) -> str:
+    name = getattr(fn, "__name__", None)
+    return name if isinstance(name, str) else type(fn).__name__
 
 
-def mean_of(fn, name=None):
-    """The mean, over every sample (and element) of every rank, of
-    `fn(y_pred, y_true)` -> a tensor of per-sample values. `name` (default:
-    the function's) is the key in the logs."""
+def mean_of(fn: MetricFn, name: Optional[str] = None) -> _t.Metric:
+    """The mean of `fn`'s values over every sample (and element) of every rank.
+
+    Args:
+        fn: (y_pred, y_true) -> a tensor of per-sample values.
+        name: The key in the logs (default: the function's __name__).
+
+    Returns:
+        The metric, for compile(metrics=[...]).
+
+    Raises:
+        TypeError: `fn` is not callable.
+    """
     if not callable(fn):
-        raise _t.Error(f"tnt.metrics.mean_of needs a callable (y_pred, y_true) -> per-sample "
-                       f"values, got a {type(fn).__name__}")
+        raise TypeError(f"tnt.metrics.mean_of: fn must be a callable (y_pred, y_true) -> "
+                        f"per-sample values, got {fn!r} (a {type(fn).__name__})")
     return _t.metric_mean_of(name or _name_of(fn), fn)
 
 
-def from_state(name, update, result, state_size):
-    """A metric from its state: `update(y_pred, y_true)` returns `state_size`
-    numbers (a tensor) that are summed over batches and ranks;
-    `result(state)` turns the summed state (a list of floats) into the
-    value."""
-    if not (callable(update) and callable(result)):
-        raise _t.Error("tnt.metrics.from_state needs two callables, update(y_pred, y_true) -> "
-                       "state tensor and result(state list) -> float")
-    if int(state_size) < 1:
-        raise _t.Error(f"tnt.metrics.from_state: state_size must be at least 1, got "
-                       f"{state_size}")
-    return _t.metric_from_callables(name, update, result, int(state_size))
+def from_state(name: str, update: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+               result: Callable[[List[float]], float], state_size: int) -> _t.Metric:
+    """A metric from its state, summed over batches and ranks.
+
+    Args:
+        name: The key in the logs.
+        update: (y_pred, y_true) -> `state_size` numbers (a tensor) to add to the state.
+        result: The summed state (a list of floats) -> the value.
+        state_size: How many numbers the state has (1 or more).
+
+    Returns:
+        The metric, for compile(metrics=[...]).
+
+    Raises:
+        TypeError: `update` or `result` is not callable, or `state_size` not an int.
+        ValueError: `state_size` is less than 1.
+    """
+    for arg, value in (("update", update), ("result", result)):
+        if not callable(value):
+            raise TypeError(f"tnt.metrics.from_state: {arg} must be callable "
+                            "(update(y_pred, y_true) -> state tensor, result(state list) -> "
+                            f"float), got {value!r}")
+    if isinstance(state_size, bool) or not isinstance(state_size, int):
+        raise TypeError(f"tnt.metrics.from_state: state_size must be an int, got "
+                        f"{state_size!r}")
+    if state_size < 1:
+        raise ValueError(f"tnt.metrics.from_state: state_size={state_size} is invalid: the "
+                         "state has at least 1 number")
+    return _t.metric_from_callables(name, update, result, state_size)
 
 
-def get(identifier):
-    """A Metric from what compile() accepts: a Keras name, a Metric, or a
-    callable (y_pred, y_true) -> per-sample values (its mean)."""
+def get(identifier: MetricLike) -> _t.Metric:
+    """A Metric from what compile() accepts.
+
+    Args:
+        identifier: A Keras name, a Metric, or a callable (y_pred, y_true) ->
+            per-sample values (its mean).
+
+    Returns:
+        The metric.
+
+    Raises:
+        TypeError: `identifier` is none of these.
+        ValueError: An unknown name (the message lists the known ones).
+    """
     if isinstance(identifier, str):
         return _t.metric_by_name(identifier)
     if isinstance(identifier, Metric):
         return identifier
     if callable(identifier):
         return mean_of(identifier)
-    raise _t.Error(f"compile(): a metric must be a name such as 'accuracy', a "
-                   f"tnt.metrics.Metric or a callable (y_pred, y_true) -> per-sample values, "
-                   f"got a {type(identifier).__name__}")
+    raise TypeError(f"compile(): each of metrics must be a name such as 'accuracy', a "
+                    f"tnt.metrics.Metric or a callable (y_pred, y_true) -> per-sample values, "
+                    f"got {identifier!r} (a {type(identifier).__name__})")

@@ -12,13 +12,30 @@ checkpoints, resume) are the C++ training engine's, the same that the C++
 tnt::Model drives; they run with the GIL released and call the module's
 forward, the loss and Python callbacks under the GIL on this thread.
 """
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Literal, Mapping, Optional
+from typing import Sequence, Tuple, Union, overload
+
 import torch
 
 from . import _tarantella as _t
+from ._args import Setting, check_bool, check_int, check_number, check_optional_int, check_str
 from .callbacks import Callback, History
+from .metrics import MetricLike
 from .metrics import get as _metric
 
-__all__ = ["Model"]
+__all__ = ["Model", "LossLike", "OptimizerLike", "CallbackLike"]
+
+#: What compile() takes as `loss`: a Keras name, a torch loss module, or a
+#: callable (y_pred, y_true) -> mean loss.
+LossLike = Union[str, torch.nn.Module, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
+#: What compile() takes as `optimizer`: a Keras name or a torch.optim optimizer.
+OptimizerLike = Union[str, torch.optim.Optimizer]
+#: A callback: a tnt.callbacks.Callback subclass or a built-in (C++) one.
+CallbackLike = Union[Callback, _t.CppCallback]
+PathLike = Union[str, "os.PathLike[str]"]
 
 # torch.optim classes and the engine's optimizer of the same update rule.
 # The engine steps its own (C++) optimizer on the module's parameters; the
@@ -27,51 +44,78 @@ __all__ = ["Model"]
 _SUPPORTED = "SGD, Adam, AdamW, RMSprop and Adagrad"
 
 
-def _refuse(optimizer, what):
-    raise _t.Error(
-        f"compile(): {type(optimizer).__name__} with {what} is not supported by tnt.Model; "
-        f"use {_SUPPORTED}, or keep your own loop with "
+def _unsupported(optimizer: torch.optim.Optimizer, what: str) -> ValueError:
+    return ValueError(
+        f"compile(): optimizer={type(optimizer).__name__} with {what} is not supported by "
+        f"tnt.Model; use {_SUPPORTED}, or keep your own loop with "
         "tnt.DistributedOptimizer(your_optimizer), which takes any torch optimizer")
 
 
-def _group_factory(optimizer, g):
+def _number(g: Mapping[str, object], key: str) -> float:
+    value = g[key]
+    if isinstance(value, torch.Tensor):  # torch allows a tensor learning rate
+        return float(value.item())
+    return check_number("compile()", f"the optimizer's {key}", value)
+
+
+def _flag(g: Mapping[str, object], key: str) -> bool:
+    return bool(g.get(key, False))
+
+
+def _betas(g: Mapping[str, object]) -> Tuple[float, float]:
+    betas = g["betas"]
+    if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+        raise TypeError(f"compile(): the optimizer's betas must be a pair, got {betas!r}")
+    return (check_number("compile()", "betas[0]", betas[0]),
+            check_number("compile()", "betas[1]", betas[1]))
+
+
+def _group_factory(optimizer: torch.optim.Optimizer,
+                   g: Mapping[str, object]) -> _t.OptimizerFactory:
     """The engine's optimizer of `optimizer`'s rule with group `g`'s
     hyper-parameters."""
-    if g.get("maximize", False):
-        _refuse(optimizer, "maximize=True")
+    if _flag(g, "maximize"):
+        raise _unsupported(optimizer, "maximize=True")
     kind = type(optimizer)
+    lr = _number(g, "lr")
     if kind is torch.optim.SGD:
-        if g["dampening"] != 0:
-            _refuse(optimizer, f"dampening={g['dampening']}")
-        return _t.optimizer_sgd(g["lr"], g["momentum"], g["nesterov"], g["weight_decay"])
-    if kind is torch.optim.Adam:
-        if g["amsgrad"]:
-            _refuse(optimizer, "amsgrad=True")
-        b1, b2 = g["betas"]
-        return _t.optimizer_adam(g["lr"], b1, b2, g["eps"], g["weight_decay"])
-    if kind is torch.optim.AdamW:
-        if g["amsgrad"]:
-            _refuse(optimizer, "amsgrad=True")
-        b1, b2 = g["betas"]
-        return _t.optimizer_adamw(g["lr"], g["weight_decay"], b1, b2, g["eps"])
+        if _number(g, "dampening") != 0:
+            raise _unsupported(optimizer, f"dampening={g['dampening']}")
+        return _t.optimizer_sgd(lr, _number(g, "momentum"), _flag(g, "nesterov"),
+                                _number(g, "weight_decay"))
+    if kind is torch.optim.Adam or kind is torch.optim.AdamW:
+        if _flag(g, "amsgrad"):
+            raise _unsupported(optimizer, "amsgrad=True")
+        b1, b2 = _betas(g)
+        if kind is torch.optim.Adam:
+            return _t.optimizer_adam(lr, b1, b2, _number(g, "eps"), _number(g, "weight_decay"))
+        return _t.optimizer_adamw(lr, _number(g, "weight_decay"), b1, b2, _number(g, "eps"))
     if kind is torch.optim.RMSprop:
-        if g["centered"] or g["weight_decay"] != 0:
-            _refuse(optimizer, "centered=True or weight_decay")
-        return _t.optimizer_rmsprop(g["lr"], g["alpha"], g["momentum"], g["eps"])
+        if _flag(g, "centered") or _number(g, "weight_decay") != 0:
+            raise _unsupported(optimizer, "centered=True or weight_decay")
+        return _t.optimizer_rmsprop(lr, _number(g, "alpha"), _number(g, "momentum"),
+                                    _number(g, "eps"))
     if kind is torch.optim.Adagrad:
-        if g["lr_decay"] != 0 or g["weight_decay"] != 0:
-            _refuse(optimizer, "lr_decay or weight_decay")
-        return _t.optimizer_adagrad(g["lr"], g["initial_accumulator_value"])
-    _refuse(optimizer, "this class")
+        if _number(g, "lr_decay") != 0 or _number(g, "weight_decay") != 0:
+            raise _unsupported(optimizer, "lr_decay or weight_decay")
+        return _t.optimizer_adagrad(lr, _number(g, "initial_accumulator_value"))
+    raise _unsupported(optimizer, "this class")
 
 
-def _from_torch_optimizer(optimizer, module):
+def _params_of(g: Mapping[str, object]) -> List[torch.Tensor]:
+    params = g["params"]
+    assert isinstance(params, list)  # torch.optim makes it a list
+    return [p for p in params if isinstance(p, torch.Tensor)]
+
+
+def _from_torch_optimizer(optimizer: torch.optim.Optimizer,
+                          module: torch.nn.Module) -> _t.OptimizerFactory:
     trainable = [p for p in module.parameters() if p.requires_grad]
     position = {id(p): i for i, p in enumerate(trainable)}
-    indices = [[position.get(id(p), -1) for p in g["params"]] for g in optimizer.param_groups]
+    indices = [[position.get(id(p), -1) for p in _params_of(g)] for g in optimizer.param_groups]
     flat = [i for group in indices for i in group]
     if -1 in flat or sorted(flat) != list(range(len(trainable))):
-        raise _t.Error(
+        raise ValueError(
             "compile(): the optimizer's parameters are not the model's trainable parameters "
             "(each exactly once): build it over the wrapped module's parameters, e.g. "
             "torch.optim.SGD(module.parameters(), lr=0.1), or over model.parameters(), or "
@@ -83,7 +127,7 @@ def _from_torch_optimizer(optimizer, module):
 
 
 # Keras's optimizer names with Keras's defaults.
-_BY_NAME = {
+_BY_NAME: Dict[str, Callable[[], _t.OptimizerFactory]] = {
     "sgd": lambda: _t.optimizer_sgd(0.01, 0.0, False, 0.0),
     "adam": lambda: _t.optimizer_adam(1e-3, 0.9, 0.999, 1e-7, 0.0),
     "adamw": lambda: _t.optimizer_adamw(1e-3, 1e-2, 0.9, 0.999, 1e-7),
@@ -92,28 +136,37 @@ _BY_NAME = {
 }
 
 
-def _optimizer(optimizer, module):
+def _optimizer(optimizer: object, module: torch.nn.Module) -> _t.OptimizerFactory:
     if isinstance(optimizer, str):
         if optimizer.lower() not in _BY_NAME:
-            raise _t.Error(f"compile(): optimizer '{optimizer}' is not known: use one of "
-                           f"{', '.join(sorted(_BY_NAME))} or a torch.optim optimizer")
+            raise ValueError(f"compile(): optimizer={optimizer!r} is not known: use one of "
+                             f"{', '.join(sorted(_BY_NAME))} or a torch.optim optimizer")
         return _BY_NAME[optimizer.lower()]()
     if isinstance(optimizer, torch.optim.Optimizer):
         return _from_torch_optimizer(optimizer, module)
-    raise _t.Error(f"compile(): optimizer must be a torch.optim optimizer or a name such as "
-                   f"'sgd', got a {type(optimizer).__name__}")
+    raise TypeError(f"compile(): optimizer must be a torch.optim optimizer or a name such as "
+                    f"'sgd', got {optimizer!r} (a {type(optimizer).__name__})")
 
 
-def _loss(loss):
+def _loss(loss: object) -> _t.Loss:
     if isinstance(loss, str):
-        return _t.loss_by_name(loss)
+        return _t.loss_by_name(loss)  # an unknown name: ValueError from the C++ list
     if callable(loss):
         return _t.loss_from_callable(loss, getattr(loss, "__name__", type(loss).__name__))
-    raise _t.Error(f"compile(): loss must be a torch loss module, a callable (y_pred, y_true) "
-                   f"-> mean loss, or a Keras name, got a {type(loss).__name__}")
+    raise TypeError(f"compile(): loss must be a torch loss module, a callable (y_pred, y_true) "
+                    f"-> mean loss, or a Keras name, got {loss!r} (a {type(loss).__name__})")
 
 
-def _samples(x):
+def _metrics(metrics: object) -> List[_t.Metric]:
+    if metrics is None:
+        return []
+    if isinstance(metrics, (str, _t.Metric)) or not isinstance(metrics, (list, tuple)):
+        raise TypeError(f"compile(): metrics must be a list, e.g. metrics=['accuracy'], got "
+                        f"{metrics!r} (a {type(metrics).__name__})")
+    return [_metric(m) for m in metrics]
+
+
+def _samples(x: object) -> Optional[int]:
     """The number of samples of fit's x, when it has a length (None for a
     tnt.data.Dataset, which is already batched)."""
     if isinstance(x, (tuple, list)) and x and hasattr(x[0], "__len__"):
@@ -124,50 +177,128 @@ def _samples(x):
 
 
 class Model:
-    """A torch.nn.Module trained data-parallel over a process group (the
-    world by default). The batch sizes given to fit/evaluate/predict are
-    GLOBAL: each rank computes its share of every batch."""
+    """A torch.nn.Module trained data-parallel over a process group.
 
-    def __init__(self, module, group=None):
+    The batch sizes given to fit/evaluate/predict are GLOBAL: each rank
+    computes its share of every batch. Every method that trains, evaluates,
+    predicts, saves or loads is collective: every rank of the group must call
+    it, with the same arguments.
+
+    Attributes:
+        module: The wrapped torch.nn.Module (its parameters are trained in place).
+    """
+
+    def __init__(self, module: torch.nn.Module, group: Optional[_t.ProcessGroup] = None) -> None:
+        """Wraps `module`.
+
+        Args:
+            module: Any torch.nn.Module.
+            group: The ranks to train over (default: every rank, tnt.world()).
+
+        Raises:
+            TypeError: `module` is not a torch.nn.Module, or `group` not a ProcessGroup.
+        """
+        if group is not None and not isinstance(group, _t.ProcessGroup):
+            raise TypeError(f"tnt.Model: group must be a tnt.ProcessGroup or None, got "
+                            f"{group!r} (a {type(group).__name__})")
         self._impl = _t.Model(module, group)
         self.module = module
-        self._metric_names = []
+        self._metric_names: List[str] = []
 
     # -- the wrapped module --------------------------------------------
-    def __call__(self, *inputs):
-        return self.module(*inputs)
+    def __call__(self, *inputs: torch.Tensor) -> torch.Tensor:
+        """Runs the wrapped module's forward on this rank (no communication).
 
-    def parameters(self):
+        Args:
+            *inputs: The module's inputs.
+
+        Returns:
+            The module's output.
+        """
+        out: torch.Tensor = self.module(*inputs)
+        return out
+
+    def parameters(self) -> Iterator[torch.nn.Parameter]:
+        """The wrapped module's parameters, e.g. to build a torch optimizer.
+
+        Returns:
+            An iterator over the parameters.
+        """
         return self.module.parameters()
 
-    def named_parameters(self):
+    def named_parameters(self) -> Iterator[Tuple[str, torch.nn.Parameter]]:
+        """The wrapped module's named parameters.
+
+        Returns:
+            An iterator over (name, parameter) pairs.
+        """
         return self.module.named_parameters()
 
     # -- compile -------------------------------------------------------
-    def compile(self, optimizer="sgd", loss=None, metrics=None, *, num_inputs=1,
-                aggregation_frequency=1, deterministic=None, shard_optimizer=False,
-                clip_norm=None, clip_value=None, fusion_threshold_bytes=None,
-                mixed_precision=None, compression=None):
-        """Keras's compile. `optimizer`: a torch.optim optimizer over the
-        module's parameters (SGD, Adam, AdamW, RMSprop, Adagrad) or a name;
-        `loss`: a torch loss module, a callable or a Keras name; `metrics`:
-        names ('accuracy', ...), tnt.metrics.Metric objects, or callables
-        (y_pred, y_true) -> per-sample values (their mean). The keyword
-        arguments are the C++ CompileOptions (docs/python.md)."""
+    def compile(self, optimizer: OptimizerLike = "sgd", loss: Optional[LossLike] = None,
+                metrics: Optional[Sequence[MetricLike]] = None, *, num_inputs: int = 1,
+                aggregation_frequency: int = 1, deterministic: Optional[int] = None,
+                shard_optimizer: bool = False, clip_norm: Optional[float] = None,
+                clip_value: Optional[float] = None,
+                fusion_threshold_bytes: Optional[int] = None,
+                mixed_precision: Optional[str] = None,
+                compression: Optional[str] = None) -> None:
+        """Keras's compile: the optimizer, the loss, the metrics and the engine's settings.
+
+        Args:
+            optimizer: A torch.optim optimizer over the module's parameters (SGD,
+                Adam, AdamW, RMSprop, Adagrad; parameter groups are kept) or a
+                Keras name ('sgd', 'adam', 'adamw', 'rmsprop', 'adagrad').
+            loss: A torch loss module, a callable (y_pred, y_true) -> mean loss,
+                or a Keras name ('sparse_categorical_crossentropy', 'mse', ...).
+            metrics: Names ('accuracy', ...), tnt.metrics.Metric objects, or
+                callables (y_pred, y_true) -> per-sample values (their mean).
+            num_inputs: How many leading tensors of an element go to forward.
+            aggregation_frequency: Steps whose gradients are accumulated per update.
+            deterministic: Chunk size for bitwise-reproducible sums at any rank count.
+            shard_optimizer: Shards the optimizer state over the ranks (ZeRO-1).
+            clip_norm: Clips the global gradient norm to this value.
+            clip_value: Clips each gradient element to [-clip_value, clip_value].
+            fusion_threshold_bytes: Size of the gradient buckets.
+            mixed_precision: 'bfloat16' or 'float16' autocast of the forward pass.
+            compression: 'float16' or 'bfloat16' gradients on the wire.
+
+        Raises:
+            TypeError: An argument of the wrong type (an optimizer that is not a
+                torch optimizer or name, a missing loss, a metric that is not a
+                name, Metric or callable).
+            ValueError: An unknown name (optimizer, loss, metric, mixed_precision,
+                compression) or an optimizer setting the engine does not have.
+        """
         if loss is None:
-            raise _t.Error("compile() needs a loss, e.g. loss=torch.nn.CrossEntropyLoss()")
-        metric_list = [_metric(m) for m in (metrics or [])]
-        settings = {"num_inputs": num_inputs, "aggregation_frequency": aggregation_frequency,
-                    "shard_optimizer": shard_optimizer}
-        optional = {"deterministic": deterministic, "clip_norm": clip_norm,
-                    "clip_value": clip_value, "fusion_threshold_bytes": fusion_threshold_bytes,
-                    "mixed_precision": mixed_precision, "compression": compression}
+            raise TypeError("compile() needs a loss, e.g. loss=torch.nn.CrossEntropyLoss() or "
+                            "loss='sparse_categorical_crossentropy'")
+        where = "compile()"
+        settings: Dict[str, Setting] = {
+            "num_inputs": check_int(where, "num_inputs", num_inputs),
+            "aggregation_frequency": check_int(where, "aggregation_frequency",
+                                               aggregation_frequency),
+            "shard_optimizer": check_bool(where, "shard_optimizer", shard_optimizer)}
+        optional: Dict[str, Setting] = {
+            "deterministic": check_optional_int(where, "deterministic", deterministic),
+            "clip_norm": None if clip_norm is None else check_number(where, "clip_norm",
+                                                                     clip_norm),
+            "clip_value": None if clip_value is None else check_number(where, "clip_value",
+                                                                       clip_value),
+            "fusion_threshold_bytes": check_optional_int(where, "fusion_threshold_bytes",
+                                                         fusion_threshold_bytes),
+            "mixed_precision": None if mixed_precision is None else check_str(
+                where, "mixed_precision", mixed_precision),
+            "compression": None if compression is None else check_str(
+                where, "compression", compression)}
         settings.update({k: v for k, v in optional.items() if v is not None})
+        metric_list = _metrics(metrics)
         self._impl.compile(_optimizer(optimizer, self.module), _loss(loss), metric_list, settings)
         self._metric_names = [m.name for m in metric_list]
 
     # -- the loops -----------------------------------------------------
-    def _dataset(self, x, y, batch_size, shuffle=False):
+    def _dataset(self, x: object, y: object, batch_size: Optional[int],
+                 shuffle: bool = False) -> _t.Dataset:
         # Fewer samples than ranks trains, with idle ranks, but is never what
         # the user meant: every rank says so (the check is the same on all).
         n = _samples(x)
@@ -179,121 +310,292 @@ class Model:
                 f"(tarantella -n {max(n, 1)})")
         return _t.Model.dataset(x, y, batch_size, shuffle, _t.default_shuffle_seed())
 
-    def _callbacks(self, callbacks):
-        out = []
-        for cb in callbacks or []:
+    def _callbacks(self, where: str,
+                   callbacks: Optional[Sequence[CallbackLike]]) -> List[CallbackLike]:
+        if callbacks is None:
+            return []
+        if not isinstance(callbacks, (list, tuple)):
+            raise TypeError(f"{where}: callbacks must be a list of callbacks, got "
+                            f"{callbacks!r} (a {type(callbacks).__name__})")
+        out: List[CallbackLike] = []
+        for i, cb in enumerate(callbacks):
             if isinstance(cb, Callback):
                 cb.set_model(self)
+            elif not isinstance(cb, _t.CppCallback):
+                raise TypeError(
+                    f"{where}: callbacks[{i}] is {cb!r} (a {type(cb).__name__}), not a callback: "
+                    "pass tnt.callbacks objects (ModelCheckpoint(...), ...) or instances of a "
+                    "tnt.callbacks.Callback subclass")
             out.append(cb)
         return out
 
-    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose=1, callbacks=None,
-            validation_data=None, shuffle=True, initial_epoch=0, steps_per_epoch=None,
-            validation_freq=1, validation_batch_size=None, tnt_micro_batch_size=None,
-            tnt_validation_micro_batch_size=None, tnt_distribute_dataset=True):
-        """Trains for `epochs` epochs on `x` (a map-style torch Dataset, a
-        tensor/array or tuple of them with `y`, or a tnt.data.Dataset) with
-        the GLOBAL `batch_size` (default 32). `shuffle` reshuffles every
-        epoch, the same on every rank (tnt.set_seed sets the seed).
-        Returns a History whose .history maps each log to its epoch values."""
-        train = self._dataset(x, y, batch_size, shuffle)
+    def fit(self, x: object = None, y: object = None, batch_size: Optional[int] = None,
+            epochs: int = 1, verbose: int = 1,
+            callbacks: Optional[Sequence[CallbackLike]] = None,
+            validation_data: object = None, shuffle: bool = True, initial_epoch: int = 0,
+            steps_per_epoch: Optional[int] = None, validation_freq: int = 1,
+            validation_batch_size: Optional[int] = None,
+            tnt_micro_batch_size: Optional[int] = None,
+            tnt_validation_micro_batch_size: Optional[int] = None,
+            tnt_distribute_dataset: bool = True) -> History:
+        """Trains the module, as Keras's fit. Collective.
+
+        Args:
+            x: A map-style torch Dataset, a tensor or numpy array or a
+                tuple/list of them (with `y`), or a batched tnt.data.Dataset.
+            y: The targets when `x` is tensors; else None.
+            batch_size: The GLOBAL batch size (default 32; None for a tnt.data.Dataset).
+            epochs: The index of the last epoch plus one, as in Keras.
+            verbose: 0 silent, 1 progress bar, 2 one line per epoch.
+            callbacks: tnt.callbacks objects and Callback subclasses' instances.
+            validation_data: (x, y), or a dataset, evaluated after each epoch.
+            shuffle: Reshuffles every epoch, the same on every rank (tnt.set_seed
+                sets the seed).
+            initial_epoch: The epoch to start at (after load()).
+            steps_per_epoch: Caps the steps of an epoch.
+            validation_freq: Validate every this many epochs.
+            validation_batch_size: The validation's GLOBAL batch size
+                (default: batch_size).
+            tnt_micro_batch_size: Checks that each rank's share is this large.
+            tnt_validation_micro_batch_size: The same for validation.
+            tnt_distribute_dataset: False: each rank reads the whole dataset as its own.
+
+        Returns:
+            A History whose .history maps each log ('loss', metric names,
+            'val_...', 'lr' with a learning-rate callback) to its value per epoch.
+
+        Raises:
+            TypeError: An argument of the wrong type (a callback that is not one,
+                a non-integer epochs, ...).
+            ValueError: A value out of range (batch_size < 1, epochs not above
+                initial_epoch, validation_freq < 1).
+            tarantella.Error: Training failed (on this or another rank).
+        """
+        where = "fit()"
+        args: Dict[str, Setting] = {
+            "epochs": check_int(where, "epochs", epochs),
+            "initial_epoch": check_int(where, "initial_epoch", initial_epoch),
+            "steps_per_epoch": check_optional_int(where, "steps_per_epoch", steps_per_epoch),
+            "validation_freq": check_int(where, "validation_freq", validation_freq),
+            "verbose": check_int(where, "verbose", verbose),
+            "micro_batch_size": check_optional_int(where, "tnt_micro_batch_size",
+                                                   tnt_micro_batch_size),
+            "validation_micro_batch_size": check_optional_int(
+                where, "tnt_validation_micro_batch_size", tnt_validation_micro_batch_size),
+            "distribute_dataset": check_bool(where, "tnt_distribute_dataset",
+                                             tnt_distribute_dataset)}
+        check_optional_int(where, "batch_size", batch_size)
+        check_optional_int(where, "validation_batch_size", validation_batch_size)
+        cbs = self._callbacks(where, callbacks)
+        train = self._dataset(x, y, batch_size, check_bool(where, "shuffle", shuffle))
         validation = None
         if validation_data is not None:
             vx, vy = (validation_data if isinstance(validation_data, (tuple, list)) and
                       len(validation_data) == 2 else (validation_data, None))
             validation = self._dataset(vx, vy, validation_batch_size or batch_size)
-        args = {"epochs": epochs, "initial_epoch": initial_epoch,
-                "steps_per_epoch": steps_per_epoch, "validation_freq": validation_freq,
-                "verbose": verbose, "micro_batch_size": tnt_micro_batch_size,
-                "validation_micro_batch_size": tnt_validation_micro_batch_size,
-                "distribute_dataset": tnt_distribute_dataset}
-        cbs = self._callbacks(callbacks)
         logs = self._impl.fit(train, args, cbs, validation)
-        return History(logs, epochs=list(range(initial_epoch, initial_epoch + len(
-            next(iter(logs.values()), [])))), params=args)
+        done = len(next(iter(logs.values()), []))
+        return History(logs, epochs=list(range(initial_epoch, initial_epoch + done)),
+                       params=args)
 
-    def evaluate(self, x=None, y=None, batch_size=None, verbose=0, callbacks=None,
-                 return_dict=False, tnt_micro_batch_size=None, tnt_distribute_dataset=True):
-        """Global loss and metrics over the whole data set: the loss alone
-        without metrics, else [loss, metrics...] in compile order (a dict
-        with return_dict=True)."""
-        data = self._dataset(x, y, batch_size)
-        args = {"verbose": verbose, "micro_batch_size": tnt_micro_batch_size,
-                "distribute_dataset": tnt_distribute_dataset}
-        logs = self._impl.evaluate(data, args, self._callbacks(callbacks))
-        if return_dict:
+    # The result's type depends on compile()'s metrics (a float without, a
+    # list with), which no hint can know: Any, so that `loss, acc =
+    # model.evaluate(...)` type-checks, as Keras's own stubs do.
+    @overload
+    def evaluate(self, x: object = ..., y: object = ..., batch_size: Optional[int] = ...,
+                 verbose: int = ..., callbacks: Optional[Sequence[CallbackLike]] = ...,
+                 *, return_dict: Literal[True], tnt_micro_batch_size: Optional[int] = ...,
+                 tnt_distribute_dataset: bool = ...) -> Dict[str, float]: ...
+
+    @overload
+    def evaluate(self, x: object = ..., y: object = ..., batch_size: Optional[int] = ...,
+                 verbose: int = ..., callbacks: Optional[Sequence[CallbackLike]] = ...,
+                 return_dict: bool = ..., tnt_micro_batch_size: Optional[int] = ...,
+                 tnt_distribute_dataset: bool = ...) -> Any: ...
+
+    def evaluate(self, x: object = None, y: object = None, batch_size: Optional[int] = None,
+                 verbose: int = 0, callbacks: Optional[Sequence[CallbackLike]] = None,
+                 return_dict: bool = False, tnt_micro_batch_size: Optional[int] = None,
+                 tnt_distribute_dataset: bool = True
+                 ) -> Union[float, List[float], Dict[str, float]]:
+        """The global loss and metrics over the whole data set. Collective.
+
+        Args:
+            x: As in fit.
+            y: As in fit.
+            batch_size: The GLOBAL batch size (default 32).
+            verbose: 0 silent, 1 progress bar.
+            callbacks: As in fit (their test hooks run).
+            return_dict: Return a dict of every log instead of a list.
+            tnt_micro_batch_size: Checks that each rank's share is this large.
+            tnt_distribute_dataset: False: each rank reads the whole dataset as its own.
+
+        Returns:
+            The loss alone without metrics, else [loss, metrics...] in compile
+            order; a dict with return_dict=True. The same on every rank.
+
+        Raises:
+            TypeError: An argument of the wrong type.
+            ValueError: A value out of range (batch_size < 1).
+        """
+        where = "evaluate()"
+        args: Dict[str, Setting] = {
+            "verbose": check_int(where, "verbose", verbose),
+            "micro_batch_size": check_optional_int(where, "tnt_micro_batch_size",
+                                                   tnt_micro_batch_size),
+            "distribute_dataset": check_bool(where, "tnt_distribute_dataset",
+                                             tnt_distribute_dataset)}
+        check_optional_int(where, "batch_size", batch_size)
+        cbs = self._callbacks(where, callbacks)
+        logs = self._impl.evaluate(self._dataset(x, y, batch_size), args, cbs)
+        if check_bool(where, "return_dict", return_dict):
             return logs
         if not self._metric_names:
             return logs["loss"]
         return [logs["loss"]] + [logs[name] for name in self._metric_names]
 
-    def predict(self, x, batch_size=None, verbose=0, callbacks=None, tnt_micro_batch_size=None,
-                tnt_on_all_ranks=True):
-        """The outputs for every sample in data-set order (a tensor on every
-        rank; only on the master rank with tnt_on_all_ranks=False, None on
-        the others)."""
-        data = self._dataset(x, None, batch_size)
-        args = {"micro_batch_size": tnt_micro_batch_size, "on_all_ranks": tnt_on_all_ranks}
-        return self._impl.predict(data, args, self._callbacks(callbacks))
+    @overload
+    def predict(self, x: object, batch_size: Optional[int] = ..., verbose: int = ...,
+                callbacks: Optional[Sequence[CallbackLike]] = ...,
+                tnt_micro_batch_size: Optional[int] = ...,
+                tnt_on_all_ranks: Literal[True] = ...) -> torch.Tensor: ...
+
+    @overload
+    def predict(self, x: object, batch_size: Optional[int] = ..., verbose: int = ...,
+                callbacks: Optional[Sequence[CallbackLike]] = ...,
+                tnt_micro_batch_size: Optional[int] = ...,
+                tnt_on_all_ranks: bool = ...) -> Optional[torch.Tensor]: ...
+
+    def predict(self, x: object, batch_size: Optional[int] = None, verbose: int = 0,
+                callbacks: Optional[Sequence[CallbackLike]] = None,
+                tnt_micro_batch_size: Optional[int] = None,
+                tnt_on_all_ranks: bool = True) -> Optional[torch.Tensor]:
+        """The outputs for every sample, in data-set order. Collective.
+
+        Args:
+            x: As in fit (without targets).
+            batch_size: The GLOBAL batch size (default 32).
+            verbose: Accepted for Keras compatibility; predict prints nothing.
+            callbacks: As in fit (their predict hooks run).
+            tnt_micro_batch_size: Checks that each rank's share is this large.
+            tnt_on_all_ranks: False: the outputs only on the master rank.
+
+        Returns:
+            A tensor on every rank; with tnt_on_all_ranks=False None on all but
+            the master rank.
+
+        Raises:
+            TypeError: An argument of the wrong type.
+            ValueError: A value out of range (batch_size < 1).
+        """
+        where = "predict()"
+        check_int(where, "verbose", verbose)
+        args: Dict[str, Setting] = {
+            "micro_batch_size": check_optional_int(where, "tnt_micro_batch_size",
+                                                   tnt_micro_batch_size),
+            "on_all_ranks": check_bool(where, "tnt_on_all_ranks", tnt_on_all_ranks)}
+        check_optional_int(where, "batch_size", batch_size)
+        cbs = self._callbacks(where, callbacks)
+        return self._impl.predict(self._dataset(x, None, batch_size), args, cbs)
 
     # -- state ---------------------------------------------------------
     @property
-    def stop_training(self):
+    def stop_training(self) -> bool:
+        """Set it to True in a callback to stop at the end of the epoch (every rank stops)."""
         return self._impl.stop_training
 
     @stop_training.setter
-    def stop_training(self, value):
+    def stop_training(self, value: bool) -> None:
         self._impl.stop_training = bool(value)
 
     @property
-    def learning_rate(self):
+    def learning_rate(self) -> float:
+        """The optimizer's learning rate (of its first parameter group); setting it sets all."""
         return self._impl.learning_rate
 
     @learning_rate.setter
-    def learning_rate(self, value):
-        self._impl.learning_rate = float(value)
+    def learning_rate(self, value: float) -> None:
+        self._impl.learning_rate = check_number("Model.learning_rate", "value", value)
 
     @property
-    def group(self):
+    def group(self) -> _t.ProcessGroup:
+        """The process group the model trains over."""
         return self._impl.group
 
     @property
-    def epochs_done(self):
+    def epochs_done(self) -> int:
+        """The epochs completed (also restored by load())."""
         return self._impl.epochs_done
 
     @property
-    def loss_scale(self):
+    def loss_scale(self) -> float:
+        """The dynamic loss scale of float16 mixed precision (1.0 otherwise)."""
         return self._impl.loss_scale
 
-    def get_weights(self):
-        """Parameters then buffers, as tensors (copies)."""
+    def get_weights(self) -> List[torch.Tensor]:
+        """The weights, as copies.
+
+        Returns:
+            Parameters, then buffers, in the module's order.
+        """
         return self._impl.get_weights()
 
-    def set_weights(self, weights):
-        """Copies `weights` in, then every rank takes the master's. Collective."""
+    def set_weights(self, weights: Iterable[torch.Tensor]) -> None:
+        """Copies `weights` in, then every rank takes the master's. Collective.
+
+        Args:
+            weights: As get_weights() returns them.
+        """
         self._impl.set_weights(list(weights))
 
-    def save_weights(self, path, tnt_save_all_devices=False):
-        """Parameters and buffers in torch.save format (torch.load reads it),
-        written by the master rank unless tnt_save_all_devices. Collective."""
-        self._impl.save_weights(str(path), tnt_save_all_devices)
+    def save_weights(self, path: PathLike, tnt_save_all_devices: bool = False) -> None:
+        """Writes parameters and buffers in torch.save format. Collective.
 
-    def load_weights(self, path):
-        """Reads save_weights' file (or a torch.save'd state_dict), then every
-        rank takes the master's. Collective."""
-        self._impl.load_weights(str(path))
+        Args:
+            path: The file (torch.load reads it).
+            tnt_save_all_devices: Every rank writes (to its own path); else the master.
+        """
+        self._impl.save_weights(os.fspath(path),
+                                check_bool("save_weights()", "tnt_save_all_devices",
+                                           tnt_save_all_devices))
 
-    def save(self, path, tnt_save_all_devices=False):
-        """A checkpoint of the whole training state (weights, optimizer state,
-        epochs, steps, random state) in torch.save format. Collective."""
-        self._impl.save(str(path), tnt_save_all_devices)
+    def load_weights(self, path: PathLike) -> None:
+        """Reads save_weights' file (or a torch.save'd state_dict); every rank
+        then takes the master's. Collective.
 
-    def load(self, path):
-        """Restores save()'s checkpoint into this compiled model; returns the
-        completed epochs (pass them as initial_epoch). Collective."""
-        return self._impl.load(str(path))
+        Args:
+            path: The file.
+        """
+        self._impl.load_weights(os.fspath(path))
 
-    def summary(self, print_fn=print):
+    def save(self, path: PathLike, tnt_save_all_devices: bool = False) -> None:
+        """Writes a checkpoint of the whole training state (weights, optimizer
+        state, epochs, steps, random state) in torch.save format. Collective.
+
+        Args:
+            path: The file.
+            tnt_save_all_devices: Every rank writes; else the master.
+        """
+        self._impl.save(os.fspath(path),
+                        check_bool("save()", "tnt_save_all_devices", tnt_save_all_devices))
+
+    def load(self, path: PathLike) -> int:
+        """Restores save()'s checkpoint into this compiled model. Collective.
+
+        Args:
+            path: The file.
+
+        Returns:
+            The completed epochs: pass them to fit as initial_epoch.
+        """
+        return self._impl.load(os.fspath(path))
+
+    def summary(self, print_fn: Callable[[str], object] = print) -> None:
+        """Prints the layers and parameter counts (on the master rank).
+
+        Args:
+            print_fn: Called with the text.
+        """
         text = self._impl.summary()
         if text:
             print_fn(text.rstrip("\n"))

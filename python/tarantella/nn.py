@@ -16,17 +16,23 @@ state_dict keys.
 Group: the one given; else a tnt.Model gives its group when it wraps (and
 compiles) the module; else (your own loop) the world group.
 """
+from __future__ import annotations
+
+from typing import Optional, TypeVar, cast
+
 import torch
 from torch.nn.modules.batchnorm import _BatchNorm
 
 from . import _tarantella as _t
 
+M = TypeVar("M", bound=torch.nn.Module)
+
 __all__ = ["SyncBatchNorm", "convert_sync_batchnorm"]
 
 
-def _check_group(group, what):
+def _check_group(group: object, what: str) -> None:
     if group is not None and not isinstance(group, _t.ProcessGroup):
-        raise _t.Error(f"{what}: group must be a tnt.ProcessGroup (tnt.world(), or one made by "
+        raise TypeError(f"{what}: group must be a tnt.ProcessGroup (tnt.world(), or one made by "
                        f"subgroup()/split()) or None, got a {type(group).__name__}")
 
 
@@ -39,29 +45,66 @@ class SyncBatchNorm(_BatchNorm):
     forward and backward in training, also with an empty micro-batch
     (tnt.Model.fit does so)."""
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, group=None, device=None, dtype=None):
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: Optional[float] = 0.1,
+                 affine: bool = True, track_running_stats: bool = True,
+                 group: Optional[_t.ProcessGroup] = None,
+                 device: Optional[torch.device] = None,
+                 dtype: Optional[torch.dtype] = None) -> None:
+        """Makes the layer.
+
+        Args:
+            num_features: C of inputs [N, C, ...].
+            eps: Added to the variance.
+            momentum: Of the running statistics (None: a cumulative average).
+            affine: Learnable weight and bias.
+            track_running_stats: Keep running mean and variance.
+            group: The ranks whose micro-batches form the batch (None: the
+                tnt.Model's group, else the world).
+            device: Of the parameters and buffers.
+            dtype: Of the parameters and buffers.
+
+        Raises:
+            TypeError: `group` is not a ProcessGroup.
+            tarantella.Error: `num_features` or `eps` is not positive.
+        """
         _check_group(group, "tnt.nn.SyncBatchNorm")
         _t.check_sync_batchnorm_options(num_features, eps)
-        super().__init__(num_features, eps, momentum, affine, track_running_stats,
+        # torch's BatchNorm takes momentum=None (a cumulative average); some
+        # torch versions' hints say float.
+        super().__init__(num_features, eps, cast(float, momentum), affine, track_running_stats,
                          device=device, dtype=dtype)
         self._tnt_collective = _t.CollectiveLayer(group)
 
     @property
-    def process_group(self):
+    def process_group(self) -> Optional[_t.ProcessGroup]:
         """The group it normalizes over; None until given or bound by a tnt.Model."""
         group = self._tnt_collective.group
         return group if group.valid else None
 
-    def set_process_group(self, group):
-        """Normalize over `group` (a tnt.Model keeps it); None: the model's group."""
+    def set_process_group(self, group: Optional[_t.ProcessGroup]) -> None:
+        """Normalizes over `group` from now on.
+
+        Args:
+            group: The ranks (a tnt.Model keeps it); None: the model's group.
+
+        Raises:
+            TypeError: `group` is not a ProcessGroup or None.
+        """
         _check_group(group, "SyncBatchNorm.set_process_group")
         self._tnt_collective.set_group(group if group is not None else _t.ProcessGroup())
 
-    def _check_input_dim(self, input):
+    def _check_input_dim(self, input: torch.Tensor) -> None:
         pass  # the C++ core checks, with tnt::nn::SyncBatchNorm's message
 
-    def forward(self, input):
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        """Normalizes `input` with the global batch's statistics in training.
+
+        Args:
+            input: [N, C] or [N, C, ...]; N may be 0 on a rank.
+
+        Returns:
+            The normalized tensor, of input's shape.
+        """
         # Momentum and num_batches_tracked as torch's _BatchNorm.forward.
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
@@ -76,14 +119,24 @@ class SyncBatchNorm(_BatchNorm):
             self.training, factor, self.eps)
 
     @classmethod
-    def convert_sync_batchnorm(cls, module, group=None):
-        """tnt.nn.convert_sync_batchnorm(module, group)."""
+    def convert_sync_batchnorm(cls, module: M, group: Optional[_t.ProcessGroup] = None
+                               ) -> M | SyncBatchNorm:
+        """tnt.nn.convert_sync_batchnorm(module, group).
+
+        Args:
+            module: As there.
+            group: As there.
+
+        Returns:
+            As there.
+        """
         return convert_sync_batchnorm(module, group)
 
 
-def _from_batchnorm(bn, group, name):
-    if torch.nn.parameter.is_lazy(bn.weight) or torch.nn.parameter.is_lazy(bn.running_mean):
-        raise _t.Error(f"convert_sync_batchnorm: '{name or type(bn).__name__}' is a "
+def _from_batchnorm(bn: _BatchNorm, group: Optional[_t.ProcessGroup], name: str
+                    ) -> SyncBatchNorm:
+    if any(t is not None and torch.nn.parameter.is_lazy(t) for t in (bn.weight, bn.running_mean)):
+        raise ValueError(f"convert_sync_batchnorm: '{name or type(bn).__name__}' is a "
                        f"{type(bn).__name__} that has not seen an input yet, so its number of "
                        "features is unknown: run one forward pass before converting, or use "
                        "BatchNorm with num_features")
@@ -102,7 +155,8 @@ def _from_batchnorm(bn, group, name):
     return sync
 
 
-def _convert(module, group, name):
+def _convert(module: torch.nn.Module, group: Optional[_t.ProcessGroup],
+             name: str) -> torch.nn.Module:
     out = module
     if isinstance(module, SyncBatchNorm):
         if group is not None:
@@ -115,7 +169,8 @@ def _convert(module, group, name):
     return out
 
 
-def convert_sync_batchnorm(module, group=None):
+def convert_sync_batchnorm(module: M, group: Optional[_t.ProcessGroup] = None
+                           ) -> M | SyncBatchNorm:
     """Replaces every torch BatchNorm layer (BatchNorm1d/2d/3d,
     torch.nn.SyncBatchNorm) in `module`'s tree by a tnt.nn.SyncBatchNorm with
     the same num_features, eps, momentum, affine, track_running_stats,
@@ -127,10 +182,24 @@ def convert_sync_batchnorm(module, group=None):
     tnt.Model.compile.
 
         net = tnt.nn.convert_sync_batchnorm(torchvision.models.resnet18())
+
+    Args:
+        module: The network (before it is wrapped in a tnt.Model).
+        group: See SyncBatchNorm.
+
+    Returns:
+        `module` with its BatchNorm layers replaced; a new SyncBatchNorm when
+        `module` itself is a BatchNorm.
+
+    Raises:
+        TypeError: `module` is not a torch.nn.Module, or `group` not a ProcessGroup.
+        ValueError: A lazy BatchNorm has not seen an input yet.
     """
     if not isinstance(module, torch.nn.Module):
-        raise _t.Error(f"convert_sync_batchnorm needs a torch.nn.Module, got a "
+        raise TypeError(f"convert_sync_batchnorm: module must be a torch.nn.Module, got a "
                        f"{type(module).__name__}: pass the network itself (not its output, "
                        "state_dict or a tnt.Model: convert before wrapping it)")
     _check_group(group, "convert_sync_batchnorm")
-    return _convert(module, group, "")
+    out = _convert(module, group, "")
+    assert out is module or isinstance(out, SyncBatchNorm)
+    return out  # type: ignore[return-value]  # (module itself, or its replacement)

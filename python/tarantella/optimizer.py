@@ -12,117 +12,242 @@ same as the C++ DistributedOptimizer's), not an allreduce loop in Python:
   * at construction, rank 0's parameters and optimizer state are broadcast
     (collective), after a check that every rank has the same parameters;
   * a C++ autograd hook on each parameter adds its gradient, weighted by this
-    rank's share n_r / B of the global batch (read from the loader; without a
-    loader 1 / N, exact only when every rank has as many samples), into a
-    bucket; a full bucket is allreduced at once, in the same order on every
-    rank, while backward continues;
+    rank's share n_r / B of the global batch, into a bucket; a full bucket is
+    allreduced at once, in the same order on every rank, while backward
+    continues. The share comes from `loader=`, else from the tnt loader
+    (tnt.data.DataLoader, DistributedDataset) that handed out the batch last
+    (data/_handed_out.py); with a plain torch DataLoader it is unknown, and
+    every rank weighs 1 / N (exact only for even shares; a warning says so
+    once, at the first step);
   * step() waits for the buckets (the GIL released), so each parameter's
     .grad holds the global batch's gradient, then steps the wrapped
     optimizer; zero_grad(), param_groups (learning rates), state_dict() and
     LR schedulers pass through to it.
 """
+from __future__ import annotations
+
+import warnings
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+
 import torch
 
 from . import _tarantella
 from .collectives import broadcast_object
+from .data import DataLoader, DistributedDataset, _handed_out
+
+#: What loader= takes: a tnt loader (anything with a BatchShare `share`) or
+#: a BatchShare itself.
+LoaderLike = Union[DataLoader, DistributedDataset, _tarantella.BatchShare]
 
 
 class DistributedOptimizer(torch.optim.Optimizer):
-    """DistributedOptimizer(optimizer, named_parameters=None, loader=None, group=None,
-    fusion_threshold_bytes=None)
+    """Wraps a torch optimizer so that each step uses the global batch's gradient.
 
-    `loader`: a tnt.data.DataLoader or tnt.data.DistributedDataset (anything with a
-    `share`, or a tnt.data.BatchShare). `named_parameters`: e.g.
-    model.named_parameters(), for error messages that name a parameter that differs
-    between ranks. `group`: the ranks to synchronize over (default: all).
+    Construction and every step are collective over the group: every rank
+    must build it over the same parameters and call backward and step() in
+    the same order.
+
+    Example:
+        optimizer = tnt.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1))
     """
 
-    def __init__(self, optimizer, named_parameters=None, loader=None, group=None,
-                 fusion_threshold_bytes=None):
+    def __init__(self, optimizer: torch.optim.Optimizer,
+                 named_parameters: Optional[Iterable[Tuple[str, torch.Tensor]]] = None,
+                 loader: Optional[LoaderLike] = None,
+                 group: Optional[_tarantella.ProcessGroup] = None,
+                 fusion_threshold_bytes: Optional[int] = None) -> None:
+        """Broadcasts rank 0's parameters and optimizer state, and arms the hooks.
+
+        Args:
+            optimizer: Any torch.optim optimizer.
+            named_parameters: e.g. model.named_parameters(), for error messages
+                that name a parameter that differs between ranks.
+            loader: The tnt.data.DataLoader or DistributedDataset (or its
+                BatchShare) whose batches are trained on. Default: the tnt loader
+                that handed out the current batch; with a plain torch loader
+                every rank weighs 1 / N (a warning at the first step says so).
+            group: The ranks to synchronize over (default: all).
+            fusion_threshold_bytes: Size of the gradient buckets
+                (default: TNT_FUSION_THRESHOLD, 32 KiB).
+
+        Raises:
+            TypeError: `optimizer` is not a torch optimizer, `loader` has no
+                share, or `group` is not a ProcessGroup.
+            tarantella.Error: The ranks' parameters differ (names, shapes, dtypes).
+        """
         # torch.optim.Optimizer.__init__ is not called: the state lives in the
         # wrapped optimizer, reached through the properties below.
         if not isinstance(optimizer, torch.optim.Optimizer):
-            raise TypeError(f"DistributedOptimizer wraps a torch.optim.Optimizer, got a "
-                            f"{type(optimizer).__name__}")
+            raise TypeError(f"DistributedOptimizer: optimizer must be a torch.optim.Optimizer, "
+                            f"got {optimizer!r} (a {type(optimizer).__name__})")
+        if group is not None and not isinstance(group, _tarantella.ProcessGroup):
+            raise TypeError(f"DistributedOptimizer: group must be a tnt.ProcessGroup or None, "
+                            f"got {group!r} (a {type(group).__name__})")
         self._optimizer = optimizer
         self._group = group if group is not None else _tarantella.world()
         params = [p for g in optimizer.param_groups for p in g["params"] if p.requires_grad]
-        names = _names(optimizer, params, named_parameters)
+        names = _names(optimizer, named_parameters)
+        share = _share_of(loader)
         _tarantella.broadcast_parameters(self._group, params, names)
         if self._group.size > 1:
             state = broadcast_object(optimizer.state_dict(), 0, self._group)
             if self._group.rank != 0:
                 optimizer.load_state_dict(state)
         self._synchronized = False
-        self._sync = _tarantella.GradientSync(self._group, params, _share_of(loader),
-                                              fusion_threshold_bytes)
+        # Without loader=: follow the tnt loaders; until one hands out a
+        # batch, 1 / N.
+        self._follows = share is None
+        self._shares_known = not self._follows
+        self._warned = False
+        if share is None:
+            share = _tarantella.BatchShare()
+            share.set(1, self._group.size)
+            _handed_out.follow(self)
+        self._share = share
+        self._sync = _tarantella.GradientSync(self._group, params, share, fusion_threshold_bytes)
 
     # ---- what torch.optim.Optimizer users and LR schedulers touch ----
+    # The properties below override torch.optim.Optimizer's attributes, and
+    # step() its overloads, differently per torch version's hints: the
+    # ignores are needed on some versions only (pyproject.toml's [tool.mypy]
+    # lets them be unused in this module).
     @property
-    def param_groups(self):
-        return self._optimizer.param_groups
+    def param_groups(self) -> List[Dict[str, object]]:  # type: ignore[override]
+        """The wrapped optimizer's parameter groups (learning rates live here)."""
+        groups: List[Dict[str, object]] = self._optimizer.param_groups
+        return groups
 
     @param_groups.setter
-    def param_groups(self, value):
+    def param_groups(self, value: List[Dict[str, object]]) -> None:
         self._optimizer.param_groups = value
 
     @property
-    def state(self):
-        return self._optimizer.state
+    def state(self) -> Mapping[torch.Tensor, Dict[str, object]]:  # type: ignore[override]
+        """The wrapped optimizer's state."""
+        state: Mapping[torch.Tensor, Dict[str, object]] = self._optimizer.state
+        return state
 
     @property
-    def defaults(self):
-        return self._optimizer.defaults
+    def defaults(self) -> Dict[str, object]:  # type: ignore[override]
+        """The wrapped optimizer's defaults."""
+        defaults: Dict[str, object] = self._optimizer.defaults
+        return defaults
 
     @property
-    def optimizer(self):
+    def optimizer(self) -> torch.optim.Optimizer:
         """The wrapped torch optimizer."""
         return self._optimizer
 
-    def step(self, closure=None):
-        """Waits for the gradients summed over ranks, then steps the wrapped optimizer."""
+    def batch_handed_out(self, local: int, global_size: int,
+                         group: _tarantella.ProcessGroup) -> None:
+        """Takes the share of a batch a tnt loader over this group hands out.
+
+        Called by the tnt loaders (data/_handed_out.py) when this optimizer
+        was made without loader=.
+
+        Args:
+            local: This rank's samples of the batch.
+            global_size: The batch's samples over all ranks.
+            group: The loader's group; another group's batches are ignored.
+        """
+        if group == self._group:
+            self._share.set(local, global_size)
+            self._shares_known = True
+
+    def step(  # type: ignore[override]
+            self, closure: Optional[Callable[[], float]] = None) -> Optional[float]:
+        """Waits for the gradients summed over ranks, then steps the wrapped optimizer.
+
+        Args:
+            closure: Not supported (it would send the gradients again).
+
+        Returns:
+            What the wrapped optimizer's step returns.
+
+        Raises:
+            TypeError: A closure was given.
+        """
         if closure is not None:
-            raise _tarantella.Error(
+            raise TypeError(
                 "DistributedOptimizer.step() takes no closure: a closure re-runs forward and "
                 "backward, which would send the gradients again; call backward() yourself, "
                 "then step()")
+        self._warn_if_shares_unknown()
         self.synchronize()
         try:
-            return self._optimizer.step()
+            loss: Optional[float] = self._optimizer.step()
+            return loss
         finally:
             self._synchronized = False
             self._sync.arm()
 
-    def synchronize(self):
-        """Waits for this step's gradients: afterwards each .grad holds the global
-        batch's gradient (step() calls it; call it yourself to clip gradients
-        between backward and step)."""
+    def _warn_if_shares_unknown(self) -> None:
+        if self._shares_known or self._warned or self._group.size == 1:
+            return
+        self._warned = True
+        warnings.warn(
+            f"tnt.DistributedOptimizer: no tnt.data loader handed out this step's batch, so "
+            f"each rank's gradient weighs 1/{self._group.size}; that is exact only when every "
+            f"rank has as many samples in every batch. Iterate a tnt.data.DataLoader (it tells "
+            f"the optimizer each rank's share), or pass loader= to be exact with uneven "
+            f"batches", UserWarning, stacklevel=3)
+
+    def synchronize(self) -> None:
+        """Waits for this step's gradients.
+
+        Afterwards each .grad holds the global batch's gradient (step() calls
+        it; call it yourself to clip gradients between backward and step).
+        """
         if not self._synchronized:
             self._sync.finish()
             self._synchronized = True
 
-    def zero_grad(self, set_to_none=False):
+    def zero_grad(self, set_to_none: bool = False) -> None:
+        """Zeroes the gradients, as the wrapped optimizer's zero_grad.
+
+        Args:
+            set_to_none: Set .grad to None instead of zeroing it.
+        """
         self._optimizer.zero_grad(set_to_none)
 
-    def state_dict(self):
-        return self._optimizer.state_dict()
+    def state_dict(self) -> Dict[str, object]:
+        """The wrapped optimizer's state_dict.
 
-    def load_state_dict(self, state_dict):
+        Returns:
+            Its state and parameter groups.
+        """
+        state: Dict[str, object] = self._optimizer.state_dict()
+        return state
+
+    def load_state_dict(self, state_dict: Dict[str, object]) -> None:
+        """Loads into the wrapped optimizer (the same on every rank, or broadcast it first).
+
+        Args:
+            state_dict: As state_dict() returns it.
+        """
         self._optimizer.load_state_dict(state_dict)
 
-    def add_param_group(self, param_group):
+    def add_param_group(self, param_group: Dict[str, object]) -> None:
+        """Not supported: the gradient buckets are formed at construction.
+
+        Args:
+            param_group: Ignored.
+
+        Raises:
+            tarantella.Error: Always.
+        """
         raise _tarantella.Error(
             "DistributedOptimizer.add_param_group() is not supported: the gradient buckets are "
             "formed at construction; add the group to the torch optimizer before wrapping it")
 
-    def __getstate__(self):
+    def __getstate__(self) -> Dict[str, object]:
         raise TypeError("a DistributedOptimizer cannot be pickled: save state_dict() instead")
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"DistributedOptimizer({self._optimizer!r}, group={self._group!r})"
 
 
-def _share_of(loader):
+def _share_of(loader: Optional[LoaderLike]) -> Optional[_tarantella.BatchShare]:
     if loader is None:
         return None
     if isinstance(loader, _tarantella.BatchShare):
@@ -135,14 +260,14 @@ def _share_of(loader):
     return share
 
 
-def _names(optimizer, params, named_parameters):
-    by_id = {}
+def _names(optimizer: torch.optim.Optimizer,
+           named_parameters: Optional[Iterable[Tuple[str, torch.Tensor]]]) -> List[str]:
+    by_id: Dict[int, str] = {}
     if named_parameters is not None:
         by_id = {id(p): name for name, p in named_parameters}
-    names, k = [], 0
+    names: List[str] = []
     for gi, group in enumerate(optimizer.param_groups):
         for pi, p in enumerate(group["params"]):
             if p.requires_grad:
                 names.append(by_id.get(id(p), f"param_groups[{gi}].params[{pi}]"))
-                k += 1
     return names

@@ -12,18 +12,27 @@ then ends the rank through the C++ runtime (tnt::fail_rank: one report line
 stops the other ranks within seconds and they print nothing. Ctrl+C
 (KeyboardInterrupt) ends the rank the same way.
 """
+from __future__ import annotations
+
 import atexit
 import sys
 import traceback
+from types import TracebackType
+from typing import Optional, Type
 
 from . import _tarantella
+from ._args import check_bool, check_int
 
-_runtime = None
+_runtime: Optional[_tarantella.Runtime] = None
 _closed = False
 
 
-def init():
-    """Starts the runtime unless it runs already. Returns nothing."""
+def init() -> None:
+    """Starts the runtime (MPI and the world group) unless it runs already.
+
+    Raises:
+        tarantella.Error: The runtime was shut down before (MPI cannot start twice).
+    """
     global _runtime
     if _runtime is not None:
         return
@@ -36,8 +45,8 @@ def init():
     sys.excepthook = _excepthook
 
 
-def shutdown():
-    """Collective: stops the runtime and finalizes MPI (runs by itself at exit)."""
+def shutdown() -> None:
+    """Stops the runtime and finalizes MPI. Collective; runs by itself at exit."""
     global _runtime, _closed
     if _runtime is None:
         return
@@ -46,67 +55,114 @@ def shutdown():
     runtime.close()
 
 
-def is_initialized():
+def is_initialized() -> bool:
+    """Whether the runtime runs.
+
+    Returns:
+        True between init() (or import) and shutdown().
+    """
     return _tarantella.is_initialized()
 
 
-def get_rank():
-    """This rank's number in 0..get_size()-1."""
+def get_rank() -> int:
+    """This rank's number.
+
+    Returns:
+        A number in 0..get_size()-1.
+    """
     return _tarantella.get_rank()
 
 
-def get_size():
-    """The number of ranks in the job."""
+def get_size() -> int:
+    """The number of ranks in the job.
+
+    Returns:
+        The world group's size.
+    """
     return _tarantella.get_size()
 
 
-def get_master_rank():
-    """The master rank, which logs and saves: always 0."""
+def get_master_rank() -> int:
+    """The master rank, which logs and saves.
+
+    Returns:
+        Always 0.
+    """
     return _tarantella.get_master_rank()
 
 
-def is_master_rank():
+def is_master_rank() -> bool:
+    """Whether this is the master rank.
+
+    Returns:
+        True on rank 0.
+    """
     return _tarantella.is_master_rank()
 
 
-def get_local_rank():
-    """This rank's number among the ranks on its node (for device binding)."""
+def get_local_rank() -> int:
+    """This rank's number among the ranks on its node (for device binding).
+
+    Returns:
+        A number in 0..get_local_size()-1.
+    """
     return _tarantella.get_local_rank()
 
 
-def get_local_size():
+def get_local_size() -> int:
+    """The number of ranks on this rank's node.
+
+    Returns:
+        The node's rank count.
+    """
     return _tarantella.get_local_size()
 
 
-def world():
-    """The group of every rank: a tnt.ProcessGroup."""
+def world() -> _tarantella.ProcessGroup:
+    """The group of every rank.
+
+    Returns:
+        A tnt.ProcessGroup (the C++ handle, which the C++ API accepts too).
+    """
     return _tarantella.world()
 
 
-def set_seed(seed, deterministic=True):
-    """Seeds every random source a training run uses, on every rank alike: torch's
-    generators (the same LibTorch), the default shuffle seed of tnt.data, C's
-    rand(), and Python's `random` and numpy's global generator; with
-    `deterministic`, torch's deterministic algorithms. Call it on every rank with
-    the same seed, before building the model and the data."""
+def set_seed(seed: int, deterministic: bool = True) -> None:
+    """Seeds every random source a training run uses, on every rank alike.
+
+    That is torch's generators (the same LibTorch), the default shuffle seed
+    of tnt.data, C's rand(), Python's `random` and numpy's global generator.
+    Call it on every rank with the same seed, before building the model and
+    the data.
+
+    Args:
+        seed: The seed (an int).
+        deterministic: Also switch torch to deterministic algorithms.
+
+    Raises:
+        TypeError: `seed` is not an int or `deterministic` not a bool.
+    """
     import random
+    check_int("set_seed()", "seed", seed)
+    check_bool("set_seed()", "deterministic", deterministic)
     random.seed(seed)
     try:
         import numpy
         numpy.random.seed(seed % 2**32)
     except ImportError:
         pass
-    _tarantella.set_seed(int(seed), bool(deterministic))
+    _tarantella.set_seed(seed, deterministic)
 
 
-def _rank_label():
+def _rank_label() -> str:
     try:
         return f"[tarantella rank {_tarantella.get_rank()}] "
     except Exception:
         return "[tarantella] "
 
 
-def _excepthook(exc_type, exc, tb):
+def _excepthook(exc_type: Type[BaseException], exc: BaseException,
+                tb: Optional[TracebackType]) -> None:
     prefix = _rank_label()
     if issubclass(exc_type, KeyboardInterrupt):
         summary = "interrupted (KeyboardInterrupt, Ctrl+C)"

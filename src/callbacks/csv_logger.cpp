@@ -1,6 +1,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -10,6 +11,20 @@
 #include "base/writable.h"
 
 namespace tnt::callbacks {
+namespace {
+
+// A value as Python's repr() and Keras's CSVLogger write it: the shortest
+// text that reads back as the same double (0.8649516881306966, not
+// 0.86495168813069656), with ".0" on a whole number (1.0, not 1). fmt's
+// "{}" is that shortest round trip, with repr's switch to exponents
+// (1e-05, 1e+16).
+std::string repr(double value) {
+  std::string text = fmt::format("{}", value);
+  if (text.find_first_not_of("-0123456789") == std::string::npos) text += ".0";
+  return text;
+}
+
+}  // namespace
 
 CSVLogger::CSVLogger(std::string filename, char separator, bool append)
     : filename_(std::move(filename)), separator_(separator), append_(append) {
@@ -42,7 +57,7 @@ void CSVLogger::on_epoch_end(std::int64_t epoch, const Logs& logs) {
   out << epoch;
   for (const auto& k : keys_) {
     auto it = logs.find(k);
-    out << separator_ << (it == logs.end() ? std::string() : fmt::format("{:.17g}", it->second));
+    out << separator_ << (it == logs.end() ? std::string() : repr(it->second));
   }
   out << "\n";
   // A full disk shows only when the buffer is written out: check then, so a

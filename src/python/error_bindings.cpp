@@ -1,7 +1,9 @@
 // C++ errors as Python exceptions. tnt::Error becomes tnt.Error (a
 // RuntimeError), its subclasses the matching Python subclasses, each with
 // the C++ message unchanged (it already names the rank, the value and the
-// fix). LibTorch's c10::Error loses its C++ backtrace on the way, as in
+// fix); tnt::ArgumentError, a caller's mistake in an argument, becomes the
+// standard library's ValueError, so the C++ check is the one source of
+// truth for that argument. LibTorch's c10::Error loses its C++ backtrace on the way, as in
 // torch itself.
 //
 // Why one translator with the most specific catch first: pybind11 tries
@@ -9,6 +11,7 @@
 // would swallow its subclasses.
 #include <c10/util/Exception.h>
 
+#include <tarantella/base/argument_error.h>
 #include <tarantella/base/error.h>
 
 #include "python/bindings.h"
@@ -38,6 +41,8 @@ void translate(std::exception_ptr error) {
     PyErr_SetString(g_mismatch, e.what());
   } catch (const TimeoutError& e) {
     PyErr_SetString(g_timeout, e.what());
+  } catch (const ArgumentError& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
   } catch (const Error& e) {
     PyErr_SetString(g_error, e.what());
   } catch (const c10::IndexError& e) {
@@ -65,12 +70,13 @@ void bind_errors(py::module_& m) {
   py::register_exception_translator(&translate);
 
   // Test hook: raises the C++ exception `kind` ("error", "mismatch",
-  // "timeout") with `message`, to show the translation from Python.
+  // "timeout", "argument") with `message`, to show the translation from Python.
   py::module_ testing = m.def_submodule("_testing", "Hooks for the test suite only.");
   testing.def("raise_error", [](const std::string& kind, const std::string& message) {
     if (kind == "mismatch") throw MismatchError(message);
     if (kind == "timeout") throw TimeoutError(message);
     if (kind == "error") throw Error(message);
+    if (kind == "argument") throw ArgumentError(message);
     throw std::invalid_argument("raise_error: unknown kind " + kind);
   });
 }

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include <tarantella/base/torch_compat.h>
+#include <tarantella/base/argument_error.h>
 #include <tarantella/base/default_seed.h>
 #include <tarantella/base/error.h>
 #include <tarantella/callbacks/builtins.h>
@@ -291,16 +292,17 @@ class PyModel {
     }
     if (settings.contains("mixed_precision")) {
       const auto p = settings["mixed_precision"].cast<std::string>();
-      TNT_CHECK(p == "bfloat16" || p == "float16" || p == "none", "mixed_precision '", p,
-                "' is not known: use 'bfloat16', 'float16' or None");
+      TNT_CHECK_ARG(p == "bfloat16" || p == "float16" || p == "none",
+                    "compile(): mixed_precision='", p,
+                    "' is not known: use 'bfloat16', 'float16' or None");
       o.mixed_precision(p == "bfloat16"   ? MixedPrecision::BFloat16
                         : p == "float16" ? MixedPrecision::Float16
                                          : MixedPrecision::None);
     }
     if (settings.contains("compression")) {
       const auto c = settings["compression"].cast<std::string>();
-      TNT_CHECK(c == "float16" || c == "bfloat16" || c == "none", "compression '", c,
-                "' is not known: use 'float16', 'bfloat16' or None");
+      TNT_CHECK_ARG(c == "float16" || c == "bfloat16" || c == "none", "compile(): compression='", c,
+                    "' is not known: use 'float16', 'bfloat16' or None");
       o.compression(c == "float16"    ? dp::Compression::Float16
                     : c == "bfloat16" ? dp::Compression::BFloat16
                                       : dp::Compression::None);
@@ -366,9 +368,12 @@ class PyModel {
  private:
   static tnt::Model make(const py::object& module, std::optional<comm::ProcessGroup> group) {
     const py::object nn_module = py::module_::import("torch.nn").attr("Module");
-    TNT_CHECK(py::isinstance(module, nn_module), "tnt.Model needs a torch.nn.Module, got a ",
-              type_name_of(module), ": wrap the network in a torch.nn.Module subclass (or pass "
-              "the module itself, not its output or state_dict)");
+    if (!py::isinstance(module, nn_module)) {
+      throw py::type_error(detail::concat(
+          "tnt.Model: module must be a torch.nn.Module, got a ", type_name_of(module),
+          ": wrap the network in a torch.nn.Module subclass (or pass the module itself, not its "
+          "output or state_dict)"));
+    }
     std::shared_ptr<ModuleAdapter> adapter = std::make_shared<PyModule>(module);
     if (group) return tnt::Model(adapter, *group);
     return tnt::Model(adapter);
@@ -443,10 +448,11 @@ void bind_keras(py::module_& m) {
     if (name == "mean_absolute_error" || name == "mae") return losses::MeanAbsoluteError();
     if (name == "huber") return losses::Huber();
     if (name == "nll_loss") return losses::NLLLoss();
-    throw Error(detail::concat("loss '", name, "' is not known: use a torch loss module, a "
-                               "callable, or one of sparse_categorical_crossentropy, "
-                               "categorical_crossentropy, binary_crossentropy, mse, mae, huber, "
-                               "nll_loss"));
+    throw ArgumentError(detail::concat(
+        "compile(): loss='", name,
+        "' is not known: use a torch loss module, a callable (y_pred, y_true) -> mean loss, or "
+        "one of sparse_categorical_crossentropy, categorical_crossentropy, binary_crossentropy, "
+        "mean_squared_error (mse), mean_absolute_error (mae), huber, nll_loss"));
   });
 
   py::class_<metrics::Metric>(m, "Metric").def_readonly("name", &metrics::Metric::name);
@@ -461,11 +467,12 @@ void bind_keras(py::module_& m) {
     if (name == "top_k_categorical_accuracy") return metrics::TopKCategoricalAccuracy();
     if (name == "mean_squared_error" || name == "mse") return metrics::MeanSquaredError();
     if (name == "mean_absolute_error" || name == "mae") return metrics::MeanAbsoluteError();
-    throw Error(detail::concat("metric '", name, "' is not known: use one of accuracy, "
-                               "sparse_categorical_accuracy, categorical_accuracy, "
-                               "binary_accuracy, top_k_categorical_accuracy, mse, mae, a "
-                               "tnt.metrics.Metric or a callable (y_pred, y_true) -> per-sample "
-                               "values"));
+    throw ArgumentError(detail::concat(
+        "compile(): metrics: '", name,
+        "' is not known: use one of accuracy (acc), sparse_categorical_accuracy, "
+        "categorical_accuracy, binary_accuracy, top_k_categorical_accuracy, mean_squared_error "
+        "(mse), mean_absolute_error (mae), a tnt.metrics.Metric or a callable (y_pred, y_true) "
+        "-> per-sample values"));
   });
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include <tarantella/base/argument_error.h>
 #include <tarantella/base/error.h>
 
 #include "python/py_object.h"
@@ -30,10 +31,13 @@ void append_components(const py::object& value, const char* name, data::Element&
     out.push_back(to_tensor(value, name));
     return;
   }
-  TNT_CHECK(is_component_list(value), "fit/evaluate/predict: ", name, " is a ", type_name(value),
-            ": give a torch.Tensor or numpy array, a tuple/list of them, a map-style dataset "
-            "(with __len__ and __getitem__, e.g. a torch.utils.data.Dataset) or a "
-            "tnt.data.Dataset");
+  if (!is_component_list(value)) {
+    throw py::type_error(detail::concat(
+        "fit/evaluate/predict: ", name, " is a ", type_name(value),
+        ": give a torch.Tensor or numpy array, a tuple/list of them, a map-style dataset "
+        "(with __len__ and __getitem__, e.g. a torch.utils.data.Dataset) or a "
+        "tnt.data.Dataset"));
+  }
   std::size_t k = 0;
   for (const py::handle item : value) {
     out.push_back(to_tensor(item, std::string(name) + "[" + std::to_string(k++) + "]"));
@@ -58,17 +62,17 @@ data::Dataset dataset_from_python(const py::object& x, const py::object& y,
                                   std::optional<std::int64_t> global_batch_size, bool shuffle,
                                   std::uint64_t seed) {
   if (py::isinstance<data::Dataset>(x)) {
-    TNT_CHECK(y.is_none(), "fit/evaluate/predict: x is a tnt.data.Dataset, which carries its "
-                           "targets, so y must be None (got a ", type_name(y), ")");
-    TNT_CHECK(!global_batch_size.has_value(),
+    TNT_CHECK_ARG(y.is_none(), "fit/evaluate/predict: x is a tnt.data.Dataset, which carries "
+                               "its targets, so y must be None (got a ", type_name(y), ")");
+    TNT_CHECK_ARG(!global_batch_size.has_value(),
               "fit/evaluate/predict: x is a tnt.data.Dataset, which is batched already, so "
               "batch_size must be None (got ", global_batch_size.value_or(0),
               "): set the GLOBAL batch size with .batch(...) on the dataset");
     return x.cast<data::Dataset>();
   }
   const std::int64_t batch_size = global_batch_size.value_or(kDefaultBatchSize);
-  TNT_CHECK(batch_size > 0, "fit/evaluate/predict: batch_size ", batch_size,
-            " must be positive: give the GLOBAL batch size, e.g. 64");
+  TNT_CHECK_ARG(batch_size > 0, "fit/evaluate/predict: batch_size=", batch_size,
+                " is invalid: give the GLOBAL batch size, 1 or more, e.g. batch_size=64");
   data::Dataset ds = [&] {
     if (is_array(x) || is_component_list(x)) {
       data::Element tensors;
@@ -77,12 +81,15 @@ data::Dataset dataset_from_python(const py::object& x, const py::object& y,
       return data::Dataset::from_tensor_slices(tensors);
     }
     const bool map_style = py::hasattr(x, "__len__") && py::hasattr(x, "__getitem__");
-    TNT_CHECK(map_style, "fit/evaluate/predict: x is a ", type_name(x),
-              ": give a torch.Tensor or numpy array, a tuple/list of them, a map-style dataset "
-              "(with __len__ and __getitem__, e.g. a torch.utils.data.Dataset) or a "
-              "tnt.data.Dataset");
-    TNT_CHECK(y.is_none(), "fit/evaluate/predict: x is a map-style dataset (", type_name(x),
-              "), whose items carry the targets, so y must be None (got a ", type_name(y), ")");
+    if (!map_style) {
+      throw py::type_error(detail::concat(
+          "fit/evaluate/predict: x is a ", type_name(x),
+          ": give a torch.Tensor or numpy array, a tuple/list of them, a map-style dataset "
+          "(with __len__ and __getitem__, e.g. a torch.utils.data.Dataset) or a "
+          "tnt.data.Dataset"));
+    }
+    TNT_CHECK_ARG(y.is_none(), "fit/evaluate/predict: x is a map-style dataset (", type_name(x),
+                  "), whose items carry the targets, so y must be None (got a ", type_name(y), ")");
     return from_map_style(x);
   }();
   if (shuffle) ds = ds.shuffle(std::max<std::int64_t>(ds.cardinality(), 1), seed);

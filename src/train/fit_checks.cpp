@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <tarantella/base/argument_error.h>
 #include <tarantella/base/error.h>
 #include <tarantella/base/logging.h>
 #include <tarantella/train/progbar_logger.h>
@@ -13,10 +14,12 @@ namespace tnt::train {
 
 void check_fit_options(const FitOptions& options, const CompileOptions& compiled,
                        bool collective_layers) {
-  TNT_CHECK(options.epochs() > options.initial_epoch(), "fit(): epochs (", options.epochs(),
-            ") must be greater than initial_epoch (", options.initial_epoch(), ")");
-  TNT_CHECK(options.validation_freq() >= 1, "validation_freq must be at least 1, got ",
-            options.validation_freq());
+  TNT_CHECK_ARG(options.epochs() > options.initial_epoch(), "fit(): epochs=", options.epochs(),
+                " must be greater than initial_epoch=", options.initial_epoch(),
+                ": epochs is the index of the last epoch plus one (Keras's meaning), e.g. "
+                "epochs=", options.initial_epoch() + 1);
+  TNT_CHECK_ARG(options.validation_freq() >= 1, "fit(): validation_freq=",
+                options.validation_freq(), " is invalid: validate every 1 or more epochs");
   // The learning-rate callbacks set the optimizer's rate each epoch; a
   // compile-time schedule sets it every step and would silently win.
   if (compiled.schedule()) {

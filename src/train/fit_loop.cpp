@@ -22,6 +22,16 @@
 #include "train/fit_checks.h"
 
 namespace tnt::train {
+namespace {
+
+bool sets_learning_rate(const std::vector<callbacks::CallbackPtr>& list) {
+  return std::any_of(list.begin(), list.end(), [](const callbacks::CallbackPtr& cb) {
+    return cb->sets_learning_rate() != nullptr;
+  });
+}
+
+}  // namespace
+
 FitLoop::FitLoop(Engine& engine, const data::Dataset& train, const FitOptions& options,
                  Driver driver)
     : e_(engine), train_(train), options_(options), driver_(driver), skipped_(train) {}
@@ -167,6 +177,14 @@ void FitLoop::end_epoch(std::int64_t epoch) {
       logs_["val_" + name] = value;
       local_logs_["val_" + name] = value;  // evaluation logs are global
     }
+  }
+  // As Keras: with a callback that sets the rate, the logs (and so the
+  // History and CSVLogger) carry the epoch's rate as "lr", read before
+  // ReduceLROnPlateau lowers it for the next epoch.
+  if (sets_learning_rate(options_.callbacks())) {
+    const double lr = driver_.host->learning_rate();
+    logs_["lr"] = lr;
+    local_logs_["lr"] = lr;
   }
   e_.counters().epochs_done = epoch + 1;
   e_.set_position({epoch + 1, 0, {}, dist_->global_batch_size(), e_.group().size()});

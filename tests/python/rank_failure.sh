@@ -112,11 +112,11 @@ check "callback failure names rank 0" has "rank 0 on host"
 check "callback failure shows the error" has "callback broke on purpose"
 check "callback failure: one traceback" test "$(count 'Traceback (most recent call last)')" -eq 1
 
-# A non-Module model: a clear tnt.Error on every rank, the job fails.
+# A non-Module model: a clear TypeError on every rank, the job fails.
 run 'import tarantella as tnt
 tnt.Model(lambda x: x)' 2
 check "non-Module fails the job" test "$STATUS" -ne 0
-check "non-Module: the message names the fix" has "tnt.Model needs a torch.nn.Module, got a function"
+check "non-Module: the message names the fix" has "tnt.Model: module must be a torch.nn.Module, got a function"
 
 # A clean job exits 0 (the runtime shuts down at exit on every rank).
 run 'import torch, tarantella as tnt

@@ -32,8 +32,8 @@ def test_cpp_check_in_the_library_is_a_tnt_error(rank):
         outsider.allreduce(torch.zeros(1))
 
 
-def test_bad_batch_size_names_value_and_fix(size):
-    with pytest.raises(tnt.Error, match="batch_size 0 must be positive"):
+def test_bad_batch_size_is_a_value_error_naming_value_and_fix(size):
+    with pytest.raises(ValueError, match="batch_size=0 is invalid: give the GLOBAL batch size"):
         _tarantella.dataset_from_python(torch.zeros(4), None, 0)
 
 

@@ -52,9 +52,9 @@ def test_fit_logs_and_evaluate_give_the_global_value():
 
 def test_a_named_lambda_and_bad_metrics_are_explained():
     assert tnt.metrics.mean_of(lambda p, t: p, name="raw").name == "raw"
-    with pytest.raises(tnt.Error, match="a metric must be a name such as 'accuracy'.*got a int"):
+    with pytest.raises(TypeError, match="metrics must be a name such as 'accuracy'.*got 3"):
         tnt.Model(torch.nn.Linear(4, 3)).compile(loss="mse", metrics=[3])
-    with pytest.raises(tnt.Error, match="state_size must be at least 1, got 0"):
+    with pytest.raises(ValueError, match="state_size=0 is invalid"):
         tnt.metrics.from_state("s", abs_logit, float, 0)
     x, y = data()
     net = torch.nn.Linear(4, 3)

@@ -1,6 +1,7 @@
 """tnt.DistributedOptimizer: the C++ hooks and buckets under a Python loop give the
 weights of a serial torch loop over the same global batches."""
 import copy
+import warnings
 
 import pytest
 import torch
@@ -54,23 +55,30 @@ def serial_weights(make_opt, steps, batch, data):
 
 
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
-def test_thirty_steps_match_a_serial_loop(name, rank):
-    data, batch, steps = Data(), 10, 30  # 10 samples over 3 ranks: 4, 3, 3
+@pytest.mark.parametrize("given", [True, False], ids=["loader=", "without_loader"])
+def test_thirty_steps_match_a_serial_loop(name, given, rank):
+    # 10 samples over 3 ranks: 4, 3, 3. Without loader= the optimizer takes
+    # each step's shares from the tnt loader that handed out the batch: as
+    # exact, and without the 1/N warning.
+    data, batch, steps = Data(), 10, 30
     model = make_model(1 + rank)  # different on every rank: the broadcast must fix it
     opt = OPTIMIZERS[name](model.parameters())
     loader = tnt.data.DataLoader(data, batch_size=batch)
-    dopt = tnt.DistributedOptimizer(opt, named_parameters=model.named_parameters(), loader=loader)
+    dopt = tnt.DistributedOptimizer(opt, named_parameters=model.named_parameters(),
+                                    loader=loader if given else None)
     scheduler = torch.optim.lr_scheduler.StepLR(dopt, step_size=10, gamma=0.5)
     done = 0
-    while done < steps:
-        for x, y in loader:
-            dopt.zero_grad()
-            F.cross_entropy(model(x), y).backward()
-            dopt.step()
-            scheduler.step()
-            done += 1
-            if done == steps:
-                break
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "weighs 1/N" warning
+        while done < steps:
+            for x, y in loader:
+                dopt.zero_grad()
+                F.cross_entropy(model(x), y).backward()
+                dopt.step()
+                scheduler.step()
+                done += 1
+                if done == steps:
+                    break
     expected = serial_weights(OPTIMIZERS[name], steps, batch, data)
     for key, value in model.state_dict().items():
         torch.testing.assert_close(value, expected[key], rtol=1e-5, atol=1e-6,
@@ -92,14 +100,43 @@ def test_initial_state_is_rank_zeros(rank, size):
     assert opt.param_groups[0]["lr"] == pytest.approx(0.001)
 
 
-def test_without_loader_weights_are_one_over_n(rank, size):
+def test_without_any_tnt_loader_weights_are_one_over_n_with_one_warning(rank, size):
     torch.manual_seed(0)
     w = torch.nn.Parameter(torch.zeros(3))
     opt = tnt.DistributedOptimizer(torch.optim.SGD([w], lr=1.0))
-    (w * float(rank + 1)).sum().backward()
-    opt.step()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            opt.zero_grad()
+            (w * float(rank + 1)).sum().backward()
+            opt.step()
     mean = sum(r + 1 for r in range(size)) / size
-    assert torch.allclose(w.detach(), torch.full((3,), -mean))
+    assert torch.allclose(w.detach(), torch.full((3,), -2 * mean))
+    messages = [str(c.message) for c in caught if issubclass(c.category, UserWarning)]
+    if size == 1:
+        assert messages == []  # 1/1 is exact
+    else:
+        assert len(messages) == 1, messages  # once, at the first step
+        assert f"weighs 1/{size}" in messages[0] and "tnt.data.DataLoader" in messages[0]
+
+
+def test_a_plain_torch_loader_weighs_one_over_n(rank, size):
+    # A plain torch loader (here one that hands every rank the whole batch,
+    # so 1/N is right): the tnt loaders of other tests do not leak into it.
+    tnt.data.DataLoader(Data(), batch_size=10).__iter__().__next__()
+    model = make_model(1)
+    dopt = tnt.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1))
+    plain = make_model(1)
+    sgd = torch.optim.SGD(plain.parameters(), lr=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for x, y in torch.utils.data.DataLoader(Data(40), batch_size=10):
+            for net, opt in ((model, dopt), (plain, sgd)):
+                opt.zero_grad()
+                F.cross_entropy(net(x), y).backward()
+                opt.step()
+    for a, b in zip(model.parameters(), plain.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
 def test_grad_holds_the_global_gradient_before_the_inner_step(rank, size):
@@ -116,7 +153,7 @@ def test_grad_holds_the_global_gradient_before_the_inner_step(rank, size):
 def test_closure_and_wrong_types_are_refused():
     w = torch.nn.Parameter(torch.ones(1))
     opt = tnt.DistributedOptimizer(torch.optim.SGD([w], lr=0.1))
-    with pytest.raises(tnt.Error, match="takes no closure"):
+    with pytest.raises(TypeError, match="takes no closure"):
         opt.step(lambda: 0.0)
     with pytest.raises(TypeError, match="torch.optim.Optimizer"):
         tnt.DistributedOptimizer(object())

@@ -9,40 +9,86 @@
 Each rank computes only its own samples of every global batch (the C++
 distribution rewrites the pipeline); the same shuffle order on every rank.
 """
+from __future__ import annotations
+
+from typing import Iterator, Optional, Tuple
+
+import torch
+
 from .. import _tarantella
+from . import _handed_out
 
 
 class DistributedDataset:
-    """This rank's micro-batches of a batched Dataset; each iteration is one epoch."""
+    """This rank's micro-batches of a batched Dataset; each iteration is one epoch.
 
-    def __init__(self, dataset, group=None):
+    Every rank of the group must iterate it alike (the same epochs).
+
+    Attributes:
+        share: This rank's (n_r, B) of the batch last handed out.
+        epoch: The epoch the next iteration gives.
+    """
+
+    def __init__(self, dataset: _tarantella.Dataset,
+                 group: Optional[_tarantella.ProcessGroup] = None) -> None:
+        """Distributes `dataset`.
+
+        Args:
+            dataset: A batched tnt.data.Dataset (its batch size is GLOBAL).
+            group: The ranks (default: every rank).
+
+        Raises:
+            tarantella.Error: The dataset is not batched, or its batch is
+                smaller than the number of ranks.
+        """
+        self._group = group if group is not None else _tarantella.world()
         self._dist = _tarantella.DistributedDataset(
             dataset, group if group is not None else _tarantella.ProcessGroup())
         self.share = _tarantella.BatchShare()
         self.epoch = 0
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tuple[torch.Tensor, ...]]:
         epoch, self.epoch = self.epoch, self.epoch + 1
         return self.iterate(epoch)
 
-    def iterate(self, epoch):
-        """The micro-batches of `epoch` (tuples of tensors)."""
-        return self._dist.iterate(epoch, self.share)
+    def iterate(self, epoch: int) -> Iterator[Tuple[torch.Tensor, ...]]:
+        """The micro-batches of `epoch` (its shuffle order).
 
-    def __len__(self):
+        Args:
+            epoch: Counted from 0.
+
+        Returns:
+            An iterator over tuples of tensors, this rank's share of each batch.
+        """
+        for element in self._dist.iterate(epoch, self.share):
+            local, global_size = self.share.get()
+            _handed_out.handed_out(local, global_size, self._group)
+            yield element
+
+    def __len__(self) -> int:
         n = self._dist.cardinality()
         if n < 0:
             raise TypeError("the distributed dataset's length is not known")
         return n
 
     @property
-    def global_batch_size(self):
+    def global_batch_size(self) -> int:
+        """The batch size over all ranks."""
         return self._dist.global_batch_size
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<tarantella.data.DistributedDataset: {self._dist.describe()}>"
 
 
-def distribute(dataset, group=None):
-    """DistributedDataset(dataset, group): over the world group by default."""
+def distribute(dataset: _tarantella.Dataset,
+               group: Optional[_tarantella.ProcessGroup] = None) -> DistributedDataset:
+    """This rank's micro-batches of `dataset`: DistributedDataset(dataset, group).
+
+    Args:
+        dataset: A batched tnt.data.Dataset (its batch size is GLOBAL).
+        group: The ranks (default: every rank).
+
+    Returns:
+        The distributed dataset.
+    """
     return DistributedDataset(dataset, group)

@@ -13,55 +13,135 @@ or decoded is dropped instead, with one warning naming it; fit() weights
 each step by the samples that remain and reports the count per epoch.
 A missing shard or a stale index stays an error.
 """
+from __future__ import annotations
+
+import os
+from typing import Iterable, List, Optional, Sequence, Tuple, Union
+
 from .. import _tarantella as _c
 
 __all__ = ["list_image_folder", "from_image_folder", "from_image_files", "from_image_shards",
            "pack_image_shards", "index_image_shard"]
 
-
-def list_image_folder(dir, classes=None):
-    """(paths, labels, classes) of an ImageNet-layout folder (one sub-folder per
-    class), sorted by class, then file name: the same on every rank. With
-    `classes` (e.g. the training folder's), every sub-folder must be one of
-    them and keeps its label."""
-    return _c.list_image_folder(str(dir), list(classes or []))
+#: A file or folder name.
+Path = Union[str, "os.PathLike[str]"]
 
 
-def from_image_folder(dir, num_workers=1, decode_short_side=0, classes=None, on_error="raise"):
-    """Elements (image uint8 [3, H, W], label int64) of list_image_folder(dir).
-    num_workers: threads that decode the images of one request (a micro-batch).
-    decode_short_side > 0: decode JPEGs at the smallest DCT scale that keeps
-    the shorter side at least that long (for resize + center crop; leave 0 for
-    random_resized_crop). on_error: "raise" (default: a bad image is an error
-    naming the file) or "skip" (it is dropped with one warning)."""
-    return _c.from_image_folder(str(dir), num_workers, decode_short_side, list(classes or []),
-                                on_error)
+def list_image_folder(dir: Path, classes: Optional[Sequence[str]] = None
+                      ) -> Tuple[List[str], List[int], List[str]]:
+    """Lists an ImageNet-layout folder (one sub-folder per class).
+
+    Sorted by class, then file name: the same on every rank.
+
+    Args:
+        dir: The folder.
+        classes: The class names (e.g. the training folder's): every
+            sub-folder must be one of them and keeps its label. Default: the
+            sub-folders, sorted.
+
+    Returns:
+        (paths, labels, classes).
+    """
+    return _c.list_image_folder(os.fspath(dir), list(classes or []))
 
 
-def from_image_files(paths, labels, num_workers=1, decode_short_side=0, on_error="raise"):
-    """Element i is (paths[i] decoded, labels[i]); on_error as in from_image_folder."""
-    return _c.from_image_files([str(p) for p in paths], [int(l) for l in labels], num_workers,
-                               decode_short_side, on_error)
+def from_image_folder(dir: Path, num_workers: int = 1, decode_short_side: int = 0,
+                      classes: Optional[Sequence[str]] = None,
+                      on_error: str = "raise") -> _c.Dataset:
+    """The images of list_image_folder(dir), decoded when read.
+
+    Args:
+        dir: The folder.
+        num_workers: Threads that decode the images of one request (a micro-batch).
+        decode_short_side: > 0: decode JPEGs at the smallest DCT scale that
+            keeps the shorter side at least that long (for resize + center
+            crop; leave 0 for random_resized_crop).
+        classes: As in list_image_folder.
+        on_error: "raise" (a bad image is an error naming the file) or "skip"
+            (it is dropped with one warning).
+
+    Returns:
+        A Dataset of (image uint8 [3, H, W], label int64).
+
+    Raises:
+        ValueError: `on_error` is neither "raise" nor "skip".
+    """
+    return _c.from_image_folder(os.fspath(dir), num_workers, decode_short_side,
+                                list(classes or []), on_error)
 
 
-def from_image_shards(shards, num_workers=1, decode_short_side=0, build_index=True,
-                      on_error="raise"):
-    """The samples of WebDataset-style tar shards (an image member and a .cls
-    label per key), in shard order, then member order. Each shard's index
-    (beside it) makes them random access; a missing or stale index is rebuilt,
-    or with build_index=False an error. on_error="skip" drops a damaged image
-    member with a warning; a missing shard or a stale index stays an error."""
-    return _c.from_image_shards([str(s) for s in shards], num_workers, decode_short_side,
+def from_image_files(paths: Iterable[Path], labels: Iterable[int], num_workers: int = 1,
+                     decode_short_side: int = 0, on_error: str = "raise") -> _c.Dataset:
+    """Element i is (paths[i] decoded, labels[i]).
+
+    Args:
+        paths: The image files.
+        labels: Their labels.
+        num_workers: As in from_image_folder.
+        decode_short_side: As in from_image_folder.
+        on_error: As in from_image_folder.
+
+    Returns:
+        A Dataset of (image uint8 [3, H, W], label int64).
+
+    Raises:
+        ValueError: `on_error` is neither "raise" nor "skip".
+    """
+    return _c.from_image_files([os.fspath(p) for p in paths], [int(l) for l in labels],
+                               num_workers, decode_short_side, on_error)
+
+
+def from_image_shards(shards: Iterable[Path], num_workers: int = 1, decode_short_side: int = 0,
+                      build_index: bool = True, on_error: str = "raise") -> _c.Dataset:
+    """The samples of WebDataset-style tar shards, in shard order, then member order.
+
+    Each shard holds an image member and a .cls label per key. Each shard's
+    index (beside it) makes them random access.
+
+    Args:
+        shards: The tar files.
+        num_workers: As in from_image_folder.
+        decode_short_side: As in from_image_folder.
+        build_index: Rebuild a missing or stale index (False: an error).
+        on_error: "skip" drops a damaged image member with a warning; a
+            missing shard or a stale index stays an error.
+
+    Returns:
+        A Dataset of (image uint8 [3, H, W], label int64).
+
+    Raises:
+        ValueError: `on_error` is neither "raise" nor "skip".
+    """
+    return _c.from_image_shards([os.fspath(s) for s in shards], num_workers, decode_short_side,
                                 build_index, on_error)
 
 
-def pack_image_shards(paths, labels, prefix, samples_per_shard):
-    """Packs images into `<prefix>-000000.tar`, ... with their indexes; returns
-    the shard paths. The same as the `tnt-pack-shards` command."""
-    return _c.pack_image_shards([str(p) for p in paths], [int(l) for l in labels], str(prefix),
-                                samples_per_shard)
+def pack_image_shards(paths: Iterable[Path], labels: Iterable[int], prefix: Path,
+                      samples_per_shard: int) -> List[str]:
+    """Packs images into `<prefix>-000000.tar`, ... with their indexes.
+
+    The same as the `tnt-pack-shards` command.
+
+    Args:
+        paths: The image files.
+        labels: Their labels.
+        prefix: The shards' path prefix.
+        samples_per_shard: Images per shard.
+
+    Returns:
+        The shard paths.
+    """
+    return _c.pack_image_shards([os.fspath(p) for p in paths], [int(l) for l in labels],
+                                os.fspath(prefix), samples_per_shard)
 
 
-def index_image_shard(shard):
-    """Builds (or rebuilds) the index beside `shard`; returns its path."""
-    return _c.index_image_shard(str(shard))
+def index_image_shard(shard: Path) -> str:
+    """Builds (or rebuilds) the index beside `shard`.
+
+    Args:
+        shard: The tar file.
+
+    Returns:
+        The index's path.
+    """
+    return _c.index_image_shard(os.fspath(shard))

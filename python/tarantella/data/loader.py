@@ -22,13 +22,20 @@ an empty batch (first dimension 0, same trailing shapes and dtypes), so every
 rank runs the same number of steps; its gradient then counts as zero.
 
 `loader.share` holds this rank's share (n_r, L) of the batch last handed out;
-tnt.DistributedOptimizer(..., loader=loader) reads it to weight the gradient
-by n_r / L, exact for uneven shares.
+tnt.DistributedOptimizer reads it to weight the gradient by n_r / L, exact
+for uneven shares: with loader=loader, or without loader= through
+data/_handed_out.py, which every batch handed out here is told to.
 """
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sized, Tuple
+
 import torch
 import torch.utils.data
 
 from .. import _tarantella
+from .._args import check_bool, check_int
+from . import _handed_out
 
 
 class _RankBatches:
@@ -36,14 +43,14 @@ class _RankBatches:
     every global batch. Iterated once per epoch, in the main process, when
     torch's loader iterator starts; records (n_r, L) of each batch in `plan`."""
 
-    def __init__(self, loader):
+    def __init__(self, loader: DataLoader) -> None:
         self._loader = loader
-        self.plan = []
+        self.plan: List[Tuple[int, int]] = []
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._loader)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[List[int]]:
         loader = self._loader
         order = loader._order()
         n, b = len(order), loader.batch_size
@@ -58,28 +65,63 @@ class _RankBatches:
 
 
 class DataLoader:
-    """DataLoader(dataset, batch_size=GLOBAL, shuffle=False, seed=None,
-    num_workers=0, drop_last=False, collate_fn=None, group=None, **torch_kwargs)
+    """torch's DataLoader with a GLOBAL batch size: this rank's share of each batch.
 
     Iterating gives this rank's share of every global batch of `batch_size`
     samples of the map-style `dataset` (len and indexing), the same sequence
-    of batches on every rank. Further keyword arguments (pin_memory,
-    worker_init_fn, persistent_workers, ...) go to torch's DataLoader.
+    of batches on every rank. Every rank of the group must iterate it alike.
+    Further keyword arguments (pin_memory, worker_init_fn,
+    persistent_workers, ...) go to torch's DataLoader.
+
+    Attributes:
+        share: This rank's (n_r, L) of the batch last handed out.
+        epoch: The epoch the next iteration gives.
     """
 
-    def __init__(self, dataset, batch_size=1, shuffle=False, seed=None, num_workers=0,
-                 drop_last=False, collate_fn=None, group=None, **torch_kwargs):
-        for unsupported in ("sampler", "batch_sampler"):
-            if torch_kwargs.get(unsupported) is not None:
+    def __init__(self, dataset: torch.utils.data.Dataset[object], batch_size: int = 1,
+                 shuffle: bool = False, seed: Optional[int] = None, num_workers: int = 0,
+                 drop_last: bool = False,
+                 collate_fn: Optional[Callable[[List[Any]], Any]] = None,
+                 group: Optional[_tarantella.ProcessGroup] = None,
+                 **torch_kwargs: object) -> None:
+        """Makes the loader.
+
+        Args:
+            dataset: A map-style dataset (__len__ and __getitem__).
+            batch_size: The GLOBAL batch size, at least the number of ranks.
+            shuffle: Reshuffle every epoch (the same order on every rank).
+            seed: The shuffle's seed; None: drawn from torch's generator on
+                rank 0, as torch's RandomSampler does, and broadcast.
+            num_workers: torch's worker processes.
+            drop_last: Drop a short last batch.
+            collate_fn: Makes a batch of a list of samples (torch's
+                default_collate by default).
+            group: The ranks (default: every rank).
+            **torch_kwargs: Further arguments of torch's DataLoader.
+
+        Raises:
+            TypeError: An argument of the wrong type, or an argument torch's
+                DataLoader does not have.
+            ValueError: batch_size < 1, or sampler=, batch_sampler= or generator= given.
+            tarantella.Error: This rank is not in `group`, or the batch is
+                smaller than the number of ranks.
+        """
+        where = "tnt.data.DataLoader"
+        # Never ignored: each would change which samples a rank reads, which
+        # this loader decides (the same order on every rank).
+        for unsupported in ("sampler", "batch_sampler", "generator"):
+            if torch_kwargs.pop(unsupported, None) is not None:
                 raise ValueError(f"tnt.data.DataLoader chooses the samples of each rank itself, "
                                  f"so {unsupported}= is not supported: use shuffle= and seed=")
-        torch_kwargs.pop("generator", None)
         self.dataset = dataset
-        self.batch_size = int(batch_size)
-        self.shuffle = bool(shuffle)
-        self.seed = seed
-        self.drop_last = bool(drop_last)
-        self.num_workers = num_workers
+        self.batch_size = check_int(where, "batch_size", batch_size)
+        if self.batch_size < 1:
+            raise ValueError(f"tnt.data.DataLoader: batch_size={batch_size} is invalid: give the "
+                             "GLOBAL batch size, 1 or more, e.g. batch_size=64")
+        self.shuffle = check_bool(where, "shuffle", shuffle)
+        self.seed = None if seed is None else check_int(where, "seed", seed)
+        self.drop_last = check_bool(where, "drop_last", drop_last)
+        self.num_workers = check_int(where, "num_workers", num_workers)
         self._group = group if group is not None else _tarantella.world()
         if not self._group.is_member:
             raise _tarantella.Error(f"tnt.data.DataLoader: this rank is not a member of "
@@ -92,16 +134,22 @@ class DataLoader:
         self.share = _tarantella.BatchShare()
         self.epoch = 0
         self._batches = _RankBatches(self)
-        self._torch_loader = torch.utils.data.DataLoader(
+        self._torch_loader: torch.utils.data.DataLoader[object] = torch.utils.data.DataLoader(
             dataset, batch_sampler=self._batches, num_workers=num_workers,
-            collate_fn=collate_fn, **torch_kwargs)
+            collate_fn=collate_fn, **torch_kwargs)  # type: ignore[arg-type]
 
-    def __len__(self):
-        n, b = len(self.dataset), self.batch_size
+    def _length(self) -> int:
+        if not isinstance(self.dataset, Sized):
+            raise TypeError(f"tnt.data.DataLoader: dataset must be map-style, with __len__ and "
+                            f"__getitem__, got a {type(self.dataset).__name__}")
+        return len(self.dataset)
+
+    def __len__(self) -> int:
+        n, b = self._length(), self.batch_size
         return n // b if self.drop_last else (n + b - 1) // b
 
-    def _order(self):
-        n = len(self.dataset)
+    def _order(self) -> List[int]:
+        n = self._length()
         epoch, self.epoch = self.epoch, self.epoch + 1
         if not self.shuffle:
             return list(range(n))
@@ -112,23 +160,27 @@ class DataLoader:
         self._group.broadcast(seed, 0)
         generator = torch.Generator()
         generator.manual_seed(int(seed.item()))
-        return torch.randperm(n, generator=generator).tolist()
+        order: List[int] = torch.randperm(n, generator=generator).tolist()
+        return order
 
-    def __iter__(self):
+    # A batch is whatever collate_fn makes (torch's default_collate: tensors,
+    # or tuples, lists, dicts of them), hence Any.
+    def __iter__(self) -> Iterator[Any]:
         for step, batch in enumerate(self._torch_loader):
             local, global_size = self._batches.plan[step]
             if local == 0:
                 batch = _empty_like(batch)
             self.share.set(local, global_size)
+            _handed_out.handed_out(local, global_size, self._group)
             yield batch
 
 
-def _empty_like(batch):
+def _empty_like(batch: object) -> object:
     """The collated batch with no sample: every tensor narrowed to 0 rows."""
-    if torch.is_tensor(batch):
+    if isinstance(batch, torch.Tensor):
         return batch[:0]
     if isinstance(batch, tuple) and hasattr(batch, "_fields"):
-        return type(batch)(*(_empty_like(b) for b in batch))
+        return getattr(batch, "_make")(_empty_like(b) for b in batch)
     if isinstance(batch, (tuple, list)):
         return type(batch)(_empty_like(b) for b in batch)
     if isinstance(batch, dict):

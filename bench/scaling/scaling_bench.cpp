@@ -32,8 +32,8 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "models.h"  // bench/train_step: the MLP
@@ -111,7 +111,8 @@ void run_plain(const Args& a) {
   torch::manual_seed(a.seed + 1);
   Net net = make_net<Net>(a);
   net->train();
-  torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(0.01).momentum(a.momentum));
+  torch::optim::SGD optimizer(net->parameters(),
+                              torch::optim::SGDOptions(0.01).momentum(a.momentum));
   std::vector<double> step_s;
   for (std::int64_t step = 0; step < a.steps; ++step) {
     const auto start = Clock::now();
@@ -160,9 +161,10 @@ void run_tnt(const Args& a) {
                     .optimizer(tnt::optimizers::SGD(0.01, a.momentum))
                     .loss(tnt::losses::SparseCategoricalCrossentropy())
                     .compression(compression)
-                    .mixed_precision(a.mixed_precision == "float16"    ? tnt::MixedPrecision::Float16
-                                     : a.mixed_precision == "bfloat16" ? tnt::MixedPrecision::BFloat16
-                                                                       : tnt::MixedPrecision::None));
+                    .mixed_precision(a.mixed_precision == "float16" ? tnt::MixedPrecision::Float16
+                                     : a.mixed_precision == "bfloat16"
+                                         ? tnt::MixedPrecision::BFloat16
+                                         : tnt::MixedPrecision::None));
   auto timer = std::make_shared<StepTimer>();
   model.fit(train,
             tnt::FitOptions().epochs(1).steps_per_epoch(a.steps).verbose(0).callbacks({timer}));

@@ -1,15 +1,14 @@
 #include "comm/host_staging.h"
 
-#include <algorithm>
-#include <chrono>
-
 #include <c10/core/Event.h>
 #include <c10/core/Stream.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
+#include <tarantella/base/error.h>
 #include <torch/torch.h>
 
-#include <tarantella/base/error.h>
+#include <algorithm>
+#include <chrono>
 
 #include "comm/poll.h"
 

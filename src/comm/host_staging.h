@@ -19,12 +19,12 @@
 // Tensors on the CPU pass through untouched.
 #pragma once
 
+#include <torch/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-
-#include <torch/types.h>
 
 namespace tnt::comm {
 
@@ -60,8 +60,7 @@ class HostStaging {
  public:
   /// `timeout_seconds`: how long to_host() waits for its copy before it
   /// gives up with an error (a device that hangs).
-  explicit HostStaging(double timeout_seconds,
-                       StagingBuffers::Allocate allocate = allocate_pinned);
+  explicit HostStaging(double timeout_seconds, StagingBuffers::Allocate allocate = allocate_pinned);
   ~HostStaging();
   HostStaging(const HostStaging&) = delete;
   HostStaging& operator=(const HostStaging&) = delete;

@@ -2,13 +2,12 @@
 // buffers, and that CPU tensors pass through untouched. The device copies
 // themselves (pinned memory, the side stream) run only on a GPU machine
 // (scripts/device-check.sh: 2 ranks sharing one GPU).
+#include "comm/host_staging.h"
+
 #include <gtest/gtest.h>
-
-#include <vector>
-
 #include <torch/torch.h>
 
-#include "comm/host_staging.h"
+#include <vector>
 
 namespace {
 

@@ -48,14 +48,16 @@ TEST(DevicePlacement, RequestedRanksWithoutGpusAreSilent) {
   EXPECT_THAT(p.warning, IsEmpty());
 }
 
-std::string refusal(std::optional<int> ranks, bool no_gpu, int gpus, const std::string& request) {
+std::string refusal(std::optional<int> ranks, bool no_gpu, int gpus,
+                    const std::optional<std::string>& request, int ranks_per_gpu = 1) {
   try {
-    place_ranks(ranks, no_gpu, gpus, request);
+    place_ranks(ranks, no_gpu, gpus, request, ranks_per_gpu);
   } catch (const LauncherError& e) {
     EXPECT_EQ(e.exit_code(), kUsageExitCode);
     return e.what();
   }
-  ADD_FAILURE() << "TNT_USE_GPU=" << request << " with " << gpus << " GPUs was accepted";
+  ADD_FAILURE() << "TNT_USE_GPU=" << request.value_or("(unset)") << " with " << gpus
+                << " GPUs and --ranks-per-gpu " << ranks_per_gpu << " was accepted";
   return "";
 }
 
@@ -112,17 +114,6 @@ TEST(DevicePlacement, NoGpuFlagIsSilentWithOrWithoutGpus) {
 }
 
 // --ranks-per-gpu K: K ranks share each GPU on purpose.
-std::string sharing_refusal(std::optional<int> ranks, bool no_gpu, int gpus, int per_gpu,
-                            const std::optional<std::string>& request = std::nullopt) {
-  try {
-    place_ranks(ranks, no_gpu, gpus, request, per_gpu);
-  } catch (const LauncherError& e) {
-    EXPECT_EQ(e.exit_code(), kUsageExitCode);
-    return e.what();
-  }
-  ADD_FAILURE() << "--ranks-per-gpu " << per_gpu << " with " << gpus << " GPUs was accepted";
-  return "";
-}
 
 TEST(DevicePlacement, RanksPerGpuMultipliesTheDefaultRankCount) {
   const auto p = place_ranks(std::nullopt, false, 1, std::nullopt, 2);
@@ -139,7 +130,7 @@ TEST(DevicePlacement, RanksPerGpuAllowsUpToItsCapacity) {
   EXPECT_TRUE(p.use_gpu);
   // An explicit demand is met by sharing too.
   EXPECT_TRUE(place_ranks(4, false, 2, std::string("true"), 2).use_gpu);
-  EXPECT_THAT(sharing_refusal(5, false, 2, 2, std::string("true")),
+  EXPECT_THAT(refusal(5, false, 2, std::string("true"), 2),
               HasSubstr("this node has 2 GPUs x 2 ranks each (--ranks-per-gpu 2): start at most "
                         "4 ranks per node"));
 }
@@ -147,14 +138,15 @@ TEST(DevicePlacement, RanksPerGpuAllowsUpToItsCapacity) {
 // Sharing was asked for: more ranks than the shared GPUs hold, or no GPU
 // at all, is refused rather than quietly run on the CPU.
 TEST(DevicePlacement, RanksPerGpuBeyondCapacityOrWithoutGpusIsRefused) {
-  EXPECT_THAT(sharing_refusal(5, false, 2, 2),
+  EXPECT_THAT(refusal(5, false, 2, std::nullopt, 2),
               HasSubstr("5 ranks per node requested, but this node has 2 GPUs x 2 ranks each"));
-  EXPECT_THAT(sharing_refusal(2, false, 0, 2),
+  EXPECT_THAT(refusal(2, false, 0, std::nullopt, 2),
               HasSubstr("--ranks-per-gpu 2 shares GPUs between ranks, but this node has no GPU"));
-  EXPECT_THAT(sharing_refusal(2, true, 4, 2), HasSubstr("--no-gpu runs every rank on the CPU"));
-  EXPECT_THAT(sharing_refusal(2, false, 4, 2, std::string("false")),
+  EXPECT_THAT(refusal(2, true, 4, std::nullopt, 2),
+              HasSubstr("--no-gpu runs every rank on the CPU"));
+  EXPECT_THAT(refusal(2, false, 4, std::string("false"), 2),
               HasSubstr("-x TNT_USE_GPU=false runs every rank on the CPU: drop one of the two"));
-  EXPECT_THAT(sharing_refusal(2, false, 4, 0), HasSubstr("must be at least 1"));
+  EXPECT_THAT(refusal(2, false, 4, std::nullopt, 0), HasSubstr("must be at least 1"));
 }
 
 TEST(DevicePlacement, TheWarningAboutTooFewGpusSuggestsSharing) {

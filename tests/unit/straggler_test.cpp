@@ -2,9 +2,21 @@
 // which reference, and when it stays silent.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include <tarantella/comm/in_process.h>
+
 #include "train/straggler.h"
+#include "train/straggler_monitor.h"
+#include "train/timeline.h"
 
 namespace {
 
@@ -99,6 +111,54 @@ TEST(Straggler, MessageNamesRankHostRatioAndTheOthersWait) {
             "rank 1 (host h1) is a straggler: its compute is 1.6x the others' over the last 100 "
             "steps (85 ms vs 53 ms; they wait 32 ms per step for it)");
   EXPECT_EQ(tnt::train::straggler_message(s, "", 10).rfind("rank 1 is a straggler", 0), 0u);
+}
+
+// The monitor on 3 in-process ranks: windows close on the same step on
+// every rank, with every rank's means, and the timeline gets each rank's
+// counter.
+TEST(StragglerMonitor, GathersEveryRanksMeansOncePerWindow) {
+  using std::chrono::milliseconds;
+  const std::string trace =
+      (std::filesystem::temp_directory_path() / ("tnt_straggler_" + std::to_string(::getpid()) + ".json"))
+          .string();
+  std::mutex mutex;
+  std::vector<std::vector<tnt::train::StepTimesWindow>> seen(3);
+  tnt::comm::run_in_process(3, [&](const tnt::comm::ProcessGroup& g) {
+    tnt::Timeline timeline(g, trace);
+    tnt::train::StragglerMonitor monitor(g, 4, &timeline);
+    const int compute = g.rank() == 2 ? 30 : 10;
+    const int wait = g.rank() == 2 ? 0 : 20;
+    std::vector<tnt::train::StepTimesWindow> windows;
+    for (int step = 0; step < 9; ++step) {
+      if (auto w = monitor.record(milliseconds(compute), milliseconds(wait))) windows.push_back(*w);
+    }
+    timeline.write();
+    std::lock_guard<std::mutex> lock(mutex);
+    seen[static_cast<std::size_t>(g.rank())] = windows;
+  });
+  for (const auto& windows : seen) {
+    ASSERT_EQ(windows.size(), 2u);  // steps 4 and 8; step 9 is in an open window
+    EXPECT_EQ(windows[0].step, 4);
+    EXPECT_EQ(windows[1].step, 8);
+    ASSERT_EQ(windows[1].ranks.size(), 3u);
+    EXPECT_EQ(windows[1].steps, 4);
+    EXPECT_DOUBLE_EQ(windows[1].ranks[0].compute_ms, 10);
+    EXPECT_DOUBLE_EQ(windows[1].ranks[0].wait_ms, 20);
+    EXPECT_DOUBLE_EQ(windows[1].ranks[2].compute_ms, 30);
+    EXPECT_DOUBLE_EQ(windows[1].ranks[2].wait_ms, 0);
+  }
+  std::stringstream text;
+  text << std::ifstream(trace).rdbuf();
+  std::filesystem::remove(trace);
+  for (int r = 0; r < 3; ++r) {
+    const std::string counter = "\"name\":\"step times (ms)\",\"ph\":\"C\"";
+    const std::string args = r == 2 ? "{\"compute\":30.0,\"wait\":0.0}" : "{\"compute\":10.0,\"wait\":20.0}";
+    EXPECT_NE(text.str().find(counter), std::string::npos) << text.str();
+    EXPECT_NE(text.str().find("\"pid\":" + std::to_string(r) + ",\"args\":" + args), std::string::npos)
+        << "rank " << r << "'s counter is missing:\n" << text.str();
+  }
+  // The report (rank 2, confirmed in the second window) marks the master's track.
+  EXPECT_NE(text.str().find("rank 2 (host "), std::string::npos) << text.str();
 }
 
 }  // namespace

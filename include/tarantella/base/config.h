@@ -78,7 +78,7 @@ struct Config {
   /// TNT_STRAGGLER_WINDOW (default 100; 0 = off): every this many training
   /// steps the ranks share their mean compute and wait per step (one small
   /// allgather), and the master logs a rank whose compute is persistently
-  /// slower than the others' (docs/monitoring.md).
+  /// slower than the others' (docs/performance.md, "Straggler report").
   std::int64_t straggler_window = 100;
   /// TNT_STDOUT_IS_TERMINAL (set by the launcher): whether the output the
   /// user reads is a terminal. Unset: the progress bar asks isatty().

@@ -1,5 +1,10 @@
 // The straggler report's multi-rank job (tests/mpi/straggler.sh): an MLP
 // trained for 30 steps, rank 1's forward sleeping SLEEP_MS extra per step.
+// Every rank's forward sleeps 10 ms besides: compute that takes the same
+// wall time on every rank however the 2-core test machine's load schedules
+// them, so that the few milliseconds a busy machine adds to a rank now and
+// then stay within the detector's margin (a sleep, not a spin: it holds no
+// core, and ranks may outnumber cores).
 // Usage: mpi_straggler_job SLEEP_MS [TENSORBOARD_DIR]
 // Run with TNT_STRAGGLER_WINDOW=10 and TNT_LOG_LEVEL=INFO; the script reads
 // the master's log, the timeline and the event files.
@@ -15,12 +20,13 @@
 namespace {
 
 struct SlowMlpImpl : torch::nn::Module {
-  explicit SlowMlpImpl(int sleep_ms) : sleep_ms(sleep_ms) {
+  explicit SlowMlpImpl(int extra_ms) : sleep_ms(kBaseMs + extra_ms) {
     fc1 = register_module("fc1", torch::nn::Linear(16, 32));
     fc2 = register_module("fc2", torch::nn::Linear(32, 4));
   }
+  static constexpr int kBaseMs = 10;
   torch::Tensor forward(torch::Tensor x) {
-    if (sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+    std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
     return fc2(torch::relu(fc1(x)));
   }
   int sleep_ms;

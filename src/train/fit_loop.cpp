@@ -2,7 +2,8 @@
 // train/train_step.h (forward, armed backward, summed gradients, clip,
 // learning rate, optimizer): distribution of the dataset over the engine's
 // group, accumulation cycles, auto-tuning between cycles, the timeline and
-// overlap meter, callbacks with global and local logs, BatchNorm buffers
+// overlap meter, the straggler report (train/straggler_monitor.h), callbacks
+// with global and local logs, BatchNorm buffers
 // shared after each epoch, validation, and the stop vote.
 #include "train/fit_loop.h"
 

@@ -52,7 +52,7 @@ class StragglerMonitor {
   std::int64_t window_;
   Timeline* timeline_;
   StragglerTracker tracker_;
-  std::int64_t steps_ = 0;  // of this fit
+  std::int64_t steps_ = 0;              // of this fit
   Clock::duration compute_{}, wait_{};  // this window, this rank
   std::vector<std::string> hosts_;      // gathered on first report
 };

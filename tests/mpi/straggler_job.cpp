@@ -42,9 +42,10 @@ int main(int argc, char** argv) {
   const std::string tensorboard_dir = argc > 2 ? argv[2] : "";
   torch::manual_seed(3);
   constexpr std::int64_t kSteps = 30, kBatch = 16;
-  const auto train = tnt::data::Dataset::from_tensor_slices(
-                         {torch::randn({kSteps * kBatch, 16}), torch::randint(0, 4, {kSteps * kBatch})})
-                         .batch(kBatch);
+  const auto train =
+      tnt::data::Dataset::from_tensor_slices(
+          {torch::randn({kSteps * kBatch, 16}), torch::randint(0, 4, {kSteps * kBatch})})
+          .batch(kBatch);
   tnt::Model model(SlowMlp(tnt::get_rank() == 1 ? sleep_ms : 0));
   model.compile(tnt::CompileOptions()
                     .optimizer(tnt::optimizers::SGD(0.01))

@@ -20,10 +20,10 @@
 
 namespace {
 
+using tnt::train::find_stragglers;
 using tnt::train::RankStepTimes;
 using tnt::train::StragglerRules;
 using tnt::train::StragglerTracker;
-using tnt::train::find_stragglers;
 
 std::vector<RankStepTimes> computes(const std::vector<double>& ms) {
   std::vector<RankStepTimes> out;
@@ -118,9 +118,9 @@ TEST(Straggler, MessageNamesRankHostRatioAndTheOthersWait) {
 // counter.
 TEST(StragglerMonitor, GathersEveryRanksMeansOncePerWindow) {
   using std::chrono::milliseconds;
-  const std::string trace =
-      (std::filesystem::temp_directory_path() / ("tnt_straggler_" + std::to_string(::getpid()) + ".json"))
-          .string();
+  const std::string trace = (std::filesystem::temp_directory_path() /
+                             ("tnt_straggler_" + std::to_string(::getpid()) + ".json"))
+                                .string();
   std::mutex mutex;
   std::vector<std::vector<tnt::train::StepTimesWindow>> seen(3);
   tnt::comm::run_in_process(3, [&](const tnt::comm::ProcessGroup& g) {
@@ -152,10 +152,13 @@ TEST(StragglerMonitor, GathersEveryRanksMeansOncePerWindow) {
   std::filesystem::remove(trace);
   for (int r = 0; r < 3; ++r) {
     const std::string counter = "\"name\":\"step times (ms)\",\"ph\":\"C\"";
-    const std::string args = r == 2 ? "{\"compute\":30.0,\"wait\":0.0}" : "{\"compute\":10.0,\"wait\":20.0}";
+    const std::string args =
+        r == 2 ? "{\"compute\":30.0,\"wait\":0.0}" : "{\"compute\":10.0,\"wait\":20.0}";
     EXPECT_NE(text.str().find(counter), std::string::npos) << text.str();
-    EXPECT_NE(text.str().find("\"pid\":" + std::to_string(r) + ",\"args\":" + args), std::string::npos)
-        << "rank " << r << "'s counter is missing:\n" << text.str();
+    EXPECT_NE(text.str().find("\"pid\":" + std::to_string(r) + ",\"args\":" + args),
+              std::string::npos)
+        << "rank " << r << "'s counter is missing:\n"
+        << text.str();
   }
   // The report (rank 2, confirmed in the second window) marks the master's track.
   EXPECT_NE(text.str().find("rank 2 (host "), std::string::npos) << text.str();

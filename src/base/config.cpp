@@ -137,6 +137,10 @@ Config Config::from_lookup(const Lookup& lookup) {
   with(env::kTimeline, [&](auto, auto r) { c.timeline_path = trim(r); });
   with(env::kAutotune, [&](auto v, auto r) { c.autotune = parse_bool(v, r); });
   with(env::kAutotuneLog, [&](auto, auto r) { c.autotune_log_path = trim(r); });
+  with(env::kStragglerWindow, [&](auto v, auto r) {
+    c.straggler_window =
+        parse_integer(v, r, 0, env::kMaxStragglerWindow, "a number of steps (0 = off)");
+  });
   with(env::kStdoutIsTerminal, [&](auto v, auto r) { c.stdout_is_terminal = parse_bool(v, r); });
   return c;
 }

@@ -145,6 +145,16 @@ void TensorBoard::on_epoch_end(std::int64_t epoch, const Logs& logs) {
   writers_->request_flush();
 }
 
+void TensorBoard::on_step_times(const train::StepTimesWindow& window) {
+  if (!writers_) return;
+  for (std::size_t r = 0; r < window.ranks.size(); ++r) {
+    writers_->train->add_scalar(fmt::format("straggler/compute_ms/rank_{}", r),
+                                window.ranks[r].compute_ms, batches_seen_);
+    writers_->train->add_scalar(fmt::format("straggler/wait_ms/rank_{}", r),
+                                window.ranks[r].wait_ms, batches_seen_);
+  }
+}
+
 void TensorBoard::on_train_end(const Logs&) {
   if (!writers_) return;
   std::unique_ptr<Writers> writers = std::move(writers_);

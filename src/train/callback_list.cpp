@@ -45,6 +45,11 @@ void CallbackList::train_batch_begin(std::int64_t b) {
 void CallbackList::train_batch_end(std::int64_t b, const Logs& g, const Logs& l) {
   each([&](Callback& c) { c.on_train_batch_end(b, pick(c, g, l)); });
 }
+void CallbackList::step_times(const StepTimesWindow& w) {
+  each([&](Callback& c) {
+    if (auto* listener = dynamic_cast<StepTimesListener*>(&c)) listener->on_step_times(w);
+  });
+}
 void CallbackList::test_begin() {
   each([](Callback& c) { c.on_test_begin(kNoLogs); });
 }

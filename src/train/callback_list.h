@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <tarantella/train/callback.h>
+#include <tarantella/train/step_times.h>
 
 #include "train/engine.h"
 
@@ -30,6 +31,8 @@ class CallbackList {
   void epoch_end(std::int64_t epoch, const Logs& global, const Logs& local);
   void train_batch_begin(std::int64_t batch);
   void train_batch_end(std::int64_t batch, const Logs& global, const Logs& local);
+  /// A straggler window's figures, to the callbacks that are StepTimesListeners.
+  void step_times(const StepTimesWindow& window);
   void test_begin();
   void test_end(const Logs& global, const Logs& local);
   void test_batch_begin(std::int64_t batch);

@@ -2,6 +2,7 @@
 
 #include <limits>
 #include <mutex>
+#include <utility>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
@@ -110,6 +111,7 @@ StepResult DeterministicStep::run(const StepInput& in) {
   const std::vector<torch::Tensor> sums = sum_chunks(in, lo / chunk_, base);
   t.backward_begin = t.backward_end = Clock::now();
   t.sync_end = Clock::now();
+  t.waited = std::exchange(waited_, Clock::duration::zero());
   add_sums(sums, in, base);
   if (in.cycle.reduce) {
     for (std::size_t i = 0; i < trainable_.size(); ++i) {
@@ -160,7 +162,9 @@ std::vector<torch::Tensor> DeterministicStep::sum_chunks(const StepInput& in, st
       accumulate(mine, part[trainable_.size()]);
       sum_->add(part);
     }
+    const auto exchange_begin = Clock::now();
     sums = sum_->finish(group_, chunk_count(mb.global_size, chunk_));
+    waited_ += Clock::now() - exchange_begin;  // the exact sum's exchange (see StepTimes)
     exponents_ = sum_->exponents();  // the prediction for the next step
   }
   add_pending(torch::tensor(mine, torch::kFloat64));

@@ -72,6 +72,7 @@ class DeterministicStep final : public Step {
   std::vector<int>& exponents_;          // predicted from the previous step
   std::vector<torch::Tensor> gradient_;  // float64, the cycle's so far
   torch::Tensor state_;                  // float64, the cycle's global state so far
+  Clock::duration waited_{};             // this step's time in the exact sum's exchange
 };
 
 /// The loss/metric state of an evaluation in deterministic mode: each chunk

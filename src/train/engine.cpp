@@ -77,6 +77,7 @@ EngineOptions EngineOptions::from_config(const Config& config) {
       .autotune(config.autotune)
       .autotune_log_path(config.autotune_log_path)
       .timeline_path(config.timeline_path)
+      .straggler_window(config.straggler_window)
       .use_gpu(config.use_gpu)
       .output_on_all_ranks(config.output_on_all_devices)
       .stdout_is_terminal(config.stdout_is_terminal);

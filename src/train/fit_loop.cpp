@@ -2,7 +2,8 @@
 // train/train_step.h (forward, armed backward, summed gradients, clip,
 // learning rate, optimizer): distribution of the dataset over the engine's
 // group, accumulation cycles, auto-tuning between cycles, the timeline and
-// overlap meter, callbacks with global and local logs, BatchNorm buffers
+// overlap meter, the straggler report (train/straggler_monitor.h), callbacks
+// with global and local logs, BatchNorm buffers
 // shared after each epoch, validation, and the stop vote.
 #include "train/fit_loop.h"
 
@@ -80,6 +81,10 @@ void FitLoop::begin() {
   // After train_begin: a restored backup brings deterministic mode's seed
   // and exponents.
   step_ = make_step(e_);
+  // One rank cannot straggle behind others.
+  if (e_.options().straggler_window() > 0 && e_.group().size() > 1) {
+    stragglers_.emplace(e_.group(), e_.options().straggler_window(), e_.timeline());
+  }
 }
 
 std::int64_t FitLoop::first_epoch() const {
@@ -127,7 +132,16 @@ bool FitLoop::run_step(data::DistributedDataset::Iterator& it, std::int64_t epoc
   callbacks_->train_batch_begin(step);
   const CyclePoint cycle = cycle_at(step, e_.compiled().aggregation_frequency(), steps_total_);
   const StepResult r = step_->run({*mb, epoch, step, cycle, global, data_begin, Clock::now()});
-  if (!cycle.reduce) return true;
+  // Every micro-step counts, on every rank alike (a window ends on the same
+  // step everywhere); the figures reach callbacks after this step's batch end.
+  std::optional<StepTimesWindow> window;
+  if (stragglers_) window = stragglers_->record(r.times.compute(), r.times.waited);
+  if (cycle.reduce) end_batch(epoch, step, r);
+  if (window) callbacks_->step_times(*window);
+  return true;
+}
+
+void FitLoop::end_batch(std::int64_t epoch, std::int64_t step, const StepResult& r) {
   accumulate(global_state_, r.global_state);
   for (std::size_t i = 0; i < local_state_.size(); ++i) local_state_[i] += r.local_state[i];
   logs_ = e_.logs_of(global_state_);
@@ -136,7 +150,6 @@ bool FitLoop::run_step(data::DistributedDataset::Iterator& it, std::int64_t epoc
   // A callback that stops training here stops every rank at this step
   // when it decides from global logs (the default).
   callbacks_->train_batch_end(step, logs_, local_logs_);
-  return true;
 }
 
 // A global batch whose samples were all skipped as bad: no step, no

@@ -22,6 +22,7 @@
 #include "train/callback_list.h"
 #include "train/deterministic_step.h"
 #include "train/skipped_samples.h"
+#include "train/straggler_monitor.h"
 #include "train/train_step.h"
 
 namespace tnt::train {
@@ -45,6 +46,8 @@ class FitLoop {
 
  private:
   bool run_step(data::DistributedDataset::Iterator& it, std::int64_t epoch, std::int64_t step);
+  /// A step that ends its accumulation cycle: logs, position, batch end.
+  void end_batch(std::int64_t epoch, std::int64_t step, const StepResult& r);
   bool skip_empty_step(std::int64_t step);
   void end_epoch(std::int64_t epoch);
   bool stop_vote();
@@ -56,6 +59,7 @@ class FitLoop {
   std::optional<data::DistributedDataset> dist_;
   std::optional<SingleThreadScope> one_thread_;
   std::unique_ptr<Step> step_;
+  std::optional<StragglerMonitor> stragglers_;  // with a straggler window
   std::shared_ptr<callbacks::History> history_;
   std::optional<CallbackList> callbacks_;
   std::optional<TrainingPosition> resume_;

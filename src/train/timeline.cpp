@@ -38,6 +38,7 @@ struct Timeline::Impl {
     std::string name;
     std::int64_t begin_us;
     std::int64_t end_us;  // < 0: an instant
+    std::string args;     // a counter's values as a JSON object; empty otherwise
   };
 
   std::string path;
@@ -90,6 +91,11 @@ struct Timeline::Impl {
 
   std::string format(const Event& e) const {
     const std::string name = nlohmann::json(e.name).dump();  // quoted and escaped
+    if (!e.args.empty()) {
+      return fmt::format(R"({{"name":{},"ph":"C","ts":{},"pid":{},"args":{}}},)"
+                         "\n",
+                         name, e.begin_us - origin_us, rank, e.args);
+    }
     if (e.end_us < 0) {
       return fmt::format(R"({{"name":{},"ph":"i","s":"t","ts":{},"pid":{},"tid":{}}},)"
                          "\n",
@@ -136,11 +142,18 @@ Timeline::~Timeline() {
 
 void Timeline::slice(Track track, std::string name, Clock::time_point begin,
                      Clock::time_point end) {
-  impl_->push({track, std::move(name), micros(begin), micros(end)});
+  impl_->push({track, std::move(name), micros(begin), micros(end), {}});
 }
 
 void Timeline::instant(Track track, std::string name, Clock::time_point at) {
-  impl_->push({track, std::move(name), micros(at), -1});
+  impl_->push({track, std::move(name), micros(at), -1, {}});
+}
+
+void Timeline::counter(std::string name, Clock::time_point at,
+                       const std::vector<std::pair<std::string, double>>& values) {
+  nlohmann::json args = nlohmann::json::object();
+  for (const auto& [key, value] : values) args[key] = value;
+  impl_->push({kCompute, std::move(name), micros(at), -1, args.dump()});
 }
 
 void Timeline::write() {

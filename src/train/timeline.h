@@ -3,7 +3,8 @@
 // Every rank records its steps as Chrome-trace events — forward, backward,
 // waiting for gradients, the optimizer step, waiting for data, and each
 // bucket's allreduce (an instant when enqueued, a slice from started to
-// finished) — on two tracks per rank ("compute", "allreduce"; the process is
+// finished) — on two tracks per rank, plus counters (the straggler
+// report's mean compute and wait per step, train/straggler_monitor.h) ("compute", "allreduce"; the process is
 // "rank R"). Events are handed to a writer thread that formats them, so
 // recording costs the training loop a queue push and never blocks
 // communication. At the end of fit() (a collective) the ranks' events are
@@ -19,6 +20,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <tarantella/comm/process_group.h>
 
@@ -40,6 +43,10 @@ class Timeline {
   void slice(Track track, std::string name, Clock::time_point begin, Clock::time_point end);
   /// An instant on `track`.
   void instant(Track track, std::string name, Clock::time_point at);
+  /// A counter sample: the named `values` of counter `name` from `at` on
+  /// (one graph per counter in the rank's process).
+  void counter(std::string name, Clock::time_point at,
+               const std::vector<std::pair<std::string, double>>& values);
   /// Gathers every rank's events on the master and (re)writes the file with
   /// everything recorded so far. Collective.
   void write();

@@ -110,6 +110,8 @@ void TrainStep::forward_backward(const StepInput& in, dp::GradientSynchronizer& 
 void TrainStep::update_after_sync(dp::GradientSynchronizer& sync, bool reduce, StepResult& r) {
   r.global_state = sync.finish();
   r.times.sync_end = Clock::now();
+  // finish() is the wait for the buckets (and the copy out of the last ones).
+  r.times.waited = r.times.sync_end - r.times.backward_end;
   if (!reduce) return;
   dp::OptimizerShards* shards = e_.shards();
   if (shards) shards->set_gradients(sync.reduced_slices());
@@ -127,7 +129,11 @@ void TrainStep::update_per_bucket(dp::GradientSynchronizer& sync, StepResult& r)
   TNT_CHECK(shards || bucket_steps,
             "internal error: a per-bucket update without sharded or per-bucket optimizer steps");
   std::size_t stepped = 0;
+  // finish() waits for the buckets and runs their optimizer steps: the wait
+  // is its time less the steps'.
+  Clock::duration stepping{};
   r.global_state = sync.finish([&](std::size_t b) {
+    const auto begin = Clock::now();
     if (shards) {
       shards->set_gradient(b, sync.reduced_slices()[b]);
       shards->step_bucket(b);
@@ -136,15 +142,21 @@ void TrainStep::update_per_bucket(dp::GradientSynchronizer& sync, StepResult& r)
       bucket_steps->step(b);
     }
     ++stepped;
+    stepping += Clock::now() - begin;
   });
   r.times.sync_end = Clock::now();
+  r.times.waited = r.times.sync_end - r.times.backward_end - stepping;
   if (stepped == 0) {
     // No bucket went out (nothing to reduce): .grad is the answer.
     if (shards) shards->set_gradients(sync.reduced_slices());
     r.stepped = apply_update(trainable_, e_.optimizer(), rules_, optimizer_steps, shards);
     return;
   }
-  if (shards) shards->finish_gather();
+  if (shards) {
+    const auto begin = Clock::now();
+    shards->finish_gather();
+    r.times.waited += Clock::now() - begin;
+  }
   ++optimizer_steps;
   r.stepped = true;
 }

@@ -63,10 +63,16 @@ struct StepInput {
   Clock::time_point data_begin, data_end;
 };
 
-/// The moments of one step, in order.
+/// The moments of one step, in order, and how long the training thread was
+/// blocked in collectives between forward_begin and step_end (waiting for
+/// the gradients' allreduce, a sharded step's gather, deterministic mode's
+/// exact sum): the step's compute is the rest (compute()), what the
+/// straggler report compares.
 struct StepTimes {
   Clock::time_point data_begin, data_end, forward_begin, backward_begin, backward_end, sync_end,
       step_end;
+  Clock::duration waited{};
+  Clock::duration compute() const { return step_end - forward_begin - waited; }
 };
 
 /// One step's outcome.

@@ -32,7 +32,8 @@ def main():
                      if e["tid"] == 1 and e["name"].startswith("allreduce bucket")]
         if ranks > 1:
             assert allreduce, f"rank {r} has no allreduce slices"
-            enq = [e for e in events if e.get("ph") == "i" and e["pid"] == r]
+            enq = [e for e in events if e.get("ph") == "i" and e["pid"] == r
+                   and e["name"].startswith("enqueue bucket")]
             assert len(enq) == len(allreduce), (len(enq), len(allreduce))
         for a0, a1 in allreduce:
             if any(a0 < b1 and b0 < a1 for b0, b1 in backward):

@@ -85,6 +85,14 @@ TEST(Config, MallocTuningIsOnUnlessSwitchedOff) {
   EXPECT_THROW(resolve({{"TNT_MALLOC_TUNING", "sometimes"}}), tnt::Error);
 }
 
+// The straggler report's window: 100 steps unless set; 0 switches it off.
+TEST(Config, StragglerWindowDefaultsTo100AndZeroIsOff) {
+  EXPECT_EQ(resolve({}).straggler_window, 100);
+  EXPECT_EQ(resolve({{"TNT_STRAGGLER_WINDOW", "10"}}).straggler_window, 10);
+  EXPECT_EQ(resolve({{"TNT_STRAGGLER_WINDOW", "0"}}).straggler_window, 0);
+  EXPECT_THROW(resolve({{"TNT_STRAGGLER_WINDOW", "-5"}}), tnt::Error);
+}
+
 TEST(Config, TntNumThreadsOverridesOmpNumThreads) {
   EXPECT_EQ(resolve({{"OMP_NUM_THREADS", "3"}, {"TNT_NUM_THREADS", "5"}}).num_threads, 5);
 }
@@ -102,7 +110,8 @@ TEST(Config, BadValuesNameTheVariableAndTheValue) {
                         Case{"TNT_COMM_TIMEOUT", "0", "seconds"},
                         Case{"TNT_COMM_TIMEOUT", "soon", "seconds"},
                         Case{"OMP_NUM_THREADS", "0", "thread count"},
-                        Case{"TNT_USE_GPU", "", "true or false"}}) {
+                        Case{"TNT_USE_GPU", "", "true or false"},
+                        Case{"TNT_STRAGGLER_WINDOW", "often", "number of steps"}}) {
     const std::string message = error_of({{c.var, c.value}});
     EXPECT_NE(message.find(std::string(c.var) + "='" + c.value + "'"), std::string::npos)
         << message;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -74,6 +75,11 @@ struct Config {
   bool autotune = false;
   /// TNT_AUTOTUNE_LOG: also write the auto-tuning trials to this file (CSV).
   std::string autotune_log_path;
+  /// TNT_STRAGGLER_WINDOW (default 100; 0 = off): every this many training
+  /// steps the ranks share their mean compute and wait per step (one small
+  /// allgather), and the master logs a rank whose compute is persistently
+  /// slower than the others' (docs/performance.md, "Straggler report").
+  std::int64_t straggler_window = 100;
   /// TNT_STDOUT_IS_TERMINAL (set by the launcher): whether the output the
   /// user reads is a terminal. Unset: the progress bar asks isatty().
   std::optional<bool> stdout_is_terminal;

@@ -5,7 +5,10 @@
 // update frequency in batches, "batch_<name>" values go to train/ as well.
 // Only the master rank writes, with the global values, unless
 // TNT_TENSORBOARD_ON_ALL_DEVICES=true: then every rank writes its own values
-// into <log_dir>/rank_<R>/. Files are written on a background thread.
+// into <log_dir>/rank_<R>/. With the straggler report on
+// (TNT_STRAGGLER_WINDOW), every window's per-rank figures go to train/ as
+// "straggler/compute_ms/rank_<R>" and "straggler/wait_ms/rank_<R>". Files
+// are written on a background thread.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +17,7 @@
 
 #include <tarantella/base/arg.h>
 #include <tarantella/train/callback.h>
+#include <tarantella/train/step_times.h>
 
 namespace tnt::callbacks {
 
@@ -53,7 +57,7 @@ struct TensorBoardOptions {
 ///       tnt::callbacks::TensorBoardOptions("logs/lenet5").update_freq("batch"));
 ///   model.fit(train, tnt::FitOptions().epochs(5).validation_data(val).callbacks({tb}));
 ///   // tensorboard --logdir logs/lenet5
-class TensorBoard : public Callback {
+class TensorBoard : public Callback, public train::StepTimesListener {
  public:
   /// Reads TNT_TENSORBOARD_ON_ALL_DEVICES: false (default) runs on the master
   /// rank with global logs; true runs on every rank with its own logs
@@ -66,6 +70,9 @@ class TensorBoard : public Callback {
   void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
   void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
   void on_train_end(const Logs& logs) override;
+  /// Every rank's mean compute and wait per step of a straggler window, at
+  /// step = training batches finished.
+  void on_step_times(const train::StepTimesWindow& window) override;
 
   const TensorBoardOptions& options() const { return options_; }
   /// The folder this rank writes into: log_dir, or log_dir/rank_<R> when

@@ -48,6 +48,11 @@ std::unique_ptr<Backend> make_world_backend(const MpiSession& session, const Con
   // TNT_COMM_BACKEND=mpi too: no vote, exactly the world as before.
   if (config.comm_backend == CommBackend::Mpi ||
       (!nccl_built() && config.comm_backend == CommBackend::Auto)) {
+    // Said as for a vote, so a log always names the transport.
+    ::tnt::log::info(::tnt::detail::concat(
+        "collectives over mpi: ", config.comm_backend == CommBackend::Mpi
+                                      ? "TNT_COMM_BACKEND=mpi"
+                                      : "this build of Tarantella has no NCCL backend"));
     return session.world(timeout);
   }
   // The vote runs on a backend of its own, so that an MPI world numbers its

@@ -35,6 +35,18 @@ torch::Device pick_device(const EngineOptions& options, const comm::ProcessGroup
   return torch::Device(torch::kCPU);
 }
 
+// A batch tensor on the training device. From the CPU to a GPU, the tensor
+// is pinned first (a host copy into torch's cached pinned blocks, unless a
+// pipeline stage pinned it already) and copied without blocking: a copy from
+// pageable memory synchronises the host with the stream, so the host would
+// wait for the previous step's kernels before it could queue this step's.
+// The caching host allocator keeps the pinned block until the copy is done.
+torch::Tensor on_device(const torch::Tensor& t, torch::Device device) {
+  if (!device.is_cuda() || !t.device().is_cpu()) return t.to(device);
+  const torch::Tensor host = t.is_pinned() ? t : t.pin_memory();
+  return host.to(device, /*non_blocking=*/true);
+}
+
 // compile()'s checks: every problem named with its fix, before any state
 // changes.
 void check_compile_options(const CompileOptions& options, torch::Device device) {
@@ -154,7 +166,7 @@ std::vector<torch::Tensor> Engine::inputs_of(const data::Element& e) const {
   TNT_CHECK(static_cast<int>(e.size()) >= n, "a dataset element has ", e.size(),
             " tensors but the model takes ", n, " input(s): check CompileOptions().num_inputs()");
   std::vector<torch::Tensor> in;
-  for (int i = 0; i < n; ++i) in.push_back(e[static_cast<std::size_t>(i)].to(device_));
+  for (int i = 0; i < n; ++i) in.push_back(on_device(e[static_cast<std::size_t>(i)], device_));
   return in;
 }
 
@@ -163,7 +175,7 @@ torch::Tensor Engine::target_of(const data::Element& e) const {
   TNT_CHECK(static_cast<int>(e.size()) > n, "a dataset element has ", e.size(),
             " tensors: training and evaluation need (inputs..., target) with ", n,
             " input(s) and a target");
-  return e[static_cast<std::size_t>(n)].to(device_);
+  return on_device(e[static_cast<std::size_t>(n)], device_);
 }
 
 std::int64_t Engine::state_size() const {

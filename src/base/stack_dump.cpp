@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -17,6 +18,8 @@
 #include <regex>
 #include <sstream>
 #include <vector>
+
+#include "base/elf_symbols.h"
 
 namespace tnt::detail {
 namespace {
@@ -103,6 +106,26 @@ StackDumper::Dump StackDumper::capture(double seconds) {
   dump.text.erase(dump.text.find(kStackDumpEnd));
   dump.complete = true;
   return dump;
+}
+
+std::string symbolize_dump(const std::string& dump) {
+  static const std::regex unnamed(R"(^(.*)\(\+0x([0-9a-fA-F]+)\)( ?\[0x[0-9a-fA-F]+\])$)");
+  std::istringstream in(dump);
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, unnamed)) {
+      const std::uint64_t offset = std::stoull(m[2].str(), nullptr, 16);
+      if (const auto symbol = elf_symbol_at(m[1].str(), offset)) {
+        char relative[32];
+        std::snprintf(relative, sizeof(relative), "+0x%llx",
+                      static_cast<unsigned long long>(symbol->offset));
+        line = m[1].str() + "(" + symbol->name + relative + ")" + m[3].str();
+      }
+    }
+    out += line + "\n";
+  }
+  return out;
 }
 
 std::optional<std::string> read_source_line(const std::string& path, int line) {
@@ -219,7 +242,8 @@ std::vector<CxxFrame> cxx_frames(const std::vector<std::string>& lines) {
   for (std::size_t i = 0; i < frames.size(); ++i) {
     if (frames[i].symbol == "tnt_stack_dump_handler") first = i + 1;
   }
-  if (first > 0 && first < frames.size() && frames[first].symbol.empty() &&
+  if (first > 0 && first < frames.size() &&
+      (frames[first].symbol.empty() || frames[first].symbol == "__restore_rt") &&
       frames[first].module.rfind("libc.so", 0) == 0) {
     ++first;
   }

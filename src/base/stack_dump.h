@@ -69,6 +69,12 @@ class StackDumper {
   std::mutex mutex_;
 };
 
+/// The dump with names for C++ frames that backtrace_symbols could not name
+/// ("prog(+0x2360)" becomes "prog(_Z18stuck_in_user_codev+0x48)"), read from
+/// the modules' .symtab (elf_symbols.h): a program's own functions, without
+/// -rdynamic, where the program is not stripped. Not in a signal handler.
+std::string symbolize_dump(const std::string& dump);
+
 /// Line `line` (from 1) of the text file `path`, without its line break;
 /// nullopt if it cannot be read.
 std::optional<std::string> read_source_line(const std::string& path, int line);

@@ -95,9 +95,9 @@ void StackService::answer(int requester, int budget_ms) {
     // Most of the asker's budget for the dump, the rest for the reply.
     const double seconds = std::max(0.2, 0.6 * budget_ms / 1000.0);
     const ::tnt::detail::StackDumper::Dump dump = dumper_.capture(seconds);
+    const std::string text = ::tnt::detail::symbolize_dump(dump.text);
     last_reply_ = encode(dump.complete,
-                         dump.complete ? ::tnt::detail::summarize_stack(dump.text) : std::string(),
-                         dump.text);
+                         dump.complete ? ::tnt::detail::summarize_stack(text) : std::string(), text);
     last_reply_time_ = now;
   }
   MPI_Request request = MPI_REQUEST_NULL;

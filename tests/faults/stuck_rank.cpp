@@ -1,8 +1,8 @@
 // Rank 1 of 2 gets stuck in its own code (a long sleep in a function of
 // its own) before a collective that rank 0 has reached: the timeout report
-// must say where rank 1 is (tests/faults/stuck_rank.sh). The target is
-// linked with -rdynamic (ENABLE_EXPORTS), so that the function is in the
-// dynamic symbol table, which is what names a frame in a rank's stack.
+// must say where rank 1 is (tests/faults/stuck_rank.sh). Built as a user
+// would: Release, without -rdynamic, so the function is named from the
+// program's .symtab, not from the dynamic symbol table.
 #include <tarantella/tarantella.h>
 
 #include <chrono>

@@ -3,13 +3,18 @@
 // this process's main thread.
 #include "base/stack_dump.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <future>
 #include <optional>
 #include <string>
 #include <thread>
+
+#include "base/elf_symbols.h"
 
 namespace {
 
@@ -84,6 +89,29 @@ TEST(StackDumper, CapturesTheCreatingThread) {
   EXPECT_NE(text.find("\u2190"), std::string::npos) << text;
   EXPECT_EQ(text.find("incomplete"), std::string::npos) << text;
   EXPECT_EQ(text.find("tnt_stack_dump_handler"), std::string::npos) << text;
+}
+
+// Not inlined, and not in the dynamic symbol table (unit_tests is not linked
+// with -rdynamic): only .symtab names it.
+__attribute__((noinline)) int function_only_symtab_names(int x) { return x * 3 + 1; }
+
+TEST(ElfSymbols, NamesAFunctionOfThisProgramWithoutDynamicSymbols) {
+  Dl_info info{};
+  void* address = reinterpret_cast<void*>(&function_only_symtab_names);
+  ASSERT_NE(dladdr(address, &info), 0);
+  const auto offset = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(address) -
+                                                 reinterpret_cast<std::uintptr_t>(info.dli_fbase));
+  const auto symbol = tnt::detail::elf_symbol_at("/proc/self/exe", offset + 2);
+  ASSERT_TRUE(symbol.has_value());
+  EXPECT_NE(symbol->name.find("function_only_symtab_names"), std::string::npos) << symbol->name;
+  EXPECT_EQ(symbol->offset, 2u);
+  char line[128];
+  std::snprintf(line, sizeof(line), "/proc/self/exe(+0x%llx)[0x1]\n",
+                static_cast<unsigned long long>(offset));
+  const std::string named = tnt::detail::symbolize_dump(line);
+  EXPECT_NE(named.find("function_only_symtab_names"), std::string::npos) << named;
+  EXPECT_NE(named.find("+0x0)[0x1]"), std::string::npos) << named;
+  EXPECT_FALSE(tnt::detail::elf_symbol_at("/nonexistent", 0).has_value());
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Usage: stuck_rank.sh LAUNCHER KIND [PYTHON PYTHONPATH | PROGRAM]
-# Rank 1 of 2 gets stuck in its own code before a collective; with
+# Rank 1 of 2 (3 for KIND python_n3) gets stuck in its own code before a
+# collective; with
 # TNT_COMM_TIMEOUT=3 the job must end within the timeout plus 10 s of that,
 # and its report must say where rank 1 is:
 #   python   the file and line of the stuck Python code, and its function
+#   python_n3  the same with 3 ranks: ranks 0 and 2 both ask, both say where
 #   cxx      the C++ function it is stuck in (PROGRAM: stuck_rank)
 #   stopped  the Python rank is also stopped (SIGSTOP): the report says that
 #            its stack is not available, without waiting for it
@@ -36,7 +38,8 @@ tnt.allreduce(torch.zeros(1))
 PY
   command=("$python" "$program")
 fi
-"$launcher" -n 2 -x TNT_COMM_TIMEOUT=$timeout_s -x "TNT_TEST_MARKER=$marker" -- "${command[@]}" \
+ranks=2; [ "$kind" = python_n3 ] && ranks=3
+"$launcher" -n $ranks -x TNT_COMM_TIMEOUT=$timeout_s -x "TNT_TEST_MARKER=$marker" -- "${command[@]}" \
   >"$log" 2>&1 </dev/null &
 job=$!
 for _ in $(seq 600); do grep -q "rank 1 is stuck now" "$log" && break; sleep 0.1; done
@@ -64,9 +67,14 @@ awk -v e="$elapsed" -v l="$limit" 'BEGIN { exit !(e <= l) }' \
 grep -q "rank 1 (on host [^)]*) did not arrive within the timeout" "$log" \
   || fail "the timeout report does not name rank 1"
 case $kind in
-  python)
-    grep -qE "rank 1 \(host [^)]+\) is in stuck\.py line 5 \(time\.sleep\) ← train\(\) ← <module>" "$log" \
-      || fail "the report does not say that rank 1 is in stuck.py line 5 (time.sleep) in train()" ;;
+  python|python_n3)
+    where="rank 1 \(host [^)]+\) is in stuck\.py line 5 \(time\.sleep\) ← train\(\) ← <module>"
+    grep -qE "$where" "$log" \
+      || fail "the report does not say that rank 1 is in stuck.py line 5 (time.sleep) in train()"
+    if [ "$kind" = python_n3 ]; then
+      grep -qE "\[tarantella rank 2\] collective .*$where" "$log" \
+        || fail "rank 2's error does not say where rank 1 is"
+    fi ;;
   cxx)
     grep -qE "rank 1 \(host [^)]+\) is in .*stuck_in_user_code\(\)" "$log" \
       || fail "the report does not name the function rank 1 is stuck in" ;;

@@ -108,6 +108,13 @@ StackDumper::Dump StackDumper::capture(double seconds) {
   return dump;
 }
 
+std::string demangle(const char* name) {
+  int status = 0;
+  const std::unique_ptr<char, void (*)(void*)> readable(
+      abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
+  return status == 0 && readable ? std::string(readable.get()) : std::string(name);
+}
+
 std::string symbolize_dump(const std::string& dump) {
   static const std::regex unnamed(R"(^(.*)\(\+0x([0-9a-fA-F]+)\)( ?\[0x[0-9a-fA-F]+\])$)");
   std::istringstream in(dump);
@@ -148,10 +155,7 @@ std::string base_name(const std::string& path) {
 }
 
 std::string demangled(const std::string& name) {
-  int status = 0;
-  const std::unique_ptr<char, void (*)(void*)> readable(
-      abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
-  std::string out = status == 0 && readable ? std::string(readable.get()) : name;
+  std::string out = demangle(name.c_str());
   if (out.size() > 120) out = out.substr(0, 117) + "...";
   return out;
 }

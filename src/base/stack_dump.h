@@ -69,6 +69,10 @@ class StackDumper {
   std::mutex mutex_;
 };
 
+/// A C++ symbol or type name as written in the source ("stuck()" for
+/// "_Z5stuckv"); `name` itself when it is not a mangled name.
+std::string demangle(const char* name);
+
 /// The dump with names for C++ frames that backtrace_symbols could not name
 /// ("prog(+0x2360)" becomes "prog(_Z18stuck_in_user_codev+0x48)"), read from
 /// the modules' .symtab (elf_symbols.h): a program's own functions, without

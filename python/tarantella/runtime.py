@@ -20,7 +20,7 @@ import traceback
 from types import TracebackType
 from typing import Optional, Type
 
-from . import _tarantella
+from . import _stack_dump, _tarantella
 from ._args import check_bool, check_int
 
 _runtime: Optional[_tarantella.Runtime] = None
@@ -41,6 +41,7 @@ def init() -> None:
             "[tarantella] the runtime was shut down and MPI cannot start twice in a process: "
             "call tnt.shutdown() only at the very end, or not at all (it runs at exit)")
     _runtime = _tarantella.Runtime()
+    _stack_dump.register()
     atexit.register(shutdown)
     sys.excepthook = _excepthook
 
@@ -52,6 +53,7 @@ def shutdown() -> None:
         return
     runtime, _runtime = _runtime, None
     _closed = True
+    _stack_dump.unregister()
     runtime.close()
 
 

@@ -79,11 +79,14 @@ std::vector<Descriptor> Handshake::agree(Descriptor mine) {
                  : (rank_ == 0 ? collect_as_master(mine) : await_verdict(mine));
   const std::string verdict = check_table(table);
   if (!verdict.empty()) {
-    bool timed_out = false;
-    for (const auto& d : table) timed_out = timed_out || !d.arrived;
-    if (timed_out) {
+    std::vector<int> missing;
+    for (int r = 0; r < static_cast<int>(table.size()); ++r) {
+      if (!table[r].arrived) missing.push_back(r);
+    }
+    if (!missing.empty()) {
       broken_ = true;
-      throw TimeoutError(::tnt::detail::concat("[tarantella rank ", rank_, "] ", verdict));
+      throw TimeoutError(
+          ::tnt::detail::concat("[tarantella rank ", rank_, "] ", verdict, where(missing)));
     }
     throw MismatchError(::tnt::detail::concat("[tarantella rank ", rank_, "] ", verdict));
   }
@@ -199,7 +202,14 @@ void Handshake::peers_missing(const Descriptor& mine) {
                                   "rank is stuck, far behind, or called a different number of "
                                   "collectives");
   throw TimeoutError(::tnt::detail::concat("[tarantella rank ", rank_, "] collective #", mine.seq,
-                                           " (", describe(mine), " on rank ", rank_, "): ", who));
+                                           " (", describe(mine), " on rank ", rank_, "): ", who,
+                                           where(missing)));
+}
+
+std::string Handshake::where(const std::vector<int>& missing) const {
+  if (!locator_ || missing.empty()) return "";
+  const std::string sentences = locator_(missing);
+  return sentences.empty() ? "" : "; " + sentences;
 }
 
 std::vector<Descriptor> Handshake::collect_as_master(const Descriptor& mine) {
@@ -277,7 +287,8 @@ std::vector<Descriptor> Handshake::await_verdict(const Descriptor& mine) {
         "[tarantella rank ", rank_, "] collective #", mine.seq, " (", describe(mine),
         "): the master rank 0 did not confirm within ", timeout_seconds_ + grace,
         " s (TNT_COMM_TIMEOUT): rank 0 is stuck or far behind, or called a different number of "
-        "collectives"));
+        "collectives",
+        where({0})));
   }
   return table;
 }

@@ -38,6 +38,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,11 @@ class Handshake {
   /// missing rank; empty: ranks only.
   void set_hosts(std::vector<std::string> hosts) { hosts_ = std::move(hosts); }
   const std::vector<std::string>& hosts() const { return hosts_; }
+  /// Asked after a timeout where the missing ranks (of this group) are; its
+  /// sentences ("rank 1 (host vm) is in stuck.py line 10 ...") end the
+  /// TimeoutError's message. Unset: the message does not say.
+  using Locator = std::function<std::string(const std::vector<int>& missing)>;
+  void set_locator(Locator locator) { locator_ = std::move(locator); }
 
   /// A small allreduce carried by the fingerprint exchange itself, so that a
   /// cached small collective costs what a raw MPI_Allreduce costs: one
@@ -115,6 +121,8 @@ class Handshake {
   std::vector<Descriptor> collect_as_master(const Descriptor& mine);
   std::vector<Descriptor> await_verdict(const Descriptor& mine);
   [[noreturn]] void peers_missing(const Descriptor& mine);
+  /// "; " and the locator's sentences, or nothing.
+  std::string where(const std::vector<int>& missing) const;
   /// Waits for the round's four requests with the engine's wait policy;
   /// names the missing ranks on a timeout.
   void wait_round(MPI_Request* reqs, MPI_Status* statuses, int from, const Descriptor& mine,
@@ -132,6 +140,7 @@ class Handshake {
   double timeout_seconds_;
   bool broken_ = false;
   std::vector<std::string> hosts_;
+  Locator locator_;
 };
 
 }  // namespace tnt::comm

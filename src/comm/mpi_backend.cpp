@@ -106,12 +106,14 @@ std::vector<std::string> processor_names(MPI_Comm comm, int size) {
 
 }  // namespace
 
-MpiBackend::MpiBackend(MPI_Comm comm, double timeout_seconds, bool threads_multiple)
+MpiBackend::MpiBackend(MPI_Comm comm, double timeout_seconds, bool threads_multiple,
+                       const StackService* stacks)
     : data_(duplicate(comm)),
       control_(duplicate(comm)),
       fast_(duplicate(comm)),
       timeout_seconds_(timeout_seconds),
       threads_multiple_(threads_multiple),
+      stacks_(stacks),
       handshake_(control_, fast_, 0, 1, timeout_seconds),
       device_staging_(timeout_seconds),
       watchdog_(
@@ -133,6 +135,37 @@ MpiBackend::MpiBackend(MPI_Comm comm, double timeout_seconds, bool threads_multi
   MPI_Comm_free(&local);
   handshake_ = Handshake(control_, fast_, rank_, size_, timeout_seconds);
   handshake_.set_hosts(processor_names(control_, size_));
+  if (stacks_ != nullptr) {
+    handshake_.set_locator([this](const std::vector<int>& missing) { return where_are(missing); });
+  }
+}
+
+// The sentences for the ranks of this group that did not arrive, asked of
+// them through the world's StackService; the whole dumps go to the log.
+std::string MpiBackend::where_are(const std::vector<int>& missing) const {
+  MPI_Group mine = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  std::vector<int> world_ranks(missing.size(), MPI_UNDEFINED);
+  MPI_Comm_group(data_, &mine);
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  MPI_Group_translate_ranks(mine, static_cast<int>(missing.size()), missing.data(), world,
+                            world_ranks.data());
+  MPI_Group_free(&mine);
+  MPI_Group_free(&world);
+  const double seconds = stack_wait_seconds(timeout_seconds_);
+  const auto answers = stacks_->where_are(world_ranks, seconds);
+  std::string out;
+  for (std::size_t i = 0; i < missing.size(); ++i) {
+    const auto r = static_cast<std::size_t>(missing[i]);
+    const std::string host = r < handshake_.hosts().size() ? handshake_.hosts()[r] : "";
+    const std::string sentence = where_sentence(missing[i], host, answers[i], seconds);
+    out += (i ? "; " : "") + sentence;
+    if (!answers[i].dump.empty()) {
+      ::tnt::log::warning(::tnt::detail::concat("stack of rank ", missing[i], " (host ",
+                                                answers[i].host, "), innermost call first:\n",
+                                                answers[i].dump));
+    }
+  }
+  return out;
 }
 
 MpiBackend::~MpiBackend() {
@@ -417,7 +450,7 @@ std::unique_ptr<Backend> MpiBackend::split(int color, int key) {
   check_mpi(MPI_Comm_split(data_, color < 0 ? MPI_UNDEFINED : color, key, &part),
             "MPI_Comm_split");
   if (part == MPI_COMM_NULL) return nullptr;
-  auto out = std::make_unique<MpiBackend>(part, timeout_seconds_, threads_multiple_);
+  auto out = std::make_unique<MpiBackend>(part, timeout_seconds_, threads_multiple_, stacks_);
   MPI_Comm_free(&part);
   return out;
 }

@@ -30,6 +30,7 @@
 #include "comm/payload_watchdog.h"
 #include "comm/mpi_types.h"
 #include "comm/response_cache.h"
+#include "comm/stack_service.h"
 
 namespace tnt::comm {
 
@@ -38,8 +39,11 @@ class MpiBackend final : public Backend {
   /// Duplicates `comm` (MPI must be initialized) so that our traffic never
   /// matches a user's own MPI calls. `threads_multiple`: MPI runs at
   /// MPI_THREAD_MULTIPLE, so groups split from this one may have engine
-  /// threads of their own.
-  MpiBackend(MPI_Comm comm, double timeout_seconds, bool threads_multiple);
+  /// threads of their own. `stacks`: asked where the missing ranks are when
+  /// a collective times out (none: the report does not say); it outlives
+  /// this backend and the groups split from it.
+  MpiBackend(MPI_Comm comm, double timeout_seconds, bool threads_multiple,
+             const StackService* stacks = nullptr);
   ~MpiBackend() override;
   MpiBackend(const MpiBackend&) = delete;
   MpiBackend& operator=(const MpiBackend&) = delete;
@@ -80,6 +84,7 @@ class MpiBackend final : public Backend {
   std::string who_stopped(std::int64_t seq, const char* transport);
 
  private:
+  std::string where_are(const std::vector<int>& missing) const;
   /// Runs the handshake; when `local_error` is set, raises it after the
   /// others were told (so no rank waits for this one).
   struct Agreement {
@@ -114,6 +119,7 @@ class MpiBackend final : public Backend {
   int local_size_ = 1;
   double timeout_seconds_;
   bool threads_multiple_;
+  const StackService* stacks_;
   std::int64_t seq_ = 0;
   MpiTypes types_;
   Handshake handshake_;

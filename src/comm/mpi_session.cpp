@@ -13,6 +13,7 @@
 
 #include "comm/mpi_backend.h"
 #include "comm/mpi_check.h"
+#include "comm/stack_service.h"
 
 namespace tnt::comm {
 namespace {
@@ -75,14 +76,20 @@ MpiSession::MpiSession(int argc, char** argv) {
   const auto [owns, provided] = start_mpi(argc, argv);
   owns_mpi_ = owns;
   threads_multiple_ = provided >= MPI_THREAD_MULTIPLE;
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  // Its thread calls MPI beside the engines: only at MPI_THREAD_MULTIPLE.
+  if (threads_multiple_ && size > 1) stacks_ = std::make_unique<StackService>(MPI_COMM_WORLD);
 }
 
 MpiSession::~MpiSession() {
+  stacks_.reset();
   if (owns_mpi_) MPI_Finalize();
 }
 
 std::unique_ptr<Backend> MpiSession::world(double timeout_seconds) const {
-  return std::make_unique<MpiBackend>(MPI_COMM_WORLD, timeout_seconds, threads_multiple_);
+  return std::make_unique<MpiBackend>(MPI_COMM_WORLD, timeout_seconds, threads_multiple_,
+                                      stacks_.get());
 }
 
 void MpiSession::abort_job(int code) {

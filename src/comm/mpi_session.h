@@ -12,8 +12,12 @@
 
 namespace tnt::comm {
 
+class StackService;
+
 class MpiSession {
  public:
+  /// Call on the thread that runs the program's own code (its stack is the
+  /// one a timed-out collective reports).
   MpiSession(int argc, char** argv);
   /// Finalizes MPI if this session started it.
   ~MpiSession();
@@ -30,6 +34,9 @@ class MpiSession {
  private:
   bool owns_mpi_ = false;
   bool threads_multiple_ = false;
+  /// Where a rank is, for the report of a collective it did not reach
+  /// (stack_service.h): with MPI_THREAD_MULTIPLE and more than one rank.
+  std::unique_ptr<StackService> stacks_;
 };
 
 }  // namespace tnt::comm

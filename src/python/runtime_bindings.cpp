@@ -9,6 +9,7 @@
 #include <tarantella/runtime/runtime.h>
 #include <tarantella/runtime/seed.h>
 
+#include "base/stack_dump.h"
 #include "python/bindings.h"
 
 namespace tnt::python {
@@ -71,6 +72,11 @@ void bind_runtime(py::module_& m) {
       py::arg("message"),
       "Ends this rank as a failed rank: one report line naming it, exit status 1; the "
       "launcher stops the other ranks.");
+  m.def(
+      "_stack_dump_target",
+      [] { return py::make_tuple(detail::stack_dump_signal(), detail::stack_dump_fd()); },
+      "(signal, fd): where faulthandler writes this rank's Python stack when a collective "
+      "that it did not reach times out; fd -1: nowhere (python/tarantella/_stack_dump.py).");
 }
 
 }  // namespace tnt::python

@@ -34,14 +34,9 @@
 
 #include <tarantella/base/error.h>
 
-namespace tnt::detail {
+#include "base/stack_dump.h"
 
-inline std::string demangle(const char* name) {
-  int status = 0;
-  const std::unique_ptr<char, void (*)(void*)> readable(
-      abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
-  return status == 0 && readable ? std::string(readable.get()) : std::string(name);
-}
+namespace tnt::detail {
 
 /// "rank R on host H", as the launcher's wrapper names ranks; rank -1: not
 /// known yet (the runtime failed before MPI told it).

@@ -8,6 +8,11 @@ hooks; the logs they get are global values, aggregated over ranks exactly
 (aggregate_logs=False gives this rank's own), and they run on every rank
 (run_on_all_ranks=False: the master rank only).
 
+The built-ins take their required argument (a file, a directory, a
+schedule) positionally and every option as a keyword argument; an option
+left out takes the C++ options struct's default, which
+tnt.callbacks.option_defaults("EarlyStopping") shows.
+
     class PrintLoss(tnt.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):
             if tnt.is_master_rank():
@@ -35,12 +40,36 @@ RemoteMonitor = _t.RemoteMonitor
 
 __all__ = ["Callback", "LambdaCallback", "History", "ModelCheckpoint", "EarlyStopping",
            "CSVLogger", "TensorBoard", "LearningRateScheduler", "ReduceLROnPlateau",
-           "BackupAndRestore", "TerminateOnNaN", "ProgbarLogger", "RemoteMonitor", "Logs"]
+           "BackupAndRestore", "TerminateOnNaN", "ProgbarLogger", "RemoteMonitor", "Logs",
+           "option_defaults"]
 
 #: The logs a hook gets: name -> global value ('loss', metric names, ...).
 Logs = Optional[Dict[str, float]]
 #: fit()'s params: epochs, steps and verbosity (steps None when unknown).
 Params = Dict[str, Optional[int]]
+
+
+def option_defaults(name: str) -> Dict[str, object]:
+    """The defaults of a callback's options, read from its C++ options struct.
+
+    Args:
+        name: A callback class's name ("EarlyStopping", "Callback", ...).
+
+    Returns:
+        Option name -> default value.
+
+    Raises:
+        ValueError: `name` is not known (the message lists the known names).
+    """
+    return _t.option_defaults(name)
+
+
+# aggregate_logs' and run_on_all_ranks' defaults: C++'s (callbacks::WrapOptions).
+_BASE = option_defaults("Callback")
+
+
+def _base_default(value: Optional[bool], key: str) -> bool:
+    return bool(_BASE[key]) if value is None else value
 
 
 class Callback:
@@ -59,15 +88,18 @@ class Callback:
             master rank only.
     """
 
-    def __init__(self, aggregate_logs: bool = True, run_on_all_ranks: bool = True) -> None:
+    def __init__(self, aggregate_logs: Optional[bool] = None,
+                 run_on_all_ranks: Optional[bool] = None) -> None:
         """Makes the callback.
 
         Args:
-            aggregate_logs: Global logs (True) or this rank's (False).
-            run_on_all_ranks: Hooks on every rank (True) or the master only (False).
+            aggregate_logs: Global logs (True) or this rank's (False); None:
+                the C++ default (global).
+            run_on_all_ranks: Hooks on every rank (True) or the master only
+                (False); None: the C++ default (every rank).
         """
-        self.aggregate_logs = aggregate_logs
-        self.run_on_all_ranks = run_on_all_ranks
+        self.aggregate_logs = _base_default(aggregate_logs, "aggregate_logs")
+        self.run_on_all_ranks = _base_default(run_on_all_ranks, "run_on_all_ranks")
         self._model: Optional[Model] = None
         self.params: Params = {}
 
@@ -228,8 +260,8 @@ class LambdaCallback(Callback):
         LambdaCallback(on_epoch_end=lambda epoch, logs: print(epoch, logs))
     """
 
-    def __init__(self, aggregate_logs: bool = True, run_on_all_ranks: bool = True,
-                 **hooks: Hook) -> None:
+    def __init__(self, aggregate_logs: Optional[bool] = None,
+                 run_on_all_ranks: Optional[bool] = None, **hooks: Hook) -> None:
         """Makes the callback.
 
         Args:

@@ -40,7 +40,9 @@ PathLike = Union[str, "os.PathLike[str]"]
 # torch.optim classes and the engine's optimizer of the same update rule.
 # The engine steps its own (C++) optimizer on the module's parameters; the
 # torch optimizer passed to compile() only says which one, with which
-# hyper-parameters.
+# hyper-parameters. They cross as keyword arguments named as the C++
+# options struct's fields (src/python/options.h); a name ('adam') goes to
+# the C++ Keras registry, so every default is C++'s.
 _SUPPORTED = "SGD, Adam, AdamW, RMSprop and Adagrad"
 
 
@@ -81,24 +83,30 @@ def _group_factory(optimizer: torch.optim.Optimizer,
     if kind is torch.optim.SGD:
         if _number(g, "dampening") != 0:
             raise _unsupported(optimizer, f"dampening={g['dampening']}")
-        return _t.optimizer_sgd(lr, _number(g, "momentum"), _flag(g, "nesterov"),
-                                _number(g, "weight_decay"))
+        return _t.optimizer_sgd(learning_rate=lr, momentum=_number(g, "momentum"),
+                                nesterov=_flag(g, "nesterov"),
+                                weight_decay=_number(g, "weight_decay"))
     if kind is torch.optim.Adam or kind is torch.optim.AdamW:
         if _flag(g, "amsgrad"):
             raise _unsupported(optimizer, "amsgrad=True")
         b1, b2 = _betas(g)
+        eps, decay = _number(g, "eps"), _number(g, "weight_decay")
         if kind is torch.optim.Adam:
-            return _t.optimizer_adam(lr, b1, b2, _number(g, "eps"), _number(g, "weight_decay"))
-        return _t.optimizer_adamw(lr, _number(g, "weight_decay"), b1, b2, _number(g, "eps"))
+            return _t.optimizer_adam(learning_rate=lr, beta_1=b1, beta_2=b2, epsilon=eps,
+                                     weight_decay=decay)
+        return _t.optimizer_adamw(learning_rate=lr, beta_1=b1, beta_2=b2, epsilon=eps,
+                                  weight_decay=decay)
     if kind is torch.optim.RMSprop:
         if _flag(g, "centered") or _number(g, "weight_decay") != 0:
             raise _unsupported(optimizer, "centered=True or weight_decay")
-        return _t.optimizer_rmsprop(lr, _number(g, "alpha"), _number(g, "momentum"),
-                                    _number(g, "eps"))
+        return _t.optimizer_rmsprop(learning_rate=lr, rho=_number(g, "alpha"),
+                                    momentum=_number(g, "momentum"), epsilon=_number(g, "eps"))
     if kind is torch.optim.Adagrad:
         if _number(g, "lr_decay") != 0 or _number(g, "weight_decay") != 0:
             raise _unsupported(optimizer, "lr_decay or weight_decay")
-        return _t.optimizer_adagrad(lr, _number(g, "initial_accumulator_value"))
+        return _t.optimizer_adagrad(
+            learning_rate=lr,
+            initial_accumulator_value=_number(g, "initial_accumulator_value"))
     raise _unsupported(optimizer, "this class")
 
 
@@ -126,22 +134,11 @@ def _from_torch_optimizer(optimizer: torch.optim.Optimizer,
     return _t.optimizer_grouped(factories, indices)
 
 
-# Keras's optimizer names with Keras's defaults.
-_BY_NAME: Dict[str, Callable[[], _t.OptimizerFactory]] = {
-    "sgd": lambda: _t.optimizer_sgd(0.01, 0.0, False, 0.0),
-    "adam": lambda: _t.optimizer_adam(1e-3, 0.9, 0.999, 1e-7, 0.0),
-    "adamw": lambda: _t.optimizer_adamw(1e-3, 1e-2, 0.9, 0.999, 1e-7),
-    "rmsprop": lambda: _t.optimizer_rmsprop(1e-3, 0.9, 0.0, 1e-7),
-    "adagrad": lambda: _t.optimizer_adagrad(1e-3, 0.1),
-}
-
-
 def _optimizer(optimizer: object, module: torch.nn.Module) -> _t.OptimizerFactory:
     if isinstance(optimizer, str):
-        if optimizer.lower() not in _BY_NAME:
-            raise ValueError(f"compile(): optimizer={optimizer!r} is not known: use one of "
-                             f"{', '.join(sorted(_BY_NAME))} or a torch.optim optimizer")
-        return _BY_NAME[optimizer.lower()]()
+        # Keras's names and the class names, with the C++ defaults; an
+        # unknown name: ValueError listing the known ones.
+        return _t.optimizer_by_name(optimizer)
     if isinstance(optimizer, torch.optim.Optimizer):
         return _from_torch_optimizer(optimizer, module)
     raise TypeError(f"compile(): optimizer must be a torch.optim optimizer or a name such as "
@@ -150,7 +147,7 @@ def _optimizer(optimizer: object, module: torch.nn.Module) -> _t.OptimizerFactor
 
 def _loss(loss: object) -> _t.Loss:
     if isinstance(loss, str):
-        return _t.loss_by_name(loss)  # an unknown name: ValueError from the C++ list
+        return _t.loss_by_name(loss)  # the C++ registry; unknown: ValueError listing its names
     if callable(loss):
         return _t.loss_from_callable(loss, getattr(loss, "__name__", type(loss).__name__))
     raise TypeError(f"compile(): loss must be a torch loss module, a callable (y_pred, y_true) "
@@ -236,14 +233,17 @@ class Model:
 
     # -- compile -------------------------------------------------------
     def compile(self, optimizer: OptimizerLike = "sgd", loss: Optional[LossLike] = None,
-                metrics: Optional[Sequence[MetricLike]] = None, *, num_inputs: int = 1,
-                aggregation_frequency: int = 1, deterministic: Optional[int] = None,
-                shard_optimizer: bool = False, clip_norm: Optional[float] = None,
+                metrics: Optional[Sequence[MetricLike]] = None, *,
+                num_inputs: Optional[int] = None, aggregation_frequency: Optional[int] = None,
+                deterministic: Optional[int] = None, shard_optimizer: Optional[bool] = None,
+                clip_norm: Optional[float] = None,
                 clip_value: Optional[float] = None,
                 fusion_threshold_bytes: Optional[int] = None,
                 mixed_precision: Optional[str] = None,
                 compression: Optional[str] = None) -> None:
         """Keras's compile: the optimizer, the loss, the metrics and the engine's settings.
+
+        A setting left None keeps the C++ CompileOptions' default.
 
         Args:
             optimizer: A torch.optim optimizer over the module's parameters (SGD,
@@ -274,12 +274,12 @@ class Model:
             raise TypeError("compile() needs a loss, e.g. loss=torch.nn.CrossEntropyLoss() or "
                             "loss='sparse_categorical_crossentropy'")
         where = "compile()"
-        settings: Dict[str, Setting] = {
-            "num_inputs": check_int(where, "num_inputs", num_inputs),
-            "aggregation_frequency": check_int(where, "aggregation_frequency",
-                                               aggregation_frequency),
-            "shard_optimizer": check_bool(where, "shard_optimizer", shard_optimizer)}
         optional: Dict[str, Setting] = {
+            "num_inputs": check_optional_int(where, "num_inputs", num_inputs),
+            "aggregation_frequency": check_optional_int(where, "aggregation_frequency",
+                                                        aggregation_frequency),
+            "shard_optimizer": None if shard_optimizer is None else check_bool(
+                where, "shard_optimizer", shard_optimizer),
             "deterministic": check_optional_int(where, "deterministic", deterministic),
             "clip_norm": None if clip_norm is None else check_number(where, "clip_norm",
                                                                      clip_norm),
@@ -291,7 +291,7 @@ class Model:
                 where, "mixed_precision", mixed_precision),
             "compression": None if compression is None else check_str(
                 where, "compression", compression)}
-        settings.update({k: v for k, v in optional.items() if v is not None})
+        settings: Dict[str, Setting] = {k: v for k, v in optional.items() if v is not None}
         metric_list = _metrics(metrics)
         self._impl.compile(_optimizer(optimizer, self.module), _loss(loss), metric_list, settings)
         self._metric_names = [m.name for m in metric_list]

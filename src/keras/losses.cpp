@@ -181,11 +181,23 @@ const keras::Registry<Loss>& registry() {
        {"Huber", reader("Huber", Huber)},
        {"NLLLoss", reader(NLLLoss)},
        {"MeanSquaredError", reader(MeanSquaredError)},
-       {"MeanAbsoluteError", reader(MeanAbsoluteError)}});
+       {"MeanAbsoluteError", reader(MeanAbsoluteError)}},
+      // Keras's names (and Loss::name), each with the class's defaults.
+      {{"sparse_categorical_crossentropy", {{"class_name", "SparseCategoricalCrossentropy"}}},
+       {"categorical_crossentropy", {{"class_name", "CategoricalCrossentropy"}}},
+       {"binary_crossentropy", {{"class_name", "BinaryCrossentropy"}}},
+       {"mean_squared_error", {{"class_name", "MeanSquaredError"}}},
+       {"mse", {{"class_name", "MeanSquaredError"}}},
+       {"mean_absolute_error", {{"class_name", "MeanAbsoluteError"}}},
+       {"mae", {{"class_name", "MeanAbsoluteError"}}},
+       {"huber", {{"class_name", "Huber"}}},
+       {"nll_loss", {{"class_name", "NLLLoss"}}}});
   return *r;
 }
 }  // namespace
 
 Loss from_config(const json& description) { return registry().read(description); }
+
+Loss get(const std::string& name) { return registry().get(name); }
 
 }  // namespace tnt::losses

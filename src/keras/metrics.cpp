@@ -137,11 +137,24 @@ const keras::Registry<Metric>& registry() {
               [](auto... k) { return TopKCategoricalAccuracy(k...); });
         }},
        {"MeanSquaredError", reader(MeanSquaredError)},
-       {"MeanAbsoluteError", reader(MeanAbsoluteError)}});
+       {"MeanAbsoluteError", reader(MeanAbsoluteError)}},
+      // Keras's names, each with the class's defaults.
+      {{"accuracy", {{"class_name", "Accuracy"}}},
+       {"acc", {{"class_name", "Accuracy"}}},
+       {"sparse_categorical_accuracy", {{"class_name", "SparseCategoricalAccuracy"}}},
+       {"categorical_accuracy", {{"class_name", "CategoricalAccuracy"}}},
+       {"binary_accuracy", {{"class_name", "BinaryAccuracy"}}},
+       {"top_k_categorical_accuracy", {{"class_name", "TopKCategoricalAccuracy"}}},
+       {"mean_squared_error", {{"class_name", "MeanSquaredError"}}},
+       {"mse", {{"class_name", "MeanSquaredError"}}},
+       {"mean_absolute_error", {{"class_name", "MeanAbsoluteError"}}},
+       {"mae", {{"class_name", "MeanAbsoluteError"}}}});
   return *r;
 }
 }  // namespace
 
 Metric from_config(const json& description) { return registry().read(description); }
+
+Metric get(const std::string& name) { return registry().get(name); }
 
 }  // namespace tnt::metrics

@@ -12,45 +12,6 @@
 namespace tnt::optimizers {
 namespace optim = torch::optim;
 using json = nlohmann::json;
-// Each options struct's fields under their names in the description (keras::
-// fields_to_config and keras::options_from find them by argument-dependent
-// lookup, so they live in this namespace, not an anonymous one).
-template <typename Visit>
-static void fields(SGDOptions& o, Visit&& v) {
-  v("learning_rate", o.learning_rate());
-  v("momentum", o.momentum());
-  v("nesterov", o.nesterov());
-  v("weight_decay", o.weight_decay());
-}
-template <typename Visit>
-static void fields(AdamOptions& o, Visit&& v) {
-  v("learning_rate", o.learning_rate());
-  v("beta_1", o.beta1());
-  v("beta_2", o.beta2());
-  v("epsilon", o.epsilon());
-  v("weight_decay", o.weight_decay());
-}
-template <typename Visit>
-static void fields(AdamWOptions& o, Visit&& v) {
-  v("learning_rate", o.learning_rate());
-  v("weight_decay", o.weight_decay());
-  v("beta_1", o.beta1());
-  v("beta_2", o.beta2());
-  v("epsilon", o.epsilon());
-}
-template <typename Visit>
-static void fields(RMSpropOptions& o, Visit&& v) {
-  v("learning_rate", o.learning_rate());
-  v("rho", o.rho());
-  v("momentum", o.momentum());
-  v("epsilon", o.epsilon());
-}
-template <typename Visit>
-static void fields(AdagradOptions& o, Visit&& v) {
-  v("learning_rate", o.learning_rate());
-  v("initial_accumulator_value", o.initial_accumulator_value());
-}
-
 namespace {
 // NaN passes every "> 0" check written as "reject <= 0", so test finiteness.
 void check_learning_rate(const char* optimizer, double lr) {
@@ -85,7 +46,14 @@ const keras::Registry<Factory>& registry() {
        {"Adam", reader<AdamOptions>("Adam", Adam)},
        {"AdamW", reader<AdamWOptions>("AdamW", AdamW)},
        {"RMSprop", reader<RMSpropOptions>("RMSprop", RMSprop)},
-       {"Adagrad", reader<AdagradOptions>("Adagrad", Adagrad)}});
+       {"Adagrad", reader<AdagradOptions>("Adagrad", Adagrad)}},
+      // Keras's names. SGD's learning rate has no default in C++ (as in
+      // torch::optim); by name it takes Keras's.
+      {{"sgd", {{"class_name", "SGD"}, {"config", {{"learning_rate", 0.01}}}}},
+       {"adam", {{"class_name", "Adam"}}},
+       {"adamw", {{"class_name", "AdamW"}}},
+       {"rmsprop", {{"class_name", "RMSprop"}}},
+       {"adagrad", {{"class_name", "Adagrad"}}}});
   return *r;
 }
 }  // namespace
@@ -184,6 +152,8 @@ Factory Adagrad(double lr, double initial_accumulator) {
 }
 
 Factory from_config(const json& description) { return registry().read(description); }
+
+Factory get(const std::string& name) { return registry().get(name); }
 
 Factory custom(Factory factory) {
   TNT_CHECK(static_cast<bool>(factory), "optimizers::custom() needs a factory function");

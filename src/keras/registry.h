@@ -8,8 +8,10 @@
 // never from a copy of its own: an absent field is simply not passed on.
 #pragma once
 
+#include <tarantella/base/argument_error.h>
 #include <tarantella/base/error.h>
 
+#include <cctype>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -78,17 +80,25 @@ inline std::string compile_part_fix(const std::string& a_kind) {
          " of your own, cannot be rebuilt: compile the model yourself";
 }
 
-/// Class name -> reader, for one kind of object. Thread-safe: users may
-/// add readers (tnt::layers::register_layer) while models load.
+/// Class name -> reader, for one kind of object, and the names get() takes.
+/// Thread-safe: users may add readers (tnt::layers::register_layer) while
+/// models load.
 template <typename T>
 class Registry {
  public:
   using Reader = std::function<T(const nlohmann::json& config)>;
 
   /// `kind` names the objects in errors ("optimizer", "layer"); `fix` says
-  /// what to do about an unknown class name.
-  Registry(std::string kind, std::string fix, std::map<std::string, Reader> readers)
-      : kind_(std::move(kind)), fix_(std::move(fix)), readers_(std::move(readers)) {}
+  /// what to do about an unknown class name. `aliases` are the other names
+  /// get() takes (Keras's short names: "mse", "adam"), each with the
+  /// description it stands for; a field its config leaves out keeps the
+  /// factory's default.
+  Registry(std::string kind, std::string fix, std::map<std::string, Reader> readers,
+           std::map<std::string, nlohmann::json> aliases = {})
+      : kind_(std::move(kind)),
+        fix_(std::move(fix)),
+        readers_(std::move(readers)),
+        aliases_(std::move(aliases)) {}
 
   /// Adds (or replaces) the reader of `class_name`.
   void add(const std::string& class_name, Reader reader) {
@@ -107,6 +117,30 @@ class Registry {
     return names;
   }
 
+  /// The object `name` stands for, as Keras's get(): an alias (also in
+  /// other case), or a class name with every default. An unknown name is an ArgumentError (the
+  /// caller named it) that lists the known names.
+  T get(const std::string& name) const {
+    nlohmann::json description;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto alias = aliases_.find(name);
+      if (alias == aliases_.end()) alias = aliases_.find(lowercase(name));  // "SGD": "sgd"
+      if (alias != aliases_.end()) {
+        description = alias->second;
+      } else if (readers_.count(name) != 0) {
+        description = {{"class_name", name}};
+      } else {
+        std::string known;
+        for (const auto& entry : aliases_) known += (known.empty() ? "" : ", ") + entry.first;
+        for (const auto& entry : readers_) known += (known.empty() ? "" : ", ") + entry.first;
+        throw ArgumentError(
+            detail::concat(kind_, "='", name, "' is not known: use one of ", known));
+      }
+    }
+    return read(description);
+  }
+
   /// Builds the object of {"class_name": ..., "config": {...}}.
   T read(const nlohmann::json& description) const {
     TNT_CHECK(description.is_object() && description.contains("class_name") &&
@@ -122,6 +156,10 @@ class Registry {
   }
 
  private:
+  static std::string lowercase(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  }
   Reader reader_of(const std::string& class_name) const {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto it = readers_.find(class_name);
@@ -136,6 +174,7 @@ class Registry {
   std::string fix_;
   mutable std::mutex mutex_;
   std::map<std::string, Reader> readers_;
+  std::map<std::string, nlohmann::json> aliases_;
 };
 
 }  // namespace tnt::keras

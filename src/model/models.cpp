@@ -13,6 +13,7 @@
 #include <tarantella/keras/metrics.h>
 #include <tarantella/keras/optimizers.h>
 #include <tarantella/keras/schedules.h>
+#include <tarantella/base/argument_error.h>
 #include <tarantella/base/error.h>
 
 #include "model/model_impl.h"
@@ -24,20 +25,16 @@ using json = nlohmann::json;
 
 json parsed_or_null(const std::string& text) { return text.empty() ? json() : json::parse(text); }
 
-const char* compression_name(dp::Compression c) {
-  switch (c) {
-    case dp::Compression::Float16: return "float16";
-    case dp::Compression::BFloat16: return "bfloat16";
-    case dp::Compression::None: break;
+// A name of the compile configuration (mixed_precision, compression) with
+// the one parser both front ends use; an error names the file.
+template <typename Parse>
+auto named_setting(const json& c, const char* key, const std::string& path, Parse parse) {
+  const std::string name = c.at(key).get<std::string>();
+  try {
+    return parse(name);
+  } catch (const ArgumentError& e) {
+    throw Error(detail::concat("'", path, "': the compile configuration's ", e.what()));
   }
-  return "none";
-}
-
-dp::Compression compression_from(const std::string& name, const std::string& path) {
-  if (name == "none") return dp::Compression::None;
-  if (name == "float16") return dp::Compression::Float16;
-  if (name == "bfloat16") return dp::Compression::BFloat16;
-  throw Error(detail::concat("'", path, "': unknown gradient compression '", name, "'"));
 }
 
 // Rebuilds a part of the compile configuration with its kind's from_config
@@ -124,7 +121,7 @@ nlohmann::json Model::get_compile_config() const {
   if (o.clip_value()) c["clip_value"] = *o.clip_value();
   if (o.deterministic()) c["deterministic"] = *o.deterministic();
   if (o.mixed_precision() != MixedPrecision::None) {
-    c["mixed_precision"] = o.mixed_precision() == MixedPrecision::BFloat16 ? "bfloat16" : "float16";
+    c["mixed_precision"] = mixed_precision_name(o.mixed_precision());
   }
   if (o.loss_scaling()) c["loss_scaling"] = *o.loss_scaling();
   if (o.shard_optimizer()) c["shard_optimizer"] = true;
@@ -153,20 +150,22 @@ CompileOptions compile_options_from_config(const std::string& compile_json,
       o.schedule(
           part_from(c.at("schedule"), "learning-rate schedule", path, schedules::from_config));
     }
-    o.num_inputs(c.value("num_inputs", 1))
-        .aggregation_frequency(c.value("aggregation_frequency", 1))
-        .compression(compression_from(c.value("compression", std::string("none")), path));
+    // A field the file leaves out keeps CompileOptions' default.
+    if (c.contains("num_inputs")) o.num_inputs(c.at("num_inputs").get<int>());
+    if (c.contains("aggregation_frequency")) {
+      o.aggregation_frequency(c.at("aggregation_frequency").get<int>());
+    }
+    if (c.contains("compression")) {
+      o.compression(named_setting(c, "compression", path, compression_from_name));
+    }
     if (c.contains("clip_norm")) o.clip_norm(c.at("clip_norm").get<double>());
     if (c.contains("clip_value")) o.clip_value(c.at("clip_value").get<double>());
     if (c.contains("deterministic")) o.deterministic(c.at("deterministic").get<std::int64_t>());
     if (c.contains("mixed_precision")) {
-      const std::string p = c.at("mixed_precision").get<std::string>();
-      TNT_CHECK(p == "bfloat16" || p == "float16", "'", path, "': unknown mixed_precision '", p,
-                "' in the compile configuration (bfloat16 or float16)");
-      o.mixed_precision(p == "bfloat16" ? MixedPrecision::BFloat16 : MixedPrecision::Float16);
+      o.mixed_precision(named_setting(c, "mixed_precision", path, mixed_precision_from_name));
     }
     if (c.contains("loss_scaling")) o.loss_scaling(c.at("loss_scaling").get<bool>());
-    o.shard_optimizer(c.value("shard_optimizer", false));
+    if (c.contains("shard_optimizer")) o.shard_optimizer(c.at("shard_optimizer").get<bool>());
     if (c.contains("fusion_threshold_bytes")) {
       o.fusion_threshold_bytes(c.at("fusion_threshold_bytes").get<std::size_t>());
     }

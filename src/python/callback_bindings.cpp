@@ -4,6 +4,11 @@
 // own callbacks are tnt.callbacks.Callback subclasses, called through the
 // trampoline in model_bindings.cpp. A Python schedule for
 // LearningRateScheduler is called under the GIL.
+//
+// A required argument (a file, a directory, a schedule) is positional; every
+// option is a keyword argument named as its options struct's field and
+// read through the struct's field list (options.h), so an option left out
+// takes the struct's default and no default is restated here.
 #include <tarantella/base/error.h>
 #include <tarantella/callbacks/builtins.h>
 #include <tarantella/callbacks/remote_monitor.h>
@@ -11,23 +16,34 @@
 #include <tarantella/train/progbar_logger.h>
 
 #include "python/bindings.h"
+#include "python/options.h"
 #include "python/py_object.h"
 
 namespace tnt::python {
 namespace {
 
 using callbacks::Callback;
-using callbacks::Mode;
-
-Mode mode_of(const std::string& mode) {
-  if (mode == "min") return Mode::Min;
-  if (mode == "max") return Mode::Max;
-  TNT_CHECK(mode == "auto", "mode '", mode, "' is not known: use 'auto', 'min' or 'max'");
-  return Mode::Auto;
-}
 
 template <typename T>
 using CallbackClass = py::class_<T, Callback, std::shared_ptr<T>>;
+
+// A callback class whose constructor takes only keyword options.
+template <typename T, typename Options>
+void bind_keyword_callback(py::module_& m, const char* name) {
+  CallbackClass<T>(m, name).def(py::init([name](const py::kwargs& kwargs) {
+    return std::make_shared<T>(with_kwargs(std::string(name) + "()", Options(), kwargs));
+  }));
+  register_defaults_of(name, Options());
+}
+
+// kwargs without `key`.
+py::dict without(const py::kwargs& kwargs, const char* key) {
+  py::dict rest;
+  for (const auto& item : kwargs) {
+    if (item.first.cast<std::string>() != key) rest[item.first] = item.second;
+  }
+  return rest;
+}
 
 }  // namespace
 
@@ -35,104 +51,89 @@ void bind_callbacks(py::module_& m) {
   py::class_<Callback, std::shared_ptr<Callback>>(m, "CppCallback")
       .def_readwrite("aggregate_logs", &Callback::aggregate_logs)
       .def_readwrite("run_on_all_ranks", &Callback::run_on_all_ranks);
+  register_defaults_of("Callback", callbacks::WrapOptions());
 
   CallbackClass<callbacks::ModelCheckpoint>(m, "ModelCheckpoint")
-      .def(py::init([](const std::string& filepath, const std::string& monitor,
-                       const std::string& mode, bool save_best_only, bool save_weights_only,
-                       std::int64_t save_freq_batches) {
-             return std::make_shared<callbacks::ModelCheckpoint>(
-                 callbacks::ModelCheckpointOptions(filepath)
-                     .monitor(monitor)
-                     .mode(mode_of(mode))
-                     .save_best_only(save_best_only)
-                     .save_weights_only(save_weights_only)
-                     .save_freq_batches(save_freq_batches));
+      .def(py::init([](const std::string& filepath, const py::kwargs& kwargs) {
+             return std::make_shared<callbacks::ModelCheckpoint>(with_kwargs(
+                 "ModelCheckpoint()", callbacks::ModelCheckpointOptions(filepath), kwargs));
            }),
-           py::arg("filepath"), py::arg("monitor") = "val_loss", py::arg("mode") = "auto",
-           py::arg("save_best_only") = false, py::arg("save_weights_only") = false,
-           py::arg("save_freq_batches") = 0);
+           py::arg("filepath"));
+  register_defaults_of("ModelCheckpoint", callbacks::ModelCheckpointOptions(""));
 
-  CallbackClass<callbacks::EarlyStopping>(m, "EarlyStopping")
-      .def(py::init([](const std::string& monitor, double min_delta, int patience,
-                       const std::string& mode, std::optional<double> baseline,
-                       bool restore_best_weights) {
-             return std::make_shared<callbacks::EarlyStopping>(
-                 callbacks::EarlyStoppingOptions()
-                     .monitor(monitor)
-                     .min_delta(min_delta)
-                     .patience(patience)
-                     .mode(mode_of(mode))
-                     .baseline(baseline)
-                     .restore_best_weights(restore_best_weights));
-           }),
-           py::arg("monitor") = "val_loss", py::arg("min_delta") = 0.0, py::arg("patience") = 0,
-           py::arg("mode") = "auto", py::arg("baseline") = py::none(),
-           py::arg("restore_best_weights") = false);
+  bind_keyword_callback<callbacks::EarlyStopping, callbacks::EarlyStoppingOptions>(m,
+                                                                                   "EarlyStopping");
 
   CallbackClass<callbacks::CSVLogger>(m, "CSVLogger")
-      .def(py::init<std::string, char, bool>(), py::arg("filename"), py::arg("separator") = ',',
-           py::arg("append") = false);
-
-  CallbackClass<callbacks::TensorBoard>(m, "TensorBoard")
-      .def(py::init([](const std::string& log_dir, py::object update_freq) {
-             callbacks::TensorBoardOptions o(log_dir);
-             if (py::isinstance<py::str>(update_freq)) {
-               o.update_freq(update_freq.cast<std::string>());
-             } else {
-               o.update_freq(update_freq.cast<std::int64_t>());
-             }
-             return std::make_shared<callbacks::TensorBoard>(o);
+      .def(py::init([](const std::string& filename, const py::kwargs& kwargs) {
+             return std::make_shared<callbacks::CSVLogger>(
+                 filename, with_kwargs("CSVLogger()", callbacks::CSVLoggerOptions(), kwargs));
            }),
-           py::arg("log_dir") = "logs", py::arg("update_freq") = "epoch");
+           py::arg("filename"));
+  register_defaults_of("CSVLogger", callbacks::CSVLoggerOptions());
+
+  // log_dir may be positional (Keras's first parameter); None: the C++
+  // default. update_freq is "epoch", "batch" or a number of batches.
+  CallbackClass<callbacks::TensorBoard>(m, "TensorBoard")
+      .def(py::init([](const std::optional<std::string>& log_dir, const py::kwargs& kwargs) {
+             callbacks::TensorBoardOptions o = log_dir ? callbacks::TensorBoardOptions(*log_dir)
+                                                       : callbacks::TensorBoardOptions();
+             if (kwargs.contains("update_freq")) {
+               const py::object freq = kwargs["update_freq"];
+               if (py::isinstance<py::str>(freq)) {
+                 o.update_freq(freq.cast<std::string>());
+               } else {
+                 std::int64_t batches = 0;
+                 from_python("TensorBoard()", "update_freq", freq, batches);
+                 o.update_freq(batches);
+               }
+             }
+             return std::make_shared<callbacks::TensorBoard>(
+                 with_kwargs("TensorBoard()", o, without(kwargs, "update_freq")));
+           }),
+           py::arg("log_dir") = py::none());
+  register_defaults("TensorBoard", [] {
+    const callbacks::TensorBoardOptions o;
+    py::dict d = defaults_of(o);
+    d["log_dir"] = o.log_dir();
+    // Batches between writes; 0 is Keras's "epoch".
+    d["update_freq"] =
+        o.update_freq() == 0 ? py::object(py::str("epoch")) : py::object(py::int_(o.update_freq()));
+    return d;
+  });
 
   CallbackClass<callbacks::LearningRateScheduler>(m, "LearningRateScheduler")
-      .def(py::init([](py::object schedule, int verbose) {
+      .def(py::init([](py::object schedule, const py::kwargs& kwargs) {
              SharedPyObject held = share_object(std::move(schedule));
              return std::make_shared<callbacks::LearningRateScheduler>(
                  [held](std::int64_t epoch, double lr) {
                    py::gil_scoped_acquire gil;
                    return (*held)(epoch, lr).cast<double>();
                  },
-                 verbose);
+                 with_kwargs("LearningRateScheduler()", callbacks::LearningRateSchedulerOptions(),
+                             kwargs));
            }),
-           py::arg("schedule"), py::arg("verbose") = 0);
+           py::arg("schedule"));
+  register_defaults_of("LearningRateScheduler", callbacks::LearningRateSchedulerOptions());
 
-  CallbackClass<callbacks::ReduceLROnPlateau>(m, "ReduceLROnPlateau")
-      .def(py::init([](const std::string& monitor, double factor, int patience,
-                       const std::string& mode, double min_delta, int cooldown, double min_lr) {
-             return std::make_shared<callbacks::ReduceLROnPlateau>(
-                 callbacks::ReduceLROnPlateauOptions()
-                     .monitor(monitor)
-                     .factor(factor)
-                     .patience(patience)
-                     .mode(mode_of(mode))
-                     .min_delta(min_delta)
-                     .cooldown(cooldown)
-                     .min_lr(min_lr));
-           }),
-           py::arg("monitor") = "val_loss", py::arg("factor") = 0.1, py::arg("patience") = 10,
-           py::arg("mode") = "auto", py::arg("min_delta") = 1e-4, py::arg("cooldown") = 0,
-           py::arg("min_lr") = 0.0);
+  bind_keyword_callback<callbacks::ReduceLROnPlateau, callbacks::ReduceLROnPlateauOptions>(
+      m, "ReduceLROnPlateau");
 
   CallbackClass<callbacks::BackupAndRestore>(m, "BackupAndRestore")
-      .def(py::init<std::string, std::int64_t, bool>(), py::arg("backup_dir"),
-           py::arg("save_freq") = 0, py::arg("delete_checkpoint") = true);
+      .def(py::init([](const std::string& backup_dir, const py::kwargs& kwargs) {
+             return std::make_shared<callbacks::BackupAndRestore>(
+                 backup_dir,
+                 with_kwargs("BackupAndRestore()", callbacks::BackupAndRestoreOptions(), kwargs));
+           }),
+           py::arg("backup_dir"));
+  register_defaults_of("BackupAndRestore", callbacks::BackupAndRestoreOptions());
 
   CallbackClass<callbacks::TerminateOnNaN>(m, "TerminateOnNaN").def(py::init<>());
 
-  CallbackClass<callbacks::ProgbarLogger>(m, "ProgbarLogger")
-      .def(py::init<int>(), py::arg("verbose") = 1);
-
-  CallbackClass<callbacks::RemoteMonitor>(m, "RemoteMonitor")
-      .def(py::init([](const std::string& root, const std::string& path, const std::string& field,
-                       const std::map<std::string, std::string>& headers, bool send_as_json) {
-             callbacks::RemoteMonitorOptions o;
-             o.root(root).path(path).field(field).headers(headers).send_as_json(send_as_json);
-             return std::make_shared<callbacks::RemoteMonitor>(o);
-           }),
-           py::arg("root") = "http://localhost:9000", py::arg("path") = "/publish/epoch/end/",
-           py::arg("field") = "data", py::arg("headers") = std::map<std::string, std::string>(),
-           py::arg("send_as_json") = false);
+  bind_keyword_callback<callbacks::ProgbarLogger, callbacks::ProgbarLoggerOptions>(m,
+                                                                                   "ProgbarLogger");
+  bind_keyword_callback<callbacks::RemoteMonitor, callbacks::RemoteMonitorOptions>(m,
+                                                                                   "RemoteMonitor");
 }
 
 }  // namespace tnt::python

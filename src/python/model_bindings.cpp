@@ -25,6 +25,7 @@
 #include <tarantella/model/model.h>
 
 #include "python/bindings.h"
+#include "python/options.h"
 #include "python/py_collective.h"
 #include "python/py_dataset.h"
 #include "python/py_object.h"
@@ -200,8 +201,11 @@ class PyCallback final : public callbacks::Callback {
   using Logs = callbacks::Logs;
   explicit PyCallback(py::object object)
       : object_(share_object(std::move(object))), hooks_(implemented_hooks(*object_)) {
-    aggregate_logs = py::getattr(*object_, "aggregate_logs", py::bool_(true)).cast<bool>();
-    run_on_all_ranks = py::getattr(*object_, "run_on_all_ranks", py::bool_(true)).cast<bool>();
+    // An object without the attributes keeps callbacks::Callback's defaults.
+    aggregate_logs =
+        py::getattr(*object_, "aggregate_logs", py::bool_(aggregate_logs)).cast<bool>();
+    run_on_all_ranks =
+        py::getattr(*object_, "run_on_all_ranks", py::bool_(run_on_all_ranks)).cast<bool>();
   }
   void on_train_begin(const Logs& l) override { call(kTrainBegin, l); }
   void on_train_end(const Logs& l) override { call(kTrainEnd, l); }
@@ -291,21 +295,10 @@ class PyModel {
       o.fusion_threshold_bytes(settings["fusion_threshold_bytes"].cast<std::size_t>());
     }
     if (settings.contains("mixed_precision")) {
-      const auto p = settings["mixed_precision"].cast<std::string>();
-      TNT_CHECK_ARG(p == "bfloat16" || p == "float16" || p == "none",
-                    "compile(): mixed_precision='", p,
-                    "' is not known: use 'bfloat16', 'float16' or None");
-      o.mixed_precision(p == "bfloat16"   ? MixedPrecision::BFloat16
-                        : p == "float16" ? MixedPrecision::Float16
-                                         : MixedPrecision::None);
+      o.mixed_precision(compile_name("mixed_precision", settings, mixed_precision_from_name));
     }
     if (settings.contains("compression")) {
-      const auto c = settings["compression"].cast<std::string>();
-      TNT_CHECK_ARG(c == "float16" || c == "bfloat16" || c == "none", "compile(): compression='", c,
-                    "' is not known: use 'float16', 'bfloat16' or None");
-      o.compression(c == "float16"    ? dp::Compression::Float16
-                    : c == "bfloat16" ? dp::Compression::BFloat16
-                                      : dp::Compression::None);
+      o.compression(compile_name("compression", settings, compression_from_name));
     }
     model_.compile(std::move(o));
   }
@@ -366,6 +359,16 @@ class PyModel {
   const py::object& module() const { return module_; }
 
  private:
+  // A named setting with the parser the compile configuration uses too.
+  template <typename Parse>
+  static auto compile_name(const char* key, const py::dict& settings, Parse parse)
+      -> decltype(parse(std::string())) {
+    try {
+      return parse(settings[key].cast<std::string>());
+    } catch (const ArgumentError& e) {
+      throw ArgumentError(detail::concat("compile(): ", e.what()));
+    }
+  }
   static tnt::Model make(const py::object& module, std::optional<comm::ProcessGroup> group) {
     const py::object nn_module = py::module_::import("torch.nn").attr("Module");
     if (!py::isinstance(module, nn_module)) {
@@ -417,63 +420,73 @@ optimizers::Factory grouped_optimizer(std::vector<optimizers::Factory> per_group
 
 }  // namespace
 
+// get(name) of the Keras registry, with an unknown name's message prefixed
+// by `where` and followed by what else the Python call takes.
+template <typename Get>
+auto by_name(const std::string& name, Get get, const char* where, const char* alternatives) {
+  try {
+    return get(name);
+  } catch (const ArgumentError& e) {
+    throw ArgumentError(detail::concat(where, e.what(), alternatives));
+  }
+}
+
+// optimizer_<name>(**options): the built-in optimizer from keyword
+// arguments named as its options struct's fields (options.h), so every
+// default is the struct's.
+template <typename Options>
+void bind_optimizer_factory(py::module_& m, const char* function, const char* name,
+                            optimizers::Factory (*make)(Options)) {
+  m.def(function, [name, make](const py::kwargs& kwargs) {
+    return make(with_kwargs(std::string(name) + "()", Options(), kwargs));
+  });
+  register_defaults_of(name, Options());
+}
+
 void bind_keras(py::module_& m) {
-  py::class_<optimizers::Factory>(m, "OptimizerFactory");
-  // The positional forms (each factory also takes an options struct).
+  py::class_<optimizers::Factory>(m, "OptimizerFactory")
+      .def_readonly("config", &optimizers::Factory::config);
   using F = optimizers::Factory;
-  m.def("optimizer_sgd", static_cast<F (*)(double, double, bool, double)>(&optimizers::SGD),
-        py::arg("lr"), py::arg("momentum"), py::arg("nesterov"), py::arg("weight_decay"));
-  m.def("optimizer_adam",
-        static_cast<F (*)(double, double, double, double, double)>(&optimizers::Adam),
-        py::arg("lr"), py::arg("beta1"), py::arg("beta2"), py::arg("eps"),
-        py::arg("weight_decay"));
-  m.def("optimizer_adamw",
-        static_cast<F (*)(double, double, double, double, double)>(&optimizers::AdamW),
-        py::arg("lr"), py::arg("weight_decay"), py::arg("beta1"), py::arg("beta2"),
-        py::arg("eps"));
-  m.def("optimizer_rmsprop",
-        static_cast<F (*)(double, double, double, double)>(&optimizers::RMSprop), py::arg("lr"),
-        py::arg("rho"), py::arg("momentum"), py::arg("eps"));
-  m.def("optimizer_adagrad", static_cast<F (*)(double, double)>(&optimizers::Adagrad),
-        py::arg("lr"), py::arg("initial_accumulator"));
+  // SGD's learning rate is required (it has no default in C++).
+  m.def(
+      "optimizer_sgd",
+      [](double learning_rate, const py::kwargs& kwargs) {
+        return optimizers::SGD(with_kwargs("SGD()", optimizers::SGDOptions(learning_rate), kwargs));
+      },
+      py::arg("learning_rate"));
+  bind_optimizer_factory<optimizers::AdamOptions>(
+      m, "optimizer_adam", "Adam", static_cast<F (*)(optimizers::AdamOptions)>(&optimizers::Adam));
+  bind_optimizer_factory<optimizers::AdamWOptions>(
+      m, "optimizer_adamw", "AdamW",
+      static_cast<F (*)(optimizers::AdamWOptions)>(&optimizers::AdamW));
+  bind_optimizer_factory<optimizers::RMSpropOptions>(
+      m, "optimizer_rmsprop", "RMSprop",
+      static_cast<F (*)(optimizers::RMSpropOptions)>(&optimizers::RMSprop));
+  bind_optimizer_factory<optimizers::AdagradOptions>(
+      m, "optimizer_adagrad", "Adagrad",
+      static_cast<F (*)(optimizers::AdagradOptions)>(&optimizers::Adagrad));
+  m.def("optimizer_by_name", [](const std::string& name) {
+    return by_name(name, optimizers::get, "compile(): ", "; or a torch.optim optimizer");
+  });
   m.def("optimizer_grouped", &grouped_optimizer, py::arg("per_group"), py::arg("indices"));
 
   py::class_<losses::Loss>(m, "Loss").def_readonly("name", &losses::Loss::name);
   m.def("loss_from_callable", &loss_from_callable, py::arg("fn"), py::arg("name"));
-  m.def("loss_by_name", [](const std::string& name) -> losses::Loss {
-    if (name == "sparse_categorical_crossentropy") return losses::SparseCategoricalCrossentropy();
-    if (name == "categorical_crossentropy") return losses::CategoricalCrossentropy();
-    if (name == "binary_crossentropy") return losses::BinaryCrossentropy();
-    if (name == "mean_squared_error" || name == "mse") return losses::MeanSquaredError();
-    if (name == "mean_absolute_error" || name == "mae") return losses::MeanAbsoluteError();
-    if (name == "huber") return losses::Huber();
-    if (name == "nll_loss") return losses::NLLLoss();
-    throw ArgumentError(detail::concat(
-        "compile(): loss='", name,
-        "' is not known: use a torch loss module, a callable (y_pred, y_true) -> mean loss, or "
-        "one of sparse_categorical_crossentropy, categorical_crossentropy, binary_crossentropy, "
-        "mean_squared_error (mse), mean_absolute_error (mae), huber, nll_loss"));
+  m.def("loss_by_name", [](const std::string& name) {
+    return by_name(name, losses::get, "compile(): ",
+                   "; or a torch loss module, or a callable (y_pred, y_true) -> mean loss");
   });
 
   py::class_<metrics::Metric>(m, "Metric").def_readonly("name", &metrics::Metric::name);
   m.def("metric_from_callables", &metric_from_callables, py::arg("name"), py::arg("update"),
         py::arg("result"), py::arg("state_size"));
   m.def("metric_mean_of", &metric_mean_of, py::arg("name"), py::arg("fn"));
-  m.def("metric_by_name", [](const std::string& name) -> metrics::Metric {
-    if (name == "accuracy" || name == "acc") return metrics::Accuracy();
-    if (name == "sparse_categorical_accuracy") return metrics::SparseCategoricalAccuracy();
-    if (name == "categorical_accuracy") return metrics::CategoricalAccuracy();
-    if (name == "binary_accuracy") return metrics::BinaryAccuracy();
-    if (name == "top_k_categorical_accuracy") return metrics::TopKCategoricalAccuracy();
-    if (name == "mean_squared_error" || name == "mse") return metrics::MeanSquaredError();
-    if (name == "mean_absolute_error" || name == "mae") return metrics::MeanAbsoluteError();
-    throw ArgumentError(detail::concat(
-        "compile(): metrics: '", name,
-        "' is not known: use one of accuracy (acc), sparse_categorical_accuracy, "
-        "categorical_accuracy, binary_accuracy, top_k_categorical_accuracy, mean_squared_error "
-        "(mse), mean_absolute_error (mae), a tnt.metrics.Metric or a callable (y_pred, y_true) "
-        "-> per-sample values"));
+  m.def("metric_by_name", [](const std::string& name) {
+    return by_name(name, metrics::get, "compile(): metrics: ",
+                   "; or a tnt.metrics.Metric, or a callable (y_pred, y_true) -> per-sample "
+                   "values");
   });
+  m.def("option_defaults", &option_defaults, py::arg("name"));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // bad fields are errors naming them; and the optimizers' options-struct and
 // positional forms build identical optimizers.
 #include <gtest/gtest.h>
+#include <tarantella/base/argument_error.h>
 #include <tarantella/tarantella.h>
 #include <torch/torch.h>
 
@@ -354,6 +355,62 @@ TEST(KerasRegistry, UnknownClassNamesAreErrorsNamingThemAndTheKnownOnes) {
   // Not a description at all.
   expect_names(error_of([] { O::from_config(json::array()); }),
                {"optimizer description needs {\"class_name\""});
+}
+
+// ---- names: Keras's get() ---------------------------------------------------
+
+// A name is a class name or one of Keras's names, kept as registry aliases;
+// either gives the object with its options struct's defaults.
+TEST(KerasRegistry, NamesAreClassNamesOrKerasAliasesWithTheDefaults) {
+  EXPECT_EQ(O::get("adam").config, O::Adam().config);
+  EXPECT_EQ(O::get("Adam").config, O::Adam().config);
+  EXPECT_EQ(O::get("adamw").config, O::AdamW().config);
+  EXPECT_EQ(O::get("rmsprop").config, O::RMSprop().config);
+  EXPECT_EQ(O::get("adagrad").config, O::Adagrad().config);
+  // SGD has no default learning rate; by name it takes Keras's, in any case.
+  const json sgd = json::parse(O::get("sgd").config);
+  EXPECT_EQ(sgd["config"]["learning_rate"].get<double>(), 0.01);
+  EXPECT_EQ(O::get("SGD").config, O::get("sgd").config);
+  EXPECT_EQ(sgd["config"]["momentum"].get<double>(), O::SGDOptions(1).momentum());
+
+  EXPECT_EQ(L::get("mse").config, L::MeanSquaredError().config);
+  EXPECT_EQ(L::get("mae").config, L::MeanAbsoluteError().config);
+  EXPECT_EQ(L::get("sparse_categorical_crossentropy").config,
+            L::SparseCategoricalCrossentropy().config);
+  EXPECT_EQ(L::get("Huber").config, L::Huber().config);
+  EXPECT_EQ(L::get("nll_loss").name, "nll_loss");
+
+  EXPECT_EQ(M::get("acc").config, M::Accuracy().config);
+  EXPECT_EQ(M::get("accuracy").config, M::Accuracy().config);
+  EXPECT_EQ(M::get("top_k_categorical_accuracy").config, M::TopKCategoricalAccuracy().config);
+  EXPECT_EQ(M::get("mse").name, "mean_squared_error");
+}
+
+TEST(KerasRegistry, AnUnknownNameIsAnArgumentErrorListingTheKnownNames) {
+  EXPECT_THROW(L::get("no_such_loss"), tnt::ArgumentError);
+  expect_names(error_of([] { L::get("no_such_loss"); }),
+               {"loss='no_such_loss' is not known", "mse", "sparse_categorical_crossentropy",
+                "Huber"});
+  expect_names(error_of([] { M::get("f1"); }), {"metric='f1'", "accuracy", "mae"});
+  expect_names(error_of([] { O::get("adamax"); }), {"optimizer='adamax'", "sgd", "adam", "Adam"});
+}
+
+// The names of mixed precision and gradient compression: one parser, which
+// the compile configuration and Python's compile() both use.
+TEST(CompileNames, MixedPrecisionAndCompressionNamesRoundTrip) {
+  for (const auto p :
+       {tnt::MixedPrecision::None, tnt::MixedPrecision::BFloat16, tnt::MixedPrecision::Float16}) {
+    EXPECT_EQ(tnt::mixed_precision_from_name(tnt::mixed_precision_name(p)), p);
+  }
+  for (const auto c : {tnt::dp::Compression::None, tnt::dp::Compression::Float16,
+                       tnt::dp::Compression::BFloat16}) {
+    EXPECT_EQ(tnt::compression_from_name(tnt::compression_name(c)), c);
+  }
+  EXPECT_THROW(tnt::mixed_precision_from_name("fp8"), tnt::ArgumentError);
+  expect_names(error_of([] { tnt::mixed_precision_from_name("fp8"); }),
+               {"mixed_precision='fp8'", "'bfloat16'"});
+  expect_names(error_of([] { tnt::compression_from_name("int4"); }),
+               {"compression='int4'", "'float16'"});
 }
 
 }  // namespace

@@ -48,10 +48,20 @@ class LambdaCallback : public Callback {
   TrainFn train_begin_, train_end_;
 };
 
+/// Options of CSVLogger (the file name is its constructor's argument).
+struct CSVLoggerOptions {
+  TNT_ARG(char, separator) = ',';
+  /// Append to an existing file instead of overwriting it.
+  TNT_ARG(bool, append) = false;
+};
+
 /// Streams epoch results to a CSV file: "epoch,<log names...>".
 class CSVLogger : public Callback {
  public:
-  explicit CSVLogger(std::string filename, char separator = ',', bool append = false);
+  explicit CSVLogger(std::string filename, char separator = CSVLoggerOptions().separator(),
+                     bool append = CSVLoggerOptions().append());
+  CSVLogger(std::string filename, const CSVLoggerOptions& options)
+      : CSVLogger(std::move(filename), options.separator(), options.append()) {}
   void on_train_begin(const Logs& logs) override;
   void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
 
@@ -89,11 +99,20 @@ class EarlyStopping : public Callback {
   std::vector<torch::Tensor> best_weights_;
 };
 
+/// Options of LearningRateScheduler (the schedule is its constructor's argument).
+struct LearningRateSchedulerOptions {
+  /// 1: print each epoch's new rate (master rank).
+  TNT_ARG(int, verbose) = 0;
+};
+
 /// Sets the learning rate at the start of each epoch: lr = schedule(epoch, lr).
 class LearningRateScheduler : public Callback {
  public:
   using Schedule = std::function<double(std::int64_t epoch, double lr)>;
-  explicit LearningRateScheduler(Schedule schedule, int verbose = 0);
+  explicit LearningRateScheduler(Schedule schedule,
+                                 int verbose = LearningRateSchedulerOptions().verbose());
+  LearningRateScheduler(Schedule schedule, const LearningRateSchedulerOptions& options)
+      : LearningRateScheduler(std::move(schedule), options.verbose()) {}
   const char* sets_learning_rate() const override { return "LearningRateScheduler"; }
   void on_epoch_begin(std::int64_t epoch, const Logs& logs) override;
   void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
@@ -164,6 +183,14 @@ class ModelCheckpoint : public Callback {
   std::int64_t batches_ = 0;
 };
 
+/// Options of BackupAndRestore (the directory is its constructor's argument).
+struct BackupAndRestoreOptions {
+  /// Also back up after every `save_freq` optimizer steps; 0: at epoch ends only.
+  TNT_ARG(std::int64_t, save_freq) = 0;
+  /// Remove the backup when training completes.
+  TNT_ARG(bool, delete_checkpoint) = true;
+};
+
 /// Keras's BackupAndRestore: keeps one backup of the whole training state
 /// in `backup_dir` (written atomically: a crash mid-write leaves the previous
 /// backup) at every epoch end and, with `save_freq` > 0, after every
@@ -181,8 +208,11 @@ class ModelCheckpoint : public Callback {
 ///   fit.callbacks({std::make_shared<tnt::callbacks::BackupAndRestore>("backup", 50)});
 class BackupAndRestore : public Callback {
  public:
-  explicit BackupAndRestore(std::string backup_dir, std::int64_t save_freq = 0,
-                            bool delete_checkpoint = true);
+  explicit BackupAndRestore(std::string backup_dir,
+                            std::int64_t save_freq = BackupAndRestoreOptions().save_freq(),
+                            bool delete_checkpoint = BackupAndRestoreOptions().delete_checkpoint());
+  BackupAndRestore(std::string backup_dir, const BackupAndRestoreOptions& options)
+      : BackupAndRestore(std::move(backup_dir), options.save_freq(), options.delete_checkpoint()) {}
   void on_train_begin(const Logs& logs) override;
   void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
   void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
@@ -208,5 +238,51 @@ class TerminateOnNaN : public Callback {
 
 /// Formats a checkpoint file name template (see ModelCheckpointOptions).
 std::string format_filepath(const std::string& pattern, std::int64_t epoch, const Logs& logs);
+
+// Each options struct's fields, each once: the one list the Python front
+// end's keyword arguments go through (src/python/options.h). Add a new
+// TNT_ARG here too.
+template <typename Visit>
+void fields(CSVLoggerOptions& o, Visit&& v) {
+  v("separator", o.separator());
+  v("append", o.append());
+}
+template <typename Visit>
+void fields(EarlyStoppingOptions& o, Visit&& v) {
+  v("monitor", o.monitor());
+  v("min_delta", o.min_delta());
+  v("patience", o.patience());
+  v("mode", o.mode());
+  v("baseline", o.baseline());
+  v("restore_best_weights", o.restore_best_weights());
+}
+template <typename Visit>
+void fields(LearningRateSchedulerOptions& o, Visit&& v) {
+  v("verbose", o.verbose());
+}
+template <typename Visit>
+void fields(ReduceLROnPlateauOptions& o, Visit&& v) {
+  v("monitor", o.monitor());
+  v("factor", o.factor());
+  v("patience", o.patience());
+  v("mode", o.mode());
+  v("min_delta", o.min_delta());
+  v("cooldown", o.cooldown());
+  v("min_lr", o.min_lr());
+}
+/// The fields after the required filepath.
+template <typename Visit>
+void fields(ModelCheckpointOptions& o, Visit&& v) {
+  v("monitor", o.monitor());
+  v("mode", o.mode());
+  v("save_best_only", o.save_best_only());
+  v("save_weights_only", o.save_weights_only());
+  v("save_freq_batches", o.save_freq_batches());
+}
+template <typename Visit>
+void fields(BackupAndRestoreOptions& o, Visit&& v) {
+  v("save_freq", o.save_freq());
+  v("delete_checkpoint", o.delete_checkpoint());
+}
 
 }  // namespace tnt::callbacks

@@ -37,6 +37,17 @@ struct RemoteMonitorOptions {
   TNT_ARG(double, timeout_seconds) = 5.0;
 };
 
+/// The fields of RemoteMonitorOptions, each once (see fields() in builtins.h).
+template <typename Visit>
+void fields(RemoteMonitorOptions& o, Visit&& v) {
+  v("root", o.root());
+  v("path", o.path());
+  v("field", o.field());
+  v("headers", o.headers());
+  v("send_as_json", o.send_as_json());
+  v("timeout_seconds", o.timeout_seconds());
+}
+
 /// Posts {"epoch": e, "loss": ..., "<metric>": ..., "val_loss": ...} at the
 /// end of every epoch. Non-finite values are sent as JSON null.
 ///

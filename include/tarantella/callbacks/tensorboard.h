@@ -21,12 +21,12 @@
 
 namespace tnt::callbacks {
 
-/// Options of TensorBoard; the log directory is required.
+/// Options of TensorBoard; the log directory defaults to Keras's "logs".
 ///
 /// Example:
 ///   tnt::callbacks::TensorBoardOptions("logs/run1").update_freq(10)
 struct TensorBoardOptions {
-  explicit TensorBoardOptions(std::string log_dir) : log_dir_(std::move(log_dir)) {}
+  explicit TensorBoardOptions(std::string log_dir = "logs") : log_dir_(std::move(log_dir)) {}
   const std::string& log_dir() const { return log_dir_; }
 
   /// "epoch" (default): scalars at the end of every epoch only; "batch":
@@ -45,6 +45,15 @@ struct TensorBoardOptions {
   std::string log_dir_;
   std::int64_t update_freq_ = 0;
 };
+
+/// The TNT_ARG fields of TensorBoardOptions, each once (see fields() in
+/// builtins.h); log_dir and update_freq have constructors and setters of
+/// their own.
+template <typename Visit>
+void fields(TensorBoardOptions& o, Visit&& v) {
+  v("write_steps_per_second", o.write_steps_per_second());
+  v("filename_suffix", o.filename_suffix());
+}
 
 /// Writes the training logs as TensorBoard scalars.
 ///

@@ -82,5 +82,10 @@ Loss Huber(LossOptions options = LossOptions());
 /// tnt::Error naming it and the registered ones.
 /// Example: auto l = tnt::losses::from_config(nlohmann::json::parse(Huber().config));
 Loss from_config(const nlohmann::json& description);
+/// The loss a name stands for, with its defaults, as Keras's losses.get:
+/// a class name or Keras's name ("mse"). An unknown name is a
+/// tnt::ArgumentError naming it and every known name.
+/// Example: auto l = tnt::losses::get("mse");
+Loss get(const std::string& name);
 
 }  // namespace tnt::losses

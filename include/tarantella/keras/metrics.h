@@ -53,5 +53,10 @@ Metric MeanAbsoluteError();
 /// name is a tnt::Error naming it and the registered ones.
 /// Example: auto m = tnt::metrics::from_config(nlohmann::json::parse(Accuracy().config));
 Metric from_config(const nlohmann::json& description);
+/// The metric a name stands for, with its defaults, as Keras's metrics.get:
+/// a class name or Keras's name ("accuracy"). An unknown name is a
+/// tnt::ArgumentError naming it and every known name.
+/// Example: auto m = tnt::metrics::get("accuracy");
+Metric get(const std::string& name);
 
 }  // namespace tnt::metrics

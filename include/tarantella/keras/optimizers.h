@@ -93,6 +93,45 @@ struct AdagradOptions {
   TNT_ARG(double, initial_accumulator_value) = 0.1;
 };
 
+/// Each options struct's fields under their Keras names, each once: the one
+/// list that a factory's config (get_config, from_config) and the Python
+/// front end's keyword arguments go through. Add a new TNT_ARG here too.
+template <typename Visit>
+void fields(SGDOptions& o, Visit&& v) {
+  v("learning_rate", o.learning_rate());
+  v("momentum", o.momentum());
+  v("nesterov", o.nesterov());
+  v("weight_decay", o.weight_decay());
+}
+template <typename Visit>
+void fields(AdamOptions& o, Visit&& v) {
+  v("learning_rate", o.learning_rate());
+  v("beta_1", o.beta1());
+  v("beta_2", o.beta2());
+  v("epsilon", o.epsilon());
+  v("weight_decay", o.weight_decay());
+}
+template <typename Visit>
+void fields(AdamWOptions& o, Visit&& v) {
+  v("learning_rate", o.learning_rate());
+  v("weight_decay", o.weight_decay());
+  v("beta_1", o.beta1());
+  v("beta_2", o.beta2());
+  v("epsilon", o.epsilon());
+}
+template <typename Visit>
+void fields(RMSpropOptions& o, Visit&& v) {
+  v("learning_rate", o.learning_rate());
+  v("rho", o.rho());
+  v("momentum", o.momentum());
+  v("epsilon", o.epsilon());
+}
+template <typename Visit>
+void fields(AdagradOptions& o, Visit&& v) {
+  v("learning_rate", o.learning_rate());
+  v("initial_accumulator_value", o.initial_accumulator_value());
+}
+
 Factory SGD(SGDOptions options);
 Factory Adam(AdamOptions options = AdamOptions());
 Factory AdamW(AdamWOptions options = AdamWOptions());
@@ -121,6 +160,12 @@ Factory Adagrad(double learning_rate,
 /// class name is a tnt::Error naming it and the registered ones.
 /// Example: auto f = tnt::optimizers::from_config(nlohmann::json::parse(Adam(1e-2).config));
 Factory from_config(const nlohmann::json& description);
+/// The optimizer a name stands for, with its defaults, as Keras's
+/// optimizers.get: a class name ("Adam") or Keras's short name ("adam",
+/// "sgd": SGD at Keras's learning rate 0.01). An unknown name is a
+/// tnt::ArgumentError naming it and every known name.
+/// Example: model.compile(tnt::CompileOptions().optimizer(tnt::optimizers::get("adam")) ...)
+Factory get(const std::string& name);
 Factory custom(Factory factory);
 
 }  // namespace tnt::optimizers

@@ -102,6 +102,13 @@ struct WrapOptions {
   TNT_ARG(bool, run_on_all_ranks) = true;
 };
 
+/// The fields of WrapOptions, each once (the Python Callback's defaults).
+template <typename Visit>
+void fields(WrapOptions& o, Visit&& v) {
+  v("aggregate_logs", o.aggregate_logs());
+  v("run_on_all_ranks", o.run_on_all_ranks());
+}
+
 /// Sets the options on `callback` and returns it.
 inline CallbackPtr wrap(CallbackPtr callback, const WrapOptions& options) {
   callback->aggregate_logs = options.aggregate_logs();

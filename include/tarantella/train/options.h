@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <tarantella/base/arg.h>
@@ -76,6 +77,16 @@ struct CompileOptions {
   /// See docs/performance.md, the "Optimizer" rows of its table.
   TNT_ARG(bool, shard_optimizer) = false;
 };
+
+/// The names of CompileOptions' mixed_precision and compression values, as
+/// the compile configuration stores them and Python's compile() takes them:
+/// "none", "bfloat16", "float16". The one parser both front ends use; an
+/// unknown name is a tnt::ArgumentError naming it and the known ones.
+/// Example: tnt::CompileOptions().mixed_precision(tnt::mixed_precision_from_name("bfloat16"))
+MixedPrecision mixed_precision_from_name(const std::string& name);
+const char* mixed_precision_name(MixedPrecision precision);
+dp::Compression compression_from_name(const std::string& name);
+const char* compression_name(dp::Compression compression);
 
 /// What fit() takes.
 /// Example: model.fit(train, tnt::FitOptions().epochs(5).validation_data(val).verbose(1));

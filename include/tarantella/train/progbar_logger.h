@@ -6,15 +6,34 @@
 #include <memory>
 #include <optional>
 
+#include <tarantella/base/arg.h>
 #include <tarantella/train/callback.h>
 
 namespace tnt::callbacks {
+
+/// Options of ProgbarLogger.
+struct ProgbarLoggerOptions {
+  /// 1: a bar per epoch; 2: one line per epoch.
+  TNT_ARG(int, verbose) = 1;
+  /// Redraw the bar in place (a terminal); unset: ask isatty().
+  TNT_ARG(std::optional<bool>, live);
+};
+
+/// The fields of ProgbarLoggerOptions, each once (see fields() in builtins.h).
+template <typename Visit>
+void fields(ProgbarLoggerOptions& o, Visit&& v) {
+  v("verbose", o.verbose());
+  v("live", o.live());
+}
 
 /// The progress bar of fit() (added automatically for verbose > 0).
 class ProgbarLogger : public Callback {
  public:
   /// `live`: redraw the bar in place (a terminal); unset: ask isatty().
-  explicit ProgbarLogger(int verbose = 1, std::optional<bool> live = std::nullopt);
+  explicit ProgbarLogger(int verbose = ProgbarLoggerOptions().verbose(),
+                         std::optional<bool> live = ProgbarLoggerOptions().live());
+  explicit ProgbarLogger(const ProgbarLoggerOptions& options)
+      : ProgbarLogger(options.verbose(), options.live()) {}
   ~ProgbarLogger() override;
   void on_train_begin(const Logs& logs) override;
   void on_train_end(const Logs& logs) override;

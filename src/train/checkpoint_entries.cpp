@@ -60,8 +60,7 @@ torch::Tensor Entries::byte_tensor(const char* key) const {
     wrong(key, fmt::format("a {} tensor", c10::toString(t.scalar_type())), expected);
   }
   if (t.dim() != 1 || !t.is_contiguous()) {
-    wrong(key,
-          detail::concat("a uint8 tensor of shape ", t.sizes(), " and strides ", t.strides()),
+    wrong(key, detail::concat("a uint8 tensor of shape ", t.sizes(), " and strides ", t.strides()),
           expected);
   }
   return t;
@@ -85,7 +84,8 @@ std::vector<std::int64_t> Entries::integers(const char* key) const {
           "a 1-D int64 tensor");
   }
   const torch::Tensor c = t.contiguous();
-  return std::vector<std::int64_t>(c.data_ptr<std::int64_t>(), c.data_ptr<std::int64_t>() + c.numel());
+  return std::vector<std::int64_t>(c.data_ptr<std::int64_t>(),
+                                   c.data_ptr<std::int64_t>() + c.numel());
 }
 
 std::vector<double> Entries::doubles(const char* key) const {

@@ -9,9 +9,12 @@ json parsed_or_null(const std::string& text) { return text.empty() ? json() : js
 
 const char* compression_name(dp::Compression c) {
   switch (c) {
-    case dp::Compression::Float16: return "float16";
-    case dp::Compression::BFloat16: return "bfloat16";
-    case dp::Compression::None: break;
+    case dp::Compression::Float16:
+      return "float16";
+    case dp::Compression::BFloat16:
+      return "bfloat16";
+    case dp::Compression::None:
+      break;
   }
   return "none";
 }

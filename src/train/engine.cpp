@@ -60,8 +60,7 @@ NamedTensorList all_weights(ModuleAdapter& net) {
 
 // Checks every entry before it copies any, so a bad file leaves the model as
 // it was.
-void copy_weights(ModuleAdapter& net, const c10::impl::GenericDict& dict,
-                  const std::string& path) {
+void copy_weights(ModuleAdapter& net, const c10::impl::GenericDict& dict, const std::string& path) {
   const NamedTensorList targets = all_weights(net);
   std::vector<torch::Tensor> sources;
   std::set<std::string> used;
@@ -90,8 +89,7 @@ void copy_weights(ModuleAdapter& net, const c10::impl::GenericDict& dict,
 
 }  // namespace
 
-Engine::Engine(std::shared_ptr<ModuleAdapter> net, comm::ProcessGroup group,
-               EngineOptions options)
+Engine::Engine(std::shared_ptr<ModuleAdapter> net, comm::ProcessGroup group, EngineOptions options)
     : state_(std::make_unique<EngineState>(std::move(net), std::move(group), std::move(options))) {}
 
 Engine::~Engine() = default;
@@ -109,8 +107,7 @@ callbacks::History Engine::fit(const data::Dataset& train, const FitOptions& opt
   return state_->fit(train, options, driver);
 }
 
-Logs Engine::evaluate(const data::Dataset& dataset, const EvaluateOptions& options,
-                      Driver driver) {
+Logs Engine::evaluate(const data::Dataset& dataset, const EvaluateOptions& options, Driver driver) {
   return state_->evaluate(dataset, options, driver);
 }
 
@@ -159,8 +156,10 @@ std::optional<EngineSnapshot> Engine::snapshot(bool keep) {
   if (!keep) return std::nullopt;
   EngineSnapshot out;
   for (const auto& [name, t] : all_weights(s.net())) {
-    out.weights.emplace_back(name, t.detach().to(torch::kCPU, /*non_blocking=*/false,
-                                                 /*copy=*/true).contiguous());
+    out.weights.emplace_back(name, t.detach()
+                                       .to(torch::kCPU, /*non_blocking=*/false,
+                                           /*copy=*/true)
+                                       .contiguous());
   }
   if (s.is_compiled()) {
     out.optimizer = gathered ? std::move(gathered) : optimizer_bytes(s.optimizer());

@@ -119,8 +119,7 @@ class Engine {
   /// The loops (collective over group()).
   callbacks::History fit(const data::Dataset& train, const FitOptions& options, Driver driver);
   Logs evaluate(const data::Dataset& dataset, const EvaluateOptions& options, Driver driver);
-  torch::Tensor predict(const data::Dataset& dataset, const PredictOptions& options,
-                        Driver driver);
+  torch::Tensor predict(const data::Dataset& dataset, const PredictOptions& options, Driver driver);
   /// The network's output (predict, Model::forward); inputs on device().
   torch::Tensor run(const std::vector<torch::Tensor>& inputs);
 
@@ -157,8 +156,7 @@ class Engine {
   void restore(const std::function<RestoredState()>& read_on_master);
   /// Sets the counters and, where the engine scales the loss, its state
   /// (every rank, with the same values: after restore()).
-  void restore_counters(const Counters& counters,
-                        const std::optional<LossScaleState>& loss_scale);
+  void restore_counters(const Counters& counters, const std::optional<LossScaleState>& loss_scale);
 
  private:
   friend EngineState& state_of(Engine& engine);

@@ -225,8 +225,8 @@ TrainingPosition restore_backup(Engine& engine, const std::string& path) {
               " ranks, expected ", each, " per rank: the file is damaged");
     // A backup at an epoch's end (step 0) has no epoch in progress: no state.
     const bool epoch_end = entries.count("backup_step") == 0 && state.empty();
-    TNT_CHECK(epoch_end || static_cast<std::int64_t>(state.size()) == state_size, "backup '",
-              path, "' holds ", state.size(), " loss/metric values, this model has ", state_size,
+    TNT_CHECK(epoch_end || static_cast<std::int64_t>(state.size()) == state_size, "backup '", path,
+              "' holds ", state.size(), " loss/metric values, this model has ", state_size,
               ": compile with the loss and metrics of the run that made it");
     small = entries.subset({"backup_state", "backup_epoch", "backup_step",
                             "backup_global_batch_size", "backup_ranks", "backup_rng_states"});
@@ -266,7 +266,8 @@ std::vector<std::string> checkpoints_newest_first(const std::string& dir,
       found.push_back({Key{digit != std::string::npos, number, name}, entry.path().string()});
     }
   });
-  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::sort(found.begin(), found.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
   std::string joined;  // paths cannot hold '\n' here: directory entries of a listing
   for (const auto& [key, path] : found) joined += path + "\n";
   joined = group.broadcast_string(joined);
@@ -297,8 +298,7 @@ std::string load_latest_checkpoint(Engine& engine, const std::string& dir) {
     }
   }
   TNT_CHECK(paths.empty(), "none of the ", paths.size(), " checkpoints in '", dir,
-            "' can be loaded:", failures,
-            "\nremove the damaged files, or start without resuming");
+            "' can be loaded:", failures, "\nremove the damaged files, or start without resuming");
   return {};
 }
 

@@ -5,11 +5,14 @@
 
 #include <fmt/format.h>
 
+#include "io/master_checked.h"
 #include "train/persistence.h"
 
 namespace tnt::train {
 
 EngineHost::EngineHost(std::unique_ptr<Engine> engine) : engine_(std::move(engine)) {}
+
+EngineHost::~EngineHost() = default;
 
 std::vector<torch::Tensor> EngineHost::get_weights() const {
   std::vector<torch::Tensor> out;
@@ -34,6 +37,20 @@ TrainingPosition EngineHost::restore_backup(const std::string& path) {
   return train::restore_backup(*engine_, path);
 }
 
+void EngineHost::save_backup_in_background(const std::string& path) {
+  wait_for_backups();  // at most one write in flight; its failure on every rank
+  std::optional<CheckpointSnapshot> snapshot = snapshot_backup(*engine_);  // collective
+  if (!snapshot) return;                                                   // not the master
+  if (!writer_) writer_ = std::make_unique<CheckpointWriter>();
+  writer_->submit(std::move(*snapshot), path);
+}
+
+void EngineHost::wait_for_backups() {
+  run_on_master_checked(group(), [&] {
+    if (writer_) writer_->wait();
+  });
+}
+
 void EngineHost::summary(std::ostream& out) const {
   if (!group().is_master()) return;
   ModuleAdapter& net = engine_->net();
@@ -50,8 +67,9 @@ void EngineHost::summary(std::ostream& out) const {
   std::int64_t buffer_elements = 0;
   for (const auto& [name, b] : net.named_buffers()) buffer_elements += b.numel();
   out << std::string(74, '-') << "\n"
-      << fmt::format("Trainable parameters: {}\nNon-trainable parameters: {}\nBuffer elements: {}\n",
-                     trainable, frozen, buffer_elements);
+      << fmt::format(
+             "Trainable parameters: {}\nNon-trainable parameters: {}\nBuffer elements: {}\n",
+             trainable, frozen, buffer_elements);
 }
 
 }  // namespace tnt::train

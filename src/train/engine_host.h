@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "train/checkpoint_writer.h"
 #include "train/engine.h"
 
 namespace tnt::train {
@@ -18,6 +19,7 @@ namespace tnt::train {
 class EngineHost : public TrainingHost {
  public:
   explicit EngineHost(std::unique_ptr<Engine> engine);
+  ~EngineHost() override;
 
   Engine& engine() const { return *engine_; }
   /// The driver of a loop run by this front end (`model`: the C++ facade).
@@ -40,9 +42,14 @@ class EngineHost : public TrainingHost {
   void save_backup(const std::string& path) override;
   TrainingPosition restore_backup(const std::string& path) override;
   void resume_from(const TrainingPosition& position) override { engine_->resume_from(position); }
+  void save_backup_in_background(const std::string& path) override;
+  void wait_for_backups() override;
 
  private:
   std::unique_ptr<Engine> engine_;
+  /// The master's background writer, made by the first background backup;
+  /// destroyed (waiting for its last write) before the engine.
+  std::unique_ptr<CheckpointWriter> writer_;
   bool stop_ = false;
 };
 

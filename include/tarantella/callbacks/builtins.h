@@ -175,7 +175,11 @@ class ModelCheckpoint : public Callback {
 /// bitwise that of an uninterrupted run; with another rank count (the global
 /// batch size stays) it is equal up to float rounding. When training
 /// completes, the backup is removed (unless `delete_checkpoint` is false).
-/// Collective: runs on every rank; the master writes.
+/// Collective: runs on every rank; the master writes. With
+/// write_in_background(true) the state is taken at the step boundary and a
+/// thread writes the file while training goes on; at most one write is in
+/// flight (the next backup waits for it), and fit() returns only once the
+/// last one is on disk.
 ///
 /// Example (restarted by `tarantella --max-restarts 3` after a failure):
 ///   fit.callbacks({std::make_shared<tnt::callbacks::BackupAndRestore>("backup", 50)});
@@ -189,12 +193,22 @@ class BackupAndRestore : public Callback {
   void on_train_end(const Logs& logs) override;
   /// The backup file: backup_dir/backup.pt.
   std::string backup_path() const;
+  /// Writes each backup on a background thread (default: false, the
+  /// training waits for each write).
+  BackupAndRestore& write_in_background(bool on) {
+    background_ = on;
+    return *this;
+  }
 
  private:
   void backup();
+  [[noreturn]] void fail(const std::string& what, const std::string& reason) const;
   std::string dir_;
   std::int64_t save_freq_;
   bool delete_checkpoint_;
+  bool background_ = false;
+  /// A background write not yet known to be on disk ("epoch 2, after step 15").
+  std::string in_flight_;
   std::int64_t batches_ = 0;
   /// Where the backup on disk stands ("epoch 2, after step 15"); empty: none.
   std::string on_disk_;

@@ -41,6 +41,7 @@ struct Args {
   bool resume = false;
   std::string backup_dir;
   std::int64_t backup_every = 0;
+  bool backup_in_background = false;
   std::string step_log;
   std::string precision = "float32";
   std::int64_t deterministic = 0;
@@ -110,6 +111,8 @@ int main(int argc, char** argv) {
   app.add_option("--backup-every", a.backup_every,
                  "also back up every K optimizer steps, not only at epoch ends (needs --backup-dir)")
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--backup-in-background", a.backup_in_background,
+               "write each backup on a background thread while training goes on");
   app.add_option("--step-log", a.step_log,
                  "append a line 'step EPOCH BATCH attempt N' after every optimizer step (master "
                  "rank), to count steps across restarts");
@@ -183,8 +186,9 @@ int main(int argc, char** argv) {
   // Before BackupAndRestore: a step is in the log before a backup holds it.
   if (!a.step_log.empty()) callbacks.push_back(step_logger(a.step_log));
   if (!a.backup_dir.empty()) {
-    callbacks.push_back(
-        std::make_shared<tnt::callbacks::BackupAndRestore>(a.backup_dir, a.backup_every));
+    auto backup = std::make_shared<tnt::callbacks::BackupAndRestore>(a.backup_dir, a.backup_every);
+    backup->write_in_background(a.backup_in_background);
+    callbacks.push_back(backup);
   }
   fit.callbacks(callbacks);
   if (fit.initial_epoch() < a.epochs) model.fit(train, fit);

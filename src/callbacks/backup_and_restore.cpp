@@ -3,6 +3,7 @@
 // which fit() continues from the saved position (TrainingHost::resume_from).
 #include <filesystem>
 #include <system_error>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -58,6 +59,7 @@ std::string BackupAndRestore::backup_path() const {
 void BackupAndRestore::on_train_begin(const Logs&) {
   batches_ = 0;
   on_disk_.clear();
+  in_flight_.clear();
   std::string found;
   run_on_master_checked(host()->group(), [&] {
     ::tnt::detail::make_directories(dir_, "BackupAndRestore");
@@ -83,6 +85,16 @@ void BackupAndRestore::on_train_batch_end(std::int64_t, const Logs&) {
 void BackupAndRestore::on_epoch_end(std::int64_t, const Logs&) { backup(); }
 
 void BackupAndRestore::on_train_end(const Logs&) {
+  if (!in_flight_.empty()) {
+    try {
+      host()->wait_for_backups();
+    } catch (const TimeoutError&) {
+      throw;
+    } catch (const Error& e) {
+      fail(in_flight_, e.what());
+    }
+    on_disk_ = std::exchange(in_flight_, std::string());
+  }
   if (!delete_checkpoint_) return;
   run_on_master_checked(host()->group(), [&] {
     std::error_code error;
@@ -92,26 +104,41 @@ void BackupAndRestore::on_train_end(const Logs&) {
   });
 }
 
+void BackupAndRestore::fail(const std::string& what, const std::string& reason) const {
+  // Written to a temporary file and renamed: a failed write (a full disk)
+  // leaves the previous backup as it was, and a restart continues from it.
+  const std::string previous =
+      on_disk_.empty() ? "there is no earlier backup, so a restart begins at the start"
+                       : fmt::format("the previous backup (at {}) is intact, and the job "
+                                     "continues from it when started again",
+                                     on_disk_);
+  throw Error(fmt::format("BackupAndRestore could not back up {} to '{}': {}; {}", what,
+                          backup_path(), reason, previous));
+}
+
 void BackupAndRestore::backup() {
   const train::TrainingPosition& at = host()->position();
+  const std::string here = position_text(at);
   try {
-    host()->save_backup(backup_path());
+    if (background_) {
+      // A failure here is the previous background write's.
+      host()->save_backup_in_background(backup_path());
+    } else {
+      host()->save_backup(backup_path());
+    }
   } catch (const TimeoutError&) {
     throw;  // a rank is gone: the communication layer's message says which
   } catch (const Error& e) {
-    // Written to a temporary file and renamed: a failed write (a full disk)
-    // leaves the previous backup as it was, and a restart continues from it.
-    const std::string previous =
-        on_disk_.empty() ? "there is no earlier backup, so a restart begins at the start"
-                         : fmt::format("the previous backup (at {}) is intact, and the job "
-                                       "continues from it when started again",
-                                       on_disk_);
-    throw Error(fmt::format("BackupAndRestore could not back up {} to '{}': {}; {}",
-                            position_text(at), backup_path(), e.what(), previous));
+    fail(in_flight_.empty() ? here : in_flight_, e.what());
   }
-  on_disk_ = position_text(at);
-  log::debug(fmt::format("BackupAndRestore: backed up epoch {} step {} to '{}'", at.epoch + 1,
-                         at.step, backup_path()));
+  if (background_) {
+    if (!in_flight_.empty()) on_disk_ = in_flight_;
+    in_flight_ = here;
+  } else {
+    on_disk_ = here;
+  }
+  log::debug(fmt::format("BackupAndRestore: backed up epoch {} step {} to '{}'{}", at.epoch + 1,
+                         at.step, backup_path(), background_ ? " (writing in the background)" : ""));
 }
 
 }  // namespace tnt::callbacks

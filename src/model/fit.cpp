@@ -10,16 +10,16 @@ namespace tnt {
 
 callbacks::History Model::fit(const data::Dataset& train, FitOptions options) {
   stop_training = false;
-  return impl_->engine->fit(train, options, impl_->driver());
+  return impl_->engine().fit(train, options, impl_->driver());
 }
 
 std::map<std::string, double> Model::evaluate(const data::Dataset& dataset,
                                               EvaluateOptions options) {
-  return impl_->engine->evaluate(dataset, options, impl_->driver());
+  return impl_->engine().evaluate(dataset, options, impl_->driver());
 }
 
 torch::Tensor Model::predict(const data::Dataset& dataset, PredictOptions options) {
-  return impl_->engine->predict(dataset, options, impl_->driver());
+  return impl_->engine().predict(dataset, options, impl_->driver());
 }
 
 }  // namespace tnt

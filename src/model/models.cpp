@@ -17,13 +17,12 @@
 #include <tarantella/base/error.h>
 
 #include "model/model_impl.h"
+#include "train/compile_config.h"
 
 namespace tnt {
 namespace {
 
 using json = nlohmann::json;
-
-json parsed_or_null(const std::string& text) { return text.empty() ? json() : json::parse(text); }
 
 // A name of the compile configuration (mixed_precision, compression) with
 // the one parser both front ends use; an error names the file.
@@ -87,9 +86,9 @@ Model model_from_description(const SavedModelDescription& d, const std::string& 
 }  // namespace
 
 nlohmann::json Model::get_config() const {
-  const std::string text = impl_->engine->net().config_json();
+  const std::string text = impl_->engine().net().config_json();
   TNT_CHECK(!text.empty(), "get_config()/to_json(): the network '",
-            impl_->engine->net().type_name(),
+            impl_->engine().net().type_name(),
             "' cannot describe its architecture: build it from tnt::layers (a "
             "tnt::layers::Sequential) to get a config; TorchScript and C++ modules are saved "
             "whole by Model::save and copied by tnt::models::clone_model");
@@ -99,33 +98,8 @@ nlohmann::json Model::get_config() const {
 std::string Model::to_json() const { return get_config().dump(2); }
 
 nlohmann::json Model::get_compile_config() const {
-  if (!impl_->engine->is_compiled()) return nullptr;
-  const CompileOptions& o = impl_->engine->compiled();
-  json metrics = json::array();
-  json metric_names = json::array();
-  for (const auto& m : o.metrics()) {
-    metrics.push_back(parsed_or_null(m.config));
-    metric_names.push_back(m.name);
-  }
-  json c = {{"optimizer", parsed_or_null(o.optimizer().config)},
-            {"loss", parsed_or_null(o.loss().config)},
-            {"loss_name", o.loss().name},
-            {"metrics", metrics},
-            {"metric_names", metric_names},
-            {"num_inputs", o.num_inputs()},
-            {"aggregation_frequency", o.aggregation_frequency()},
-            {"compression", compression_name(o.compression())}};
-  if (o.schedule()) c["schedule"] = parsed_or_null(o.schedule().config);
-  if (o.fusion_threshold_bytes()) c["fusion_threshold_bytes"] = *o.fusion_threshold_bytes();
-  if (o.clip_norm()) c["clip_norm"] = *o.clip_norm();
-  if (o.clip_value()) c["clip_value"] = *o.clip_value();
-  if (o.deterministic()) c["deterministic"] = *o.deterministic();
-  if (o.mixed_precision() != MixedPrecision::None) {
-    c["mixed_precision"] = mixed_precision_name(o.mixed_precision());
-  }
-  if (o.loss_scaling()) c["loss_scaling"] = *o.loss_scaling();
-  if (o.shard_optimizer()) c["shard_optimizer"] = true;
-  return c;
+  const CompileOptions* compiled = impl_->engine().compiled();
+  return compiled ? train::compile_config(*compiled) : nullptr;
 }
 
 CompileOptions compile_options_from_config(const std::string& compile_json,
@@ -210,13 +184,13 @@ Model load_model(const std::string& path, bool compile) {
 }
 
 Model load_model(const std::string& path, const comm::ProcessGroup& group, bool compile) {
-  const SavedModelDescription d = read_saved_model_description(group, path);
+  const SavedModelDescription d = train::read_saved_model_description(group, path);
   Model model = model_from_description(d, path, group);
   if (compile && !d.compile.empty()) {
     model.compile(compile_options_from_config(d.compile, path));
     model.load(path);  // weights, optimizer state, epochs, steps, RNG
   } else {
-    load_checkpoint_weights(model, path);
+    train::load_weights_of_checkpoint(ModelInternals::of(model), path);
   }
   return model;
 }

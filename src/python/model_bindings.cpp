@@ -12,8 +12,10 @@
 //  * data: dataset_from_python (py_dataset.h).
 // The loops run with the GIL released; Python is entered only from the
 // thread that called fit/evaluate/predict, which holds it again there.
-// Persistence is tnt::Model's, so a checkpoint written from Python loads in
-// C++ and the reverse.
+// PyModel holds the engine with its callbacks' host (train/engine_host.h),
+// as tnt::Model does; persistence is the component both use
+// (train/persistence.h), so a checkpoint written from Python loads in C++
+// and the reverse.
 #include <array>
 #include <sstream>
 
@@ -22,13 +24,16 @@
 #include <tarantella/base/default_seed.h>
 #include <tarantella/base/error.h>
 #include <tarantella/callbacks/builtins.h>
-#include <tarantella/model/model.h>
+#include <tarantella/runtime/runtime.h>
 
 #include "python/bindings.h"
 #include "python/options.h"
 #include "python/py_collective.h"
 #include "python/py_dataset.h"
 #include "python/py_object.h"
+#include "runtime/default_group.h"
+#include "train/engine_host.h"
+#include "train/persistence.h"
 
 namespace tnt::python {
 namespace {
@@ -277,7 +282,7 @@ std::optional<std::int64_t> optional_int(const py::object& value) {
 class PyModel {
  public:
   PyModel(const py::object& module, std::optional<comm::ProcessGroup> group)
-      : module_(module), model_(make(module, std::move(group))) {}
+      : module_(module), host_(make(module, std::move(group))) {}
 
   void compile(const optimizers::Factory& optimizer, const losses::Loss& loss,
                const std::vector<metrics::Metric>& metric_list, const py::dict& settings) {
@@ -300,7 +305,7 @@ class PyModel {
     if (settings.contains("compression")) {
       o.compression(compile_name("compression", settings, compression_from_name));
     }
-    model_.compile(std::move(o));
+    engine().compile(std::move(o));
   }
 
   py::dict fit(const data::Dataset& train, const py::dict& a, const py::list& cbs,
@@ -320,7 +325,8 @@ class PyModel {
     callbacks::History history;
     {
       py::gil_scoped_release release;
-      history = model_.fit(train, o);
+      host_.set_stop_requested(false);
+      history = engine().fit(train, o, host_.driver());
     }
     py::dict h;
     for (const auto& [name, values] : history.history) h[py::str(name)] = values;
@@ -336,7 +342,7 @@ class PyModel {
     std::map<std::string, double> logs;
     {
       py::gil_scoped_release release;
-      logs = model_.evaluate(dataset, o);
+      logs = engine().evaluate(dataset, o, host_.driver());
     }
     return to_dict(logs);
   }
@@ -349,13 +355,14 @@ class PyModel {
     torch::Tensor out;
     {
       py::gil_scoped_release release;
-      out = model_.predict(dataset, o);
+      out = engine().predict(dataset, o, host_.driver());
     }
     if (!out.defined()) return py::none();
     return py::cast(out);
   }
 
-  tnt::Model& model() { return model_; }
+  train::EngineHost& host() { return host_; }
+  train::Engine& engine() { return host_.engine(); }
   const py::object& module() const { return module_; }
 
  private:
@@ -369,7 +376,8 @@ class PyModel {
       throw ArgumentError(detail::concat("compile(): ", e.what()));
     }
   }
-  static tnt::Model make(const py::object& module, std::optional<comm::ProcessGroup> group) {
+  static std::unique_ptr<train::Engine> make(const py::object& module,
+                                             std::optional<comm::ProcessGroup> group) {
     const py::object nn_module = py::module_::import("torch.nn").attr("Module");
     if (!py::isinstance(module, nn_module)) {
       throw py::type_error(detail::concat(
@@ -378,11 +386,12 @@ class PyModel {
           "output or state_dict)"));
     }
     std::shared_ptr<ModuleAdapter> adapter = std::make_shared<PyModule>(module);
-    if (group) return tnt::Model(adapter, *group);
-    return tnt::Model(adapter);
+    // The engine's switches from the run's configuration, as tnt::Model does.
+    return std::make_unique<train::Engine>(adapter, group ? *group : default_group(),
+                                           train::EngineOptions::from_config(current_config()));
   }
   py::object module_;
-  tnt::Model model_;
+  train::EngineHost host_;
 };
 
 namespace {
@@ -507,52 +516,56 @@ void bind_model(py::module_& m) {
       .def_static("dataset", &dataset_from_python, py::arg("x"), py::arg("y"),
                   py::arg("batch_size"), py::arg("shuffle"), py::arg("seed"))
       .def_property(
-          "stop_training", [](PyModel& s) { return s.model().stop_training; },
-          [](PyModel& s, bool v) { s.model().stop_training = v; })
-      .def_property_readonly("epochs_done", [](PyModel& s) { return s.model().epochs_done(); })
-      .def_property_readonly("loss_scale", [](PyModel& s) { return s.model().loss_scale(); })
+          "stop_training", [](PyModel& s) { return s.host().stop_requested(); },
+          [](PyModel& s, bool v) { s.host().set_stop_requested(v); })
+      .def_property_readonly("epochs_done",
+                             [](PyModel& s) { return s.engine().counters().epochs_done; })
+      .def_property_readonly("loss_scale",
+                             [](PyModel& s) {
+                               const auto state = s.engine().loss_scale();
+                               return state ? state->scale : 1.0;
+                             })
       .def_property_readonly("skipped_steps",
-                             [](PyModel& s) { return s.model().skipped_steps(); })
-      .def_property_readonly("is_compiled", [](PyModel& s) { return s.model().is_compiled(); })
-      .def_property_readonly("group", [](PyModel& s) { return s.model().group(); })
-      .def_property_readonly("device", [](PyModel& s) { return s.model().device().str(); })
+                             [](PyModel& s) {
+                               const auto state = s.engine().loss_scale();
+                               return state ? state->skipped_steps : std::int64_t{0};
+                             })
+      .def_property_readonly("is_compiled",
+                             [](PyModel& s) { return s.engine().compiled() != nullptr; })
+      .def_property_readonly("group", [](PyModel& s) { return s.engine().group(); })
+      .def_property_readonly("device", [](PyModel& s) { return s.engine().device().str(); })
       .def_property(
-          "learning_rate",
-          [](PyModel& s) {
-            return s.model().optimizer().param_groups().front().options().get_lr();
-          },
-          [](PyModel& s, double lr) {
-            for (auto& g : s.model().optimizer().param_groups()) g.options().set_lr(lr);
-          })
-      .def("get_weights", [](PyModel& s) { return s.model().get_weights(); })
+          "learning_rate", [](PyModel& s) { return s.engine().learning_rate(); },
+          [](PyModel& s, double lr) { s.engine().set_learning_rate(lr); })
+      .def("get_weights", [](PyModel& s) { return s.host().get_weights(); })
       .def("set_weights",
            [](PyModel& s, const std::vector<torch::Tensor>& w) {
              py::gil_scoped_release release;
-             s.model().set_weights(w);
+             s.engine().set_weights(w);
            })
       .def("save_weights",
            [](PyModel& s, const std::string& path, bool all_ranks) {
              py::gil_scoped_release release;
-             s.model().save_weights(path, all_ranks);
+             train::save_weights(s.engine(), path, all_ranks);
            })
       .def("load_weights",
            [](PyModel& s, const std::string& path) {
              py::gil_scoped_release release;
-             s.model().load_weights(path);
+             train::load_weights(s.engine(), path);
            })
       .def("save",
            [](PyModel& s, const std::string& path, bool all_ranks) {
              py::gil_scoped_release release;
-             s.model().save(path, all_ranks);
+             train::save(s.engine(), path, all_ranks);
            })
       .def("load",
            [](PyModel& s, const std::string& path) {
              py::gil_scoped_release release;
-             return s.model().load(path);
+             return train::load(s.engine(), path);
            })
       .def("summary", [](PyModel& s) {
         std::ostringstream out;
-        s.model().summary(out);
+        s.host().summary(out);
         return out.str();
       });
 }

@@ -3,7 +3,7 @@
 //
 // A Python layer cannot be a tnt::nn::CollectiveModule, but the engine
 // finds collective layers through ModuleAdapter::modules() and
-// dynamic_cast (train::Engine::bind_collective_layers): it gives each one
+// dynamic_cast (train::EngineState::bind_collective_layers): it gives each one
 // the model's group unless it was given one, and runs forward (and
 // backward) on an empty micro-batch, so that a rank without samples still
 // joins the layers' collectives. So each such Python layer holds a

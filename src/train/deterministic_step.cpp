@@ -11,7 +11,7 @@
 #include <tarantella/runtime/seed.h>
 
 #include "data/pipeline/node.h"
-#include "train/engine.h"
+#include "train/engine_state.h"
 
 namespace tnt::train {
 namespace {
@@ -72,7 +72,7 @@ std::int64_t chunk_count(std::int64_t global, std::int64_t chunk) {
 namespace {
 
 // The engine's seed for deterministic mode, agreed on first use.
-std::uint64_t engine_seed(Engine& engine) {
+std::uint64_t engine_seed(EngineState& engine) {
   Counters& c = engine.counters();
   if (!c.deterministic_seed) c.deterministic_seed = shared_seed(engine.group());
   return *c.deterministic_seed;
@@ -80,7 +80,7 @@ std::uint64_t engine_seed(Engine& engine) {
 
 }  // namespace
 
-DeterministicStep::DeterministicStep(Engine& engine)
+DeterministicStep::DeterministicStep(EngineState& engine)
     : Step(static_cast<std::size_t>(engine.state_size())),
       e_(engine),
       model_(engine.step_model()),

@@ -43,7 +43,7 @@ class DeterministicStep final : public Step {
   /// fixed-point exponents are the engine's counters, kept across fits and
   /// in checkpoints, so that a resumed run predicts — and rounds — exactly
   /// as the uninterrupted one. Collective: agrees on a seed if there is none.
-  explicit DeterministicStep(Engine& engine);
+  explicit DeterministicStep(EngineState& engine);
 
   /// One micro-step on the rank's chunks of the global batch (epoch, step).
   StepResult run(const StepInput& in) override;
@@ -60,7 +60,7 @@ class DeterministicStep final : public Step {
   void add_sums(const std::vector<torch::Tensor>& sums, const StepInput& in,
                 const std::vector<torch::Tensor>& base);
 
-  Engine& e_;
+  EngineState& e_;
   StepModel model_;
   StepRules rules_;
   std::vector<torch::Tensor> trainable_;

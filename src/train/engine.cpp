@@ -1,350 +1,203 @@
-// The engine's state and what it does outside the loops: construction on a
-// device, compile's checks, the gradient engine (built lazily, rebuilt for
-// auto-tuning), state synchronization, and the loss/metric state of a batch.
+// The engine's public face: each call is one of EngineState's, except the
+// two that persistence uses, which are written here so that what a
+// checkpoint reads and writes of the engine is in one place: snapshot()
+// copies the state to host memory, restore() loads state read on the
+// master into every rank.
 #include "train/engine.h"
 
-#include <utility>
+#include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <tarantella/base/error.h>
-#include <tarantella/base/logging.h>
-#include <tarantella/dp/state_sync.h>
-#include <tarantella/keras/sync_batchnorm.h>
 
 #include "dp/optimizer_shards.h"
-#include "train/autotune.h"
-#include "train/timeline.h"
+#include "io/master_checked.h"
+#include "io/pickle_rewrite.h"
+#include "train/compile_config.h"
+#include "train/engine_state.h"
 
 namespace tnt::train {
 namespace {
 
-torch::Device pick_device(const EngineOptions& options, const comm::ProcessGroup& group) {
-  // An explicit TNT_USE_GPU=true is a demand: training on the CPU instead
-  // would be a silent surprise (hours on the wrong device), so it fails here, before any
-  // state exists. Unset/auto follows the LibTorch build.
-  TNT_CHECK(options.use_gpu() != true || torch::cuda::is_available(), "rank ", group.rank(),
-            ": TNT_USE_GPU=true asks for a GPU, but LibTorch sees none (no CUDA device, or a "
-            "LibTorch built without CUDA): unset TNT_USE_GPU or set TNT_USE_GPU=false to train "
-            "on the CPU, or run on a node with a GPU and a CUDA build of LibTorch");
-  if (options.use_gpu().value_or(true) && torch::cuda::is_available()) {
-    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(
-                                           group.local_rank() % torch::cuda::device_count()));
-  }
-  return torch::Device(torch::kCPU);
+std::string optimizer_bytes(torch::optim::Optimizer& optimizer) {
+  torch::serialize::OutputArchive archive;
+  optimizer.save(archive);
+  std::ostringstream out;
+  archive.save_to(out);
+  return out.str();
 }
 
-// A batch tensor on the training device. From the CPU to a GPU, the tensor
-// is pinned first (a host copy into torch's cached pinned blocks, unless a
-// pipeline stage pinned it already) and copied without blocking: a copy from
-// pageable memory synchronises the host with the stream, so the host would
-// wait for the previous step's kernels before it could queue this step's.
-// The caching host allocator keeps the pinned block until the copy is done.
-torch::Tensor on_device(const torch::Tensor& t, torch::Device device) {
-  if (!device.is_cuda() || !t.device().is_cpu()) return t.to(device);
-  const torch::Tensor host = t.is_pinned() ? t : t.pin_memory();
-  return host.to(device, /*non_blocking=*/true);
+void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::string& bytes,
+                          const std::string& path) {
+  std::istringstream in(bytes);
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(in);
+  } catch (const std::exception& e) {
+    throw Error(
+        fmt::format("checkpoint '{}': entry 'optimizer' is not a readable optimizer "
+                    "state (the file is damaged): {}",
+                    path, std::string(e.what()).substr(0, 200)));
+  }
+  try {
+    optimizer.load(archive);
+  } catch (const std::exception& e) {
+    throw Error(
+        fmt::format("the optimizer state in '{}' does not fit this model's optimizer "
+                    "(compile with the optimizer it was saved with): {}",
+                    path, std::string(e.what()).substr(0, 200)));
+  }
 }
 
-// compile()'s checks: every problem named with its fix, before any state
-// changes.
-void check_compile_options(const CompileOptions& options, torch::Device device) {
-  TNT_CHECK(static_cast<bool>(options.optimizer()),
-            "compile() needs an optimizer: CompileOptions().optimizer(tnt::optimizers::SGD(0.01))");
-  TNT_CHECK(static_cast<bool>(options.loss()),
-            "compile() needs a loss: CompileOptions().loss(tnt::losses::MeanSquaredError())");
-  TNT_CHECK(options.num_inputs() >= 1, "num_inputs must be at least 1, got ", options.num_inputs());
-  TNT_CHECK(options.aggregation_frequency() >= 1, "aggregation_frequency must be at least 1, got ",
-            options.aggregation_frequency());
-  TNT_CHECK(!options.clip_norm() || *options.clip_norm() > 0, "clip_norm must be positive, got ",
-            options.clip_norm().value_or(0));
-  TNT_CHECK(!options.clip_value() || *options.clip_value() > 0, "clip_value must be positive, got ",
-            options.clip_value().value_or(0));
-  TNT_CHECK(!options.deterministic() || *options.deterministic() >= 1,
-            "deterministic: the chunk size must be at least 1 sample, got ",
-            options.deterministic().value_or(0));
-  TNT_CHECK(!options.deterministic() || options.compression() == dp::Compression::None,
-            "deterministic training sums gradients exactly and sends them as 64-bit integers: "
-            "remove compression(...) or deterministic(...)");
-  TNT_CHECK(!options.deterministic() || !options.shard_optimizer(),
-            "deterministic training steps the optimizer on whole gradients after an exact sum, "
-            "and shard_optimizer(true) reduce-scatters them: remove one of the two");
-  const std::string precision_problem = mixed_precision_problem(options.mixed_precision(), device);
-  TNT_CHECK(precision_problem.empty(), precision_problem);
-  for (const auto& m : options.metrics()) {
-    TNT_CHECK(m.update && m.result && m.state_size > 0, "metric '", m.name,
-              "' needs an update function, a result function and a positive state size");
+NamedTensorList all_weights(ModuleAdapter& net) {
+  NamedTensorList all = net.named_parameters();
+  for (auto& b : net.named_buffers()) all.push_back(b);
+  return all;
+}
+
+// Checks every entry before it copies any, so a bad file leaves the model as
+// it was.
+void copy_weights(ModuleAdapter& net, const c10::impl::GenericDict& dict, const std::string& path) {
+  const NamedTensorList targets = all_weights(net);
+  std::vector<torch::Tensor> sources;
+  std::set<std::string> used;
+  for (const auto& [name, t] : targets) {
+    auto it = dict.find(name);
+    TNT_CHECK(it != dict.end(), "weight file '", path, "' has no entry '", name,
+              "' (the model's tensors are named as in named_parameters())");
+    TNT_CHECK(it->value().isTensor(), "weight file '", path, "': entry '", name, "' is ",
+              detail::kind_of(it->value()), ", expected a tensor");
+    const torch::Tensor source = it->value().toTensor();
+    TNT_CHECK(source.sizes() == t.sizes(), "entry '", name, "' of '", path, "' has shape ",
+              source.sizes(), " but the model's is ", t.sizes());
+    sources.push_back(source);
+    used.insert(name);
   }
+  for (const auto& item : dict) {
+    TNT_CHECK(item.key().isString(), "weight file '", path, "' has a key that is ",
+              detail::kind_of(item.key()), ", expected a str (a tensor's name)");
+    TNT_CHECK(used.count(item.key().toStringRef()) == 1, "weight file '", path, "' has an entry '",
+              item.key().toStringRef(),
+              "' that the model does not have: it was saved from a different model");
+  }
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < targets.size(); ++i) targets[i].second.copy_(sources[i]);
 }
 
 }  // namespace
 
-EngineOptions EngineOptions::from_config(const Config& config) {
-  return EngineOptions()
-      .fusion_threshold_bytes(config.fusion_threshold_bytes)
-      .overlap(config.overlap)
-      .overlap_set(config.overlap_set)
-      .overlap_optimizer(config.overlap_optimizer)
-      .autotune(config.autotune)
-      .autotune_log_path(config.autotune_log_path)
-      .timeline_path(config.timeline_path)
-      .straggler_window(config.straggler_window)
-      .use_gpu(config.use_gpu)
-      .output_on_all_ranks(config.output_on_all_devices)
-      .stdout_is_terminal(config.stdout_is_terminal);
-}
-
-std::vector<double> allreduce_state(const comm::ProcessGroup& group,
-                                    const std::vector<double>& local) {
-  torch::Tensor t = torch::tensor(local, torch::kFloat64);
-  group.allreduce(t);
-  return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
-}
-
-Engine::Engine(std::shared_ptr<ModuleAdapter> net, comm::ProcessGroup group,
-               EngineOptions options)
-    : group_(std::move(group)), options_(std::move(options)), net_(std::move(net)) {
-  TNT_CHECK(net_ != nullptr, "tnt::Model needs a network, got a null pointer");
-  TNT_CHECK(group_.valid(), "tnt::Model needs a process group, got an empty handle: pass "
-                            "tnt::world() or a group made by split()/subgroup()");
-  TNT_CHECK(group_.is_member(), "tnt::Model: this rank is not a member of the ", group_.describe(),
-            ": build the model only on the ranks of its group (check group.is_member())");
-  device_ = pick_device(options_, group_);
-  net_->to(device_);
-  bind_collective_layers();
-}
+Engine::Engine(std::shared_ptr<ModuleAdapter> net, comm::ProcessGroup group, EngineOptions options)
+    : state_(std::make_unique<EngineState>(std::move(net), std::move(group), std::move(options))) {}
 
 Engine::~Engine() = default;
 
-void Engine::compile(CompileOptions options) {
-  check_compile_options(options, device_);
-  bind_collective_layers();
-  trainable_.clear();
-  for (const auto& [name, p] : net_->named_parameters()) {
-    if (p.requires_grad()) trainable_.push_back(p);
+EngineState& state_of(Engine& engine) { return *engine.state_; }
+
+void Engine::compile(CompileOptions options) { state_->compile(std::move(options)); }
+
+const CompileOptions* Engine::compiled() const {
+  return state_->is_compiled() ? &state_->compiled() : nullptr;
+}
+
+callbacks::History Engine::fit(const data::Dataset& train, const FitOptions& options,
+                               Driver driver) {
+  return state_->fit(train, options, driver);
+}
+
+Logs Engine::evaluate(const data::Dataset& dataset, const EvaluateOptions& options, Driver driver) {
+  return state_->evaluate(dataset, options, driver);
+}
+
+torch::Tensor Engine::predict(const data::Dataset& dataset, const PredictOptions& options,
+                              Driver driver) {
+  return state_->predict(dataset, options, driver);
+}
+
+torch::Tensor Engine::run(const std::vector<torch::Tensor>& inputs) { return state_->run(inputs); }
+
+const comm::ProcessGroup& Engine::group() const { return state_->group(); }
+torch::Device Engine::device() const { return state_->device(); }
+ModuleAdapter& Engine::net() const { return state_->net(); }
+torch::optim::Optimizer& Engine::optimizer() const { return state_->optimizer(); }
+double Engine::learning_rate() const { return state_->learning_rate(); }
+void Engine::set_learning_rate(double rate) { state_->set_learning_rate(rate); }
+const TrainingPosition& Engine::position() const { return state_->position(); }
+void Engine::resume_from(const TrainingPosition& position) { state_->resume_from(position); }
+const Counters& Engine::counters() const { return state_->counters(); }
+
+std::optional<LossScaleState> Engine::loss_scale() const {
+  const auto& scaler = state_->scaler();
+  if (!scaler) return std::nullopt;
+  return LossScaleState{scaler->scale(), scaler->good_steps(), scaler->skipped()};
+}
+
+void Engine::set_weights(const std::vector<torch::Tensor>& weights) {
+  const NamedTensorList all = all_weights(state_->net());
+  TNT_CHECK(weights.size() == all.size(), "set_weights() got ", weights.size(),
+            " tensors, the model has ", all.size(), " (parameters, then buffers)");
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    TNT_CHECK(weights[i].sizes() == all[i].second.sizes(), "set_weights(): tensor ", i, " ('",
+              all[i].first, "') has shape ", weights[i].sizes(), ", the model's has ",
+              all[i].second.sizes());
   }
-  drop_engine();  // shards belong to the optimizer replaced here
-  optimizer_ = options.optimizer()(trainable_);
-  TNT_CHECK(!options.shard_optimizer() || dp::shard_problem(*optimizer_).empty(),
-            dp::shard_problem(*optimizer_));
-  compiled_ = std::move(options);
-  counters_.optimizer_steps = 0;
-  scaler_.reset();
-  if (compiled_->loss_scaling().value_or(compiled_->mixed_precision() ==
-                                         MixedPrecision::Float16)) {
-    scaler_ = std::make_shared<LossScaler>();
-  }
-}
-
-void Engine::require_compiled(const char* caller) const {
-  TNT_CHECK(compiled_.has_value(), caller, " needs a compiled model: call model.compile(...) first");
-}
-
-const CompileOptions& Engine::compiled() const {
-  require_compiled("this operation");
-  return *compiled_;
-}
-
-torch::optim::Optimizer& Engine::optimizer() const {
-  require_compiled("optimizer()");
-  return *optimizer_;
-}
-
-double Engine::learning_rate() const {
-  auto& groups = optimizer().param_groups();
-  TNT_CHECK(!groups.empty(), "the optimizer has no parameter groups");
-  return groups.front().options().get_lr();
-}
-
-void Engine::set_learning_rate(double rate) {
-  for (auto& g : optimizer().param_groups()) g.options().set_lr(rate);
-}
-
-std::vector<torch::Tensor> Engine::inputs_of(const data::Element& e) const {
-  const int n = compiled_ ? compiled_->num_inputs() : 1;
-  TNT_CHECK(static_cast<int>(e.size()) >= n, "a dataset element has ", e.size(),
-            " tensors but the model takes ", n, " input(s): check CompileOptions().num_inputs()");
-  std::vector<torch::Tensor> in;
-  for (int i = 0; i < n; ++i) in.push_back(on_device(e[static_cast<std::size_t>(i)], device_));
-  return in;
-}
-
-torch::Tensor Engine::target_of(const data::Element& e) const {
-  const int n = compiled_->num_inputs();
-  TNT_CHECK(static_cast<int>(e.size()) > n, "a dataset element has ", e.size(),
-            " tensors: training and evaluation need (inputs..., target) with ", n,
-            " input(s) and a target");
-  return on_device(e[static_cast<std::size_t>(n)], device_);
-}
-
-std::int64_t Engine::state_size() const {
-  std::int64_t n = 2;
-  for (const auto& m : compiled_->metrics()) n += m.state_size;
-  return n;
-}
-
-torch::Tensor Engine::state_of(const torch::Tensor& output, const torch::Tensor& target,
-                               const torch::Tensor& mean_loss, std::int64_t samples) const {
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> parts;
-  parts.push_back(torch::stack({mean_loss.detach().to(torch::kFloat64).cpu() * samples,
-                                torch::tensor(static_cast<double>(samples), torch::kFloat64)}));
-  for (const auto& m : compiled_->metrics()) {
-    const torch::Tensor s = m.update(output.detach(), target).to(torch::kFloat64).cpu().reshape({-1});
-    TNT_CHECK(s.numel() == m.state_size, "metric '", m.name, "' returned ", s.numel(),
-              " state values, declared ", m.state_size);
-    parts.push_back(s);
+  for (std::size_t i = 0; i < all.size(); ++i) all[i].second.copy_(weights[i]);
+  state_->synchronize_state();
+}
+
+std::optional<EngineSnapshot> Engine::snapshot(bool keep) {
+  EngineState& s = *state_;
+  // A sharded optimizer's state is on every rank in parts: gathered by all.
+  std::optional<std::string> gathered;
+  if (s.shards()) gathered = s.shards()->full_state_bytes();
+  if (!keep) return std::nullopt;
+  EngineSnapshot out;
+  for (const auto& [name, t] : all_weights(s.net())) {
+    out.weights.emplace_back(name, t.detach()
+                                       .to(torch::kCPU, /*non_blocking=*/false,
+                                           /*copy=*/true)
+                                       .contiguous());
   }
-  return torch::cat(parts);
-}
-
-Logs Engine::logs_of(const std::vector<double>& state) const {
-  Logs logs;
-  logs["loss"] = state[1] > 0 ? state[0] / state[1] : 0.0;
-  std::size_t at = 2;
-  for (const auto& m : compiled_->metrics()) {
-    std::vector<double> s(state.begin() + static_cast<std::ptrdiff_t>(at),
-                          state.begin() + static_cast<std::ptrdiff_t>(at + m.state_size));
-    logs[m.name] = m.result(s);
-    at += static_cast<std::size_t>(m.state_size);
+  if (s.is_compiled()) {
+    out.optimizer = gathered ? std::move(gathered) : optimizer_bytes(s.optimizer());
+    out.compile = compile_config(s.compiled()).dump();
   }
-  return logs;
+  out.counters = s.counters();
+  out.loss_scale = loss_scale();
+  out.architecture = s.net().config_json();
+  out.torchscript = s.net().torchscript_bytes();
+  return out;
 }
 
-void Engine::synchronize_state() {
-  const NamedTensorList params = net_->named_parameters();
-  const NamedTensorList buffers = net_->named_buffers();
-  dp::check_same_structure(group_, params, "parameters");
-  dp::check_same_structure(group_, buffers, "buffers");
-  std::vector<torch::Tensor> all;
-  for (const auto& [name, t] : params) all.push_back(t);
-  for (const auto& [name, t] : buffers) all.push_back(t);
-  dp::broadcast_tensors(group_, all);
-  // A sharded optimizer's state differs per rank by design; each rank's
-  // shards were cut from the same full state.
-  if (optimizer_ && !shards_) dp::broadcast_optimizer_state(group_, *optimizer_);
+void Engine::restore(const std::function<RestoredState()>& read_on_master) {
+  EngineState& s = *state_;
+  // The file holds the full optimizer state: it is loaded in full form.
+  s.unshard_optimizer();
+  run_on_master_checked(s.group(), [&] {
+    const RestoredState r = read_on_master();
+    std::optional<std::string> previous;
+    if (r.optimizer) {
+      previous = optimizer_bytes(s.optimizer());
+      load_optimizer_state(s.optimizer(), *r.optimizer, r.source);
+    }
+    try {
+      copy_weights(s.net(), r.weights, r.source);  // checks every entry before it copies one
+    } catch (...) {
+      if (previous) load_optimizer_state(s.optimizer(), *previous, r.source);
+      throw;
+    }
+  });
+  s.synchronize_state();  // weights, buffers and optimizer state to all ranks
 }
 
-void Engine::unshard_optimizer() {
-  if (!shards_) return;
-  shards_->unshard();
-  drop_engine();
-}
-
-void Engine::drop_engine() {
-  shards_.reset();
-  bucket_steps_.reset();
-  sync_.reset();
-}
-
-void Engine::start_autotuner() {
-  if (autotuner_) return;
-  const std::size_t configured =
-      compiled_->fusion_threshold_bytes().value_or(options_.fusion_threshold_bytes());
-  autotuner_ = std::make_shared<AutoTuner>(  // collective: checks the plan
-      group_, AutoTuneOptions::from_engine(options_, configured));
-}
-
-void Engine::override_setting(std::optional<std::size_t> threshold, std::optional<bool> overlap) {
-  if (threshold_override_ == threshold && overlap_override_ == overlap) return;
-  threshold_override_ = threshold;
-  overlap_override_ = overlap;
-  unshard_optimizer();  // the shards follow the buckets
-  drop_engine();
-}
-
-dp::GradientSynchronizer& Engine::retune() {
-  const EngineSetting wanted = autotuner_->setting();
-  override_setting(wanted.threshold_bytes, wanted.overlap);
-  return synchronizer();
-}
-
-Timeline* Engine::timeline() {
-  if (!options_.timeline_path().empty() && !timeline_) {
-    timeline_ = std::make_unique<Timeline>(group_, options_.timeline_path());  // collective
-  }
-  return timeline_.get();
-}
-
-std::optional<TrainingPosition> Engine::take_resume() { return std::exchange(resume_, std::nullopt); }
-
-dp::GradientSynchronizer& Engine::synchronizer() {
-  if (sync_) return *sync_;
-  const std::size_t threshold = threshold_override_.value_or(
-      compiled_->fusion_threshold_bytes().value_or(options_.fusion_threshold_bytes()));
-  const bool shard = sharded();
-  sync_ = std::make_unique<dp::GradientSynchronizer>(
-      group_, trainable_,
-      dp::SyncOptions()
-          .fusion_threshold_bytes(threshold)
-          .compression(compiled_->compression())
-          .extras_numel(state_size())
-          .overlap(overlap_override_.value_or(options_.overlap()))
-          .shard(shard));
-  log::debug(fmt::format("{} gradient buckets (fusion threshold {} bytes)", sync_->buckets().size(),
-                         threshold));
-  if (shard) {
-    dp::GradientSynchronizer* engine = sync_.get();
-    shards_ = std::make_unique<dp::OptimizerShards>(
-        group_, trainable_, sync_->buckets(), *optimizer_,
-        [engine](std::size_t b, torch::Tensor bucket) { engine->adopt_buffer(b, std::move(bucket)); });
-  } else if (updates_per_bucket()) {
-    bucket_steps_ = std::make_unique<dp::BucketSteps>(trainable_, sync_->buckets(), *optimizer_);
-  }
-  return *sync_;
-}
-
-torch::Tensor Engine::forward(const std::vector<torch::Tensor>& inputs) {
-  const bool empty = !inputs.empty() && inputs[0].dim() > 0 && inputs[0].size(0) == 0;
-  if (empty && !collective_layers_) return {};
-  return run(inputs);
-}
-
-torch::Tensor Engine::run(const std::vector<torch::Tensor>& inputs) {
-  const MixedPrecision precision = compiled_ ? compiled_->mixed_precision() : MixedPrecision::None;
-  if (precision == MixedPrecision::None) return net_->forward(inputs);
-  torch::Tensor output;
-  {
-    AutocastScope autocast(precision, device_);
-    output = net_->forward(inputs);
-  }
-  // Loss and metrics in float32, as Keras's mixed policy recommends.
-  return output.is_floating_point() ? output.to(torch::kFloat32) : output;
-}
-
-// At one rank there is nothing to shard: the plain step is the same.
-bool Engine::sharded() const { return compiled().shard_optimizer() && group_.size() > 1; }
-
-bool Engine::updates_per_bucket() const {
-  return sharded() || (options_.overlap_optimizer() && group_.size() > 1 &&
-                       dp::updates_element_wise(optimizer()));
-}
-
-std::vector<torch::Tensor> Engine::buffers() const {
-  std::vector<torch::Tensor> buffers;
-  for (const auto& [name, b] : net_->named_buffers()) buffers.push_back(b);
-  return buffers;
-}
-
-StepModel Engine::step_model() {
-  return {[this](const data::Element& x) { return forward(inputs_of(x)); },
-          [this](const data::Element& x) { return target_of(x); },
-          [this](const torch::Tensor& output, const torch::Tensor& target) {
-            return compiled().loss()(output, target);
-          },
-          [this](const torch::Tensor& output, const torch::Tensor& target,
-                 const torch::Tensor& loss,
-                 std::int64_t samples) { return state_of(output, target, loss, samples); }};
-}
-
-void Engine::bind_collective_layers() {
-  collective_layers_ = false;
-  for (const auto& module : net_->modules()) {
-    auto* layer = dynamic_cast<nn::CollectiveModule*>(module.get());
-    if (layer == nullptr) continue;
-    layer->use_model_group(group_);
-    collective_layers_ = true;
+void Engine::restore_counters(const Counters& counters,
+                              const std::optional<LossScaleState>& loss_scale) {
+  state_->counters() = counters;
+  if (loss_scale && state_->scaler()) {
+    state_->scaler()->restore(loss_scale->scale, loss_scale->good_steps, loss_scale->skipped_steps);
   }
 }
 

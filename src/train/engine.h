@@ -1,38 +1,43 @@
-// Private: the training engine that every front end drives. It owns the
-// state that training changes (the network's adapter, the compiled
-// settings, the optimizer, the gradient engine and its shards, the
-// counters that checkpoints keep, the auto-tuner and the timeline) and
-// runs the loops: fit (train/fit_loop.cpp: begin / epoch / step / end),
-// evaluate and predict (train/evaluate_loop.cpp).
+// Private: the training engine that every front end drives, as the front
+// ends and the persistence component see it. It owns the state that
+// training changes (the network's adapter, the compiled settings, the
+// optimizer, the gradient engine and its shards, the counters that
+// checkpoints keep, the auto-tuner and the timeline) and runs the loops:
+// fit, evaluate and predict.
 //
 // A front end (model/ for C++, python/ for Python) adapts the user's
 // network to a ModuleAdapter, fills CompileOptions/FitOptions, passes the
 // engine switches explicitly (EngineOptions: nothing here reads the
-// environment) and gives its callbacks a TrainingHost. It never runs a
-// loop of its own. The engine is given its process group; every
-// collective below uses it.
+// environment) and gives its callbacks a TrainingHost (EngineHost,
+// train/engine_host.h, serves both). It never runs a loop of its own. The
+// engine is given its process group; every collective below uses it.
+//
+// This face is deliberately small (twenty methods). The loops and the step
+// classes work on the engine's internal state (train/engine_state.h), which
+// they are handed by fit/evaluate/predict; nothing above train/ includes
+// that header. Persistence (train/persistence.h) goes through snapshot()
+// and restore() below, never through the optimizer shards or the counters'
+// storage, so that a snapshot taken at a step boundary can be written
+// while training goes on.
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <ATen/core/Dict.h>
+#include <ATen/core/ivalue.h>
 #include <torch/types.h>
 
 #include <tarantella/comm/process_group.h>
-#include <tarantella/data/element.h>
-#include <tarantella/dp/gradient_sync.h>
 #include <tarantella/keras/module_adapter.h>
 #include <tarantella/train/callback.h>
 #include <tarantella/train/engine_options.h>
 #include <tarantella/train/options.h>
 #include <tarantella/train/training_host.h>
-
-#include "train/mixed_precision.h"
-#include "train/step_model.h"
 
 namespace torch::optim {
 class Optimizer;
@@ -40,12 +45,6 @@ class Optimizer;
 
 namespace tnt {
 class Model;
-class AutoTuner;
-class Timeline;
-namespace dp {
-class BucketSteps;
-class OptimizerShards;
-}  // namespace dp
 }  // namespace tnt
 
 namespace tnt::train {
@@ -62,7 +61,36 @@ struct Counters {
   std::vector<int> deterministic_exponents;
 };
 
-class CallbackList;
+/// Dynamic loss scaling's state (mixed precision with float16).
+struct LossScaleState {
+  double scale = 1.0;
+  std::int64_t good_steps = 0;
+  std::int64_t skipped_steps = 0;
+};
+
+/// The engine's state as a checkpoint keeps it, copied to host memory: it
+/// no longer shares storage with the training tensors, so it can be
+/// written while training changes them.
+struct EngineSnapshot {
+  NamedTensorList weights;               ///< parameters, then buffers (CPU copies)
+  std::optional<std::string> optimizer;  ///< torch::optim's bytes, full form; if compiled
+  Counters counters;
+  std::optional<LossScaleState> loss_scale;  ///< with dynamic loss scaling
+  std::string architecture;  ///< the network's config JSON (layer-registry models) or empty
+  std::string torchscript;   ///< a TorchScript module's bytes or empty
+  std::string compile;       ///< the compile configuration's JSON, if compiled
+};
+
+/// What a load hands to the engine, read and checked on the master alone.
+struct RestoredState {
+  /// {name: tensor} for every parameter and buffer; each is checked for
+  /// presence and shape before any is copied.
+  c10::impl::GenericDict weights{c10::StringType::get(), c10::AnyType::get()};
+  /// torch::optim's bytes in full form, or none to keep the optimizer state.
+  std::optional<std::string> optimizer;
+  /// The file, for error messages.
+  std::string source;
+};
 
 /// Who runs a loop: the callbacks' host, and the C++ model if the C++
 /// facade drives it (Callback::model(); null otherwise).
@@ -70,6 +98,8 @@ struct Driver {
   TrainingHost* host = nullptr;
   Model* model = nullptr;
 };
+
+class EngineState;
 
 class Engine {
  public:
@@ -83,124 +113,59 @@ class Engine {
   /// Checks `options`, makes the optimizer over the trainable parameters
   /// and resets the optimizer's counters (not the epochs done).
   void compile(CompileOptions options);
-  bool is_compiled() const { return compiled_.has_value(); }
-  void require_compiled(const char* caller) const;
+  /// The compiled settings, or null before compile().
+  const CompileOptions* compiled() const;
 
   /// The loops (collective over group()).
   callbacks::History fit(const data::Dataset& train, const FitOptions& options, Driver driver);
   Logs evaluate(const data::Dataset& dataset, const EvaluateOptions& options, Driver driver);
-  /// fit()'s validation: evaluate() reporting to the fit's callbacks (their
-  /// on_test_* hooks run, as in Keras) instead of a list of its own.
-  Logs validate(const data::Dataset& dataset, const EvaluateOptions& options,
-                CallbackList& fit_callbacks);
-  torch::Tensor predict(const data::Dataset& dataset, const PredictOptions& options,
-                        Driver driver);
-
-  /// The network's output, always (predict, Model::forward); inputs on device.
+  torch::Tensor predict(const data::Dataset& dataset, const PredictOptions& options, Driver driver);
+  /// The network's output (predict, Model::forward); inputs on device().
   torch::Tensor run(const std::vector<torch::Tensor>& inputs);
-  /// Structure check, then the master's weights, buffers and optimizer
-  /// state on every rank. Collective.
-  void synchronize_state();
-  /// With a sharded optimizer: puts it back in full form on every rank and
-  /// drops the gradient engine (the next step shards again). Collective.
-  void unshard_optimizer();
-  /// Drops the gradient engine and what was made with it.
-  void drop_engine();
-  /// Gives the group to collective layers not given one (SyncBatchNorm) and
-  /// records whether there are any (a converter may add them after
-  /// construction: called again by compile()).
-  void bind_collective_layers();
 
-  const comm::ProcessGroup& group() const { return group_; }
-  const EngineOptions& options() const { return options_; }
-  ModuleAdapter& net() const { return *net_; }
-  torch::Device device() const { return device_; }
-  const CompileOptions& compiled() const;
+  const comm::ProcessGroup& group() const;
+  torch::Device device() const;
+  ModuleAdapter& net() const;
   torch::optim::Optimizer& optimizer() const;
-  Counters& counters() { return counters_; }
-  const Counters& counters() const { return counters_; }
-  /// Dynamic loss scaling, or null.
-  const std::shared_ptr<LossScaler>& scaler() const { return scaler_; }
-  /// fit()'s position (TrainingHost::position()).
-  const TrainingPosition& position() const { return position_; }
-  /// Where the next fit() starts (TrainingHost::resume_from()).
-  void resume_from(const TrainingPosition& position) { resume_ = position; }
   /// Learning rate of the optimizer's first group / of every group.
   double learning_rate() const;
   void set_learning_rate(double rate);
+  /// Parameters, then buffers: checked against the model's shapes, copied,
+  /// then the master's on every rank. Collective.
+  void set_weights(const std::vector<torch::Tensor>& weights);
+  /// fit()'s position (TrainingHost::position()).
+  const TrainingPosition& position() const;
+  /// Where the next fit() starts (TrainingHost::resume_from()).
+  void resume_from(const TrainingPosition& position);
+  const Counters& counters() const;
+  /// Dynamic loss scaling's state, or none without it.
+  std::optional<LossScaleState> loss_scale() const;
 
-  /// Used by the loops (train/fit_loop.cpp, train/evaluate_loop.cpp).
-  std::vector<torch::Tensor> inputs_of(const data::Element& e) const;
-  torch::Tensor target_of(const data::Element& e) const;
-  std::int64_t state_size() const;
-  torch::Tensor state_of(const torch::Tensor& output, const torch::Tensor& target,
-                         const torch::Tensor& mean_loss, std::int64_t samples) const;
-  Logs logs_of(const std::vector<double>& state) const;
-  /// The output of a training or evaluation micro-batch: undefined for an
-  /// empty one unless the network has collective layers (every rank must
-  /// join their collectives).
-  torch::Tensor forward(const std::vector<torch::Tensor>& inputs);
-  bool collective_layers() const { return collective_layers_; }
-  /// What the step needs of the model (forward, target, loss, state), as
-  /// functions over this engine.
-  StepModel step_model();
-  /// The gradient engine, built on first use (or rebuilt after a drop).
-  dp::GradientSynchronizer& synchronizer();
-  dp::OptimizerShards* shards() const { return shards_.get(); }
-  dp::BucketSteps* bucket_steps() const { return bucket_steps_.get(); }
-  const std::vector<torch::Tensor>& trainable() const { return trainable_; }
-  /// The network's buffers (BatchNorm's running statistics).
-  std::vector<torch::Tensor> buffers() const;
-  /// Whether the optimizer steps bucket by bucket (sharded, or element-wise
-  /// with the optimizer overlap on; more than one rank): shards() or
-  /// bucket_steps() exist once the gradient engine is built.
-  bool updates_per_bucket() const;
-  /// Auto-tuning: made on the first fit that tunes; the gradient engine
-  /// rebuilt for the tuner's current setting (between cycles only).
-  AutoTuner* autotuner() const { return autotuner_.get(); }
-  void start_autotuner();
-  /// A tuner of the caller's own (tests: fewer trials).
-  void set_autotuner(std::shared_ptr<AutoTuner> tuner) { autotuner_ = std::move(tuner); }
-  std::optional<std::size_t> threshold_override() const { return threshold_override_; }
-  std::optional<bool> overlap_override() const { return overlap_override_; }
-  dp::GradientSynchronizer& retune();
-  /// Settings chosen by auto-tuning (or set by a test), over the options.
-  void override_setting(std::optional<std::size_t> threshold, std::optional<bool> overlap);
-  Timeline* timeline();
-  void set_position(TrainingPosition position) { position_ = std::move(position); }
-  std::optional<TrainingPosition> take_resume();
+  /// Persistence. snapshot(): the state a checkpoint keeps, copied to host
+  /// memory; collective (a sharded optimizer's state is gathered from
+  /// every rank); the snapshot is made where `keep` is true, elsewhere the
+  /// rank only takes part in the collectives and gets none.
+  std::optional<EngineSnapshot> snapshot(bool keep);
+  /// Loads the state that `read_on_master` returns on the master into
+  /// every rank. Collective. A sharded optimizer is put back in full form
+  /// first (the next fit() shards again); on the master the optimizer state
+  /// is loaded, then the weights (all checked before one is copied; if
+  /// they do not fit, the previous optimizer state is put back), and errors
+  /// there reach every rank; then the master's weights, buffers and
+  /// optimizer state go to every rank.
+  void restore(const std::function<RestoredState()>& read_on_master);
+  /// Sets the counters and, where the engine scales the loss, its state
+  /// (every rank, with the same values: after restore()).
+  void restore_counters(const Counters& counters, const std::optional<LossScaleState>& loss_scale);
 
  private:
-  // evaluate() and validate(): make_callbacks(steps) gives the callback list.
-  template <typename MakeCallbacks>
-  Logs evaluate_with(const data::Dataset& dataset, const EvaluateOptions& options,
-                     MakeCallbacks make_callbacks);
-  bool sharded() const;
-
-  comm::ProcessGroup group_;
-  EngineOptions options_;
-  std::shared_ptr<ModuleAdapter> net_;
-  torch::Device device_{torch::kCPU};
-  std::optional<CompileOptions> compiled_;
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
-  std::unique_ptr<dp::GradientSynchronizer> sync_;
-  /// Declared after the optimizer: destroyed first.
-  std::unique_ptr<dp::OptimizerShards> shards_;
-  std::unique_ptr<dp::BucketSteps> bucket_steps_;
-  std::vector<torch::Tensor> trainable_;
-  Counters counters_;
-  std::shared_ptr<LossScaler> scaler_;
-  std::optional<std::size_t> threshold_override_;
-  std::optional<bool> overlap_override_;
-  std::shared_ptr<AutoTuner> autotuner_;
-  std::unique_ptr<Timeline> timeline_;
-  TrainingPosition position_;
-  std::optional<TrainingPosition> resume_;
-  bool collective_layers_ = false;
+  friend EngineState& state_of(Engine& engine);
+  std::unique_ptr<EngineState> state_;
 };
 
-/// Sums a float64 state vector over the group's ranks (blocking).
-std::vector<double> allreduce_state(const comm::ProcessGroup& group,
-                                    const std::vector<double>& local);
+/// The engine's internal state, for the loops' tests and the auto-tuning
+/// tests (train/engine_state.h); the library itself reaches it only
+/// through the loops.
+EngineState& state_of(Engine& engine);
 
 }  // namespace tnt::train

@@ -1,4 +1,4 @@
-// Engine::evaluate and Engine::predict: each rank runs its micro-batches of
+// EngineState::evaluate and EngineState::predict: each rank runs its micro-batches of
 // every global batch. evaluate() sums the loss/metric state locally and
 // reduces it once at the end (exact global metrics, one collective; in
 // deterministic mode an exact sum of every chunk's state); predict()
@@ -13,7 +13,7 @@
 #include "dp/exact_sum.h"
 #include "train/callback_list.h"
 #include "train/deterministic_step.h"
-#include "train/engine.h"
+#include "train/engine_state.h"
 #include "train/fit_checks.h"
 #include "train/skipped_samples.h"
 #include "train/train_step.h"
@@ -35,7 +35,7 @@ data::DistributedDataset distribute_for(const comm::ProcessGroup& group,
 // or per chunk in deterministic mode (summed exactly over all ranks later).
 class EvaluationState {
  public:
-  EvaluationState(Engine& e, std::optional<std::int64_t> chunk)
+  EvaluationState(EngineState& e, std::optional<std::int64_t> chunk)
       : e_(e), chunk_(chunk), model_(e.step_model()),
         local_(static_cast<std::size_t>(e.state_size()), 0.0) {}
 
@@ -63,7 +63,7 @@ class EvaluationState {
   }
 
  private:
-  Engine& e_;
+  EngineState& e_;
   std::optional<std::int64_t> chunk_;
   StepModel model_;
   std::vector<double> local_;
@@ -95,7 +95,7 @@ torch::Tensor in_dataset_order(const torch::Tensor& all, const torch::Tensor& al
 
 }  // namespace
 
-Logs Engine::evaluate(const data::Dataset& dataset, const EvaluateOptions& options, Driver driver) {
+Logs EngineState::evaluate(const data::Dataset& dataset, const EvaluateOptions& options, Driver driver) {
   std::optional<CallbackList> own;
   return evaluate_with(dataset, options, [&](std::int64_t steps) -> CallbackList& {
     // One progress path: the bar is the ProgbarLogger callback, as in fit().
@@ -106,14 +106,14 @@ Logs Engine::evaluate(const data::Dataset& dataset, const EvaluateOptions& optio
   });
 }
 
-Logs Engine::validate(const data::Dataset& dataset, const EvaluateOptions& options,
+Logs EngineState::validate(const data::Dataset& dataset, const EvaluateOptions& options,
                       CallbackList& fit_callbacks) {
   return evaluate_with(dataset, options,
                        [&](std::int64_t) -> CallbackList& { return fit_callbacks; });
 }
 
 template <typename MakeCallbacks>
-Logs Engine::evaluate_with(const data::Dataset& dataset, const EvaluateOptions& options,
+Logs EngineState::evaluate_with(const data::Dataset& dataset, const EvaluateOptions& options,
                            MakeCallbacks make_callbacks) {
   require_compiled("evaluate()");
   // Deterministic mode: each chunk forwarded on its own, states summed exactly.
@@ -147,7 +147,7 @@ Logs Engine::evaluate_with(const data::Dataset& dataset, const EvaluateOptions& 
   return logs;
 }
 
-torch::Tensor Engine::predict(const data::Dataset& dataset, const PredictOptions& options,
+torch::Tensor EngineState::predict(const data::Dataset& dataset, const PredictOptions& options,
                               Driver driver) {
   const auto dist = distribute_for(group_, dataset, true, options.micro_batch_size());
   SkippedSamples skipped(dataset);

@@ -1,4 +1,4 @@
-// The epoch loop of Engine::fit around the training step of
+// The epoch loop of EngineState::fit around the training step of
 // train/train_step.h (forward, armed backward, summed gradients, clip,
 // learning rate, optimizer): distribution of the dataset over the engine's
 // group, accumulation cycles, auto-tuning between cycles, the timeline and
@@ -33,7 +33,7 @@ bool sets_learning_rate(const std::vector<callbacks::CallbackPtr>& list) {
 
 }  // namespace
 
-FitLoop::FitLoop(Engine& engine, const data::Dataset& train, const FitOptions& options,
+FitLoop::FitLoop(EngineState& engine, const data::Dataset& train, const FitOptions& options,
                  Driver driver)
     : e_(engine), train_(train), options_(options), driver_(driver), skipped_(train) {}
 
@@ -216,10 +216,13 @@ bool FitLoop::stop_vote() {
 
 void FitLoop::end() {
   callbacks_->train_end(logs_, local_logs_);
+  // A backup still being written in the background is on disk before
+  // fit() returns.
+  driver_.host->wait_for_backups();
   if (Timeline* timeline = e_.timeline()) timeline->write();
 }
 
-callbacks::History Engine::fit(const data::Dataset& train, const FitOptions& options,
+callbacks::History EngineState::fit(const data::Dataset& train, const FitOptions& options,
                                Driver driver) {
   return FitLoop(*this, train, options, driver).run();
 }

@@ -1,4 +1,4 @@
-// Private: Engine::fit as a loop in parts, each of which tests can drive on
+// Private: EngineState::fit as a loop in parts, each of which tests can drive on
 // the in-process backend:
 //   begin()        checks, distribution of the dataset over the group, the
 //                  initial broadcast, the tuner/timeline, the step strategy
@@ -18,7 +18,7 @@
 
 #include <tarantella/data/distribute.h>
 
-#include "train/engine.h"
+#include "train/engine_state.h"
 #include "train/callback_list.h"
 #include "train/deterministic_step.h"
 #include "train/skipped_samples.h"
@@ -29,7 +29,7 @@ namespace tnt::train {
 
 class FitLoop {
  public:
-  FitLoop(Engine& engine, const data::Dataset& train, const FitOptions& options, Driver driver);
+  FitLoop(EngineState& engine, const data::Dataset& train, const FitOptions& options, Driver driver);
   ~FitLoop();
 
   /// The whole fit: begin, the epochs until done or stopped, end.
@@ -52,7 +52,7 @@ class FitLoop {
   void end_epoch(std::int64_t epoch);
   bool stop_vote();
 
-  Engine& e_;
+  EngineState& e_;
   const data::Dataset& train_;
   const FitOptions& options_;
   Driver driver_;

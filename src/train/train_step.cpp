@@ -11,7 +11,7 @@
 #include "dp/optimizer_shards.h"
 #include "train/autotune.h"
 #include "train/deterministic_step.h"
-#include "train/engine.h"
+#include "train/engine_state.h"
 
 namespace tnt::train {
 
@@ -33,17 +33,17 @@ std::vector<double> Step::take_pending() {
   return out;
 }
 
-StepRules rules_of(Engine& engine) {
+StepRules rules_of(EngineState& engine) {
   const CompileOptions& c = engine.compiled();
   return StepRules{c.clip_norm(), c.clip_value(), c.schedule().fn, engine.scaler()};
 }
 
-std::unique_ptr<Step> make_step(Engine& engine) {
+std::unique_ptr<Step> make_step(EngineState& engine) {
   if (engine.compiled().deterministic()) return std::make_unique<DeterministicStep>(engine);
   return std::make_unique<TrainStep>(engine);
 }
 
-TrainStep::TrainStep(Engine& engine)
+TrainStep::TrainStep(EngineState& engine)
     : Step(static_cast<std::size_t>(engine.state_size())),
       e_(engine),
       model_(engine.step_model()),

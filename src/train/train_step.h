@@ -39,7 +39,7 @@ class OptimizerShards;
 
 namespace tnt::train {
 
-class Engine;
+class EngineState;
 
 /// Where step `step` of an epoch of `steps_total` steps (< 0: unknown) lies
 /// in accumulation cycles of k micro-steps: the length of its cycle (the
@@ -116,7 +116,7 @@ class Step {
 
 /// The strategy for `engine`'s compiled options (collective: deterministic
 /// mode agrees on a seed).
-std::unique_ptr<Step> make_step(Engine& engine);
+std::unique_ptr<Step> make_step(EngineState& engine);
 
 /// How the default step updates the weights when a cycle ends.
 enum class Update {
@@ -126,7 +126,7 @@ enum class Update {
 
 class TrainStep final : public Step {
  public:
-  explicit TrainStep(Engine& engine);
+  explicit TrainStep(EngineState& engine);
   StepResult run(const StepInput& in) override;
   Update update() const { return update_; }
 
@@ -138,7 +138,7 @@ class TrainStep final : public Step {
   /// model_.forward, its LibTorch errors explained.
   torch::Tensor forward_checked(const data::MicroBatch& mb);
 
-  Engine& e_;
+  EngineState& e_;
   StepModel model_;
   StepRules rules_;
   std::vector<torch::Tensor> trainable_;
@@ -146,7 +146,7 @@ class TrainStep final : public Step {
 };
 
 /// The rules of `engine`'s compiled options.
-StepRules rules_of(Engine& engine);
+StepRules rules_of(EngineState& engine);
 
 /// The update after the global gradients are in .grad: with loss scaling,
 /// unscale (or skip the step: false), then clip (by norm, by value), the

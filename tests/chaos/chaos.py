@@ -394,6 +394,9 @@ def main():
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--train-size", type=int, default=3200, help="samples per epoch (batch 64)")
     p.add_argument("--backup-every", type=int, default=5, help="optimizer steps between backups")
+    p.add_argument("--backup-in-background", action="store_true",
+                   help="write the backups on a background thread while training goes on "
+                        "(lenet5 --backup-in-background)")
     p.add_argument("--comm-timeout", type=float, default=10.0,
                    help="TNT_COMM_TIMEOUT of the ranks (default 10 s: at 2 s, ranks that start "
                         "more than 2 s apart on a loaded machine fail their first collective)")
@@ -465,7 +468,8 @@ def main():
         job = Job(args, work, marker, ["--max-restarts", str(max_restarts), "--", args.lenet5] +
                   lenet5_args(args) +
                   ["--backup-dir", backup_dir, "--backup-every", str(args.backup_every),
-                   "--step-log", steps.path, "--save-weights", os.path.join(work, "chaos.pt")],
+                   "--step-log", steps.path, "--save-weights", os.path.join(work, "chaos.pt")] +
+                  (["--backup-in-background"] if args.backup_in_background else []),
                   "chaos")
         jobs.append(job)
         injector = Injector(args, job, steps, backup_dir, rng)

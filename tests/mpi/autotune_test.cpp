@@ -13,12 +13,14 @@
 #include "model/model_impl.h"
 #include "tiny_training.h"
 #include "train/autotune.h"
+#include "train/engine_state.h"
 
 namespace {
 
 using tnt::AutoTuneOptions;
 using tnt::EngineSetting;
 using tnt::ModelInternals;
+using tnt::train::state_of;
 
 // 4 epochs of 7 steps: the tuned runs below need at most 2 + 3 of them.
 std::vector<torch::Tensor> trained(const std::function<void(tnt::Model&)>& setup,
@@ -35,14 +37,14 @@ std::vector<torch::Tensor> trained(const std::function<void(tnt::Model&)>& setup
 }
 
 void fixed_overlap(tnt::Model& model, bool overlap) {
-  ModelInternals::of(model).override_setting(std::nullopt, overlap);
+  state_of(ModelInternals::of(model)).override_setting(std::nullopt, overlap);
 }
 
 // A tuner of 1-step trials over the tiny network's useful thresholds
 // (its 4 tensors are 448, 64, 256 and 16 bytes): one allreduce per
 // tensor, two buckets, one bucket.
 void tuned(tnt::Model& model, bool tune_overlap, std::vector<std::size_t> thresholds) {
-  auto& s = ModelInternals::of(model);
+  auto& s = state_of(ModelInternals::of(model));
   s.set_autotuner(std::make_shared<tnt::AutoTuner>(
       s.group(), AutoTuneOptions()
                    .thresholds(std::move(thresholds))
@@ -94,7 +96,7 @@ TEST(AutoTune, TheChosenSettingIsTheEngineInUseAndAlikeOnEveryRank) {
   model.compile(tnt_test::options());
   tuned(model, true, {0, 300, 1 << 20});
   model.fit(tnt_test::train_set(8, true), tnt::FitOptions().epochs(1).verbose(0));
-  auto& s = ModelInternals::of(model);
+  auto& s = state_of(ModelInternals::of(model));
   ASSERT_TRUE(s.autotuner()->done());
   EXPECT_EQ(s.autotuner()->steps(), 5);  // 2 trials of overlap, 3 of thresholds
   const EngineSetting chosen = s.autotuner()->setting();

@@ -226,8 +226,16 @@ void compile_adam(tnt::Model& m) {
                 .metrics({tnt::metrics::SparseCategoricalAccuracy()}));
 }
 
-TEST(BackupAndRestore, MidEpochResumeIsBitwiseEqualToAnUninterruptedRun) {
-  const std::string dir = shared_dir("backup");
+// `background`: each backup written by a thread while training goes on;
+// the crash comes while the last one may still be in flight, and the
+// model's destruction waits for it.
+void check_mid_epoch_resume(bool background) {
+  const std::string dir = shared_dir(background ? "backup_bg" : "backup");
+  auto backup_of = [&](std::int64_t freq) {
+    auto b = std::make_shared<cb::BackupAndRestore>(dir, freq);
+    b->write_in_background(background);
+    return b;
+  };
   const auto train = train_set(8, true);  // 7 steps per epoch, the last one short
   tnt::Model straight{make_drop_net(5)};
   compile_adam(straight);
@@ -239,7 +247,7 @@ TEST(BackupAndRestore, MidEpochResumeIsBitwiseEqualToAnUninterruptedRun) {
   {
     tnt::Model crashing{make_drop_net(5)};
     compile_adam(crashing);
-    auto backup = std::make_shared<cb::BackupAndRestore>(dir, 2);
+    auto backup = backup_of(2);
     EXPECT_THROW(crashing.fit(train, fit(3).callbacks({backup, std::make_shared<Crash>(1, 5)})),
                  std::runtime_error);
   }
@@ -248,7 +256,7 @@ TEST(BackupAndRestore, MidEpochResumeIsBitwiseEqualToAnUninterruptedRun) {
 
   tnt::Model resumed{make_drop_net(123)};  // other initial weights: the backup's win
   compile_adam(resumed);
-  const auto history = resumed.fit(train, fit(3).callbacks({std::make_shared<cb::BackupAndRestore>(dir, 2)}));
+  const auto history = resumed.fit(train, fit(3).callbacks({backup_of(2)}));
   const auto a = params_of(straight), b = params_of(resumed);
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << "parameter " << i;
@@ -261,6 +269,12 @@ TEST(BackupAndRestore, MidEpochResumeIsBitwiseEqualToAnUninterruptedRun) {
   EXPECT_FALSE(std::filesystem::exists(path)) << "removed when training completed";
   remove_dir(dir);
 }
+
+TEST(BackupAndRestore, MidEpochResumeIsBitwiseEqualToAnUninterruptedRun) {
+  check_mid_epoch_resume(false);
+}
+
+TEST(BackupAndRestore, BackgroundWritesResumeBitwiseToo) { check_mid_epoch_resume(true); }
 
 // Resume on another rank count: the backup of the whole group continues on
 // a process set of one rank fewer (the global batch stays); equal up to float

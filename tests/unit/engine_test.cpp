@@ -22,6 +22,7 @@
 
 #include "../support/weights.h"
 #include "train/engine.h"
+#include "train/engine_state.h"
 #include "train/fit_loop.h"
 #include "train/train_step.h"
 
@@ -31,6 +32,7 @@ using tnt::comm::ProcessGroup;
 using tnt::comm::run_in_process;
 using tnt::train::Engine;
 using tnt::train::EngineOptions;
+using tnt::train::state_of;
 using tnt::train::TrainingPosition;
 using tnt_test::max_rel_diff;
 using Logs = tnt::callbacks::Logs;
@@ -316,8 +318,8 @@ TEST(Engine, ShardedStepMatchesTheWholeStep) {
     bool sharded = false;
     const Trained shards = train(n, adam().shard_optimizer(true), epochs(2), quiet(),
                              [&](Engine& e, TestHost&) {
-                               e.synchronizer();
-                               sharded = e.shards() != nullptr;
+                               state_of(e).synchronizer();
+                               sharded = state_of(e).shards() != nullptr;
                              });
     EXPECT_TRUE(sharded) << n << " ranks";
     EXPECT_LT(max_rel_diff(whole.weights, shards.weights), 1e-6) << n << " ranks";
@@ -334,7 +336,7 @@ TEST(Engine, StepUpdateIsChosenOnceFromTheOptions) {
     run_in_process(ranks, [&](const ProcessGroup& g) {
       Engine e(fresh_net(), g, o);
       e.compile(c);
-      const Update mine = tnt::train::TrainStep(e).update();
+      const Update mine = tnt::train::TrainStep(state_of(e)).update();
       if (g.rank() == 0) u = mine;
     });
     return u;
@@ -365,26 +367,26 @@ TEST(EngineOptions, EverySwitchTakesEffectThroughTheStruct) {
     auto buckets = [&](EngineOptions o) {
       Engine e(fresh_net(), g, o);
       e.compile(sgd());
-      return e.synchronizer().buckets().size();
+      return state_of(e).synchronizer().buckets().size();
     };
     EXPECT_EQ(buckets(quiet().fusion_threshold_bytes(0)), 4u);  // one per tensor
     EXPECT_EQ(buckets(quiet().fusion_threshold_bytes(1 << 20)), 1u);
 
     Engine no_overlap(fresh_net(), g, quiet().overlap(false).overlap_optimizer(true));
     no_overlap.compile(sgd());
-    EXPECT_FALSE(no_overlap.synchronizer().options().overlap());
-    EXPECT_NE(no_overlap.bucket_steps(), nullptr);
+    EXPECT_FALSE(state_of(no_overlap).synchronizer().options().overlap());
+    EXPECT_NE(state_of(no_overlap).bucket_steps(), nullptr);
     Engine plain(fresh_net(), g, quiet());
     plain.compile(sgd());
-    EXPECT_TRUE(plain.synchronizer().options().overlap());
-    EXPECT_EQ(plain.bucket_steps(), nullptr);
+    EXPECT_TRUE(state_of(plain).synchronizer().options().overlap());
+    EXPECT_EQ(state_of(plain).bucket_steps(), nullptr);
     EXPECT_EQ(plain.device(), torch::Device(torch::kCPU));
 
     Engine tuned(fresh_net(), g, quiet().autotune(true).timeline_path(timeline.string()));
     TestHost host(tuned);
     tuned.compile(sgd());
     tuned.fit(samples().batch(8), epochs(1), {&host, nullptr});
-    EXPECT_NE(tuned.autotuner(), nullptr);
+    EXPECT_NE(state_of(tuned).autotuner(), nullptr);
   });
   EXPECT_TRUE(std::filesystem::exists(timeline));
   std::filesystem::remove(timeline);

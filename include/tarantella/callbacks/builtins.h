@@ -189,6 +189,9 @@ struct BackupAndRestoreOptions {
   TNT_ARG(std::int64_t, save_freq) = 0;
   /// Remove the backup when training completes.
   TNT_ARG(bool, delete_checkpoint) = true;
+  /// Write each backup on a background thread while training goes on
+  /// (false: the training waits for each write).
+  TNT_ARG(bool, write_in_background) = false;
 };
 
 /// Keras's BackupAndRestore: keeps one backup of the whole training state
@@ -202,7 +205,11 @@ struct BackupAndRestoreOptions {
 /// bitwise that of an uninterrupted run; with another rank count (the global
 /// batch size stays) it is equal up to float rounding. When training
 /// completes, the backup is removed (unless `delete_checkpoint` is false).
-/// Collective: runs on every rank; the master writes.
+/// Collective: runs on every rank; the master writes. With
+/// write_in_background(true) the state is taken at the step boundary and a
+/// thread writes the file while training goes on; at most one write is in
+/// flight (the next backup waits for it), and fit() returns only once the
+/// last one is on disk.
 ///
 /// Example (restarted by `tarantella --max-restarts 3` after a failure):
 ///   fit.callbacks({std::make_shared<tnt::callbacks::BackupAndRestore>("backup", 50)});
@@ -212,19 +219,31 @@ class BackupAndRestore : public Callback {
                             std::int64_t save_freq = BackupAndRestoreOptions().save_freq(),
                             bool delete_checkpoint = BackupAndRestoreOptions().delete_checkpoint());
   BackupAndRestore(std::string backup_dir, const BackupAndRestoreOptions& options)
-      : BackupAndRestore(std::move(backup_dir), options.save_freq(), options.delete_checkpoint()) {}
+      : BackupAndRestore(std::move(backup_dir), options.save_freq(), options.delete_checkpoint()) {
+    write_in_background(options.write_in_background());
+  }
   void on_train_begin(const Logs& logs) override;
   void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
   void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
   void on_train_end(const Logs& logs) override;
   /// The backup file: backup_dir/backup.pt.
   std::string backup_path() const;
+  /// Writes each backup on a background thread (default: false, the
+  /// training waits for each write).
+  BackupAndRestore& write_in_background(bool on) {
+    background_ = on;
+    return *this;
+  }
 
  private:
   void backup();
+  [[noreturn]] void fail(const std::string& what, const std::string& reason) const;
   std::string dir_;
   std::int64_t save_freq_;
   bool delete_checkpoint_;
+  bool background_ = false;
+  /// A background write not yet known to be on disk ("epoch 2, after step 15").
+  std::string in_flight_;
   std::int64_t batches_ = 0;
   /// Where the backup on disk stands ("epoch 2, after step 15"); empty: none.
   std::string on_disk_;
@@ -283,6 +302,7 @@ template <typename Visit>
 void fields(BackupAndRestoreOptions& o, Visit&& v) {
   v("save_freq", o.save_freq());
   v("delete_checkpoint", o.delete_checkpoint());
+  v("write_in_background", o.write_in_background());
 }
 
 }  // namespace tnt::callbacks

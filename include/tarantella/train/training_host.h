@@ -56,6 +56,16 @@ class TrainingHost {
   /// the position it holds. Collective.
   virtual void save_backup(const std::string& path) = 0;
   virtual TrainingPosition restore_backup(const std::string& path) = 0;
+  /// save_backup with the file written in the background: the state is
+  /// taken now, at the step boundary, and training goes on while a thread
+  /// writes it. A write still in flight is waited for first (at most one
+  /// at a time), and its failure is an Error here. Collective. A host
+  /// without a background writer writes at once.
+  virtual void save_backup_in_background(const std::string& path) { save_backup(path); }
+  /// Returns once every backup written in the background is on disk; a
+  /// failed write is an Error on every rank. fit() calls it before it
+  /// returns. Collective.
+  virtual void wait_for_backups() {}
   /// From on_train_begin: fit() continues at `position` instead of its
   /// initial epoch, skipping the batches already done.
   virtual void resume_from(const TrainingPosition& position) = 0;

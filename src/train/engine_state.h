@@ -1,0 +1,181 @@
+// Private: the training engine's state and the operations the loops and
+// the step classes need of it (train/fit_loop.cpp, train/evaluate_loop.cpp,
+// train/train_step.cpp, train/deterministic_step.cpp). The front ends and
+// persistence see the narrow train::Engine (train/engine.h), which owns one
+// of these; only the loops, the engine itself and the engine's tests
+// include this header.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include <tarantella/comm/process_group.h>
+#include <tarantella/data/element.h>
+#include <tarantella/dp/gradient_sync.h>
+#include <tarantella/keras/module_adapter.h>
+#include <tarantella/train/callback.h>
+#include <tarantella/train/engine_options.h>
+#include <tarantella/train/options.h>
+#include <tarantella/train/training_host.h>
+
+#include "train/engine.h"
+#include "train/mixed_precision.h"
+#include "train/step_model.h"
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace tnt {
+class AutoTuner;
+class Timeline;
+namespace dp {
+class BucketSteps;
+class OptimizerShards;
+}  // namespace dp
+}  // namespace tnt
+
+namespace tnt::train {
+
+class CallbackList;
+
+class EngineState {
+ public:
+  /// Moves `net` to the device (a GPU when LibTorch has one, unless
+  /// options.use_gpu() is false). `group` must contain this rank.
+  EngineState(std::shared_ptr<ModuleAdapter> net, comm::ProcessGroup group,
+              EngineOptions options);
+  ~EngineState();
+  EngineState(const EngineState&) = delete;
+  EngineState& operator=(const EngineState&) = delete;
+
+  /// Checks `options`, makes the optimizer over the trainable parameters
+  /// and resets the optimizer's counters (not the epochs done).
+  void compile(CompileOptions options);
+  bool is_compiled() const { return compiled_.has_value(); }
+  void require_compiled(const char* caller) const;
+
+  /// The loops (collective over group()).
+  callbacks::History fit(const data::Dataset& train, const FitOptions& options, Driver driver);
+  Logs evaluate(const data::Dataset& dataset, const EvaluateOptions& options, Driver driver);
+  /// fit()'s validation: evaluate() reporting to the fit's callbacks (their
+  /// on_test_* hooks run, as in Keras) instead of a list of its own.
+  Logs validate(const data::Dataset& dataset, const EvaluateOptions& options,
+                CallbackList& fit_callbacks);
+  torch::Tensor predict(const data::Dataset& dataset, const PredictOptions& options,
+                        Driver driver);
+
+  /// The network's output, always (predict, Model::forward); inputs on device.
+  torch::Tensor run(const std::vector<torch::Tensor>& inputs);
+  /// Structure check, then the master's weights, buffers and optimizer
+  /// state on every rank. Collective.
+  void synchronize_state();
+  /// With a sharded optimizer: puts it back in full form on every rank and
+  /// drops the gradient engine (the next step shards again). Collective.
+  void unshard_optimizer();
+  /// Drops the gradient engine and what was made with it.
+  void drop_engine();
+  /// Gives the group to collective layers not given one (SyncBatchNorm) and
+  /// records whether there are any (a converter may add them after
+  /// construction: called again by compile()).
+  void bind_collective_layers();
+
+  const comm::ProcessGroup& group() const { return group_; }
+  const EngineOptions& options() const { return options_; }
+  ModuleAdapter& net() const { return *net_; }
+  torch::Device device() const { return device_; }
+  const CompileOptions& compiled() const;
+  torch::optim::Optimizer& optimizer() const;
+  Counters& counters() { return counters_; }
+  const Counters& counters() const { return counters_; }
+  /// Dynamic loss scaling, or null.
+  const std::shared_ptr<LossScaler>& scaler() const { return scaler_; }
+  /// fit()'s position (TrainingHost::position()).
+  const TrainingPosition& position() const { return position_; }
+  /// Where the next fit() starts (TrainingHost::resume_from()).
+  void resume_from(const TrainingPosition& position) { resume_ = position; }
+  /// Learning rate of the optimizer's first group / of every group.
+  double learning_rate() const;
+  void set_learning_rate(double rate);
+
+  /// Used by the loops (train/fit_loop.cpp, train/evaluate_loop.cpp).
+  std::vector<torch::Tensor> inputs_of(const data::Element& e) const;
+  torch::Tensor target_of(const data::Element& e) const;
+  std::int64_t state_size() const;
+  torch::Tensor state_of(const torch::Tensor& output, const torch::Tensor& target,
+                         const torch::Tensor& mean_loss, std::int64_t samples) const;
+  Logs logs_of(const std::vector<double>& state) const;
+  /// The output of a training or evaluation micro-batch: undefined for an
+  /// empty one unless the network has collective layers (every rank must
+  /// join their collectives).
+  torch::Tensor forward(const std::vector<torch::Tensor>& inputs);
+  bool collective_layers() const { return collective_layers_; }
+  /// What the step needs of the model (forward, target, loss, state), as
+  /// functions over this engine.
+  StepModel step_model();
+  /// The gradient engine, built on first use (or rebuilt after a drop).
+  dp::GradientSynchronizer& synchronizer();
+  dp::OptimizerShards* shards() const { return shards_.get(); }
+  dp::BucketSteps* bucket_steps() const { return bucket_steps_.get(); }
+  const std::vector<torch::Tensor>& trainable() const { return trainable_; }
+  /// The network's buffers (BatchNorm's running statistics).
+  std::vector<torch::Tensor> buffers() const;
+  /// Whether the optimizer steps bucket by bucket (sharded, or element-wise
+  /// with the optimizer overlap on; more than one rank): shards() or
+  /// bucket_steps() exist once the gradient engine is built.
+  bool updates_per_bucket() const;
+  /// Auto-tuning: made on the first fit that tunes; the gradient engine
+  /// rebuilt for the tuner's current setting (between cycles only).
+  AutoTuner* autotuner() const { return autotuner_.get(); }
+  void start_autotuner();
+  /// A tuner of the caller's own (tests: fewer trials).
+  void set_autotuner(std::shared_ptr<AutoTuner> tuner) { autotuner_ = std::move(tuner); }
+  std::optional<std::size_t> threshold_override() const { return threshold_override_; }
+  std::optional<bool> overlap_override() const { return overlap_override_; }
+  dp::GradientSynchronizer& retune();
+  /// Settings chosen by auto-tuning (or set by a test), over the options.
+  void override_setting(std::optional<std::size_t> threshold, std::optional<bool> overlap);
+  Timeline* timeline();
+  void set_position(TrainingPosition position) { position_ = std::move(position); }
+  std::optional<TrainingPosition> take_resume();
+
+ private:
+  // evaluate() and validate(): make_callbacks(steps) gives the callback list.
+  template <typename MakeCallbacks>
+  Logs evaluate_with(const data::Dataset& dataset, const EvaluateOptions& options,
+                     MakeCallbacks make_callbacks);
+  bool sharded() const;
+
+  comm::ProcessGroup group_;
+  EngineOptions options_;
+  std::shared_ptr<ModuleAdapter> net_;
+  torch::Device device_{torch::kCPU};
+  std::optional<CompileOptions> compiled_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<dp::GradientSynchronizer> sync_;
+  /// Declared after the optimizer: destroyed first.
+  std::unique_ptr<dp::OptimizerShards> shards_;
+  std::unique_ptr<dp::BucketSteps> bucket_steps_;
+  std::vector<torch::Tensor> trainable_;
+  Counters counters_;
+  std::shared_ptr<LossScaler> scaler_;
+  std::optional<std::size_t> threshold_override_;
+  std::optional<bool> overlap_override_;
+  std::shared_ptr<AutoTuner> autotuner_;
+  std::unique_ptr<Timeline> timeline_;
+  TrainingPosition position_;
+  std::optional<TrainingPosition> resume_;
+  bool collective_layers_ = false;
+};
+
+/// Sums a float64 state vector over the group's ranks (blocking).
+std::vector<double> allreduce_state(const comm::ProcessGroup& group,
+                                    const std::vector<double>& local);
+
+}  // namespace tnt::train

@@ -1,4 +1,5 @@
 #include <filesystem>
+#include <functional>
 #include <regex>
 
 #include <fmt/format.h>
@@ -73,12 +74,37 @@ void ModelCheckpoint::save(std::int64_t epoch, const Logs& logs) {
     best_ = current;
   }
   const std::string path = format_filepath(o_.filepath(), epoch, logs);
+  if (o_.write_in_background()) {
+    // A failure here is the previous background write's; its message names
+    // that file.
+    checked([&] { host()->save_in_background(path, o_.save_weights_only()); });
+    log::info(fmt::format("epoch {}: saving {} (written in the background)", epoch + 1, path));
+    return;
+  }
   if (o_.save_weights_only()) {
     host()->save_weights(path);
   } else {
     host()->save(path);
   }
   log::info(fmt::format("epoch {}: saved {}", epoch + 1, path));
+}
+
+void ModelCheckpoint::on_train_end(const Logs&) {
+  // The last file is on disk before fit() returns (fit() waits too; here a
+  // failure is reported as this callback's).
+  if (o_.write_in_background()) checked([&] { host()->wait_for_checkpoints(); });
+}
+
+void ModelCheckpoint::checked(const std::function<void()>& step) const {
+  try {
+    step();
+  } catch (const TimeoutError&) {
+    throw;  // a rank is gone: the communication layer's message says which
+  } catch (const Error& e) {
+    throw Error(fmt::format("ModelCheckpoint could not write a checkpoint: {}; the checkpoints "
+                            "written before it are intact",
+                            e.what()));
+  }
 }
 
 }  // namespace tnt::callbacks

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <typeinfo>
 #include <sstream>
 #include <utility>
 
@@ -28,11 +29,25 @@ struct StateKind {
   std::vector<torch::Tensor> (*tensors)(const OptimizerParamState&);
   std::int64_t (*step)(const OptimizerParamState&);
   StatePtr (*make)(const std::vector<torch::Tensor>&, std::int64_t step);
+  bool (*exactly)(const torch::optim::Optimizer&);  // of this type, not a subclass
+  // The same type with the same defaults, no groups, no state.
+  std::unique_ptr<torch::optim::Optimizer> (*empty_like)(const torch::optim::Optimizer&);
 };
 
 template <class O>
 bool is_a(const torch::optim::Optimizer& o) {
   return dynamic_cast<const O*>(&o) != nullptr;
+}
+
+template <class O>
+bool exactly(const torch::optim::Optimizer& o) {
+  return typeid(o) == typeid(O);
+}
+
+template <class O, class Options>
+std::unique_ptr<torch::optim::Optimizer> empty_like(const torch::optim::Optimizer& o) {
+  return std::make_unique<O>(std::vector<torch::optim::OptimizerParamGroup>{},
+                             static_cast<const Options&>(o.defaults()));
 }
 
 template <class S>
@@ -52,7 +67,8 @@ const std::vector<StateKind>& state_kinds() {
          auto s = std::make_unique<SGDParamState>();
          s->momentum_buffer(t[0]);
          return s;
-       }},
+       },
+       exactly<SGD>, empty_like<SGD, SGDOptions>},
       {"Adam", 3, is_a<Adam>,
        [](const OptimizerParamState& s) {
          const auto& a = as<AdamParamState>(s);
@@ -63,7 +79,8 @@ const std::vector<StateKind>& state_kinds() {
          auto s = std::make_unique<AdamParamState>();
          s->step(step).exp_avg(t[0]).exp_avg_sq(t[1]).max_exp_avg_sq(t[2]);
          return s;
-       }},
+       },
+       exactly<Adam>, empty_like<Adam, AdamOptions>},
       {"AdamW", 3, is_a<AdamW>,
        [](const OptimizerParamState& s) {
          const auto& a = as<AdamWParamState>(s);
@@ -74,7 +91,8 @@ const std::vector<StateKind>& state_kinds() {
          auto s = std::make_unique<AdamWParamState>();
          s->step(step).exp_avg(t[0]).exp_avg_sq(t[1]).max_exp_avg_sq(t[2]);
          return s;
-       }},
+       },
+       exactly<AdamW>, empty_like<AdamW, AdamWOptions>},
       {"RMSprop", 3, is_a<RMSprop>,
        [](const OptimizerParamState& s) {
          const auto& r = as<RMSpropParamState>(s);
@@ -85,7 +103,8 @@ const std::vector<StateKind>& state_kinds() {
          auto s = std::make_unique<RMSpropParamState>();
          s->step(step).square_avg(t[0]).momentum_buffer(t[1]).grad_avg(t[2]);
          return s;
-       }},
+       },
+       exactly<RMSprop>, empty_like<RMSprop, RMSpropOptions>},
       {"Adagrad", 1, is_a<Adagrad>,
        [](const OptimizerParamState& s) {
          return std::vector<torch::Tensor>{as<AdagradParamState>(s).sum()};
@@ -95,7 +114,8 @@ const std::vector<StateKind>& state_kinds() {
          auto s = std::make_unique<AdagradParamState>();
          s->sum(t[0]).step(step);
          return s;
-       }},
+       },
+       exactly<Adagrad>, empty_like<Adagrad, AdagradOptions>},
   };
   return kinds;
 }
@@ -207,6 +227,26 @@ BucketSteps::BucketSteps(const std::vector<torch::Tensor>& params,
 }
 
 void BucketSteps::step(std::size_t b) { step_subset(*optimizer_, per_bucket_.at(b)); }
+
+std::unique_ptr<torch::optim::Optimizer> state_copy(
+    const torch::optim::Optimizer& optimizer,
+    const std::function<torch::Tensor(const torch::Tensor&)>& copy) {
+  const int kind = kind_of(optimizer);
+  if (kind < 0 || !state_kinds()[kind].exactly(optimizer)) return nullptr;
+  const StateKind& k = state_kinds()[kind];
+  std::unique_ptr<torch::optim::Optimizer> out = k.empty_like(optimizer);
+  // Copied as they are (OptimizerParamGroup's copy clones the options), not
+  // through add_param_group, which LibTorch 2.x merges with the defaults.
+  for (const auto& group : optimizer.param_groups()) out->param_groups().push_back(group);
+  for (const auto& [key, state] : optimizer.state()) {
+    std::vector<torch::Tensor> tensors = k.tensors(*state);
+    for (auto& t : tensors) {
+      if (t.defined()) t = copy(t);
+    }
+    out->state()[key] = k.make(tensors, k.step(*state));
+  }
+  return out;
+}
 
 std::int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer) {
   const int kind = kind_of(optimizer);

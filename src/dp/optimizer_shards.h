@@ -49,6 +49,17 @@ ShardRange shard_range(std::int64_t numel, int rank, int size);
 /// optimizer whose update is not element-wise, or an unknown one.
 std::string shard_problem(const torch::optim::Optimizer& optimizer);
 
+/// A copy of `optimizer` to serialize later, on any thread, while training
+/// goes on with the original: the same type, defaults and parameter groups
+/// (their options copied, the parameters shared: torch::optim's save writes
+/// only their identity), and every parameter's state with its tensors
+/// replaced by `copy(tensor)`. save() on it writes what save() on the
+/// original writes now. Null for an optimizer whose state this does not know
+/// (LBFGS, a subclass, a user's own): serialize that one at once instead.
+std::unique_ptr<torch::optim::Optimizer> state_copy(
+    const torch::optim::Optimizer& optimizer,
+    const std::function<torch::Tensor(const torch::Tensor&)>& copy);
+
 /// Bytes of the tensors in `optimizer`'s state (this rank's).
 std::int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer);
 

@@ -98,6 +98,11 @@ std::string fix_for(int error, const std::string& path) {
 }  // namespace
 
 void write_atomically(const std::string& path, const std::vector<char>& bytes) {
+  write_atomically(path, [&](const ByteSink& sink) { sink(bytes.data(), bytes.size()); });
+}
+
+void write_atomically(const std::string& path,
+                      const std::function<void(const ByteSink&)>& produce) {
   const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
   const std::string dir = std::filesystem::path(path).parent_path().string();
   std::FILE* out = std::fopen(tmp.c_str(), "wb");
@@ -112,8 +117,20 @@ void write_atomically(const std::string& path, const std::vector<char>& bytes) {
     return ok;
   };
   errno = 0;
-  const bool written = note(std::fwrite(bytes.data(), 1, bytes.size(), out) == bytes.size()) &&
-                       note(std::fflush(out) == 0) && note(::fsync(::fileno(out)) == 0);
+  // After the first failed write (a full disk) the rest is dropped: the
+  // error is reported once the producer is done.
+  const ByteSink sink = [&](const char* data, std::size_t size) {
+    if (error == 0) note(std::fwrite(data, 1, size, out) == size);
+  };
+  try {
+    produce(sink);
+  } catch (...) {
+    std::fclose(out);
+    std::remove(tmp.c_str());
+    throw;
+  }
+  const bool written =
+      error == 0 && note(std::fflush(out) == 0) && note(::fsync(::fileno(out)) == 0);
   const bool closed = note(std::fclose(out) == 0);
   if (!written || !closed) {
     std::remove(tmp.c_str());

@@ -4,6 +4,8 @@
 // (weights, checkpoints, timeline, auto-tuning log) goes through here.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,5 +14,14 @@ namespace tnt {
 /// Writes `bytes` to `path` through a temporary file and a rename; errors
 /// (unwritable directory, full disk) are a tnt::Error naming the file.
 void write_atomically(const std::string& path, const std::vector<char>& bytes);
+
+/// Where a writer puts its bytes, piece by piece.
+using ByteSink = std::function<void(const char* data, std::size_t size)>;
+
+/// The same, for a file produced piece by piece: `produce` hands its bytes
+/// to the sink as it makes them, so a large file (a checkpoint) is never
+/// held in memory whole. If `produce` throws, the temporary file is removed
+/// and `path` is left as it was.
+void write_atomically(const std::string& path, const std::function<void(const ByteSink&)>& produce);
 
 }  // namespace tnt

@@ -77,6 +77,13 @@ c10::IValue load_torch_save_file(const std::string& path) {
 }
 
 std::vector<char> torch_save_bytes(const c10::IValue& value) {
+  std::vector<char> archive;
+  torch_save(value, [&](const char* b, std::size_t size) { archive.insert(archive.end(), b, b + size); });
+  return archive;
+}
+
+void torch_save(const c10::IValue& value,
+                const std::function<void(const char*, std::size_t)>& sink) {
   // As torch::jit::pickle_save does it, with tag_aggregates off.
   std::vector<char> pickled;
   torch::jit::Pickler pickler(
@@ -86,16 +93,13 @@ std::vector<char> torch_save_bytes(const c10::IValue& value) {
   pickler.protocol();
   pickler.pushIValue(value);
   pickler.stop();
-  std::vector<char> archive;
   caffe2::serialize::PyTorchStreamWriter writer([&](const void* bytes, size_t size) {
-    const char* b = static_cast<const char*>(bytes);
-    archive.insert(archive.end(), b, b + size);
+    sink(static_cast<const char*>(bytes), size);
     return size;
   });
   torch::jit::writeArchiveAndTensors("data", pickled.data(), pickled.size(), pickler.tensorData(),
                                      writer);
   writer.writeEndOfFile();
-  return archive;
 }
 
 }  // namespace tnt

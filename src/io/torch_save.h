@@ -3,6 +3,8 @@
 // cannot digest (OrderedDicts, SETITEM; see pickle_rewrite.h).
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,5 +22,9 @@ c10::IValue load_torch_save_file(const std::string& path);
 /// 2.6 and newer load with weights_only=True by default and refuse that
 /// global; a plain dict of tensors loads there, and in 1.13, unchanged.
 std::vector<char> torch_save_bytes(const c10::IValue& value);
+
+/// The same bytes, handed to `sink` piece by piece as the archive is made
+/// (a checkpoint goes to its file without a copy of it in memory).
+void torch_save(const c10::IValue& value, const std::function<void(const char*, std::size_t)>& sink);
 
 }  // namespace tnt

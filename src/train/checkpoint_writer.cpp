@@ -1,8 +1,6 @@
 #include "train/checkpoint_writer.h"
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -30,10 +28,15 @@ CheckpointWriter::~CheckpointWriter() {
 }
 
 void CheckpointWriter::submit(CheckpointSnapshot snapshot, std::string path) {
+  auto shared = std::make_shared<const CheckpointSnapshot>(std::move(snapshot));
+  submit([shared, path = std::move(path)] { write_checkpoint(*shared, path); });
+}
+
+void CheckpointWriter::submit(std::function<void()> write) {
   wait();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = Job{std::move(snapshot), std::move(path)};
+    job_ = std::move(write);
   }
   changed_.notify_all();
 }
@@ -45,12 +48,11 @@ void CheckpointWriter::wait() {
 }
 
 void CheckpointWriter::run() {
-  // Serializing and checksumming a checkpoint is CPU work. Where training
-  // keeps every core busy (CPU training), the writer yields to it: Linux
-  // gives each thread its own nice value, so only this thread is lowered.
-  // Where cores are idle (GPU training), it runs at full speed anyway. The
-  // cost is a longer write, which only the next backup waits for.
-  setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
+  // At the process's own priority. A lower one (nice 19, tried) starves the
+  // writer on cores that CPU training keeps busy: the write then outlasts
+  // the interval between backups, and the next backup waits for it. Its CPU
+  // work costs training the same at any priority (performance.md,
+  // "Background backups").
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     changed_.wait(lock, [&] { return stop_ || job_; });
@@ -58,13 +60,13 @@ void CheckpointWriter::run() {
     lock.unlock();
     std::exception_ptr error;
     try {
-      write_checkpoint(job_->snapshot, job_->path);  // job_ is left alone until reset below
+      job_();  // job_ is left alone until reset below
     } catch (...) {
       error = std::current_exception();
     }
     lock.lock();
     error_ = error;
-    job_.reset();
+    job_ = nullptr;
     changed_.notify_all();
   }
 }

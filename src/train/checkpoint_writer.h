@@ -11,6 +11,7 @@
 
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -32,20 +33,18 @@ class CheckpointWriter {
   /// Waits for the write in flight (rethrowing its failure), then starts
   /// writing `snapshot` to `path` (write_checkpoint) in the background.
   void submit(CheckpointSnapshot snapshot, std::string path);
+  /// The same for any write: `write` runs on the writer's thread.
+  void submit(std::function<void()> write);
   /// Returns once the last write is on disk under its name; rethrows its
   /// failure if it failed.
   void wait();
 
  private:
-  struct Job {
-    CheckpointSnapshot snapshot;
-    std::string path;
-  };
   void run();
 
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::optional<Job> job_;  ///< the write in flight, until it ends
+  std::function<void()> job_;  ///< the write in flight, until it ends
   std::exception_ptr error_;
   bool stop_ = false;
   std::thread thread_;  ///< last: starts once the state above exists

@@ -5,8 +5,13 @@
 // master into every rank.
 #include "train/engine.h"
 
+#include <chrono>
 #include <set>
 #include <sstream>
+#include <thread>
+
+#include <c10/core/Event.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -22,20 +27,28 @@
 namespace tnt::train {
 namespace {
 
-std::string optimizer_bytes(torch::optim::Optimizer& optimizer) {
+// `expected`: the state's size, if known, so that the bytes are made in one
+// allocation (a growing stream would copy and fault in twice the memory).
+std::string optimizer_bytes(const torch::optim::Optimizer& optimizer, std::size_t expected = 0) {
   torch::serialize::OutputArchive archive;
   optimizer.save(archive);
-  std::ostringstream out;
-  archive.save_to(out);
-  return out.str();
+  std::string out;
+  out.reserve(expected);
+  archive.save_to([&](const void* data, std::size_t size) {
+    out.append(static_cast<const char*>(data), size);
+    return size;
+  });
+  return out;
 }
 
 void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::string& bytes,
-                          const std::string& path) {
+                          const std::string& path, const torch::Device& device) {
   std::istringstream in(bytes);
   torch::serialize::InputArchive archive;
   try {
-    archive.load_from(in);
+    // Onto the model's device: a snapshot keeps host copies, and a file
+    // saved on a GPU may be loaded on a CPU (or the other way round).
+    archive.load_from(in, device);
   } catch (const std::exception& e) {
     throw Error(
         fmt::format("checkpoint '{}': entry 'optimizer' is not a readable optimizer "
@@ -148,28 +161,63 @@ void Engine::set_weights(const std::vector<torch::Tensor>& weights) {
   state_->synchronize_state();
 }
 
-std::optional<EngineSnapshot> Engine::snapshot(bool keep) {
+std::optional<EngineSnapshot> Engine::snapshot(bool keep, SnapshotUse use) {
   EngineState& s = *state_;
   // A sharded optimizer's state is on every rank in parts: gathered by all.
   std::optional<std::string> gathered;
   if (s.shards()) gathered = s.shards()->full_state_bytes();
   if (!keep) return std::nullopt;
+  // For a later write, host copies, so that training can change its
+  // tensors while these are written. From a GPU: into pinned memory, on the
+  // device's stream, without waiting here; the writer waits
+  // (wait_for_copies). Training's next kernels on that stream run after the
+  // copies. A write before training goes on needs no copy in host memory.
+  const bool later = use == SnapshotUse::write_later;
+  bool from_gpu = false;
+  const auto host_copy = [&](const torch::Tensor& t) {
+    if (t.is_cuda()) {
+      from_gpu = true;
+      torch::Tensor out = torch::empty(
+          t.sizes(), t.options().device(torch::kCPU).pinned_memory(true).requires_grad(false));
+      out.copy_(t.detach(), /*non_blocking=*/true);
+      return out;
+    }
+    return later ? t.detach().clone(at::MemoryFormat::Contiguous) : t.detach().contiguous();
+  };
   EngineSnapshot out;
-  for (const auto& [name, t] : all_weights(s.net())) {
-    out.weights.emplace_back(name, t.detach()
-                                       .to(torch::kCPU, /*non_blocking=*/false,
-                                           /*copy=*/true)
-                                       .contiguous());
-  }
+  for (const auto& [name, t] : all_weights(s.net())) out.weights.emplace_back(name, host_copy(t));
   if (s.is_compiled()) {
-    out.optimizer = gathered ? std::move(gathered) : optimizer_bytes(s.optimizer());
+    if (gathered) {
+      out.optimizer = std::move(gathered);
+    } else if (auto copy = later ? dp::state_copy(s.optimizer(), host_copy) : nullptr) {
+      out.optimizer_copy = std::move(copy);
+    } else {
+      out.optimizer = optimizer_bytes(s.optimizer());  // a type state_copy does not know
+    }
     out.compile = compile_config(s.compiled()).dump();
+  }
+  if (from_gpu) {
+    const torch::Device device = s.device();
+    auto copied = std::make_shared<c10::Event>(device.type());
+    copied->record(c10::impl::VirtualGuardImpl(device.type()).getStream(device));
+    out.wait_for_copies = [copied] {
+      while (!copied->query()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    };
   }
   out.counters = s.counters();
   out.loss_scale = loss_scale();
   out.architecture = s.net().config_json();
   out.torchscript = s.net().torchscript_bytes();
   return out;
+}
+
+std::optional<std::string> optimizer_bytes(const EngineSnapshot& snapshot) {
+  if (const auto& copy = snapshot.optimizer_copy) {
+    // The tensors' bytes, and room for the archive's records and headers.
+    const auto tensors = static_cast<std::size_t>(dp::optimizer_state_bytes(*copy));
+    return optimizer_bytes(*copy, tensors + tensors / 64 + (1 << 20));
+  }
+  return snapshot.optimizer;
 }
 
 void Engine::restore(const std::function<RestoredState()>& read_on_master) {
@@ -181,12 +229,12 @@ void Engine::restore(const std::function<RestoredState()>& read_on_master) {
     std::optional<std::string> previous;
     if (r.optimizer) {
       previous = optimizer_bytes(s.optimizer());
-      load_optimizer_state(s.optimizer(), *r.optimizer, r.source);
+      load_optimizer_state(s.optimizer(), *r.optimizer, r.source, s.device());
     }
     try {
       copy_weights(s.net(), r.weights, r.source);  // checks every entry before it copies one
     } catch (...) {
-      if (previous) load_optimizer_state(s.optimizer(), *previous, r.source);
+      if (previous) load_optimizer_state(s.optimizer(), *previous, r.source, s.device());
       throw;
     }
   });

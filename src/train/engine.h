@@ -72,14 +72,33 @@ struct LossScaleState {
 /// no longer shares storage with the training tensors, so it can be
 /// written while training changes them.
 struct EngineSnapshot {
-  NamedTensorList weights;               ///< parameters, then buffers (CPU copies)
-  std::optional<std::string> optimizer;  ///< torch::optim's bytes, full form; if compiled
+  NamedTensorList weights;  ///< parameters, then buffers, in host memory (pinned from a GPU)
+  /// The optimizer state, if compiled, in one of two forms: torch::optim's
+  /// bytes (full form), or, for the built-in optimizers, a copy of the
+  /// optimizer with its own state tensors, serialized only when written
+  /// (optimizer_bytes below), so that the training thread does not.
+  std::optional<std::string> optimizer;
+  std::shared_ptr<const torch::optim::Optimizer> optimizer_copy;
+  /// For a GPU model: waits until the device-to-host copies of the tensors
+  /// above are done (they run on the device's stream, while the host goes
+  /// on). Empty where there is nothing to wait for.
+  std::function<void()> wait_for_copies;
   Counters counters;
   std::optional<LossScaleState> loss_scale;  ///< with dynamic loss scaling
   std::string architecture;  ///< the network's config JSON (layer-registry models) or empty
   std::string torchscript;   ///< a TorchScript module's bytes or empty
   std::string compile;       ///< the compile configuration's JSON, if compiled
 };
+
+/// What a snapshot is for: written before training goes on (it may share
+/// the training tensors' memory: no copy is made), or later, beside
+/// training (host copies of every tensor).
+enum class SnapshotUse { write_now, write_later };
+
+/// The snapshot's optimizer state as torch::optim's bytes (serialized here
+/// from optimizer_copy if that is the form), or none if not compiled. Call
+/// wait_for_copies first. Any thread.
+std::optional<std::string> optimizer_bytes(const EngineSnapshot& snapshot);
 
 /// What a load hands to the engine, read and checked on the master alone.
 struct RestoredState {
@@ -141,11 +160,12 @@ class Engine {
   /// Dynamic loss scaling's state, or none without it.
   std::optional<LossScaleState> loss_scale() const;
 
-  /// Persistence. snapshot(): the state a checkpoint keeps, copied to host
-  /// memory; collective (a sharded optimizer's state is gathered from
-  /// every rank); the snapshot is made where `keep` is true, elsewhere the
-  /// rank only takes part in the collectives and gets none.
-  std::optional<EngineSnapshot> snapshot(bool keep);
+  /// Persistence. snapshot(): the state a checkpoint keeps, in host memory
+  /// (copied there for `write_later`, or from a GPU); collective (a sharded
+  /// optimizer's state is gathered from every rank); the snapshot is made
+  /// where `keep` is true, elsewhere the rank only takes part in the
+  /// collectives and gets none.
+  std::optional<EngineSnapshot> snapshot(bool keep, SnapshotUse use);
   /// Loads the state that `read_on_master` returns on the master into
   /// every rank. Collective. A sharded optimizer is put back in full form
   /// first (the next fit() shards again); on the master the optimizer state

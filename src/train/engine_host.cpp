@@ -51,6 +51,27 @@ void EngineHost::wait_for_backups() {
   });
 }
 
+void EngineHost::save_in_background(const std::string& path, bool weights_only) {
+  wait_for_checkpoints();  // at most one write in flight; its failure on every rank
+  if (!group().is_master()) {
+    if (!weights_only) snapshot_checkpoint(*engine_, /*all_ranks=*/false);  // collective
+    return;
+  }
+  if (!checkpoint_writer_) checkpoint_writer_ = std::make_unique<CheckpointWriter>();
+  if (weights_only) {
+    auto weights = std::make_shared<const NamedTensorList>(snapshot_weights(*engine_));
+    checkpoint_writer_->submit([weights, path] { write_weights(*weights, path); });
+  } else {
+    checkpoint_writer_->submit(std::move(*snapshot_checkpoint(*engine_, false)), path);
+  }
+}
+
+void EngineHost::wait_for_checkpoints() {
+  run_on_master_checked(group(), [&] {
+    if (checkpoint_writer_) checkpoint_writer_->wait();
+  });
+}
+
 void EngineHost::summary(std::ostream& out) const {
   if (!group().is_master()) return;
   ModuleAdapter& net = engine_->net();

@@ -44,12 +44,15 @@ class EngineHost : public TrainingHost {
   void resume_from(const TrainingPosition& position) override { engine_->resume_from(position); }
   void save_backup_in_background(const std::string& path) override;
   void wait_for_backups() override;
+  void save_in_background(const std::string& path, bool weights_only) override;
+  void wait_for_checkpoints() override;
 
  private:
   std::unique_ptr<Engine> engine_;
   /// The master's background writer, made by the first background backup;
   /// destroyed (waiting for its last write) before the engine.
-  std::unique_ptr<CheckpointWriter> writer_;
+  std::unique_ptr<CheckpointWriter> writer_;             ///< backups
+  std::unique_ptr<CheckpointWriter> checkpoint_writer_;  ///< save_in_background
   bool stop_ = false;
 };
 

@@ -216,9 +216,10 @@ bool FitLoop::stop_vote() {
 
 void FitLoop::end() {
   callbacks_->train_end(logs_, local_logs_);
-  // A backup still being written in the background is on disk before
-  // fit() returns.
+  // A backup or checkpoint still being written in the background is on
+  // disk before fit() returns.
   driver_.host->wait_for_backups();
+  driver_.host->wait_for_checkpoints();
   if (Timeline* timeline = e_.timeline()) timeline->write();
 }
 

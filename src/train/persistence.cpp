@@ -22,20 +22,23 @@
 namespace tnt::train {
 namespace {
 
-torch::Tensor to_bytes(const std::string& s) {
-  return torch::from_blob(const_cast<char*>(s.data()), {static_cast<std::int64_t>(s.size())},
-                          torch::kUInt8)
-      .clone();
-}
-
 c10::Dict<std::string, torch::Tensor> weight_dict(const NamedTensorList& weights) {
   c10::Dict<std::string, torch::Tensor> dict;
   for (const auto& [name, t] : weights) dict.insert(name, t);
   return dict;
 }
 
+// A byte tensor over `s`'s memory, without a copy: `s` must outlive it.
+torch::Tensor bytes_view(const std::string& s) {
+  return torch::from_blob(const_cast<char*>(s.data()), {static_cast<std::int64_t>(s.size())},
+                          torch::kUInt8);
+}
+
 // The entries of a checkpoint file, in the order the format has always had.
-c10::impl::GenericDict checkpoint_entries(const CheckpointSnapshot& snapshot) {
+// `optimizer` (the snapshot's optimizer bytes, see optimizer_bytes) is
+// referenced, not copied.
+c10::impl::GenericDict checkpoint_entries(const CheckpointSnapshot& snapshot,
+                                          const std::optional<std::string>& optimizer) {
   const EngineSnapshot& s = snapshot.engine;
   c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
   dict.insert("format", std::string(kCheckpointFormat));
@@ -43,9 +46,9 @@ c10::impl::GenericDict checkpoint_entries(const CheckpointSnapshot& snapshot) {
   dict.insert("epochs_done", s.counters.epochs_done);
   dict.insert("optimizer_steps", s.counters.optimizer_steps);
   dict.insert("rng_state", snapshot.rng_state);
-  if (s.optimizer) dict.insert("optimizer", to_bytes(*s.optimizer));
+  if (optimizer) dict.insert("optimizer", bytes_view(*optimizer));
   if (!s.architecture.empty()) dict.insert("architecture", s.architecture);
-  if (!s.torchscript.empty()) dict.insert("torchscript", to_bytes(s.torchscript));
+  if (!s.torchscript.empty()) dict.insert("torchscript", bytes_view(s.torchscript));
   if (!s.compile.empty()) dict.insert("compile", s.compile);
   if (s.counters.deterministic_seed) {
     dict.insert("deterministic_seed", static_cast<std::int64_t>(*s.counters.deterministic_seed));
@@ -90,28 +93,34 @@ void restore_counters_from(Engine& engine, const Entries& e) {
 
 }  // namespace
 
-std::optional<CheckpointSnapshot> snapshot_checkpoint(Engine& engine, bool all_ranks) {
+std::optional<CheckpointSnapshot> snapshot_checkpoint(Engine& engine, bool all_ranks,
+                                                      SnapshotUse use) {
   const bool keep = all_ranks || engine.group().is_master();
-  std::optional<EngineSnapshot> state = engine.snapshot(keep);  // collective
+  std::optional<EngineSnapshot> state = engine.snapshot(keep, use);  // collective
   if (!keep) return std::nullopt;
   return CheckpointSnapshot{std::move(*state), cpu_rng_state(), std::nullopt};
 }
 
-std::optional<CheckpointSnapshot> snapshot_backup(Engine& engine) {
+std::optional<CheckpointSnapshot> snapshot_backup(Engine& engine, SnapshotUse use) {
   const comm::ProcessGroup& group = engine.group();
   // Every rank's generator: dropout and augmentation draw on each rank.
   const torch::Tensor rng_states = group.allgather(cpu_rng_state());
-  std::optional<CheckpointSnapshot> out = snapshot_checkpoint(engine, /*all_ranks=*/false);
+  std::optional<CheckpointSnapshot> out = snapshot_checkpoint(engine, /*all_ranks=*/false, use);
   if (out) out->backup = BackupPart{engine.position(), group.size(), rng_states};
   return out;
 }
 
 void write_checkpoint(const CheckpointSnapshot& snapshot, const std::string& path) {
-  write_atomically(path, torch_save_bytes(checkpoint_entries(snapshot)));
+  if (snapshot.engine.wait_for_copies) snapshot.engine.wait_for_copies();
+  const std::optional<std::string> optimizer = optimizer_bytes(snapshot.engine);
+  const c10::impl::GenericDict entries = checkpoint_entries(snapshot, optimizer);
+  // Streamed into the file: a checkpoint is never held in memory twice.
+  write_atomically(path, [&](const ByteSink& sink) { torch_save(entries, sink); });
 }
 
 void save(Engine& engine, const std::string& path, bool all_ranks) {
-  const std::optional<CheckpointSnapshot> snapshot = snapshot_checkpoint(engine, all_ranks);
+  const std::optional<CheckpointSnapshot> snapshot =
+      snapshot_checkpoint(engine, all_ranks, SnapshotUse::write_now);
   if (all_ranks) {
     write_checkpoint(*snapshot, path);
     engine.group().barrier();
@@ -171,14 +180,27 @@ void load_weights_of_checkpoint(Engine& engine, const std::string& path) {
   engine.restore_counters(c, std::nullopt);
 }
 
+NamedTensorList snapshot_weights(Engine& engine) {
+  NamedTensorList all = engine.net().named_parameters();
+  for (auto& b : engine.net().named_buffers()) all.push_back(b);
+  for (auto& [name, t] : all) {
+    t = t.is_cuda() ? t.detach().cpu() : t.detach().clone(at::MemoryFormat::Contiguous);
+  }
+  return all;
+}
+
+void write_weights(const NamedTensorList& weights, const std::string& path) {
+  const c10::Dict<std::string, torch::Tensor> dict = weight_dict(weights);
+  write_atomically(path, [&](const ByteSink& sink) { torch_save(dict, sink); });
+}
+
 void save_weights(Engine& engine, const std::string& path, bool all_ranks) {
   // Weights only: no collective is needed to take them.
   auto write = [&] {
-    c10::Dict<std::string, torch::Tensor> dict;
     NamedTensorList all = engine.net().named_parameters();
     for (auto& b : engine.net().named_buffers()) all.push_back(b);
-    for (const auto& [name, t] : all) dict.insert(name, t.detach().cpu().contiguous());
-    write_atomically(path, torch_save_bytes(dict));
+    for (auto& [name, t] : all) t = t.detach().cpu().contiguous();
+    write_weights(all, path);
   };
   if (all_ranks) {
     write();
@@ -201,7 +223,8 @@ void load_weights(Engine& engine, const std::string& path) {
 }
 
 void save_backup(Engine& engine, const std::string& path) {
-  const std::optional<CheckpointSnapshot> snapshot = snapshot_backup(engine);
+  const std::optional<CheckpointSnapshot> snapshot =
+      snapshot_backup(engine, SnapshotUse::write_now);
   run_on_master_checked(engine.group(), [&] { write_checkpoint(*snapshot, path); });
 }
 

@@ -62,11 +62,21 @@ struct CheckpointSnapshot {
 
 /// Step 1 of a save, at a step boundary. Collective. The snapshot is made
 /// on the master, or on every rank with `all_ranks`; the other ranks get none.
-std::optional<CheckpointSnapshot> snapshot_checkpoint(Engine& engine, bool all_ranks);
+/// `use`: see SnapshotUse (a snapshot for write_now must be written before
+/// training goes on).
+std::optional<CheckpointSnapshot> snapshot_checkpoint(
+    Engine& engine, bool all_ranks, SnapshotUse use = SnapshotUse::write_later);
 /// The same for a backup at the engine's position(); made on the master.
-std::optional<CheckpointSnapshot> snapshot_backup(Engine& engine);
+std::optional<CheckpointSnapshot> snapshot_backup(Engine& engine,
+                                                  SnapshotUse use = SnapshotUse::write_later);
 /// Step 2: writes `snapshot` to `path` atomically. Not collective; any thread.
 void write_checkpoint(const CheckpointSnapshot& snapshot, const std::string& path);
+
+/// A weights file's content (parameters, then buffers), copied to host
+/// memory for a write beside training; not collective. write_weights writes
+/// it in the format of save_weights, atomically; any thread.
+NamedTensorList snapshot_weights(Engine& engine);
+void write_weights(const NamedTensorList& weights, const std::string& path);
 
 /// Whole-model checkpoints (collective). load() needs a compiled engine and
 /// returns the completed epochs the file holds; every entry is checked

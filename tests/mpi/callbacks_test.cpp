@@ -164,8 +164,10 @@ TEST(Callbacks, ModelCheckpointWritesFilesNamedFromTheLogs) {
   remove_dir(dir);
 }
 
-TEST(Callbacks, ResumeFromACheckpointIsBitwiseEqualToAnUninterruptedRun) {
-  const std::string dir = shared_dir("resume");
+// `background`: ModelCheckpoint's files written by a thread while training
+// goes on (its default), or before it goes on.
+void check_resume_from_checkpoint(bool background) {
+  const std::string dir = shared_dir(background ? "resume_bg" : "resume");
   auto compile = [](tnt::Model& m) {
     m.compile(tnt::CompileOptions()
                   .optimizer(tnt::optimizers::Adam(0.01))
@@ -176,7 +178,8 @@ TEST(Callbacks, ResumeFromACheckpointIsBitwiseEqualToAnUninterruptedRun) {
   compile(straight);
   straight.fit(train_set(8, true),
                fit(4).callbacks({std::make_shared<cb::ModelCheckpoint>(
-                   cb::ModelCheckpointOptions(dir + "/ckpt-{epoch}.pt"))}));
+                   cb::ModelCheckpointOptions(dir + "/ckpt-{epoch}.pt")
+                       .write_in_background(background))}));
   // A new process would do this: build, compile, load the epoch-2
   // checkpoint, continue with initial_epoch = 2.
   tnt::Model resumed{make_net(123)};
@@ -187,6 +190,14 @@ TEST(Callbacks, ResumeFromACheckpointIsBitwiseEqualToAnUninterruptedRun) {
   const auto a = params_of(straight), b = params_of(resumed);
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << i;
   remove_dir(dir);
+}
+
+TEST(Callbacks, ResumeFromACheckpointIsBitwiseEqualToAnUninterruptedRun) {
+  check_resume_from_checkpoint(true);
+}
+
+TEST(Callbacks, ResumeFromASynchronouslyWrittenCheckpointToo) {
+  check_resume_from_checkpoint(false);
 }
 
 // The tiny network with dropout: a resumed run must also continue every

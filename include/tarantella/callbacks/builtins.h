@@ -159,6 +159,11 @@ struct ModelCheckpointOptions {
   TNT_ARG(bool, save_weights_only) = false;
   /// Save every `n` batches instead of at each epoch end.
   TNT_ARG(std::int64_t, save_freq_batches) = 0;
+  /// Write each file on a background thread while training goes on (the
+  /// state is taken at the step boundary; at most one write in flight;
+  /// fit() returns once the last is on disk). false: training waits for
+  /// each write.
+  TNT_ARG(bool, write_in_background) = true;
 
  private:
   std::string filepath_;
@@ -166,7 +171,9 @@ struct ModelCheckpointOptions {
 
 /// Saves the model (Model::save) or its weights during training. Saving is
 /// collective and written by the master rank, to a temporary name renamed
-/// into place: a crash never destroys the previous checkpoint.
+/// into place: a crash never destroys the previous checkpoint. By default
+/// the file is written in the background (write_in_background), as
+/// BackupAndRestore's are.
 class ModelCheckpoint : public Callback {
  public:
   explicit ModelCheckpoint(ModelCheckpointOptions options);
@@ -174,9 +181,11 @@ class ModelCheckpoint : public Callback {
   void on_epoch_begin(std::int64_t epoch, const Logs& logs) override;
   void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
   void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
+  void on_train_end(const Logs& logs) override;
 
  private:
   void save(std::int64_t epoch, const Logs& logs);
+  void checked(const std::function<void()>& step) const;  // a failure named as this callback's
   ModelCheckpointOptions o_;
   double best_ = 0.0;
   std::int64_t epoch_ = 0;
@@ -191,7 +200,7 @@ struct BackupAndRestoreOptions {
   TNT_ARG(bool, delete_checkpoint) = true;
   /// Write each backup on a background thread while training goes on
   /// (false: the training waits for each write).
-  TNT_ARG(bool, write_in_background) = false;
+  TNT_ARG(bool, write_in_background) = true;
 };
 
 /// Keras's BackupAndRestore: keeps one backup of the whole training state
@@ -205,11 +214,12 @@ struct BackupAndRestoreOptions {
 /// bitwise that of an uninterrupted run; with another rank count (the global
 /// batch size stays) it is equal up to float rounding. When training
 /// completes, the backup is removed (unless `delete_checkpoint` is false).
-/// Collective: runs on every rank; the master writes. With
-/// write_in_background(true) the state is taken at the step boundary and a
+/// Collective: runs on every rank; the master writes. By default
+/// (write_in_background) the state is taken at the step boundary and a
 /// thread writes the file while training goes on; at most one write is in
 /// flight (the next backup waits for it), and fit() returns only once the
-/// last one is on disk.
+/// last one is on disk. write_in_background(false) writes before training
+/// goes on.
 ///
 /// Example (restarted by `tarantella --max-restarts 3` after a failure):
 ///   fit.callbacks({std::make_shared<tnt::callbacks::BackupAndRestore>("backup", 50)});
@@ -228,7 +238,7 @@ class BackupAndRestore : public Callback {
   void on_train_end(const Logs& logs) override;
   /// The backup file: backup_dir/backup.pt.
   std::string backup_path() const;
-  /// Writes each backup on a background thread (default: false, the
+  /// Writes each backup on a background thread (the default; false: the
   /// training waits for each write).
   BackupAndRestore& write_in_background(bool on) {
     background_ = on;
@@ -241,7 +251,7 @@ class BackupAndRestore : public Callback {
   std::string dir_;
   std::int64_t save_freq_;
   bool delete_checkpoint_;
-  bool background_ = false;
+  bool background_ = BackupAndRestoreOptions().write_in_background();
   /// A background write not yet known to be on disk ("epoch 2, after step 15").
   std::string in_flight_;
   std::int64_t batches_ = 0;
@@ -297,6 +307,7 @@ void fields(ModelCheckpointOptions& o, Visit&& v) {
   v("save_best_only", o.save_best_only());
   v("save_weights_only", o.save_weights_only());
   v("save_freq_batches", o.save_freq_batches());
+  v("write_in_background", o.write_in_background());
 }
 template <typename Visit>
 void fields(BackupAndRestoreOptions& o, Visit&& v) {

@@ -66,6 +66,19 @@ class TrainingHost {
   /// failed write is an Error on every rank. fit() calls it before it
   /// returns. Collective.
   virtual void wait_for_backups() {}
+  /// save() (or save_weights() with `weights_only`) with the file written
+  /// in the background, as save_backup_in_background does; a writer of its
+  /// own, so that a failure is reported to the callback whose file it was.
+  /// Collective.
+  virtual void save_in_background(const std::string& path, bool weights_only) {
+    if (weights_only) {
+      save_weights(path);
+    } else {
+      save(path);
+    }
+  }
+  /// wait_for_backups for the files of save_in_background.
+  virtual void wait_for_checkpoints() {}
   /// From on_train_begin: fit() continues at `position` instead of its
   /// initial epoch, skipping the batches already done.
   virtual void resume_from(const TrainingPosition& position) = 0;

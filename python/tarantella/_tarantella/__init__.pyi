@@ -272,7 +272,8 @@ class CppCallback(metaclass=_pybind11_type):
 class ModelCheckpoint(CppCallback):
     def __init__(self, filepath: str, *, monitor: str = ..., mode: str = ...,
                  save_best_only: bool = ..., save_weights_only: bool = ...,
-                 save_freq_batches: int = ...) -> None: ...
+                 save_freq_batches: int = ...,
+                 write_in_background: bool = ...) -> None: ...
 
 class EarlyStopping(CppCallback):
     def __init__(self, *, monitor: str = ..., min_delta: float = ..., patience: int = ...,

@@ -27,7 +27,7 @@ case $what in
          --cache-dir "$build/mypy-cache" -p tarantella ;;
   stubtest)
     export PYTHONPATH=$build/python OMP_NUM_THREADS=1
-    exec "$py" -m mypy.stubtest --allowlist "$src/tests/python/stubtest_allowlist.txt" \
-         tarantella._tarantella ;;
+    exec "$py" -m mypy.stubtest --mypy-config-file "$src/tests/python/stubtest.ini" \
+         --allowlist "$src/tests/python/stubtest_allowlist.txt" tarantella._tarantella ;;
   *) echo "typecheck.sh: unknown check '$what' (mypy or stubtest)" >&2; exit 2 ;;
 esac

@@ -28,7 +28,8 @@
 # NCCL / staged / 2 ranks sharing the GPU, 2 shared = 1, the device of each
 # rank), resnet_python (bench/gpu/resnet_overhead.py: tnt.Model.fit against
 # plain PyTorch, fp32 and fp16), resnet_cpp (the C++ tnt::Model::fit of
-# bench/scaling on the same ResNet-18), python_tests.
+# bench/scaling on the same ResNet-18), python_tests, gpu_backups
+# (bench/checkpoint/background_backup.py with the model on the GPU).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:?usage: scripts/device-check.sh OUT_DIR}
@@ -109,6 +110,11 @@ for precision in none float16; do
     --batch-size 128 --steps 35 --distinct-batches 4 --mixed-precision "$precision"
 done
 step python_tests 240 ctest --test-dir "$build" -R '^python\.pytest\.n[12]$' --output-on-failure
+# Background backups of a model on the GPU: the snapshot goes to pinned
+# memory without waiting, the writer waits for the copies (one round,
+# the 134 MB model of the CPU figure, on the machine's disk).
+step gpu_backups 180 "$launcher" -n 1 -- "$py" "$root/bench/checkpoint/background_backup.py" \
+  --steps 60 --save-freq 20 --rounds 1 --dir "$out/backup-bench"
 
 # The figures, pulled out of the logs into the report.
 {
@@ -120,6 +126,10 @@ step python_tests 240 ctest --test-dir "$build" -R '^python\.pytest\.n[12]$' --o
   echo "## ResNet-18, batch 128, one rank"
   echo
   sed -n '/^| ResNet-18/,$p' "$out/resnet_python.log" 2>/dev/null
+  echo
+  echo "## Background backups of a model on the GPU (bench/checkpoint/background_backup.py)"
+  echo
+  sed -n '/^| 60 steps/,$p' "$out/gpu_backups.log" 2>/dev/null
   for precision in none float16; do
     "$py" - "$out/resnet_cpp_$precision.log" "$precision" <<'PYEOF' 2>/dev/null
 import json, sys

@@ -59,7 +59,7 @@ if [ "${TNT_PIP_ROUTE:-0}" = 1 ]; then
   log "LeNet-5 through $venv/bin/tarantella done"
 fi
 
-# At -O1 (TNT_PIP_OPT): about a fifth less compile time than the Debian
+# At -O1 (TNT_PIP_OPT): about a quarter less compile time than the Debian
 # leg's -O2 on these LibTorch-heavy translation units, for tests whose time
 # is in LibTorch's own kernels; the -O2 build and its warnings are the
 # Debian leg's (docs/building.md, "CI's two legs").

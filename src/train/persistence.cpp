@@ -180,11 +180,13 @@ void load_weights_of_checkpoint(Engine& engine, const std::string& path) {
   engine.restore_counters(c, std::nullopt);
 }
 
-NamedTensorList snapshot_weights(Engine& engine) {
+NamedTensorList snapshot_weights(Engine& engine, SnapshotUse use) {
   NamedTensorList all = engine.net().named_parameters();
   for (auto& b : engine.net().named_buffers()) all.push_back(b);
+  const bool later = use == SnapshotUse::write_later;
   for (auto& [name, t] : all) {
-    t = t.is_cuda() ? t.detach().cpu() : t.detach().clone(at::MemoryFormat::Contiguous);
+    t = later && !t.is_cuda() ? t.detach().clone(at::MemoryFormat::Contiguous)
+                              : t.detach().cpu().contiguous();
   }
   return all;
 }
@@ -196,12 +198,7 @@ void write_weights(const NamedTensorList& weights, const std::string& path) {
 
 void save_weights(Engine& engine, const std::string& path, bool all_ranks) {
   // Weights only: no collective is needed to take them.
-  auto write = [&] {
-    NamedTensorList all = engine.net().named_parameters();
-    for (auto& b : engine.net().named_buffers()) all.push_back(b);
-    for (auto& [name, t] : all) t = t.detach().cpu().contiguous();
-    write_weights(all, path);
-  };
+  auto write = [&] { write_weights(snapshot_weights(engine, SnapshotUse::write_now), path); };
   if (all_ranks) {
     write();
     engine.group().barrier();

@@ -72,10 +72,11 @@ std::optional<CheckpointSnapshot> snapshot_backup(Engine& engine,
 /// Step 2: writes `snapshot` to `path` atomically. Not collective; any thread.
 void write_checkpoint(const CheckpointSnapshot& snapshot, const std::string& path);
 
-/// A weights file's content (parameters, then buffers), copied to host
-/// memory for a write beside training; not collective. write_weights writes
-/// it in the format of save_weights, atomically; any thread.
-NamedTensorList snapshot_weights(Engine& engine);
+/// A weights file's content (parameters, then buffers) in host memory:
+/// copies for `write_later` (a write beside training); not collective.
+/// write_weights writes it in the format of save_weights, atomically; any
+/// thread.
+NamedTensorList snapshot_weights(Engine& engine, SnapshotUse use);
 void write_weights(const NamedTensorList& weights, const std::string& path);
 
 /// Whole-model checkpoints (collective). load() needs a compiled engine and

@@ -1,123 +1,219 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317  # plan_* and on_signal are called indirectly
 # The GPU-machine recipe: configure against the torch found on the machine,
 # build what the checks need with every core, run the checks and the
-# benchmarks, and write one report (docs/performance.md, "GPU", takes its
-# rows from it). Planned to take at most 5 minutes on 16 cores.
+# benchmarks, most informative first, and keep one report up to date
+# (docs/performance.md, "GPU", takes its rows from it).
 #
-#   scripts/device-check.sh OUT_DIR
+#   scripts/device-check.sh [--deadline SECONDS] OUT_DIR
 #
-# Made for the GPU machines we borrow (shared/GPU.md of the team: Ubuntu
-# 24.04, torch 2.11.0+cu130 in /opt/torch/.venv with its python3 first in
-# PATH, CUDA 13.0 at /usr/local/cuda, OpenMPI 4.1.6, 16 cores, no network),
-# but it needs no GPU to build: dry-run it anywhere with a pip torch first in
-# PATH (PATH=/opt/tnt-venvs/torch-2.15/bin:$PATH scripts/device-check.sh /tmp/dc).
+# --deadline   the whole run's time (default 360): each step gets the smaller
+#              of its own limit and the time left; steps the deadline leaves
+#              out read "not run (deadline)". Sized for 16 cores: the run
+#              tool's timeout should be the deadline plus 30 s.
 #
-# It installs nothing. Every step runs under `timeout`; a failed step is
-# reported and the script goes on to the next one, so one run says as much
-# as it can. OUT_DIR gets report.md (one line per step: what, seconds,
-# result) and every step's raw log. Exit status: 0 when every step passed.
+# Made for the GPU machines we borrow (shared/GPU.md: Ubuntu 24.04, torch
+# 2.11.0+cu130 with its python3 first in PATH, CUDA 13.0, OpenMPI 4.1.6, 16
+# cores, no network), but it needs no GPU to run: without one the GPU steps
+# read "skipped (no GPU)". Dry run with a pip torch first in PATH:
+#   PATH=/opt/tnt-venvs/torch-2.15.0/bin:$PATH TNT_DEVICE_BUILD=/tmp/dc-build \
+#     scripts/device-check.sh --deadline 90 /tmp/dc-out
+#
+# It installs nothing. Every step runs in a session of its own (setsid), so
+# that its time limit, or SIGTERM/SIGINT to this script, ends the whole step
+# (builds, mpirun and its ranks): TERM to every process of the session, KILL
+# 3 s later. After a signal the report is written and the exit status is
+# 128 + the signal's number. A failed step is reported and the script goes
+# on, so one run says as much as it can.
+#
+# OUT_DIR gets report.md, rewritten after every step: a header (host, GPU,
+# python, torch, compiler, cmake, commit), one row per step
+# `| step | seconds | result | command |` with result ok, FAILED, TIMEOUT,
+# skipped or not run, then the figures pulled out of the logs. Beside it
+# every step's log. Large files (data sets, weights, backups) go to the
+# scratch folder, never to OUT_DIR. Exit status: 0 when every step was ok or
+# skipped.
 #
 # TNT_DEVICE_PYTHON   the interpreter whose torch to build against (default:
 #                     python3 from PATH)
-# TNT_DEVICE_BUILD    the build folder (default: build-device)
+# TNT_DEVICE_BUILD    the build folder (default: build-device); a second run
+#                     on the same machine reuses it
 # TNT_DEVICE_STEPS    which steps to run (default: all), e.g. "configure build"
+# TNT_DEVICE_SCRATCH  the folder for large files (default: a new folder under
+#                     /tmp, removed at the end)
+# TNT_DEVICE_NCCL     TNT_WITH_NCCL for configure (default: ON with a CUDA
+#                     torch, so that a missing NCCL fails loudly; AUTO for a
+#                     rerun that builds without it)
 #
-# Steps: configure, build, unit_tests, cuda_tests (the NCCL backend at 1
-# rank: every collective, a fit, the abort path), gpu_lenet5
-# (bench/gpu/lenet5_checks.sh: CUDA = CPU, deterministic bitwise across
-# NCCL / staged / 2 ranks sharing the GPU, 2 shared = 1, the device of each
-# rank), resnet_python (bench/gpu/resnet_overhead.py: tnt.Model.fit against
-# plain PyTorch, fp32 and fp16), resnet_cpp (the C++ tnt::Model::fit of
-# bench/scaling on the same ResNet-18), python_tests, gpu_backups
-# (bench/checkpoint/background_backup.py with the model on the GPU).
+# Steps, in this order:
+#   configure           cmake; -DTNT_WITH_NCCL=ON when the torch is a CUDA build
+#   build               only the targets below, going on past a failed one
+#   cuda_tests          ctest -L cuda: the NCCL backend at 1 rank (every
+#                       collective, the abort path); skipped while a GPU is
+#                       present is FAILED
+#   gpu_lenet5          bench/gpu/lenet5_checks.sh: CUDA = CPU, NCCL = MPI at 1
+#                       rank, deterministic 2 ranks sharing the GPU = 1 rank
+#                       (bitwise), every rank's device
+#   resnet_python       bench/gpu/resnet_overhead.py: tnt.Model.fit against
+#                       plain PyTorch fed by a DataLoader, fp32 and fp16
+#   resnet_cpp_none, resnet_cpp_float16
+#                       the C++ tnt::Model::fit (bench/scaling) on ResNet-18
+#   gpu_backups         bench/checkpoint/background_backup.py, model on the GPU
+#   unit_tests          ctest -L unit with the GPU visible
+#   python_tests        pytest at 1 and 2 ranks (skipped without pytest)
 set -uo pipefail
+set +m  # no job control: a step's `setsid` then makes its session in place
+
+usage() {
+  echo "usage: scripts/device-check.sh [--deadline SECONDS] OUT_DIR" >&2
+  exit 2
+}
+deadline=360
+while [ $# -gt 0 ]; do
+  case $1 in
+    --deadline) [ $# -ge 2 ] || usage; deadline=$2; shift 2 ;;
+    --deadline=*) deadline=${1#*=}; shift ;;
+    -h | --help) sed -n '3,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+    --) shift; break ;;
+    -*) usage ;;
+    *) break ;;
+  esac
+done
+[ $# -eq 1 ] || usage
+if ! [[ $deadline =~ ^[0-9]+$ ]] || [ "$deadline" -lt 10 ]; then
+  echo "device-check: --deadline takes whole seconds, at least 10" >&2
+  exit 2
+fi
+
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out=${1:?usage: scripts/device-check.sh OUT_DIR}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
+mkdir -p "$1" || exit 2
+out=$(cd "$1" && pwd)
 py=${TNT_DEVICE_PYTHON:-$(command -v python3)}
 build=${TNT_DEVICE_BUILD:-$root/build-device}
 steps=${TNT_DEVICE_STEPS:-all}
 report=$out/report.md
-failed=0
+jobs=$(nproc)
 start=$(date +%s)
+end_at=$((start + deadline))
+reserve=4   # seconds kept back at the deadline: stopping a step, the report
+min_step=5  # a step gets at least this much, or does not start
 
+if [ -n "${TNT_DEVICE_SCRATCH:-}" ]; then
+  scratch=$TNT_DEVICE_SCRATCH own_scratch=0
+  mkdir -p "$scratch" || exit 2
+else
+  scratch=$(mktemp -d /tmp/tnt-device.XXXXXX) || exit 2
+  own_scratch=1
+fi
+
+all_steps=(configure build cuda_tests gpu_lenet5 resnet_python resnet_cpp_none resnet_cpp_float16
+           gpu_backups unit_tests python_tests)
+declare -A result took
+for s in "${all_steps[@]}"; do result[$s]="not run"; took[$s]=""; done
+
+now() { date +%s; }
 wanted() { [ "$steps" = all ] || [[ " $steps " == *" $1 "* ]]; }
 
-# step NAME TIMEOUT_S COMMAND...: runs it with its log in OUT_DIR/NAME.log
-# and one row in the report.
-step() {
-  local name=$1 limit=$2
-  shift 2
-  wanted "$name" || return 0
-  local t0=$(date +%s) rc
-  timeout --kill-after=10 "$limit" "$@" >"$out/$name.log" 2>&1
-  rc=$?
-  local took=$(( $(date +%s) - t0 )) verdict=ok
-  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then verdict="TIMEOUT after ${limit} s"; failed=1
-  elif [ $rc -ne 0 ]; then verdict="FAILED (exit $rc)"; failed=1; fi
-  printf '| %s | %s | %s | `%s` |\n' "$name" "$took" "$verdict" "$*" >>"$report"
-  echo "device-check: $name: $verdict ($took s)"
-  return $rc
+# A GPU on the machine (whatever torch makes of it).
+gpu_present=0
+if [[ $(nvidia-smi -L 2>/dev/null) == GPU* ]] || [ -e /dev/nvidia0 ]; then
+  gpu_present=1
+fi
+
+# ---- the sessions the steps run in -----------------------------------------
+cur_step="" cur_sid="" cur_t0=0
+
+session_members() {  # the live processes of session $1 (with zombies: session_members SID all)
+  ps -eo pid=,sid=,stat= 2>/dev/null |
+    awk -v s="$1" -v all="${2:-}" '$2 == s && (all != "" || $3 !~ /^Z/) {print $1}'
 }
 
-{
-  echo "# device-check, $(date -u +%Y-%m-%dT%H:%MZ)"
-  echo
-  echo "- host: $(hostname), $(nproc) cores"
-  echo "- GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo none)"
-  echo "- python: $py"
-  echo "- torch: $("$py" -c 'import torch;print(torch.__version__, "CUDA", torch.version.cuda, "available", torch.cuda.is_available())' 2>&1)"
-  echo "- compiler: $(${CXX:-c++} --version 2>/dev/null | head -n 1)"
-  echo "- cmake: $(cmake --version | head -n 1)"
-  echo "- commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo
-  echo "| step | s | result | command |"
-  echo "|---|---|---|---|"
-} >"$report"
+# Ends every process of session $1: TERM, then KILL after 3 s; then gives
+# their new parent up to 1 s to reap the zombies (tidy `pgrep` checks).
+# shellcheck disable=SC2086  # $pids: a list of numbers
+stop_session() {
+  local sid=$1 pids _
+  # Before its setsid(), the leader (still this script's child) is not a group yet.
+  [ "$(ps -o ppid= -p "$sid" 2>/dev/null | tr -d ' ')" = $$ ] && kill -TERM "$sid" 2>/dev/null
+  kill -TERM -- "-$sid" 2>/dev/null
+  pids=$(session_members "$sid")
+  [ -n "$pids" ] && kill -TERM $pids 2>/dev/null
+  for _ in $(seq 30); do
+    pids=$(session_members "$sid")
+    [ -z "$pids" ] && break
+    sleep 0.1
+  done
+  if [ -n "$pids" ]; then
+    kill -KILL -- "-$sid" 2>/dev/null
+    kill -KILL $pids 2>/dev/null
+    for _ in $(seq 20); do
+      pids=$(session_members "$sid")
+      [ -z "$pids" ] && break
+      sleep 0.1
+    done
+    [ -n "$pids" ] && echo "device-check: processes of session $sid survived SIGKILL: $pids" >&2
+  fi
+  for _ in $(seq 10); do
+    [ -z "$(session_members "$sid" all)" ] && return 0
+    sleep 0.1
+  done
+}
 
-prefix=$("$py" -c 'import torch;print(torch.utils.cmake_prefix_path)' 2>/dev/null)
-if [ -z "$prefix" ]; then
-  echo "| torch | 0 | FAILED: $py cannot import torch | |" >>"$report"
-  echo "device-check: $py cannot import torch: set TNT_DEVICE_PYTHON" >&2
-  exit 1
-fi
-generator=()
-command -v ninja >/dev/null && generator=(-G Ninja)
+# run_limited LIMIT LOG COMMAND...: COMMAND in a session of its own, its
+# output in LOG, for at most LIMIT seconds. Sets run_rc (124: timed out).
+run_limited() {
+  local limit=$1 log=$2 timed_out=0
+  shift 2
+  cur_t0=$(now)
+  setsid "$@" >"$log" 2>&1 </dev/null &
+  cur_sid=$!
+  while kill -0 "$cur_sid" 2>/dev/null; do
+    if [ $(($(now) - cur_t0)) -ge "$limit" ]; then
+      timed_out=1
+      echo "device-check: time limit of $limit s reached, stopping the step" >>"$log"
+      stop_session "$cur_sid"
+      break
+    fi
+    sleep 0.5 &
+    wait $!  # a signal's trap runs at once here
+  done
+  wait "$cur_sid"
+  run_rc=$?
+  stop_session "$cur_sid"  # whatever the step left behind
+  cur_sid=""
+  [ $timed_out = 1 ] && run_rc=124
+  return 0
+}
 
-step configure 120 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$prefix" -DTNT_PYTHON_EXECUTABLE="$py" -DTNT_BUILD_BENCHMARKS=ON
-# What the steps below use, not the whole tree (examples, docs snippets and
-# the multi-rank test programs would double the build).
-step build 420 cmake --build "$build" -j "$(nproc)" --target tarantella tnt_launcher tnt_python \
-  unit_tests tnt_cli_tests nccl_backend_test bench_scaling
-# The tests that need neither Fashion-MNIST nor a cluster: unit tests and
-# the layering and header checks, then the multi-rank tests of the engine.
-step unit_tests 240 ctest --test-dir "$build" -L unit -j "$(nproc)" --output-on-failure
-# The GPU's own tests (tests/cuda: the NCCL backend at 1 rank, every
-# collective, the abort path); they report skipped where no GPU is visible.
-step cuda_tests 240 ctest --test-dir "$build" -L cuda --output-on-failure
-launcher=$build/bin/tarantella
-export PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH}
-step gpu_lenet5 300 bash "$root/bench/gpu/lenet5_checks.sh" "$launcher" "$py" "$out/lenet5"
-step resnet_python 300 "$launcher" -n 1 -- "$py" "$root/bench/gpu/resnet_overhead.py" \
-  --steps 25 --warmup 10
-# The C++ front end on the same network and batch: 35 steps, the first 10
-# warm-up (the report's mean drops them).
-for precision in none float16; do
-  step "resnet_cpp_$precision" 240 "$launcher" -n 1 -- "$build/bench/scaling/bench_scaling" \
-    --variant tnt --model resnet18 --image-size 224 --classes 1000 --momentum 0.9 \
-    --batch-size 128 --steps 35 --distinct-batches 4 --mixed-precision "$precision"
-done
-step python_tests 240 ctest --test-dir "$build" -R '^python\.pytest\.n[12]$' --output-on-failure
-# Background backups of a model on the GPU: the snapshot goes to pinned
-# memory without waiting, the writer waits for the copies (one round,
-# the 134 MB model of the CPU figure, on the machine's disk).
-step gpu_backups 180 "$launcher" -n 1 -- "$py" "$root/bench/checkpoint/background_backup.py" \
-  --steps 60 --save-freq 20 --rounds 1 --dir "$out/backup-bench"
+# ---- the report ------------------------------------------------------------
+header=""
+compiler_line() {
+  local cxx
+  cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)
+  cxx=${cxx:-${CXX:-c++}}
+  echo "$cxx: $("$cxx" --version 2>/dev/null | head -n 1)"
+}
+make_header() {
+  local commit dirty=""
+  commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+  if [ "$commit" != unknown ] && ! git -C "$root" diff --quiet HEAD -- 2>/dev/null; then
+    dirty=" (with uncommitted changes)"
+  fi
+  header="- host: $(hostname), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)
+- GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | paste -sd';' | grep . || echo "none seen by nvidia-smi")$([ $gpu_present = 1 ] && echo " (present)")
+- python: $py
+- torch: ${torch_line:-unknown}
+- NCCL backend: ${nccl_line:-not configured yet}
+- compiler: $(compiler_line)
+- cmake: $(cmake --version 2>/dev/null | head -n 1)
+- commit: $commit$dirty
+- deadline: $deadline s; build: $build; scratch: $scratch"
+}
 
-# The figures, pulled out of the logs into the report.
-{
+declare -A cmdline
+cell() { printf '%s' "$1" | sed 's/|/\\|/g'; }
+
+figures() {
   echo
   echo "## Checks (bench/gpu/lenet5_checks.sh)"
   echo
@@ -126,14 +222,11 @@ step gpu_backups 180 "$launcher" -n 1 -- "$py" "$root/bench/checkpoint/backgroun
   echo "## ResNet-18, batch 128, one rank"
   echo
   sed -n '/^| ResNet-18/,$p' "$out/resnet_python.log" 2>/dev/null
-  echo
-  echo "## Background backups of a model on the GPU (bench/checkpoint/background_backup.py)"
-  echo
-  sed -n '/^| 60 steps/,$p' "$out/gpu_backups.log" 2>/dev/null
   for precision in none float16; do
+    [ -f "$out/resnet_cpp_$precision.log" ] || continue
     "$py" - "$out/resnet_cpp_$precision.log" "$precision" <<'PYEOF' 2>/dev/null
 import json, sys
-for line in open(sys.argv[1]):
+for line in open(sys.argv[1], errors="replace"):
     if line.startswith("RESULT "):
         r = json.loads(line[7:])
         steps = r["step_ms"][10:]
@@ -141,9 +234,259 @@ for line in open(sys.argv[1]):
               f"(mean of {len(steps)} steps after 10 warm-up)")
 PYEOF
   done
-} >>"$report"
+  echo
+  echo "## Background backups of a model on the GPU (bench/checkpoint/background_backup.py)"
+  echo
+  sed -n '/^| 60 steps/,$p' "$out/gpu_backups.log" 2>/dev/null
+}
 
-echo >>"$report"
-echo "Total: $(( $(date +%s) - start )) s; logs beside this file." >>"$report"
-echo "device-check: report in $report ($(( $(date +%s) - start )) s)"
-exit $failed
+write_report() {
+  local s
+  {
+    echo "# device-check, $(date -u -d "@$start" +%Y-%m-%dT%H:%MZ)"
+    echo
+    echo "$header"
+    echo
+    echo "| step | seconds | result | command |"
+    echo "|---|---|---|---|"
+    for s in "${all_steps[@]}"; do
+      # shellcheck disable=SC2016  # the backquotes are Markdown's
+      printf '| %s | %s | %s | `%s` |\n' "$s" "${took[$s]:-–}" "$(cell "${result[$s]}")" \
+        "$(cell "${cmdline[$s]:-}")"
+    done
+    figures
+    echo
+    echo "Written at +$(($(now) - start)) s of the run; logs beside this file."
+  } >"$report.tmp" && mv -f "$report.tmp" "$report"
+}
+
+finish() {  # finish EXIT_STATUS
+  local s bad=0
+  for s in "${all_steps[@]}"; do
+    case ${result[$s]} in ok* | skipped*) ;; *) bad=1 ;; esac
+  done
+  write_report
+  [ $own_scratch = 1 ] && rm -rf "$scratch"
+  echo "device-check: report in $report ($(($(now) - start)) s)"
+  [ "$1" = auto ] && exit $bad
+  exit "$1"
+}
+
+on_signal() {
+  local sig=$1 s code
+  trap '' TERM INT HUP
+  echo "device-check: SIG$sig: stopping${cur_step:+ $cur_step}" >&2
+  if [ -n "$cur_step" ]; then
+    [ -n "$cur_sid" ] && stop_session "$cur_sid"
+    took[$cur_step]=$(($(now) - cur_t0))
+    result[$cur_step]="FAILED (stopped by SIG$sig)"
+    cur_step="" cur_sid=""
+  elif [ -n "$cur_sid" ]; then
+    stop_session "$cur_sid"
+    cur_sid=""
+  fi
+  for s in "${all_steps[@]}"; do
+    case ${result[$s]} in "not run" | FAILED\ \(unfinished*) result[$s]="not run (stopped)" ;; esac
+  done
+  case $sig in INT) code=130 ;; HUP) code=129 ;; *) code=143 ;; esac
+  finish "$code"
+}
+trap 'on_signal TERM' TERM
+trap 'on_signal INT' INT
+trap 'on_signal HUP' HUP
+# Whatever else ends the script: no step left running.
+trap '[ -n "$cur_sid" ] && stop_session "$cur_sid"' EXIT
+
+# step NAME LIMIT SKIP: runs plan_NAME's command, its log in OUT_DIR/NAME.log;
+# SKIP is empty, or why the step is skipped.
+step() {
+  local name=$1 limit=$2 skip=$3 left t0 c
+  "plan_$name"
+  cmdline[$name]="${c[*]}"
+  if ! wanted "$name"; then
+    result[$name]="skipped (not in TNT_DEVICE_STEPS)"
+    write_report
+    return 0
+  fi
+  left=$((end_at - $(now) - reserve))
+  if [ $left -lt $min_step ]; then
+    result[$name]="not run (deadline)"
+  elif [ -n "$skip" ]; then
+    result[$name]="skipped ($skip)"
+  fi
+  if [ $left -lt $min_step ] || [ -n "$skip" ]; then
+    echo "device-check: $name: ${result[$name]}"
+    write_report
+    return 0
+  fi
+  [ $left -lt "$limit" ] && limit=$left
+  cur_step=$name
+  result[$name]="FAILED (unfinished: running when this report was written, limit $limit s)"
+  write_report
+  echo "device-check: $name (limit $limit s)"
+  t0=$(now)
+  run_limited "$limit" "$out/$name.log" "${c[@]}"
+  took[$name]=$(($(now) - t0))
+  if [ $run_rc = 124 ]; then
+    result[$name]="TIMEOUT (limit $limit s)"
+  elif [ $run_rc != 0 ]; then
+    result[$name]="FAILED (exit $run_rc)"
+  else
+    result[$name]=ok
+  fi
+  cur_step=""
+  echo "device-check: $name: ${result[$name]} (${took[$name]} s)"
+  write_report
+}
+ran_ok() { [ "${result[$1]}" = ok ]; }
+# Configured: by this run, or earlier when TNT_DEVICE_STEPS leaves configure out.
+configured() { ran_ok configure || { ! wanted configure && [ -f "$build/CMakeCache.txt" ]; }; }
+
+# ---- what torch is this ----------------------------------------------------
+make_header
+write_report
+run_limited 60 "$out/torch.log" "$py" -c '
+import torch
+print("PREFIX", torch.utils.cmake_prefix_path)
+print("CUDA", torch.version.cuda or "none")
+print("LINE", torch.__version__, "CUDA", torch.version.cuda, "available", torch.cuda.is_available(),
+      torch.cuda.get_device_name() if torch.cuda.is_available() else "")'
+prefix=$(sed -n 's/^PREFIX //p' "$out/torch.log")
+torch_cuda=$(sed -n 's/^CUDA //p' "$out/torch.log")
+torch_line=$(sed -n 's/^LINE //p' "$out/torch.log")
+if [ -z "$prefix" ]; then
+  torch_line="$py cannot import torch (set TNT_DEVICE_PYTHON): $(tail -n 1 "$out/torch.log")"
+fi
+make_header
+write_report
+
+# ---- the steps, most informative first -------------------------------------
+generator=() keep_going=(-k)
+command -v ninja >/dev/null && generator=(-G Ninja) keep_going=(-k 0)
+nccl=(-DTNT_WITH_NCCL=AUTO)
+[ -n "$torch_cuda" ] && [ "$torch_cuda" != none ] && nccl=(-DTNT_WITH_NCCL=ON)
+[ -n "${TNT_DEVICE_NCCL:-}" ] && nccl=(-DTNT_WITH_NCCL="$TNT_DEVICE_NCCL")
+# What the steps below use, not the whole tree (no examples, no multi-rank
+# test programs, no launcher CLI tests: they need no GPU). With Ninja, only
+# the targets the configuration has (nccl_backend_test comes with NCCL).
+targets=(tarantella tnt_launcher tnt_python nccl_backend_test bench_scaling unit_tests)
+launcher=$build/bin/tarantella
+export PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH}
+
+# plan_STEP: sets c to the step's command.
+plan_configure() {
+  c=(cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release
+     -DCMAKE_PREFIX_PATH="$prefix" -DTNT_PYTHON_EXECUTABLE="$py" -DTNT_BUILD_BENCHMARKS=ON
+     "${nccl[@]}")
+}
+plan_build() {
+  c=(cmake --build "$build" -j "$jobs" --target "${targets[@]}" -- "${keep_going[@]}")
+}
+plan_cuda_tests() {
+  c=(ctest --test-dir "$build" -L cuda --no-tests=error --output-on-failure)
+}
+plan_gpu_lenet5() {
+  c=(bash "$root/bench/gpu/lenet5_checks.sh" "$launcher" "$py" "$scratch/lenet5" "$out/lenet5")
+}
+plan_resnet_python() {
+  c=("$launcher" -n 1 -- "$py" "$root/bench/gpu/resnet_overhead.py" --steps 25 --warmup 10)
+}
+# The C++ front end on the same network and batch: 35 steps, the first 10
+# warm-up (the report's mean drops them).
+plan_resnet_cpp() {
+  c=("$launcher" -n 1 -- "$build/bench/scaling/bench_scaling" --variant tnt --model resnet18
+     --image-size 224 --classes 1000 --momentum 0.9 --batch-size 128 --steps 35
+     --distinct-batches 4 --mixed-precision "$1")
+}
+plan_resnet_cpp_none() { plan_resnet_cpp none; }
+plan_resnet_cpp_float16() { plan_resnet_cpp float16; }
+# Background backups of a model on the GPU: the snapshot goes to pinned
+# memory without waiting, the writer waits for the copies (one round, the
+# 134 MB model of the CPU figure, on the machine's disk).
+plan_gpu_backups() {
+  c=("$launcher" -n 1 -- "$py" "$root/bench/checkpoint/background_backup.py" --steps 60
+     --save-freq 20 --rounds 1 --dir "$scratch/backup-bench")
+}
+plan_unit_tests() {
+  c=(ctest --test-dir "$build" -L unit -j "$jobs" --output-on-failure)
+}
+plan_python_tests() {
+  c=(ctest --test-dir "$build" -R '^python\.pytest\.n[12]$' --output-on-failure)
+}
+for s in "${all_steps[@]}"; do
+  "plan_$s"
+  cmdline[$s]="${c[*]}"
+done
+write_report
+
+missing() {  # missing WHAT...: the first one not built, else nothing
+  local f
+  for f in "$@"; do
+    case $f in
+      python) compgen -G "$build/python/tarantella/_tarantella*.so" >/dev/null ||
+                { echo "the Python module"; return; } ;;
+      *) [ -x "$f" ] || { echo "${f#"$build"/}"; return; } ;;
+    esac
+  done
+}
+# gpu_step NAME LIMIT NEEDS: a step that needs a GPU and what NEEDS names
+# (space-separated, see missing()).
+# shellcheck disable=SC2086  # $needs: a list
+gpu_step() {
+  local m=""
+  if [ $gpu_present = 0 ]; then
+    m="no GPU on this machine"
+  elif m=$(missing $3) && [ -n "$m" ]; then
+    m="not built: $m"
+  fi
+  step "$1" "$2" "$m"
+}
+
+no_torch=""
+[ -z "$prefix" ] && no_torch="no torch for $py"
+step configure 90 "$no_torch"
+nccl_line=$(sed -n 's/.*Tarantella: NCCL backend //p' "$out/configure.log" 2>/dev/null | head -n 1)
+make_header
+
+not_configured=""
+configured || not_configured="configure did not succeed"
+if [ -z "$not_configured" ] && [ ${#generator[@]} != 0 ]; then
+  known=$(ninja -C "$build" -t targets all 2>/dev/null)
+  present=()
+  for t in "${targets[@]}"; do
+    grep -q "^$t: " <<<"$known" && present+=("$t")
+  done
+  targets=("${present[@]}")
+fi
+step build 240 "$not_configured"
+
+# The GPU's own tests; they report skipped where no GPU is visible, which is
+# a failure where one is present.
+step cuda_tests 90 "$not_configured"
+if [ "${result[cuda_tests]}" = ok ] &&
+   grep -Eq '\*\*\*Skipped|Not Run|\(Skipped\)|tests did not run' "$out/cuda_tests.log"; then
+  if [ $gpu_present = 1 ]; then
+    result[cuda_tests]="FAILED (the tests report skipped though a GPU is present)"
+  else
+    result[cuda_tests]="skipped (no GPU: the tests report skipped)"
+  fi
+  write_report
+fi
+
+gpu_step gpu_lenet5 120 "$launcher python"
+gpu_step resnet_python 120 "$launcher python"
+gpu_step resnet_cpp_none 60 "$launcher $build/bench/scaling/bench_scaling"
+gpu_step resnet_cpp_float16 60 "$launcher $build/bench/scaling/bench_scaling"
+gpu_step gpu_backups 90 "$launcher python"
+
+# Last, the suite a GPU user runs, with the GPU visible.
+step unit_tests 150 "$not_configured"
+why=$not_configured
+if [ -z "$why" ] && ! "$py" -c 'import pytest' 2>/dev/null; then
+  why="no pytest for $py"
+elif [ -z "$why" ] && m=$(missing "$launcher" python) && [ -n "$m" ]; then
+  why="not built: $m"
+fi
+step python_tests 150 "$why"
+
+finish auto

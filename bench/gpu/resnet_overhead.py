@@ -1,25 +1,31 @@
 #!/usr/bin/env python3
 """Single-GPU overhead of tnt.Model.fit against plain PyTorch: ResNet-18
 (torchvision), batch 128, 224x224 synthetic images, SGD with momentum 0.9,
-fp32 and fp16 (autocast + dynamic loss scaling), in one process so that
-both run with the same TF32 setting and the same GPU state.
+fp32 and fp16 (autocast + dynamic loss scaling), in one process so that all
+runs have the same data, the same TF32 setting and the same GPU state.
 
     tarantella -n 1 -- bench/gpu/resnet_overhead.py [--steps 25 --warmup 10]
-    tarantella -n 1 --no-gpu -- bench/gpu/resnet_overhead.py --device cpu \
+    tarantella -n 1 --no-gpu -- bench/gpu/resnet_overhead.py --device cpu \\
         --steps 2 --warmup 1 --batch-size 4 --image-size 32 --precisions float32
 The second is a dry run of the script itself on a machine without a GPU
 (its figures mean nothing).
 
-Three step times per precision, mean over --steps after --warmup steps:
-  device     plain PyTorch, one batch resident on the GPU (shared/GPU.md's
-             baseline: no input copies at all);
-  host       plain PyTorch over the same host-side batches a data pipeline
-             delivers, pinned (as DataLoader(pin_memory=True) hands them
-             over) and copied with non_blocking=True each step;
-  tnt        tnt.Model(...).fit(x, y, batch_size=128) on the same host tensors,
-             through the framework's dataset pipeline, as a user calls it.
-The goal is tnt <= 1.03 x host. Prints one JSON line per precision
-("RESULT {...}") and a Markdown table on the master rank.
+Three step times per precision, each the mean over the same --steps batches
+after the same --warmup batches of the same host tensors:
+  resident    plain PyTorch, one batch already on the GPU (shared/GPU.md's
+              baseline: no input copies at all);
+  DataLoader  plain PyTorch as a careful user writes it: a
+              torch.utils.data.DataLoader over a TensorDataset of the host
+              tensors, pin_memory=True, --workers worker processes (0 after
+              a failure there, noted), each batch copied with
+              .to(device, non_blocking=True);
+  tnt         tnt.Model(...).fit(x, y, batch_size=128) on the same host
+              tensors, through the framework's dataset pipeline, as a user
+              calls it (a warm-up fit, then a timed fit).
+fp16: torch.autocast + torch.amp.GradScaler on the plain side, the model's
+mixed_precision="float16" on ours. The goal is tnt <= 1.03 x DataLoader.
+Prints one JSON line per precision ("RESULT {...}") and a Markdown table
+(its rows start "| ResNet-18").
 """
 import argparse
 import json
@@ -28,7 +34,7 @@ import time
 import torch
 import torchvision
 
-import tarantella as tnt
+TF32 = {"torch-default": (False, True), "on": (True, True), "off": (False, False)}
 
 
 def sync(dev):
@@ -36,24 +42,25 @@ def sync(dev):
         torch.cuda.synchronize()
 
 
-def plain_steps(dev, batches, steps, warmup, precision, resident):
-    """Mean ms per step of a plain loop over `batches` (host, pinned), or over
-    one resident device batch."""
+def set_tf32(setting):
+    """(matmul, cudnn): the same for every run, set before each."""
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = setting
+
+
+def tf32_now():
+    return (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+
+
+def plain_trainer(dev, precision):
+    """A fresh ResNet-18 and its optimizer; returns step(x, y) on device tensors."""
     torch.manual_seed(1)
     net = torchvision.models.resnet18(num_classes=1000).to(dev)
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
     fp16 = precision == "float16"
     scaler = torch.amp.GradScaler(dev.type, enabled=fp16)
-    if resident:
-        x0, y0 = batches[0][0].to(dev), batches[0][1].to(dev)
 
-    def step(i):
-        if resident:
-            x, y = x0, y0
-        else:
-            hx, hy = batches[i % len(batches)]
-            x, y = hx.to(dev, non_blocking=True), hy.to(dev, non_blocking=True)
+    def step(x, y):
         opt.zero_grad(set_to_none=True)
         with torch.autocast(dev.type, dtype=torch.float16, enabled=fp16):
             loss = loss_fn(net(x), y)
@@ -61,31 +68,65 @@ def plain_steps(dev, batches, steps, warmup, precision, resident):
         scaler.step(opt)
         scaler.update()
 
-    for i in range(warmup):
-        step(i)
+    return step
+
+
+def timed(dev, batches, step, steps, warmup):
+    """Mean ms per step over `steps` batches of the iterator after `warmup`."""
+    for _ in range(warmup):
+        step(*next(batches))
     sync(dev)
     start = time.perf_counter()
-    for i in range(steps):
-        step(warmup + i)
+    for _ in range(steps):
+        step(*next(batches))
     sync(dev)
     return (time.perf_counter() - start) * 1e3 / steps
 
 
-def tnt_steps(dev, images, labels, steps, warmup, batch, precision):
+def plain_resident(dev, images, labels, a, precision):
+    step = plain_trainer(dev, precision)
+    x, y = images[:a.batch_size].to(dev), labels[:a.batch_size].to(dev)
+
+    def forever():
+        while True:
+            yield x, y
+
+    return timed(dev, forever(), step, a.steps, a.warmup)
+
+
+def plain_loader(dev, images, labels, a, precision, workers):
+    """The DataLoader baseline with `workers` worker processes."""
+    step = plain_trainer(dev, precision)
+    extra = {"prefetch_factor": 4, "timeout": 30} if workers else {}
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(images, labels), batch_size=a.batch_size, shuffle=False,
+        drop_last=True, num_workers=workers, pin_memory=dev.type == "cuda", **extra)
+
+    def on_device():
+        for x, y in loader:
+            yield x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
+
+    batches = on_device()
+    try:
+        return timed(dev, batches, step, a.steps, a.warmup)
+    finally:
+        batches.close()  # ends the loader's iterator and its workers
+
+
+def tnt_fit(tnt, dev, images, labels, a, precision):
     """Mean ms per step of tnt.Model.fit: a warm-up fit, then a timed one."""
     torch.manual_seed(1)
+    b, w = a.batch_size, a.warmup
     model = tnt.Model(torchvision.models.resnet18(num_classes=1000))
     model.compile(optimizer=torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9),
                   loss=torch.nn.CrossEntropyLoss(),
                   mixed_precision=precision if precision != "float32" else None)
-    model.fit(images[:warmup * batch], labels[:warmup * batch], batch_size=batch, epochs=1,
-              shuffle=False, verbose=0)
+    model.fit(images[:w * b], labels[:w * b], batch_size=b, epochs=1, shuffle=False, verbose=0)
     sync(dev)
     start = time.perf_counter()
-    model.fit(images[warmup * batch:], labels[warmup * batch:], batch_size=batch, epochs=1,
-              shuffle=False, verbose=0)
+    model.fit(images[w * b:], labels[w * b:], batch_size=b, epochs=1, shuffle=False, verbose=0)
     sync(dev)
-    return (time.perf_counter() - start) * 1e3 / steps, str(model._impl.device)
+    return (time.perf_counter() - start) * 1e3 / a.steps, str(model._impl.device)
 
 
 def main():
@@ -95,9 +136,17 @@ def main():
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--image-size", type=int, default=224)
     p.add_argument("--precisions", default="float32,float16")
+    p.add_argument("--workers", type=int, default=4,
+                   help="the DataLoader's worker processes (default 4)")
+    p.add_argument("--tf32", choices=sorted(TF32), default="torch-default",
+                   help="TF32 for matmuls and convolutions, for every run (default: torch's "
+                        "defaults, matmul off and cuDNN on)")
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
                    help="cpu: a dry run of this script without a GPU (launch with --no-gpu)")
     a = p.parse_args()
+
+    import tarantella as tnt  # starts the runtime: after --help
+
     dev = torch.device(a.device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("resnet_overhead: no CUDA device visible to torch: run on a GPU machine "
@@ -108,29 +157,56 @@ def main():
     g = torch.Generator().manual_seed(0)
     images = torch.randn(n * b, 3, a.image_size, a.image_size, generator=g)
     labels = torch.randint(0, 1000, (n * b,), generator=g)
-    pin = (lambda t: t.pin_memory()) if dev.type == "cuda" else (lambda t: t)
-    batches = [(pin(images[i * b:(i + 1) * b]), pin(labels[i * b:(i + 1) * b])) for i in range(n)]
-    tf32 = {"matmul": torch.backends.cuda.matmul.allow_tf32,
-            "cudnn": torch.backends.cudnn.allow_tf32}
+    tf32 = TF32[a.tf32]
+    workers = a.workers
+    notes = []
     rows = []
     for precision in a.precisions.split(","):
-        device_ms = plain_steps(dev, batches, a.steps, a.warmup, precision, True)
-        host_ms = plain_steps(dev, batches, a.steps, a.warmup, precision, False)
-        tnt_ms, where = tnt_steps(dev, images, labels, a.steps, a.warmup, b, precision)
-        row = {"precision": precision, "device_ms": round(device_ms, 2),
-               "host_ms": round(host_ms, 2), "tnt_ms": round(tnt_ms, 2),
-               "tnt_over_host": round(tnt_ms / host_ms, 3), "tnt_device": where,
+        set_tf32(tf32)
+        resident_ms = plain_resident(dev, images, labels, a, precision)
+        set_tf32(tf32)
+        try:
+            loader_ms = plain_loader(dev, images, labels, a, precision, workers)
+        except RuntimeError as e:
+            if not workers:
+                raise
+            notes.append(f"the DataLoader with {workers} workers failed ({e}); "
+                         "measured with 0 workers instead")
+            print("resnet_overhead: " + notes[-1], flush=True)
+            workers = 0
+            set_tf32(tf32)
+            loader_ms = plain_loader(dev, images, labels, a, precision, workers)
+        set_tf32(tf32)
+        tnt_ms, where = tnt_fit(tnt, dev, images, labels, a, precision)
+        if tf32_now() != tf32:
+            notes.append(f"tnt.Model.fit left TF32 (matmul, cudnn) at {tf32_now()}, "
+                         f"set to {tf32} before each run")
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+        row = {"precision": precision, "resident_ms": round(resident_ms, 2),
+               "loader_ms": round(loader_ms, 2), "tnt_ms": round(tnt_ms, 2),
+               "tnt_over_loader": round(tnt_ms / loader_ms, 3), "tnt_device": where,
+               "loader_workers": workers,
                "gpu": torch.cuda.get_device_name() if dev.type == "cuda" else "cpu (dry run)",
-               "torch": torch.__version__, "tf32": tf32,
+               "torch": torch.__version__,
+               "tf32": {"setting": a.tf32, "matmul": tf32[0], "cudnn": tf32[1]},
                "batch": b, "steps": a.steps, "warmup": a.warmup}
         print("RESULT " + json.dumps(row), flush=True)
         rows.append(row)
-    print("\n| ResNet-18, batch %d, %s | plain, batch on device (ms) | plain, pinned host batches "
-          "(ms) | tnt.Model.fit (ms) | tnt / plain host |" % (b, rows[0]["gpu"]))
+    print(f"\n| ResNet-18, batch {b}, {rows[0]['gpu']} | plain, batch resident on the device (ms) "
+          "| plain, DataLoader (ms) | tnt.Model.fit (ms) | tnt / DataLoader |")
     print("|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['precision']} | {r['device_ms']} | {r['host_ms']} | {r['tnt_ms']} | "
-              f"{r['tnt_over_host']} |")
+        print(f"| {r['precision']} | {r['resident_ms']} | {r['loader_ms']} | {r['tnt_ms']} | "
+              f"{r['tnt_over_loader']} |")
+    print(f"\nMean of {a.steps} steps after {a.warmup} warm-up, the same batches for all three. "
+          f"DataLoader: TensorDataset over the host tensors, batch_size={b}, "
+          f"num_workers={workers}, pin_memory={dev.type == 'cuda'}, "
+          f".to(device, non_blocking=True). TF32 {a.tf32} (matmul {tf32[0]}, cuDNN {tf32[1]}) "
+          "for every run. fp16: autocast + GradScaler against mixed_precision='float16'. "
+          "Goal: tnt / DataLoader <= 1.03.")
+    for note in dict.fromkeys(notes):
+        print(f"Note: {note}")
 
 
 if __name__ == "__main__":

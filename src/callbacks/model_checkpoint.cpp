@@ -58,6 +58,10 @@ void ModelCheckpoint::on_train_begin(const Logs&) {
 
 void ModelCheckpoint::on_epoch_begin(std::int64_t epoch, const Logs&) { epoch_ = epoch; }
 
+bool ModelCheckpoint::wants_batch_logs(std::int64_t) const {
+  return o_.save_freq_batches() > 0 && (batches_ + 1) % o_.save_freq_batches() == 0;
+}
+
 void ModelCheckpoint::on_train_batch_end(std::int64_t, const Logs& logs) {
   if (o_.save_freq_batches() > 0 && ++batches_ % o_.save_freq_batches() == 0) save(epoch_, logs);
 }

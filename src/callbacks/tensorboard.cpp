@@ -115,6 +115,10 @@ void TensorBoard::on_epoch_begin(std::int64_t, const Logs&) {
   epoch_start_seconds_ = seconds_now();
 }
 
+bool TensorBoard::wants_batch_logs(std::int64_t) const {
+  return writers_ && options_.update_freq() > 0 && (batches_seen_ + 1) % options_.update_freq() == 0;
+}
+
 void TensorBoard::on_train_batch_end(std::int64_t, const Logs& logs) {
   ++batches_seen_;
   if (!writers_ || options_.update_freq() == 0 || batches_seen_ % options_.update_freq() != 0) {

@@ -32,8 +32,8 @@ bool fast_wire(const torch::Tensor& bucket, torch::ScalarType wire) {
 }
 
 void to_wire(const torch::Tensor& bucket, torch::Tensor& wire) {
-  const auto* in = bucket.data_ptr<float>();
-  auto* out = reinterpret_cast<std::uint16_t*>(wire.data_ptr());
+  const auto* in = bucket.data_ptr<float>();  // host-only: CPU buckets only
+  auto* out = reinterpret_cast<std::uint16_t*>(wire.data_ptr());  // host-only: CPU buckets only
   if (wire.scalar_type() == torch::kFloat16) {
     comm::detail::float_to_float16(in, out, bucket.numel());
   } else {
@@ -42,8 +42,8 @@ void to_wire(const torch::Tensor& bucket, torch::Tensor& wire) {
 }
 
 void from_wire(const torch::Tensor& wire, torch::Tensor& bucket) {
-  const auto* in = reinterpret_cast<const std::uint16_t*>(wire.data_ptr());
-  auto* out = bucket.data_ptr<float>();
+  const auto* in = reinterpret_cast<const std::uint16_t*>(wire.data_ptr());  // host-only: CPU buckets only
+  auto* out = bucket.data_ptr<float>();  // host-only: CPU buckets only
   if (wire.scalar_type() == torch::kFloat16) {
     comm::detail::float16_to_float(in, out, bucket.numel());
   } else {

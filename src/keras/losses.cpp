@@ -1,4 +1,6 @@
 #include <tarantella/keras/losses.h>
+
+#include <atomic>
 #include <tarantella/base/error.h>
 #include <torch/torch.h>
 
@@ -23,19 +25,31 @@ Loss described(Loss loss, std::string config) {
 // Rounding slack of the range checks below.
 constexpr double kRangeTolerance = 1e-6;
 
+// On a GPU, a value check reads the batch on the host: the host waits for
+// the GPU, once per step (train/host_reads.h). There the checks run on the
+// first few batches of the process only, so that a wrong dataset or model
+// still shows at once with the messages below; a bad label later makes
+// LibTorch's own device-side assertion fail (an error, never a silent one).
+// On the CPU they cost nothing of the kind and run on every batch.
+constexpr int kDeviceChecks = 2;
+bool check_now(const torch::Tensor& t, std::atomic<int>& checked) {
+  return t.device().is_cpu() || checked.fetch_add(1) < kDeviceChecks;
+}
+
 // The smallest and largest value of `p` (one device-to-host copy). NaN
 // propagates, so a diverged model (NaN outputs) passes the checks below: that
 // is TerminateOnNaN's business, not a wrong input.
 std::pair<double, double> value_range(const torch::Tensor& p) {
   const torch::Tensor d = p.detach();
-  const torch::Tensor r = torch::stack({d.min(), d.max()}).to(torch::kCPU, torch::kDouble);
-  return {r[0].item<double>(), r[1].item<double>()};
+  const torch::Tensor r = torch::stack({d.min(), d.max()}).to(torch::kCPU, torch::kDouble);  // host-sync: check_now
+  return {r[0].item<double>(), r[1].item<double>()};  // host-only: copied above
 }
 
 // from_logits(false): the input must be probabilities. Taking the log of a
 // negative value (e.g. log_softmax outputs) would silently train nothing.
 void check_probabilities(const char* loss, const torch::Tensor& p, const char* fix) {
-  if (p.numel() == 0) return;  // an empty batch: nothing to check
+  static std::atomic<int> checked{0};
+  if (p.numel() == 0 || !check_now(p, checked)) return;  // an empty batch: nothing to check
   const auto [lo, hi] = value_range(p);
   TNT_CHECK(!(lo < -kRangeTolerance || hi > 1 + kRangeTolerance), loss, " got values in [", lo,
             ", ", hi, "], which are not probabilities: ", fix);
@@ -43,9 +57,10 @@ void check_probabilities(const char* loss, const torch::Tensor& p, const char* f
 // A label outside [0, C) makes LibTorch's nll_loss fail with a bare
 // "Target 12 is out of bounds"; say which label and how many classes.
 void check_labels(const char* loss, const torch::Tensor& labels, std::int64_t classes) {
-  if (labels.numel() == 0) return;
-  const std::int64_t lo = labels.min().item<std::int64_t>();
-  const std::int64_t hi = labels.max().item<std::int64_t>();
+  static std::atomic<int> checked{0};
+  if (labels.numel() == 0 || !check_now(labels, checked)) return;
+  const std::int64_t lo = labels.min().item<std::int64_t>();  // host-sync: check_now
+  const std::int64_t hi = labels.max().item<std::int64_t>();  // host-sync: check_now
   TNT_CHECK(lo >= 0 && hi < classes, loss, ": a label of this batch is ", lo < 0 ? lo : hi,
             ", outside the model's ", classes, " classes (0..", classes - 1,
             "): check the dataset's labels or the size of the model's last layer");
@@ -110,7 +125,8 @@ Loss NLLLoss() {
              TNT_CHECK(p.dim() == t.dim() + 1, "NLLLoss: predictions ", p.sizes(),
                        " need one dimension more than the integer targets ", t.sizes(),
                        " (log-probabilities [B, C], labels [B])");
-             if (p.numel() > 0) {
+             static std::atomic<int> checked{0};
+             if (p.numel() > 0 && check_now(p, checked)) {
                const double hi = value_range(p).second;
                TNT_CHECK(!(hi > kRangeTolerance), "NLLLoss got values up to ", hi,
                          ", which are not log-probabilities (those are <= 0): end forward() "

@@ -212,6 +212,12 @@ class PyCallback final : public callbacks::Callback {
     run_on_all_ranks =
         py::getattr(*object_, "run_on_all_ranks", py::bool_(run_on_all_ranks)).cast<bool>();
   }
+  // Keras's rule: a callback that implements a batch-end hook gets the
+  // batch's logs (a host synchronisation per step on a GPU); one that does
+  // not costs none.
+  bool wants_batch_logs(std::int64_t) const override {
+    return hooks_[kTrainBatchEnd] || hooks_[kTestBatchEnd];
+  }
   void on_train_begin(const Logs& l) override { call(kTrainBegin, l); }
   void on_train_end(const Logs& l) override { call(kTrainEnd, l); }
   void on_epoch_begin(std::int64_t e, const Logs& l) override { call(kEpochBegin, e, l); }

@@ -42,8 +42,10 @@ void CallbackList::epoch_end(std::int64_t e, const Logs& g, const Logs& l) {
 void CallbackList::train_batch_begin(std::int64_t b) {
   each([&](Callback& c) { c.on_train_batch_begin(b, kNoLogs); });
 }
-void CallbackList::train_batch_end(std::int64_t b, const Logs& g, const Logs& l) {
-  each([&](Callback& c) { c.on_train_batch_end(b, pick(c, g, l)); });
+void CallbackList::train_batch_end(std::int64_t b, const ReadLogs& read) {
+  each([&](Callback& c) {
+    c.on_train_batch_end(b, c.wants_batch_logs(b) ? read(c.aggregate_logs) : kNoLogs);
+  });
 }
 void CallbackList::step_times(const StepTimesWindow& w) {
   each([&](Callback& c) {
@@ -61,8 +63,8 @@ void CallbackList::test_batch_begin(std::int64_t b) {
 }
 // Per-batch evaluation logs are the rank's running values for every
 // callback: a global value per batch would cost a collective per step.
-void CallbackList::test_batch_end(std::int64_t b, const Logs& l) {
-  each([&](Callback& c) { c.on_test_batch_end(b, l); });
+void CallbackList::test_batch_end(std::int64_t b, const ReadLogs& read) {
+  each([&](Callback& c) { c.on_test_batch_end(b, c.wants_batch_logs(b) ? read(false) : kNoLogs); });
 }
 void CallbackList::predict_begin() {
   each([](Callback& c) { c.on_predict_begin(kNoLogs); });

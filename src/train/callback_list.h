@@ -4,6 +4,7 @@
 // step by the training loop, not once per callback.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include <tarantella/train/callback.h>
@@ -18,6 +19,10 @@ using callbacks::CallbackPtr;
 using callbacks::Logs;
 using callbacks::Params;
 
+/// A step's logs, computed from device values on request: global (true) or
+/// this rank's own (false).
+using ReadLogs = std::function<const Logs&(bool global)>;
+
 class CallbackList {
  public:
   /// `master`: whether this rank is the master of the model's group; the
@@ -30,13 +35,17 @@ class CallbackList {
   void epoch_begin(std::int64_t epoch);
   void epoch_end(std::int64_t epoch, const Logs& global, const Logs& local);
   void train_batch_begin(std::int64_t batch);
-  void train_batch_end(std::int64_t batch, const Logs& global, const Logs& local);
+  /// The batch's logs, read only if a callback asks for them at this batch
+  /// (Callback::wants_batch_logs): `read(true)` the global logs, `read(false)`
+  /// this rank's own.
+  void train_batch_end(std::int64_t batch, const ReadLogs& read);
   /// A straggler window's figures, to the callbacks that are StepTimesListeners.
   void step_times(const StepTimesWindow& window);
   void test_begin();
   void test_end(const Logs& global, const Logs& local);
   void test_batch_begin(std::int64_t batch);
-  void test_batch_end(std::int64_t batch, const Logs& local);
+  /// `read(false)`: this rank's running logs, read only if asked.
+  void test_batch_end(std::int64_t batch, const ReadLogs& read);
   void predict_begin();
   void predict_end();
   void predict_batch_begin(std::int64_t batch);

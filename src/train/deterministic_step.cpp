@@ -81,7 +81,7 @@ std::uint64_t engine_seed(EngineState& engine) {
 }  // namespace
 
 DeterministicStep::DeterministicStep(EngineState& engine)
-    : Step(static_cast<std::size_t>(engine.state_size())),
+    : Step(static_cast<std::size_t>(engine.state_size()), engine.device()),
       e_(engine),
       model_(engine.step_model()),
       rules_(rules_of(engine)),
@@ -142,11 +142,11 @@ std::vector<torch::Tensor> DeterministicStep::sum_chunks(const StepInput& in, st
       (static_cast<std::uint64_t>(in.epoch) << 32) ^ static_cast<std::uint64_t>(in.step);
   const data::MicroBatch& mb = in.mb;
   std::optional<std::vector<torch::Tensor>> sums;
-  std::vector<double> mine;  // this rank's state increment
+  torch::Tensor mine;  // this rank's state increment
   for (int attempt = 0; !sums; ++attempt) {
     TNT_CHECK(attempt < 3, "internal error: deterministic training found no fitting exponents");
     sum_->begin(exponents_);
-    mine.assign(state_size(), 0.0);
+    mine = torch::zeros_like(pending());
     GeneratorStateGuard generator;
     for (std::int64_t begin = 0; begin < mb.local_size; begin += chunk_) {
       const std::int64_t n = std::min(chunk_, mb.local_size - begin);
@@ -167,7 +167,7 @@ std::vector<torch::Tensor> DeterministicStep::sum_chunks(const StepInput& in, st
     waited_ += Clock::now() - exchange_begin;  // the exact sum's exchange (see StepTimes)
     exponents_ = sum_->exponents();  // the prediction for the next step
   }
-  add_pending(torch::tensor(mine, torch::kFloat64));
+  add_pending(mine);
   return std::move(*sums);
 }
 

@@ -15,6 +15,7 @@
 
 #include "dp/optimizer_shards.h"
 #include "train/autotune.h"
+#include "train/host_reads.h"
 #include "train/timeline.h"
 
 namespace tnt::train {
@@ -29,8 +30,11 @@ torch::Device pick_device(const EngineOptions& options, const comm::ProcessGroup
             "LibTorch built without CUDA): unset TNT_USE_GPU or set TNT_USE_GPU=false to train "
             "on the CPU, or run on a node with a GPU and a CUDA build of LibTorch");
   if (options.use_gpu().value_or(true) && torch::cuda::is_available()) {
-    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(
-                                           group.local_rank() % torch::cuda::device_count()));
+    // The world's local rank, not the group's: a subgroup's communicator
+    // keeps the GPU its process got in the world (comm/nccl_backend.cpp).
+    return torch::Device(torch::kCUDA,
+                         static_cast<c10::DeviceIndex>(group.world_local_rank() %
+                                                       torch::cuda::device_count()));
   }
   return torch::Device(torch::kCPU);
 }
@@ -99,7 +103,7 @@ std::vector<double> allreduce_state(const comm::ProcessGroup& group,
                                     const std::vector<double>& local) {
   torch::Tensor t = torch::tensor(local, torch::kFloat64);
   group.allreduce(t);
-  return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+  return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());  // host-only: a host tensor
 }
 
 EngineState::EngineState(std::shared_ptr<ModuleAdapter> net, comm::ProcessGroup group,
@@ -186,17 +190,28 @@ std::int64_t EngineState::state_size() const {
 
 torch::Tensor EngineState::state_of(const torch::Tensor& output, const torch::Tensor& target,
                                const torch::Tensor& mean_loss, std::int64_t samples) const {
+  // On the loss's device: no value comes to the host (train/host_reads.h).
   torch::NoGradGuard no_grad;
+  const torch::Tensor loss = mean_loss.detach().to(torch::kFloat64).reshape({-1});
   std::vector<torch::Tensor> parts;
-  parts.push_back(torch::stack({mean_loss.detach().to(torch::kFloat64).cpu() * samples,
-                                torch::tensor(static_cast<double>(samples), torch::kFloat64)}));
+  parts.push_back(loss * static_cast<double>(samples));
+  parts.push_back(torch::full({1}, static_cast<double>(samples), loss.options()));
   for (const auto& m : compiled_->metrics()) {
-    const torch::Tensor s = m.update(output.detach(), target).to(torch::kFloat64).cpu().reshape({-1});
+    const torch::Tensor s =
+        m.update(output.detach(), target).to(loss.device(), torch::kFloat64).reshape({-1});
     TNT_CHECK(s.numel() == m.state_size, "metric '", m.name, "' returned ", s.numel(),
               " state values, declared ", m.state_size);
     parts.push_back(s);
   }
   return torch::cat(parts);
+}
+
+const TrainingPosition& EngineState::position() const {
+  if (position_state_.defined()) {
+    position_.state = read_state(position_state_);
+    position_state_ = torch::Tensor();
+  }
+  return position_;
 }
 
 Logs EngineState::logs_of(const std::vector<double>& state) const {

@@ -96,8 +96,10 @@ class EngineState {
   const Counters& counters() const { return counters_; }
   /// Dynamic loss scaling, or null.
   const std::shared_ptr<LossScaler>& scaler() const { return scaler_; }
-  /// fit()'s position (TrainingHost::position()).
-  const TrainingPosition& position() const { return position_; }
+  /// fit()'s position (TrainingHost::position()); a state given to
+  /// set_position as a device tensor is read on the host here, when asked
+  /// (a backup), not at every step.
+  const TrainingPosition& position() const;
   /// Where the next fit() starts (TrainingHost::resume_from()).
   void resume_from(const TrainingPosition& position) { resume_ = position; }
   /// Learning rate of the optimizer's first group / of every group.
@@ -142,7 +144,10 @@ class EngineState {
   /// Settings chosen by auto-tuning (or set by a test), over the options.
   void override_setting(std::optional<std::size_t> threshold, std::optional<bool> overlap);
   Timeline* timeline();
-  void set_position(TrainingPosition position) { position_ = std::move(position); }
+  void set_position(TrainingPosition position, torch::Tensor state = {}) {
+    position_ = std::move(position);
+    position_state_ = std::move(state);
+  }
   std::optional<TrainingPosition> take_resume();
 
  private:
@@ -169,7 +174,8 @@ class EngineState {
   std::optional<bool> overlap_override_;
   std::shared_ptr<AutoTuner> autotuner_;
   std::unique_ptr<Timeline> timeline_;
-  TrainingPosition position_;
+  mutable TrainingPosition position_;
+  mutable torch::Tensor position_state_;  // position_.state, not yet read from the device
   std::optional<TrainingPosition> resume_;
   bool collective_layers_ = false;
 };

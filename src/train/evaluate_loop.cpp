@@ -15,6 +15,7 @@
 #include "train/deterministic_step.h"
 #include "train/engine_state.h"
 #include "train/fit_checks.h"
+#include "train/host_reads.h"
 #include "train/skipped_samples.h"
 #include "train/train_step.h"
 
@@ -24,9 +25,10 @@ namespace {
 data::DistributedDataset distribute_for(const comm::ProcessGroup& group,
                                         const data::Dataset& dataset, bool enabled,
                                         const std::optional<std::int64_t>& micro_batch,
-                                        std::int64_t granularity = 1) {
+                                        torch::Device device, std::int64_t granularity = 1) {
   data::DistributeOptions d;
-  d.group(group).enabled(enabled).granularity(granularity);
+  // On a GPU: batches collated into pinned memory ahead of the forward.
+  d.group(group).enabled(enabled).granularity(granularity).pin_memory(device.is_cuda());
   if (micro_batch) d.micro_batch_size(*micro_batch);
   return data::distribute(dataset, d);
 }
@@ -37,7 +39,8 @@ class EvaluationState {
  public:
   EvaluationState(EngineState& e, std::optional<std::int64_t> chunk)
       : e_(e), chunk_(chunk), model_(e.step_model()),
-        local_(static_cast<std::size_t>(e.state_size()), 0.0) {}
+        local_(torch::zeros({e.state_size()},
+                            torch::TensorOptions().dtype(torch::kFloat64).device(e.device()))) {}
 
   void add(const data::MicroBatch& mb) {
     if (chunk_) {
@@ -52,21 +55,20 @@ class EvaluationState {
                                      mb.local_size));
     }
   }
-  const std::vector<double>& local() const { return local_; }
+  /// This rank's state so far, on the device.
+  const torch::Tensor& local() const { return local_; }
   /// The global state. Collective.
   std::vector<double> global() const {
-    if (!chunk_) return allreduce_state(e_.group(), local_);
-    const torch::Tensor like =
-        torch::zeros({static_cast<std::int64_t>(local_.size())}, torch::kFloat64);
-    const torch::Tensor sum = dp::exact_sum(e_.group(), parts_, {like}, total_parts_).front();
-    return {sum.data_ptr<double>(), sum.data_ptr<double>() + sum.numel()};
+    if (!chunk_) return allreduce_state(e_.group(), read_state(local_));
+    const torch::Tensor like = torch::zeros({local_.numel()}, torch::kFloat64);
+    return read_state(dp::exact_sum(e_.group(), parts_, {like}, total_parts_).front());
   }
 
  private:
   EngineState& e_;
   std::optional<std::int64_t> chunk_;
   StepModel model_;
-  std::vector<double> local_;
+  torch::Tensor local_;  // float64, on the device
   std::vector<std::vector<torch::Tensor>> parts_;  // deterministic: a state per chunk
   std::int64_t total_parts_ = 0;
 };
@@ -75,7 +77,7 @@ class EvaluationState {
 // rank 1's, ...; the dataset order is step 0 of ranks 0..N-1, then step 1, ...
 torch::Tensor in_dataset_order(const torch::Tensor& all, const torch::Tensor& all_sizes, int n,
                                std::int64_t steps) {
-  const auto* sz = all_sizes.data_ptr<std::int64_t>();
+  const auto* sz = all_sizes.data_ptr<std::int64_t>();  // host-only: allgathered host sizes
   std::vector<std::int64_t> cursor(static_cast<std::size_t>(n), 0);
   for (int r = 1; r < n; ++r) {
     std::int64_t total = 0;
@@ -126,7 +128,7 @@ Logs EngineState::evaluate_with(const data::Dataset& dataset, const EvaluateOpti
             "batch are fixed): read the images with OnBadSample::raise (the default) after ",
             "removing the bad files, or compile without deterministic");
   const auto dist = distribute_for(group_, dataset, options.distribute_dataset(),
-                                   options.micro_batch_size(), chunk.value_or(1));
+                                   options.micro_batch_size(), device_, chunk.value_or(1));
   std::optional<SingleThreadScope> one_thread;
   if (chunk) one_thread.emplace();
   CallbackList& cbs = make_callbacks(dist.cardinality());
@@ -136,20 +138,24 @@ Logs EngineState::evaluate_with(const data::Dataset& dataset, const EvaluateOpti
   EvaluationState state(*this, chunk);
   auto it = dist.iterate(0);
   std::int64_t step = 0;
+  Logs local;
+  const ReadLogs read_local = [&](bool) -> const Logs& {
+    return local = logs_of(read_state(state.local()));
+  };
   for (std::optional<data::MicroBatch> mb; (mb = it.next()); ++step) {
     cbs.test_batch_begin(step);
     state.add(*mb);
-    cbs.test_batch_end(step, logs_of(state.local()));
+    cbs.test_batch_end(step, read_local);  // read only for a callback that asks
   }
   const Logs logs = logs_of(state.global());
   skipped.report(group_, "evaluate");
-  cbs.test_end(logs, logs_of(state.local()));
+  cbs.test_end(logs, read_local(false));
   return logs;
 }
 
 torch::Tensor EngineState::predict(const data::Dataset& dataset, const PredictOptions& options,
                               Driver driver) {
-  const auto dist = distribute_for(group_, dataset, true, options.micro_batch_size());
+  const auto dist = distribute_for(group_, dataset, true, options.micro_batch_size(), device_);
   SkippedSamples skipped(dataset);
   CallbackList cbs(options.callbacks(), driver, {1, dist.cardinality(), 0}, group_.is_master());
   cbs.predict_begin();
@@ -163,7 +169,7 @@ torch::Tensor EngineState::predict(const data::Dataset& dataset, const PredictOp
     cbs.predict_batch_begin(step);
     // Empty micro-batches run too: they give the output's trailing shape
     // (all but one without tensors: every sample dropped as bad so far).
-    if (!mb->tensors.empty()) outputs.push_back(run(inputs_of(mb->tensors)).cpu().contiguous());
+    if (!mb->tensors.empty()) outputs.push_back(run(inputs_of(mb->tensors)).cpu().contiguous());  // host-sync: predict returns host tensors
     sizes.push_back(mb->local_size);
     cbs.predict_batch_end(step);
   }

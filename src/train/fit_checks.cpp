@@ -43,9 +43,11 @@ void check_fit_options(const FitOptions& options, const CompileOptions& compiled
 
 data::DistributeOptions distribute_options(const comm::ProcessGroup& group,
                                            const FitOptions& options,
-                                           std::optional<std::int64_t> chunk) {
+                                           std::optional<std::int64_t> chunk,
+                                           torch::Device device) {
   data::DistributeOptions d;
-  d.group(group).enabled(options.distribute_dataset());
+  // On a GPU: batches collated into pinned memory ahead of the step.
+  d.group(group).enabled(options.distribute_dataset()).pin_memory(device.is_cuda());
   if (chunk) d.granularity(*chunk);
   if (options.micro_batch_size()) d.micro_batch_size(*options.micro_batch_size());
   return d;

@@ -22,10 +22,11 @@ namespace tnt::train {
 /// without distribution or with collective layers.
 void check_fit_options(const FitOptions& options, const CompileOptions& compiled,
                        bool collective_layers);
-/// How fit() distributes its dataset over `group`.
+/// How fit() distributes its dataset over `group`, for a model on `device`.
 data::DistributeOptions distribute_options(const comm::ProcessGroup& group,
                                            const FitOptions& options,
-                                           std::optional<std::int64_t> chunk);
+                                           std::optional<std::int64_t> chunk,
+                                           torch::Device device);
 /// Steps of an epoch: the dataset's, capped by steps_per_epoch (< 0: unknown).
 std::int64_t steps_per_epoch(std::int64_t cardinality, std::optional<std::int64_t> cap);
 /// A restored position must fit this run's data: the same global batch (the

@@ -21,6 +21,7 @@
 
 #include "train/autotune.h"
 #include "train/fit_checks.h"
+#include "train/host_reads.h"
 
 namespace tnt::train {
 namespace {
@@ -57,7 +58,7 @@ void FitLoop::begin() {
             "fit(): deterministic mode cannot skip bad samples (its chunks of the global batch ",
             "are fixed): read the images with OnBadSample::raise (the default) after removing ",
             "the bad files, or compile without deterministic");
-  dist_.emplace(data::distribute(train_, distribute_options(e_.group(), options_, chunk)));
+  dist_.emplace(data::distribute(train_, distribute_options(e_.group(), options_, chunk, e_.device())));
   e_.synchronize_state();
   if (chunk) one_thread_.emplace();
   if (e_.options().autotune() && !chunk) e_.start_autotuner();
@@ -95,15 +96,15 @@ bool FitLoop::run_epoch(std::int64_t epoch) {
   if (driver_.host->stop_requested()) return false;
   callbacks_->epoch_begin(epoch);
   e_.net().train(true);
-  const std::size_t n_state = static_cast<std::size_t>(e_.state_size());
-  global_state_.assign(n_state, 0.0);
-  local_state_.assign(n_state, 0.0);
+  const auto on_device = torch::TensorOptions().dtype(torch::kFloat64).device(e_.device());
+  global_state_ = torch::zeros({e_.state_size()}, on_device);
+  local_state_ = torch::zeros({e_.state_size()}, on_device);
+  logs_stale_ = true;
   auto it = dist_->iterate(epoch);
   std::int64_t step = 0;
   if (resume_ && resume_->step > 0) {  // mid-epoch: the batches done are passed unread
     step = it.skip(resume_->step);
-    global_state_ = resume_->state;
-    logs_ = e_.logs_of(global_state_);
+    global_state_ = torch::tensor(resume_->state, torch::kFloat64).to(e_.device());
   }
   resume_.reset();
   step_->take_overlap();
@@ -141,15 +142,30 @@ bool FitLoop::run_step(data::DistributedDataset::Iterator& it, std::int64_t epoc
   return true;
 }
 
+// The state stays on the device; the logs are read from it only for a
+// callback that asks at this batch (the progress bar when it draws), and
+// the position's copy only when a backup is written.
 void FitLoop::end_batch(std::int64_t epoch, std::int64_t step, const StepResult& r) {
   accumulate(global_state_, r.global_state);
-  for (std::size_t i = 0; i < local_state_.size(); ++i) local_state_[i] += r.local_state[i];
-  logs_ = e_.logs_of(global_state_);
-  local_logs_ = e_.logs_of(local_state_);
-  e_.set_position({epoch, step + 1, global_state_, dist_->global_batch_size(), e_.group().size()});
+  accumulate(local_state_, r.local_state);
+  logs_stale_ = true;
+  e_.set_position({epoch, step + 1, {}, dist_->global_batch_size(), e_.group().size()},
+                  global_state_.clone());
   // A callback that stops training here stops every rank at this step
   // when it decides from global logs (the default).
-  callbacks_->train_batch_end(step, logs_, local_logs_);
+  callbacks_->train_batch_end(step, [this](bool global) -> const Logs& {
+    refresh_logs();
+    return global ? logs_ : local_logs_;
+  });
+}
+
+void FitLoop::refresh_logs() {
+  if (!logs_stale_) return;
+  const std::vector<double> both = read_state(torch::cat({global_state_, local_state_}));
+  const auto half = static_cast<std::ptrdiff_t>(both.size() / 2);
+  logs_ = e_.logs_of({both.begin(), both.begin() + half});
+  local_logs_ = e_.logs_of({both.begin() + half, both.end()});
+  logs_stale_ = false;
 }
 
 // A global batch whose samples were all skipped as bad: no step, no
@@ -163,6 +179,7 @@ bool FitLoop::skip_empty_step(std::int64_t step) {
 }
 
 void FitLoop::end_epoch(std::int64_t epoch) {
+  refresh_logs();  // the epoch's one read of its logs
   const OverlapMeter overlap = step_->take_overlap();
   if (overlap.total_s > 0) {
     log::info(fmt::format("epoch {}: {:.0f}% of the allreduce time was hidden behind backward "
@@ -209,7 +226,7 @@ void FitLoop::end_epoch(std::int64_t epoch) {
 bool FitLoop::stop_vote() {
   torch::Tensor stop = torch::tensor({driver_.host->stop_requested() ? 1 : 0}, torch::kInt32);
   e_.group().allreduce(stop, comm::ReduceOp::Max);
-  const bool stopped = stop.item<int>() != 0;
+  const bool stopped = stop.item<int>() != 0;  // host-only: a host tensor
   if (stopped) driver_.host->request_stop();
   return stopped;
 }

@@ -65,8 +65,13 @@ class FitLoop {
   std::optional<TrainingPosition> resume_;
   SkippedSamples skipped_;
   std::int64_t steps_total_ = -1;
+  /// The logs of the epoch's state so far (one host read, only when the
+  /// state changed since the last).
+  void refresh_logs();
+
   Logs logs_, local_logs_;
-  std::vector<double> global_state_, local_state_;
+  torch::Tensor global_state_, local_state_;  // float64, on the training device
+  bool logs_stale_ = false;
 };
 
 }  // namespace tnt::train

@@ -1,5 +1,6 @@
 #include "train/mixed_precision.h"
 
+#include <algorithm>
 #include <string>
 
 #include <fmt/format.h>
@@ -8,6 +9,8 @@
 #include <tarantella/base/error.h>
 #include <tarantella/base/torch_compat.h>
 #include <tarantella/base/logging.h>
+
+#include "train/host_reads.h"
 
 namespace tnt::train {
 
@@ -50,8 +53,34 @@ bool all_finite(const std::vector<torch::Tensor>& tensors) {
   flags.reserve(tensors.size());
   const c10::Device device = tensors.front().device();
   for (const auto& t : tensors) flags.push_back(torch::isfinite(t).all().to(device));
-  return torch::stack(flags).all().item<bool>();
+  return read_flag(torch::stack(flags).all());
 }
+
+namespace {
+
+// Gradients on one CUDA device in floating types: PyTorch's fused kernel
+// checks and unscales them in one pass (GradScaler's), instead of two
+// kernels per tensor for the check and one for the division.
+bool fused_unscale_applies(const std::vector<torch::Tensor>& grads) {
+  if (grads.empty() || !grads.front().is_cuda()) return false;
+  const c10::Device device = grads.front().device();
+  return std::all_of(grads.begin(), grads.end(), [&](const torch::Tensor& g) {
+    return g.device() == device && g.is_floating_point() && g.layout() == torch::kStrided;
+  });
+}
+
+// Divides by `scale` (a power of two: the product with its inverse is the
+// same) while checking; true when every value was finite. One read.
+bool fused_check_and_unscale(std::vector<torch::Tensor>& grads, double scale) {
+  torch::NoGradGuard no_grad;
+  const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(grads.front().device());
+  torch::Tensor found_inf = torch::zeros({1}, options);
+  const torch::Tensor inv_scale = torch::full({1}, 1.0 / scale, options);
+  at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale);
+  return !read_flag(found_inf);
+}
+
+}  // namespace
 
 LossScaler::LossScaler(double initial_scale, std::int64_t growth_interval)
     : scale_(initial_scale), growth_interval_(growth_interval) {}
@@ -63,7 +92,8 @@ bool LossScaler::unscale_or_skip(std::vector<torch::Tensor>& trainable,
   for (const auto& p : trainable) {
     if (p.grad().defined()) grads.push_back(p.grad());
   }
-  bool finite = all_finite(grads);
+  const bool fused = fused_unscale_applies(grads);
+  bool finite = fused ? fused_check_and_unscale(grads, scale_) : all_finite(grads);
   if (agree) finite = agree(finite);
   if (!finite) {
     for (auto& p : trainable) p.mutable_grad() = torch::Tensor();
@@ -77,7 +107,7 @@ bool LossScaler::unscale_or_skip(std::vector<torch::Tensor>& trainable,
   }
   torch::NoGradGuard no_grad;
   // One multi-tensor kernel per dtype and device instead of one per tensor.
-  if (!grads.empty()) at::_foreach_div_(grads, scale_);
+  if (!grads.empty() && !fused) at::_foreach_div_(grads, scale_);
   if (++good_steps_ >= growth_interval_) {
     scale_ *= 2;
     good_steps_ = 0;

@@ -20,14 +20,17 @@ bool ProgressBar::output_is_terminal(std::FILE* out) {
 }
 
 ProgressBar::ProgressBar(std::int64_t total, int verbose, bool enabled, std::FILE* out,
-                         std::optional<bool> live)
+                         std::optional<bool> live, Clock now)
     : total_(total),
       verbose_(verbose),
       enabled_(enabled && verbose > 0),
       live_(enabled_ && verbose == 1 && (live ? *live : output_is_terminal(out))),
       out_(out),
-      start_(std::chrono::steady_clock::now()),
+      now_(now ? std::move(now) : Clock([] { return std::chrono::steady_clock::now(); })),
+      start_(now_()),
       last_draw_(start_ - std::chrono::seconds(1)) {}
+
+bool ProgressBar::due() const { return live_ && now_() - last_draw_ >= kRedrawInterval; }
 
 std::string ProgressBar::format_logs(const std::map<std::string, double>& logs) {
   std::string s;
@@ -47,9 +50,8 @@ std::string ProgressBar::bar(std::int64_t done) const {
 
 void ProgressBar::update(std::int64_t step_done, const std::map<std::string, double>& logs) {
   done_ = step_done;
-  if (!live_) return;
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last_draw_ < std::chrono::milliseconds(100)) return;  // no flood on fast steps
+  if (!due()) return;
+  const auto now = now_();
   last_draw_ = now;
   const double per_step = seconds(now - start_) / static_cast<double>(std::max<std::int64_t>(1, done_));
   const std::string eta =
@@ -60,7 +62,7 @@ void ProgressBar::update(std::int64_t step_done, const std::map<std::string, dou
 
 void ProgressBar::finish(const std::map<std::string, double>& logs) {
   if (!enabled_) return;
-  const double elapsed = seconds(std::chrono::steady_clock::now() - start_);
+  const double elapsed = seconds(now_() - start_);
   const double ms_per_step = 1000.0 * elapsed / static_cast<double>(std::max<std::int64_t>(1, done_));
   const std::string line = fmt::format("{} - {:.0f}s {:.0f}ms/step{}",
                                        verbose_ == 1 ? bar(done_) : fmt::format("{} steps", done_),

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -22,11 +23,24 @@ namespace tnt::detail {
 
 class ProgressBar {
  public:
+  using Clock = std::function<std::chrono::steady_clock::time_point()>;
+  /// A live bar is redrawn at most this often: drawing reads the step's
+  /// logs from the device (a host synchronisation), so it must not happen
+  /// every step.
+  static constexpr std::chrono::milliseconds kRedrawInterval{250};
+
   /// `total` steps (<= 0 if unknown); prints only if `enabled`. `live`:
-  /// redraw in place; nullopt asks output_is_terminal(out).
+  /// redraw in place; nullopt asks output_is_terminal(out). `now`: the
+  /// clock (a test's fake one; default steady_clock).
   ProgressBar(std::int64_t total, int verbose, bool enabled, std::FILE* out = stdout,
-              std::optional<bool> live = std::nullopt);
+              std::optional<bool> live = std::nullopt, Clock now = nullptr);
+  /// Whether update() would draw now (a live bar, kRedrawInterval after
+  /// the last drawing): only then does it need the logs.
+  bool due() const;
+  /// Records `step_done` and draws the bar with `logs` if due().
   void update(std::int64_t step_done, const std::map<std::string, double>& logs);
+  /// Records `step_done` without drawing (a step whose logs were not read).
+  void advance(std::int64_t step_done) { done_ = step_done; }
   void finish(const std::map<std::string, double>& logs);
 
   /// Whether `out` is a terminal (the launcher's TNT_STDOUT_IS_TERMINAL
@@ -42,6 +56,7 @@ class ProgressBar {
   bool enabled_;
   bool live_;
   std::FILE* out_;
+  Clock now_;
   std::int64_t done_ = 0;
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_draw_;

@@ -23,12 +23,16 @@ CyclePoint cycle_at(std::int64_t step, int k, std::int64_t steps_total) {
   return c;
 }
 
+Step::Step(std::size_t state_size, torch::Device device)
+    : pending_(torch::zeros({static_cast<std::int64_t>(state_size)},
+                            torch::TensorOptions().dtype(torch::kFloat64).device(device))) {}
+
 OverlapMeter Step::take_overlap() { return std::exchange(overlap_, OverlapMeter()); }
 
 void Step::add_pending(const torch::Tensor& increment) { accumulate(pending_, increment); }
 
-std::vector<double> Step::take_pending() {
-  std::vector<double> out(pending_.size(), 0.0);
+torch::Tensor Step::take_pending() {
+  torch::Tensor out = torch::zeros_like(pending_);
   std::swap(out, pending_);
   return out;
 }
@@ -44,7 +48,7 @@ std::unique_ptr<Step> make_step(EngineState& engine) {
 }
 
 TrainStep::TrainStep(EngineState& engine)
-    : Step(static_cast<std::size_t>(engine.state_size())),
+    : Step(static_cast<std::size_t>(engine.state_size()), engine.device()),
       e_(engine),
       model_(engine.step_model()),
       rules_(rules_of(engine)),
@@ -97,7 +101,7 @@ void TrainStep::forward_backward(const StepInput& in, dp::GradientSynchronizer& 
   }
   const double weight = static_cast<double>(mb.local_size) /
                         static_cast<double>(in.global_size * in.cycle.length);
-  sync.begin_step(weight, in.cycle.reduce, torch::tensor(pending(), torch::kFloat64));
+  sync.begin_step(weight, in.cycle.reduce, pending());
   t.backward_begin = Clock::now();
   if (loss.defined()) {
     (rules_.scaler ? loss * rules_.scaler->scale() : loss).backward();
@@ -176,11 +180,11 @@ void clip_sharded_norm(std::vector<torch::Tensor>& pieces, double max_norm,
                        const comm::ProcessGroup& group) {
   double local = 0.0;
   for (const auto& p : pieces) {
-    if (p.grad().defined()) local += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
+    if (p.grad().defined()) local += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();  // host-sync: clipping by norm (docs/performance.md)
   }
   torch::Tensor total = torch::tensor({local}, torch::kFloat64);
   group.allreduce(total, comm::ReduceOp::Sum);
-  const double norm = std::sqrt(total.item<double>());
+  const double norm = std::sqrt(total.item<double>());  // host-only: the allreduced host value
   const double coef = max_norm / (norm + 1e-6);
   if (coef >= 1.0) return;
   torch::NoGradGuard no_grad;
@@ -203,7 +207,7 @@ bool apply_update(std::vector<torch::Tensor>& trainable, torch::optim::Optimizer
       agree = [shards](bool finite) {
         torch::Tensor flag = torch::tensor({finite ? 1 : 0}, torch::kInt32);
         shards->group().allreduce(flag, comm::ReduceOp::Min);
-        return flag.item<int>() != 0;
+        return flag.item<int>() != 0;  // host-only: a host tensor
       };
     }
     if (!rules.scaler->unscale_or_skip(grads_of, agree)) return false;
@@ -270,11 +274,12 @@ void record_step(Timeline* timeline, OverlapMeter& overlap, const dp::GradientSy
   if (reduce) timeline->slice(Timeline::kCompute, "optimizer step", t.sync_end, t.step_end);
 }
 
-void accumulate(std::vector<double>& into, const torch::Tensor& values) {
-  const torch::Tensor v = values.to(torch::kFloat64).contiguous();
-  TNT_CHECK(static_cast<std::int64_t>(into.size()) == v.numel(), "state of ", v.numel(),
-            " values does not fit ", into.size());
-  for (std::size_t i = 0; i < into.size(); ++i) into[i] += v.data_ptr<double>()[i];
+void accumulate(torch::Tensor& into, const torch::Tensor& values) {
+  TNT_CHECK(into.numel() == values.numel(), "state of ", values.numel(), " values does not fit ",
+            into.numel());
+  // A metric may compute its state on the CPU: a small copy to the device,
+  // which queues without waiting (host to device).
+  into.add_(values.detach().reshape({-1}).to(into.device(), torch::kFloat64));
 }
 
 }  // namespace tnt::train

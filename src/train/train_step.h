@@ -77,10 +77,12 @@ struct StepTimes {
 
 /// One step's outcome.
 struct StepResult {
-  /// When the cycle ended here: its state summed over the ranks, and this
-  /// rank's own; undefined/empty in the middle of an accumulation cycle.
+  /// When the cycle ended here: its loss/metric state summed over the
+  /// ranks, and this rank's own, as float64 tensors on the training device
+  /// (reading them is a host synchronisation: train/host_reads.h); undefined
+  /// in the middle of an accumulation cycle.
   torch::Tensor global_state;
-  std::vector<double> local_state;
+  torch::Tensor local_state;
   bool stepped = false;  ///< the optimizer stepped (end of an accumulation cycle)
   StepTimes times;
 };
@@ -88,8 +90,9 @@ struct StepResult {
 /// A training step strategy.
 class Step {
  public:
-  /// `state_size`: values of the loss/metric state.
-  explicit Step(std::size_t state_size) : pending_(state_size, 0.0) {}
+  /// `state_size`: values of the loss/metric state, kept on `device` (the
+  /// training device: the step never reads it on the host).
+  Step(std::size_t state_size, torch::Device device);
   virtual ~Step() = default;
   Step(const Step&) = delete;
   Step& operator=(const Step&) = delete;
@@ -101,17 +104,18 @@ class Step {
   OverlapMeter take_overlap();
 
  protected:
-  /// Adds this rank's state increment to the cycle's.
+  /// Adds this rank's state increment (any float tensor of state_size()
+  /// values) to the cycle's, on the device.
   void add_pending(const torch::Tensor& increment);
   /// The cycle's state of this rank, cleared for the next cycle.
-  std::vector<double> take_pending();
-  const std::vector<double>& pending() const { return pending_; }
-  std::size_t state_size() const { return pending_.size(); }
+  torch::Tensor take_pending();
+  const torch::Tensor& pending() const { return pending_; }
+  std::size_t state_size() const { return static_cast<std::size_t>(pending_.numel()); }
 
   OverlapMeter overlap_;
 
  private:
-  std::vector<double> pending_;  // this rank, this accumulation cycle
+  torch::Tensor pending_;  // float64: this rank, this accumulation cycle
 };
 
 /// The strategy for `engine`'s compiled options (collective: deterministic
@@ -168,7 +172,7 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, const StepRules& rule
 void record_step(Timeline* timeline, OverlapMeter& overlap, const dp::GradientSynchronizer& sync,
                  bool reduce, const StepTimes& t);
 
-/// Adds a float64 state tensor into `into` (sizes must match).
-void accumulate(std::vector<double>& into, const torch::Tensor& values);
+/// Adds a state tensor into `into` (sizes must match), on `into`'s device.
+void accumulate(torch::Tensor& into, const torch::Tensor& values);
 
 }  // namespace tnt::train

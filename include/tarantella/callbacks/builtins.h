@@ -40,6 +40,7 @@ class LambdaCallback : public Callback {
   void on_epoch_end(std::int64_t e, const Logs& l) override { if (epoch_end_) epoch_end_(e, l); }
   void on_train_batch_begin(std::int64_t b, const Logs& l) override { if (batch_begin_) batch_begin_(b, l); }
   void on_train_batch_end(std::int64_t b, const Logs& l) override { if (batch_end_) batch_end_(b, l); }
+  bool wants_batch_logs(std::int64_t) const override { return static_cast<bool>(batch_end_); }
   void on_train_begin(const Logs& l) override { if (train_begin_) train_begin_(l); }
   void on_train_end(const Logs& l) override { if (train_end_) train_end_(l); }
 
@@ -58,6 +59,7 @@ struct CSVLoggerOptions {
 /// Streams epoch results to a CSV file: "epoch,<log names...>".
 class CSVLogger : public Callback {
  public:
+  bool wants_batch_logs(std::int64_t) const override { return false; }
   explicit CSVLogger(std::string filename, char separator = CSVLoggerOptions().separator(),
                      bool append = CSVLoggerOptions().append());
   CSVLogger(std::string filename, const CSVLoggerOptions& options)
@@ -84,6 +86,7 @@ struct EarlyStoppingOptions {
 /// Stops training when the monitored value stops improving.
 class EarlyStopping : public Callback {
  public:
+  bool wants_batch_logs(std::int64_t) const override { return false; }
   explicit EarlyStopping(EarlyStoppingOptions options = EarlyStoppingOptions());
   void on_train_begin(const Logs& logs) override;
   void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
@@ -108,6 +111,7 @@ struct LearningRateSchedulerOptions {
 /// Sets the learning rate at the start of each epoch: lr = schedule(epoch, lr).
 class LearningRateScheduler : public Callback {
  public:
+  bool wants_batch_logs(std::int64_t) const override { return false; }
   using Schedule = std::function<double(std::int64_t epoch, double lr)>;
   explicit LearningRateScheduler(Schedule schedule,
                                  int verbose = LearningRateSchedulerOptions().verbose());
@@ -136,6 +140,7 @@ struct ReduceLROnPlateauOptions {
 /// improvement.
 class ReduceLROnPlateau : public Callback {
  public:
+  bool wants_batch_logs(std::int64_t) const override { return false; }
   explicit ReduceLROnPlateau(ReduceLROnPlateauOptions options = ReduceLROnPlateauOptions());
   const char* sets_learning_rate() const override { return "ReduceLROnPlateau"; }
   void on_train_begin(const Logs& logs) override;
@@ -176,6 +181,8 @@ struct ModelCheckpointOptions {
 /// BackupAndRestore's are.
 class ModelCheckpoint : public Callback {
  public:
+  /// Only at the batches where it saves (save_freq_batches).
+  bool wants_batch_logs(std::int64_t) const override;
   explicit ModelCheckpoint(ModelCheckpointOptions options);
   void on_train_begin(const Logs& logs) override;
   void on_epoch_begin(std::int64_t epoch, const Logs& logs) override;
@@ -225,6 +232,7 @@ struct BackupAndRestoreOptions {
 ///   fit.callbacks({std::make_shared<tnt::callbacks::BackupAndRestore>("backup", 50)});
 class BackupAndRestore : public Callback {
  public:
+  bool wants_batch_logs(std::int64_t) const override { return false; }
   explicit BackupAndRestore(std::string backup_dir,
                             std::int64_t save_freq = BackupAndRestoreOptions().save_freq(),
                             bool delete_checkpoint = BackupAndRestoreOptions().delete_checkpoint());

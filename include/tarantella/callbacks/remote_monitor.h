@@ -57,6 +57,7 @@ void fields(RemoteMonitorOptions& o, Visit&& v) {
 ///   model.fit(train, tnt::FitOptions().epochs(5).callbacks({monitor}));
 class RemoteMonitor : public Callback {
  public:
+  bool wants_batch_logs(std::int64_t) const override { return false; }
   /// Throws tnt::Error for a timeout that is not positive.
   explicit RemoteMonitor(RemoteMonitorOptions options = RemoteMonitorOptions());
 

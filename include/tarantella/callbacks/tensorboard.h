@@ -68,6 +68,8 @@ void fields(TensorBoardOptions& o, Visit&& v) {
 ///   // tensorboard --logdir logs/lenet5
 class TensorBoard : public Callback, public train::StepTimesListener {
  public:
+  /// Only at the batches it writes (update_freq).
+  bool wants_batch_logs(std::int64_t) const override;
   /// Reads TNT_TENSORBOARD_ON_ALL_DEVICES: false (default) runs on the master
   /// rank with global logs; true runs on every rank with its own logs
   /// (run_on_all_ranks = true, aggregate_logs = false).

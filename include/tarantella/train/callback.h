@@ -68,6 +68,17 @@ class Callback {
   /// learning-rate callbacks), else null: fit() refuses such a callback
   /// next to a compile-time schedule, which would silently override it.
   virtual const char* sets_learning_rate() const { return nullptr; }
+  /// Whether on_train_batch_end (and on_test_batch_end) reads its logs at
+  /// `batch`. The loss and metrics of a step stay on the training device;
+  /// reading them makes the host wait for the GPU (one synchronisation per
+  /// step in which any callback asks, shared by all). true, the default:
+  /// every batch, as in Keras. Override it to say false (the hooks then get
+  /// empty logs) for a callback that does not read them, or reads them only
+  /// at some batches. The built-ins answer for themselves.
+  ///
+  /// Example: bool wants_batch_logs(std::int64_t batch) const override {
+  ///            return batch % 100 == 99; }
+  virtual bool wants_batch_logs(std::int64_t /*batch*/) const { return true; }
   /// Epochs and steps of the fit() in progress.
   void set_params(const Params& params) { params_ = params; }
   const Params& params() const { return params_; }
@@ -121,6 +132,7 @@ inline CallbackPtr wrap(CallbackPtr callback, const WrapOptions& options) {
 /// Example: auto history = model.fit(ds, opts); history.history.at("loss").back();
 class History : public Callback {
  public:
+  bool wants_batch_logs(std::int64_t) const override { return false; }
   void on_train_begin(const Logs&) override;
   void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
 

@@ -2,7 +2,9 @@
 // evaluate() for verbose > 0 (train/progress_bar.h draws it).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -35,6 +37,13 @@ class ProgbarLogger : public Callback {
   explicit ProgbarLogger(const ProgbarLoggerOptions& options)
       : ProgbarLogger(options.verbose(), options.live()) {}
   ~ProgbarLogger() override;
+  /// The clock the bar reads (a test's fake clock; default steady_clock).
+  void set_clock(std::function<std::chrono::steady_clock::time_point()> now) {
+    now_ = std::move(now);
+  }
+  /// Only when a live bar is redrawn (at most 4 times a second): reading
+  /// the logs is a host synchronisation.
+  bool wants_batch_logs(std::int64_t batch) const override;
   void on_train_begin(const Logs& logs) override;
   void on_train_end(const Logs& logs) override;
   void on_epoch_begin(std::int64_t epoch, const Logs& logs) override;
@@ -50,6 +59,8 @@ class ProgbarLogger : public Callback {
   int verbose_;
   std::optional<bool> live_;
   bool in_fit_ = false;
+  bool in_test_ = false;
+  std::function<std::chrono::steady_clock::time_point()> now_;
   struct Bar;
   std::unique_ptr<Bar> bar_;
 };

@@ -1,0 +1,151 @@
+// A training step makes no host synchronisation at the defaults (fp32, no
+// clipping, not deterministic): every read of a device value by the loop
+// goes through train/host_reads.h (scripts/check_host_sync.py keeps it so),
+// which counts them. On the CPU a read costs nothing, but the count is the
+// same as on a GPU, where each one makes the host wait for the device.
+//   - verbose 0: no read in any step; one per epoch, for its logs;
+//   - a live progress bar under a fake clock that advances 100 ms per step:
+//     a read only at the steps where the bar is redrawn (at most every
+//     ProgressBar::kRedrawInterval, 250 ms: every third step);
+//   - the loss scaler: one read per step, its verdict.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <mutex>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include <tarantella/comm/in_process.h>
+#include <tarantella/data/dataset.h>
+#include <tarantella/keras/losses.h>
+#include <tarantella/keras/metrics.h>
+#include <tarantella/keras/optimizers.h>
+#include <tarantella/train/progbar_logger.h>
+
+#include "../support/weights.h"
+#include "train/engine.h"
+#include "train/engine_host.h"
+#include "train/host_reads.h"
+#include "train/mixed_precision.h"
+#include "train/progress_bar.h"
+
+namespace {
+
+using tnt::train::host_reads;
+using Logs = tnt::callbacks::Logs;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::int64_t kSteps = 12;  // global batches of 8 per epoch
+
+tnt::data::Dataset data() {
+  torch::Generator g = at::detail::createCPUGenerator(5);
+  return tnt::data::Dataset::from_tensor_slices(
+             {torch::randn({kSteps * 8, 6}, g), torch::randint(0, 4, {kSteps * 8}, g)})
+      .batch(8);
+}
+
+// The host reads (of every rank: the counter is per process) between one
+// step's batch begin and the next's, and the fake clock's ticks.
+struct ReadsPerStep : tnt::callbacks::Callback {
+  std::mutex* m = nullptr;
+  Clock::time_point* fake_now = nullptr;
+  std::int64_t last = 0;
+  std::vector<std::int64_t> per_step;  // step k: the reads of step k-1 and its callbacks
+  std::int64_t at_epoch_end = 0;
+  bool wants_batch_logs(std::int64_t) const override { return false; }
+  void on_epoch_begin(std::int64_t, const Logs&) override { last = host_reads(); }
+  void on_train_batch_begin(std::int64_t batch, const Logs&) override {
+    const std::int64_t now = host_reads();
+    if (batch > 0) per_step.push_back(now - last);
+    last = now;
+    if (fake_now) *fake_now += std::chrono::milliseconds(100);
+  }
+  void on_epoch_end(std::int64_t, const Logs& logs) override {
+    per_step.push_back(host_reads() - last);  // the last step, its batch end and the epoch's read
+    at_epoch_end = host_reads();
+    EXPECT_GT(logs.count("loss"), 0u);
+    EXPECT_GT(logs.count("sparse_categorical_accuracy"), 0u);
+  }
+};
+
+struct Reads {
+  std::vector<std::int64_t> per_step;  // rank 0's windows
+  std::int64_t total = 0;              // every rank's, the whole fit
+};
+
+Reads reads_in_fit(int ranks, bool progress_bar) {
+  Clock::time_point fake_now = Clock::now();
+  Reads out;
+  const std::int64_t before = host_reads();
+  std::mutex m;
+  tnt::comm::run_in_process(ranks, [&](const tnt::comm::ProcessGroup& g) {
+    torch::manual_seed(1);
+    tnt::train::EngineHost host(std::make_unique<tnt::train::Engine>(
+        tnt::make_adapter(tnt_test::SmallNet()), g, tnt::train::EngineOptions().use_gpu(false)));
+    tnt::train::Engine& e = host.engine();
+    e.compile(tnt::CompileOptions()
+                  .optimizer(tnt::optimizers::SGD(0.1, 0.9))
+                  .loss(tnt::losses::SparseCategoricalCrossentropy())
+                  .metrics({tnt::metrics::SparseCategoricalAccuracy()}));
+    auto reads = std::make_shared<ReadsPerStep>();
+    std::vector<tnt::callbacks::CallbackPtr> callbacks{reads};
+    if (progress_bar) {
+      auto bar = std::make_shared<tnt::callbacks::ProgbarLogger>(1, /*live=*/true);
+      bar->set_clock([&] { return fake_now; });
+      callbacks.push_back(bar);
+    }
+    // Only rank 0 ticks the clock and records: the counter is the process's.
+    if (g.rank() == 0 && progress_bar) reads->fake_now = &fake_now;
+    e.fit(data(), tnt::FitOptions().epochs(1).verbose(0).callbacks(callbacks), host.driver());
+    if (g.rank() == 0) {
+      std::lock_guard<std::mutex> lock(m);
+      out.per_step = reads->per_step;
+    }
+  });
+  out.total = host_reads() - before;
+  return out;
+}
+
+TEST(HostSync, NoReadInAStepAtTheDefaults) {
+  for (int ranks : {1, 2}) {
+    const Reads reads = reads_in_fit(ranks, false);
+    ASSERT_EQ(reads.per_step.size(), static_cast<std::size_t>(kSteps)) << ranks << " ranks";
+    for (std::int64_t k = 0; k + 1 < kSteps; ++k) {
+      EXPECT_EQ(reads.per_step[static_cast<std::size_t>(k)], 0)
+          << "step " << k << ", " << ranks << " ranks";
+    }
+    // In all: one read per rank, at the epoch's end, for its logs (global
+    // and local together).
+    EXPECT_EQ(reads.total, ranks) << ranks << " ranks";
+  }
+}
+
+TEST(HostSync, TheProgressBarReadsOnlyWhenItDraws) {
+  static_assert(tnt::detail::ProgressBar::kRedrawInterval == std::chrono::milliseconds(250),
+                "the expected pattern below assumes a 250 ms interval");
+  const Reads reads = reads_in_fit(1, true);
+  ASSERT_EQ(reads.per_step.size(), static_cast<std::size_t>(kSteps));
+  // 100 ms per step: drawn at steps 0, 3, 6, 9 (250 ms or more since the last).
+  for (std::int64_t k = 0; k + 1 < kSteps; ++k) {
+    EXPECT_EQ(reads.per_step[static_cast<std::size_t>(k)], k % 3 == 0 ? 1 : 0) << "step " << k;
+  }
+  EXPECT_EQ(reads.per_step.back(), 1);  // step 11 is not drawn; the epoch's read
+  EXPECT_EQ(reads.total, 5);
+}
+
+TEST(HostSync, TheLossScalerReadsOnlyItsVerdict) {
+  std::vector<torch::Tensor> params;
+  for (int i = 0; i < 5; ++i) {
+    torch::Tensor p = torch::zeros({3}, torch::requires_grad());
+    p.mutable_grad() = torch::full({3}, 4.0);
+    params.push_back(p);
+  }
+  tnt::train::LossScaler scaler(2.0);
+  const std::int64_t before = host_reads();
+  ASSERT_TRUE(scaler.unscale_or_skip(params));
+  EXPECT_EQ(host_reads() - before, 1);
+  EXPECT_TRUE(torch::equal(params[0].grad(), torch::full({3}, 2.0)));
+}
+
+}  // namespace

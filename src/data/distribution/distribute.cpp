@@ -5,6 +5,8 @@
 #include <tarantella/base/error.h>
 #include <tuple>
 
+#include <torch/types.h>
+
 #include <tarantella/runtime/runtime.h>
 
 #include "data/distribution/micro_batch.h"
@@ -60,6 +62,13 @@ std::pair<int, int> resolve(const DistributeOptions& options) {
   return {rank, size};
 }
 
+// pin_memory(): micro-batches read ahead into page-locked memory.
+constexpr std::int64_t kPinnedAhead = 2;
+
+torch::Tensor pinned(at::IntArrayRef sizes, const torch::TensorOptions& options) {
+  return torch::empty(sizes, options.device(torch::kCPU).pinned_memory(true));
+}
+
 }  // namespace
 
 DistributedDataset::DistributedDataset(const Dataset& dataset, DistributeOptions options)
@@ -109,7 +118,11 @@ DistributedDataset::DistributedDataset(const Dataset& dataset, DistributeOptions
             size_, " or fewer ranks");
   TNT_CHECK(options.granularity() >= 1, "distribute: granularity ", options.granularity(),
             " is invalid: use at least 1 (samples per chunk)");
-  pipeline_ = Dataset(node->split(detail::SplitSpec{rank_, size_, options.granularity()}));
+  detail::SplitSpec spec{rank_, size_, options.granularity(), nullptr};
+  if (options.pin_memory()) spec.collate_into = pinned;
+  pipeline_ = Dataset(node->split(spec));
+  // The collation (and whatever lies above it) on a thread of its own.
+  if (options.pin_memory()) pipeline_ = pipeline_.prefetch(kPinnedAhead);
 }
 
 DistributedDataset::Iterator DistributedDataset::iterate(std::int64_t epoch) const {

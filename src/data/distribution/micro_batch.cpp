@@ -82,7 +82,8 @@ class MicroBatchView final : public Indexed {
     return micro_batch_of(
         length, spec_, empty_,
         [&](std::int64_t lo, std::int64_t hi) {
-          return batcher_->from_indexed(*input_, batch_indices(first + lo, hi - lo));
+          return batcher_->from_indexed(*input_, batch_indices(first + lo, hi - lo),
+                                        spec_.collate_into);
         },
         [&] {
           Element one;
@@ -113,7 +114,7 @@ class MicroBatchStream final : public EagerStream {
           std::vector<Element> rows;
           for (std::int64_t i = lo; i < hi; ++i)
             rows.push_back((*batch)[static_cast<std::size_t>(i)].force());
-          return batcher_->from_samples(rows);
+          return batcher_->from_samples(rows, spec_.collate_into);
         },
         [&] {
           Element one;

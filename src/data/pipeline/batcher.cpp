@@ -37,11 +37,16 @@ class StackingBatcher final : public Batcher {
   std::string name() const override {
     return "batch(" + std::to_string(size()) + suffix(drop_remainder());
   }
-  Element from_indexed(Indexed& input, const std::vector<std::int64_t>& indices) const override {
+  Element from_indexed(Indexed& input, const std::vector<std::int64_t>& indices,
+                       const CollateInto& into) const override {
+    // Into given memory: the samples one by one (a source's are views, no
+    // copy), stacked in place; else the input's own gather.
+    if (into) return stack_elements(input.get_many(indices), name(), into);
     return input.gather(indices);
   }
-  Element from_samples(const std::vector<Element>& samples) const override {
-    return stack_elements(samples, name());
+  Element from_samples(const std::vector<Element>& samples,
+                       const CollateInto& into) const override {
+    return stack_elements(samples, name(), into);
   }
 };
 
@@ -52,16 +57,17 @@ class PaddingBatcher final : public Batcher {
   std::string name() const override {
     return "padded_batch(" + std::to_string(size()) + suffix(drop_remainder());
   }
-  Element from_indexed(Indexed& input, const std::vector<std::int64_t>& indices) const override {
-    return from_samples(input.get_many(indices));
+  Element from_indexed(Indexed& input, const std::vector<std::int64_t>& indices,
+                       const CollateInto& into) const override {
+    return from_samples(input.get_many(indices), into);
   }
-  Element from_samples(const std::vector<Element>& all) const override {
+  Element from_samples(const std::vector<Element>& all, const CollateInto& into) const override {
     const std::vector<Element> samples = kept_samples(all);  // without dropped ones
     if (samples.empty()) return {};
     const std::size_t tensors = samples.front().size();
     check_counts(samples, tensors);
     Element out(tensors);
-    for (std::size_t c = 0; c < tensors; ++c) out[c] = pad_component(samples, c);
+    for (std::size_t c = 0; c < tensors; ++c) out[c] = pad_component(samples, c, into);
     return out;
   }
  private:
@@ -104,12 +110,14 @@ class PaddingBatcher final : public Batcher {
     return target;
   }
 
-  torch::Tensor pad_component(const std::vector<Element>& samples, std::size_t c) const {
+  torch::Tensor pad_component(const std::vector<Element>& samples, std::size_t c,
+                              const CollateInto& into) const {
     std::vector<std::int64_t> shape = target_shape(samples, c);
     shape.insert(shape.begin(), static_cast<std::int64_t>(samples.size()));
     const double value = options_.padding_values().empty() ? 0.0 : options_.padding_values()[c];
     const auto& first = samples.front()[c];
-    torch::Tensor out = torch::full(shape, value, first.options());
+    torch::Tensor out =
+        into ? into(shape, first.options()).fill_(value) : torch::full(shape, value, first.options());
     for (std::size_t i = 0; i < samples.size(); ++i) {
       const auto& t = samples[i][c];
       TNT_CHECK(t.scalar_type() == first.scalar_type(), name(), ": tensor ", c, " of sample ", i,

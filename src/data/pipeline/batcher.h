@@ -27,10 +27,13 @@ class Batcher {
   bool drop_remainder() const { return drop_remainder_; }
   /// "batch(64)", "padded_batch(64, drop_remainder)".
   virtual std::string name() const = 0;
-  /// The batch of the samples `indices` (at least one) of a random-access input.
-  virtual Element from_indexed(Indexed& input, const std::vector<std::int64_t>& indices) const = 0;
+  /// The batch of the samples `indices` (at least one) of a random-access
+  /// input; collated into tensors that `into` allocates, if given.
+  virtual Element from_indexed(Indexed& input, const std::vector<std::int64_t>& indices,
+                               const CollateInto& into = nullptr) const = 0;
   /// The batch of computed samples (at least one).
-  virtual Element from_samples(const std::vector<Element>& samples) const = 0;
+  virtual Element from_samples(const std::vector<Element>& samples,
+                               const CollateInto& into = nullptr) const = 0;
 
   /// Draws the samples of the next batch with `next()` (which returns
   /// std::optional<T>); nullopt when there is no batch: the input ended, or

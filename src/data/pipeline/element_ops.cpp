@@ -24,7 +24,8 @@ std::vector<Element> kept_samples(const std::vector<Element>& samples) {
   return kept;
 }
 
-Element stack_elements(const std::vector<Element>& all, const std::string& who) {
+Element stack_elements(const std::vector<Element>& all, const std::string& who,
+                       const CollateInto& into) {
   TNT_CHECK(!all.empty(), who, ": internal error, nothing to stack");
   const bool any_dropped = std::any_of(all.begin(), all.end(), is_dropped);
   const std::vector<Element> kept = any_dropped ? kept_samples(all) : std::vector<Element>();
@@ -47,7 +48,14 @@ Element stack_elements(const std::vector<Element>& all, const std::string& who) 
   std::vector<torch::Tensor> column(samples.size());
   for (std::size_t c = 0; c < first.size(); ++c) {
     for (std::size_t i = 0; i < samples.size(); ++i) column[i] = samples[i][c];
-    out[c] = torch::stack(column);
+    if (into) {
+      std::vector<std::int64_t> sizes = first[c].sizes().vec();
+      sizes.insert(sizes.begin(), static_cast<std::int64_t>(samples.size()));
+      out[c] = into(sizes, first[c].options());
+      torch::stack_out(out[c], column);  // the one copy, straight into place
+    } else {
+      out[c] = torch::stack(column);
+    }
   }
   return out;
 }

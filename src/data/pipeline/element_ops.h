@@ -2,6 +2,7 @@
 // (with errors that say which sample differs), and its inverses.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,11 +15,15 @@ namespace tnt::data::detail {
 /// pass it on, batching leaves it out, iteration passes over it.
 inline bool is_dropped(const Element& e) { return e.empty(); }
 
+/// Allocates a batch tensor to collate into: (sizes, options of the samples).
+using CollateInto = std::function<torch::Tensor(at::IntArrayRef, const torch::TensorOptions&)>;
+
 /// Stacks samples (at least one) component-wise along a new dimension 0,
 /// leaving dropped samples out (all dropped: a dropped batch). Samples with
 /// different tensor counts or shapes are an error naming the first sample
 /// that differs and `who` (e.g. "batch(64)").
-Element stack_elements(const std::vector<Element>& samples, const std::string& who);
+Element stack_elements(const std::vector<Element>& samples, const std::string& who,
+                       const CollateInto& into = nullptr);
 /// Concatenates batches component-wise along dimension 0, leaving dropped
 /// batches out.
 Element concat_elements(const std::vector<Element>& batches);

@@ -33,6 +33,8 @@
 
 #include <tarantella/data/element.h>
 
+#include "data/pipeline/element_ops.h"
+
 namespace tnt::data::detail {
 
 /// Identifies one pass over a node.
@@ -118,6 +120,10 @@ struct SplitSpec {
   /// Micro-batches are made of whole runs of this many samples of the
   /// global batch (see micro_batch_range).
   std::int64_t granularity = 1;
+  /// Where a micro-batch's tensors are collated (page-locked memory for a
+  /// GPU: the copy to the device then needs no second host copy); null:
+  /// memory of the usual kind.
+  CollateInto collate_into;
 };
 
 class Node;

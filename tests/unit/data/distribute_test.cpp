@@ -3,9 +3,11 @@
 // pipeline: for every step, the ranks' micro-batches concatenated in rank
 // order equal the global batch exactly; every rank runs the same number of
 // steps; and each rank maps only its own samples.
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 
+#include "data/pipeline/node.h"
 #include "rank_share.h"
 #include "test_util.h"
 
@@ -550,6 +552,41 @@ TEST(DistributeVarlen, UnbatchAfterBatchThenBatchAgainSplits) {
       std::vector<std::vector<MicroBatch>> ranks;
       for (int r = 0; r < n; ++r) ranks.push_back(rank_pass(*d, r, n, 0));
       expect_split_of(collect(*d, 0), ranks);
+    }
+  }
+}
+
+// pin_memory()'s route with a recording allocator in place of page-locked
+// memory (which needs a GPU): every micro-batch tensor IS a buffer the
+// allocator made (collated straight into it: one copy), and the values are
+// the usual route's, for indexed and sequential pipelines, stacked and padded.
+TEST(Distribute, CollatesIntoTheGivenMemory) {
+  for (bool sequential : {false, true}) {
+    for (bool padded : {false, true}) {
+      const Dataset base = samples(10, sequential, std::make_shared<std::atomic<std::int64_t>>(0));
+      const Dataset ds = padded ? base.padded_batch(4) : base.batch(4);
+      std::vector<const void*> made;
+      tnt::data::detail::SplitSpec into{1, 3, 1, [&](at::IntArrayRef sizes,
+                                                     const torch::TensorOptions& options) {
+        torch::Tensor t = torch::empty(sizes, options);
+        made.push_back(t.data_ptr());
+        return t;
+      }};
+      const tnt::data::detail::SplitSpec usual{1, 3, 1, nullptr};
+      auto got = Dataset(ds.node()->split(into)).iterate(0);
+      auto want = Dataset(ds.node()->split(usual)).iterate(0);
+      int batches = 0;
+      for (auto a = got.next(), b = want.next(); a || b; a = got.next(), b = want.next(), ++batches) {
+        ASSERT_TRUE(a && b) << "the two routes give different numbers of micro-batches";
+        ASSERT_EQ(a->size(), b->size());
+        for (std::size_t c = 0; c < a->size(); ++c) EXPECT_TRUE(torch::equal((*a)[c], (*b)[c]));
+        // The user's tensors (not the trailing global size) are the allocator's.
+        for (std::size_t c = 0; c + 1 < a->size(); ++c) {
+          EXPECT_NE(std::find(made.begin(), made.end(), (*a)[c].data_ptr()), made.end())
+              << "tensor " << c << " of micro-batch " << batches << " was copied again";
+        }
+      }
+      EXPECT_EQ(batches, 3) << "sequential " << sequential << ", padded " << padded;
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <functional>
 #include <vector>
 
+#include <c10/core/Event.h>
 #include <c10/cuda/CUDAGuard.h>
 
 #include <tarantella/base/error.h>
@@ -12,6 +13,7 @@
 
 #include "comm/descriptor.h"
 #include "comm/poll.h"
+#include "comm/ready_mark.h"
 
 namespace tnt::comm {
 namespace {
@@ -119,8 +121,15 @@ void NcclBackend::run_on_stream(const char* what, std::int64_t elements, Enqueue
                       "job must be restarted");
   const c10::cuda::CUDAGuard guard(device_);  // this thread may be the caller's, or the engine's
   const c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream(device_);
-  ready_.record(caller);  // after the kernels that produced the tensor
-  ready_.block(stream_);
+  if (const c10::Event* mark = current_ready_mark()) {
+    // Enqueued asynchronously (a gradient bucket): wait for the moment its
+    // tensor was ready on the stream that produced it, not for everything
+    // queued since (comm/ready_mark.h).
+    mark->block(stream_.unwrap());
+  } else {
+    ready_.record(caller);  // after the kernels that produced the tensor
+    ready_.block(stream_);
+  }
   try {
     enqueue(stream_.stream());
   } catch (...) {

@@ -6,10 +6,12 @@
 // the group asks for a unique id, the id goes to every rank over the
 // group's MPI backend (a checked broadcast, so a rank that is missing or
 // calls something else is named as for any collective), then every rank
-// calls ncclCommInitRank on its own GPU. That call blocks without a
-// deadline (NCCL's blocking mode, the simplest to get right untested), but
-// every rank has just passed the checked broadcast, so only a rank that
-// dies between the two can hang it.
+// calls ncclCommInitRankConfig on its own GPU. The communicator is
+// non-blocking (config.blocking = 0), so that joining has a deadline
+// (TNT_COMM_TIMEOUT): every rank has just passed the checked broadcast, so a
+// rank that has not joined by then died on the way, and the host's control
+// channel names it. In this mode a call may return ncclInProgress while its
+// host-side work goes on: check_nccl waits for it before the next call.
 #pragma once
 
 #include <nccl.h>
@@ -22,7 +24,8 @@ namespace tnt::comm {
 
 class MpiBackend;
 
-/// Throws tnt::Error "<call> failed: <NCCL's words>" unless `rc` is ncclSuccess.
+/// Throws tnt::Error "<call> failed: <NCCL's words>" unless `rc` is
+/// ncclSuccess, or ncclInProgress that `comm` then completes.
 void check_nccl(ncclResult_t rc, const char* call, ncclComm_t comm = nullptr);
 
 class NcclComm {

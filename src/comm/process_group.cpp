@@ -16,6 +16,7 @@
 #include <tarantella/base/error.h>
 
 #include "comm/descriptor.h"
+#include "comm/ready_mark.h"
 
 namespace tnt::comm {
 
@@ -24,6 +25,7 @@ struct ProcessGroup::State {
   std::unique_ptr<Backend> backend;
   std::vector<int> world_ranks;
   int my_world_rank = -1;
+  int world_local_rank = -1;  // inherited by every group split from this one
   std::string backend_name;
   std::string origin;  // for a non-member: how it came to be one
   // Declared last: destroyed first, so queued requests still find the backend.
@@ -59,6 +61,7 @@ ProcessGroup::ProcessGroup(std::unique_ptr<Backend> backend, std::vector<int> wo
             " world ranks given for a backend of ", n, " ranks");
   state->my_world_rank = world_ranks[static_cast<std::size_t>(backend->rank())];
   state->world_ranks = std::move(world_ranks);
+  state->world_local_rank = backend->local_rank();
   state->backend_name = backend->name();
   state->backend = std::move(backend);
   state->engine = std::make_unique<CommEngine>();
@@ -72,6 +75,7 @@ int ProcessGroup::size() const {
 }
 int ProcessGroup::local_rank() const { return is_member() ? state_->backend->local_rank() : -1; }
 int ProcessGroup::local_size() const { return is_member() ? state_->backend->local_size() : 0; }
+int ProcessGroup::world_local_rank() const { return state_ ? state_->world_local_rank : -1; }
 bool ProcessGroup::broken() const { return is_member() && state_->backend->broken(); }
 
 const std::vector<int>& ProcessGroup::world_ranks() const {
@@ -97,10 +101,17 @@ ProcessGroup::State& ProcessGroup::member(const char* caller) const {
   return *state_;
 }
 
+// `tensor`: the payload; on a GPU, the moment it is ready goes with the
+// request (comm/ready_mark.h).
 template <typename Fn>
-static Handle submit(ProcessGroup::State& s, std::string name, Fn fn) {
+static Handle submit(ProcessGroup::State& s, std::string name, Fn fn,
+                     const torch::Tensor& tensor = {}) {
   Backend* backend = s.backend.get();
-  return s.engine->enqueue(std::move(name), [backend, fn] { return fn(*backend); });
+  std::shared_ptr<c10::Event> mark = ready_mark(tensor);
+  return s.engine->enqueue(std::move(name), [backend, fn, mark] {
+    const ReadyMarkScope scope(mark.get());
+    return fn(*backend);
+  });
 }
 
 // A blocking call: on the caller's thread when the engine is idle (see
@@ -135,20 +146,20 @@ torch::Tensor barrier_work(Backend& b) {
 }  // namespace
 
 Handle ProcessGroup::allreduce_async(torch::Tensor tensor, ReduceOp op) const {
-  return submit(member("allreduce"), with_op("allreduce", op), allreduce_work(tensor, op));
+  return submit(member("allreduce"), with_op("allreduce", op), allreduce_work(tensor, op), tensor);
 }
 Handle ProcessGroup::broadcast_async(torch::Tensor tensor, int root) const {
-  return submit(member("broadcast"), "broadcast", broadcast_work(tensor, root));
+  return submit(member("broadcast"), "broadcast", broadcast_work(tensor, root), tensor);
 }
 Handle ProcessGroup::allgather_async(torch::Tensor tensor) const {
-  return submit(member("allgather"), "allgather", allgather_work(tensor));
+  return submit(member("allgather"), "allgather", allgather_work(tensor), tensor);
 }
 Handle ProcessGroup::allgatherv_async(torch::Tensor tensor) const {
-  return submit(member("allgatherv"), "allgatherv", allgatherv_work(tensor));
+  return submit(member("allgatherv"), "allgatherv", allgatherv_work(tensor), tensor);
 }
 Handle ProcessGroup::reduce_scatter_async(torch::Tensor tensor, ReduceOp op) const {
   return submit(member("reduce_scatter"), with_op("reduce_scatter", op),
-                reduce_scatter_work(tensor, op));
+                reduce_scatter_work(tensor, op), tensor);
 }
 Handle ProcessGroup::barrier_async() const {
   return submit(member("barrier"), "barrier", barrier_work);
@@ -215,6 +226,7 @@ ProcessGroup ProcessGroup::split(int color, int key) const {
   if (color < 0) {
     auto state = std::make_shared<State>();
     state->my_world_rank = s.my_world_rank;
+    state->world_local_rank = s.world_local_rank;
     state->backend_name = s.backend_name;
     state->origin = "; this rank passed a negative color to split()";
     return ProcessGroup(std::move(state));
@@ -222,7 +234,11 @@ ProcessGroup ProcessGroup::split(int color, int key) const {
   TNT_CHECK(*out != nullptr && (*out)->size() == static_cast<int>(world.size()),
             "split(): the backend formed a group of ", *out ? (*out)->size() : 0,
             " ranks where ", world.size(), " were expected");
-  return ProcessGroup(std::move(*out), std::move(world));
+  ProcessGroup part(std::move(*out), std::move(world));
+  // The device rule follows the world's local rank in every group (the
+  // NCCL backend's split keeps its device the same way).
+  part.state_->world_local_rank = s.world_local_rank;
+  return part;
 }
 
 ProcessGroup ProcessGroup::subgroup(const std::vector<int>& ranks) const {

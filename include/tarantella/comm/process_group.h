@@ -57,6 +57,10 @@ class ProcessGroup {
   /// This rank's number among the group's ranks on its host, and their count.
   int local_rank() const;
   int local_size() const;
+  /// This rank's number among the WORLD's ranks on its host, the same in
+  /// every group split from the world: one GPU per world-local rank, so a
+  /// model on a subgroup and that subgroup's NCCL communicator share it.
+  int world_local_rank() const;
   /// The group's rank 0: it logs, prints progress and writes files.
   bool is_master() const { return rank() == 0; }
   /// World rank of each group rank, in group order.

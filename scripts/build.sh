@@ -10,7 +10,10 @@ build=${TNT_BUILD_DIR:-$root/build}
 if [ ! -f "$build/CMakeCache.txt" ]; then
   # Release (-O2, no -g); -Wall -Wextra are always on; add
   # -DTNT_WARNINGS_AS_ERRORS=ON to make them fatal.
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
+  # TNT_BUILD_BENCHMARKS=OFF: without bench/ (CI's Debian leg; the pip leg
+  # builds them).
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DTNT_BUILD_BENCHMARKS="${TNT_BUILD_BENCHMARKS:-ON}"
 fi
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done

@@ -19,9 +19,9 @@
 #    library, extension and launcher; about 10 minutes of a cold 2-core
 #    build), then LeNet-5 in Python on 2 ranks with the venv's launcher. Off
 #    in CI, which cannot fit it (docs/building.md, "CI's two legs");
-# 4. the whole tree but the benchmarks (the Debian leg builds those; they
-#    have no tests) configured against that torch in build-pip-<version>/
-#    and the suite run there.
+# 4. the whole tree, the benchmarks included (CI compiles them here only:
+#    they have no tests, and this is the torch users have), configured
+#    against that torch in build-pip-<version>/ and the suite run there.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 req=${TNT_TORCH_REQUIREMENTS:-$root/requirements/torch-newest.txt}
@@ -67,7 +67,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_CXX_FLAGS_RELEASE="${TNT_PIP_OPT:--O1} -DNDEBUG" \
         -DCMAKE_PREFIX_PATH="$("$py" -c 'import torch;print(torch.utils.cmake_prefix_path)')" \
-        -DTNT_PYTHON_EXECUTABLE="$py" -DTNT_BUILD_BENCHMARKS=OFF
+        -DTNT_PYTHON_EXECUTABLE="$py" -DTNT_BUILD_BENCHMARKS=ON
 fi
 cmake --build "$build" -j "$(nproc)"
 log "build done"

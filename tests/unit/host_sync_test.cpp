@@ -34,22 +34,22 @@ namespace {
 
 using tnt::train::host_reads;
 using Logs = tnt::callbacks::Logs;
-using Clock = std::chrono::steady_clock;
+using SyncClock = std::chrono::steady_clock;
 
-constexpr std::int64_t kSteps = 12;  // global batches of 8 per epoch
+constexpr std::int64_t kSyncSteps = 12;  // global batches of 8 per epoch
 
-tnt::data::Dataset data() {
+tnt::data::Dataset sync_test_data() {
   torch::Generator g = at::detail::createCPUGenerator(5);
   return tnt::data::Dataset::from_tensor_slices(
-             {torch::randn({kSteps * 8, 6}, g), torch::randint(0, 4, {kSteps * 8}, g)})
+             {torch::randn({kSyncSteps * 8, 6}, g), torch::randint(0, 4, {kSyncSteps * 8}, g)})
       .batch(8);
 }
 
 // The host reads (of every rank: the counter is per process) between one
 // step's batch begin and the next's, and the fake clock's ticks.
-struct ReadsPerStep : tnt::callbacks::Callback {
+struct SyncReadsPerStep : tnt::callbacks::Callback {
   std::mutex* m = nullptr;
-  Clock::time_point* fake_now = nullptr;
+  SyncClock::time_point* fake_now = nullptr;
   std::int64_t last = 0;
   std::vector<std::int64_t> per_step;  // step k: the reads of step k-1 and its callbacks
   std::int64_t at_epoch_end = 0;
@@ -69,14 +69,14 @@ struct ReadsPerStep : tnt::callbacks::Callback {
   }
 };
 
-struct Reads {
+struct SyncReads {
   std::vector<std::int64_t> per_step;  // rank 0's windows
   std::int64_t total = 0;              // every rank's, the whole fit
 };
 
-Reads reads_in_fit(int ranks, bool progress_bar) {
-  Clock::time_point fake_now = Clock::now();
-  Reads out;
+SyncReads reads_in_fit(int ranks, bool progress_bar) {
+  SyncClock::time_point fake_now = SyncClock::now();
+  SyncReads out;
   const std::int64_t before = host_reads();
   std::mutex m;
   tnt::comm::run_in_process(ranks, [&](const tnt::comm::ProcessGroup& g) {
@@ -88,7 +88,7 @@ Reads reads_in_fit(int ranks, bool progress_bar) {
                   .optimizer(tnt::optimizers::SGD(0.1, 0.9))
                   .loss(tnt::losses::SparseCategoricalCrossentropy())
                   .metrics({tnt::metrics::SparseCategoricalAccuracy()}));
-    auto reads = std::make_shared<ReadsPerStep>();
+    auto reads = std::make_shared<SyncReadsPerStep>();
     std::vector<tnt::callbacks::CallbackPtr> callbacks{reads};
     if (progress_bar) {
       auto bar = std::make_shared<tnt::callbacks::ProgbarLogger>(1, /*live=*/true);
@@ -97,7 +97,7 @@ Reads reads_in_fit(int ranks, bool progress_bar) {
     }
     // Only rank 0 ticks the clock and records: the counter is the process's.
     if (g.rank() == 0 && progress_bar) reads->fake_now = &fake_now;
-    e.fit(data(), tnt::FitOptions().epochs(1).verbose(0).callbacks(callbacks), host.driver());
+    e.fit(sync_test_data(), tnt::FitOptions().epochs(1).verbose(0).callbacks(callbacks), host.driver());
     if (g.rank() == 0) {
       std::lock_guard<std::mutex> lock(m);
       out.per_step = reads->per_step;
@@ -109,9 +109,9 @@ Reads reads_in_fit(int ranks, bool progress_bar) {
 
 TEST(HostSync, NoReadInAStepAtTheDefaults) {
   for (int ranks : {1, 2}) {
-    const Reads reads = reads_in_fit(ranks, false);
-    ASSERT_EQ(reads.per_step.size(), static_cast<std::size_t>(kSteps)) << ranks << " ranks";
-    for (std::int64_t k = 0; k + 1 < kSteps; ++k) {
+    const SyncReads reads = reads_in_fit(ranks, false);
+    ASSERT_EQ(reads.per_step.size(), static_cast<std::size_t>(kSyncSteps)) << ranks << " ranks";
+    for (std::int64_t k = 0; k + 1 < kSyncSteps; ++k) {
       EXPECT_EQ(reads.per_step[static_cast<std::size_t>(k)], 0)
           << "step " << k << ", " << ranks << " ranks";
     }
@@ -124,10 +124,10 @@ TEST(HostSync, NoReadInAStepAtTheDefaults) {
 TEST(HostSync, TheProgressBarReadsOnlyWhenItDraws) {
   static_assert(tnt::detail::ProgressBar::kRedrawInterval == std::chrono::milliseconds(250),
                 "the expected pattern below assumes a 250 ms interval");
-  const Reads reads = reads_in_fit(1, true);
-  ASSERT_EQ(reads.per_step.size(), static_cast<std::size_t>(kSteps));
+  const SyncReads reads = reads_in_fit(1, true);
+  ASSERT_EQ(reads.per_step.size(), static_cast<std::size_t>(kSyncSteps));
   // 100 ms per step: drawn at steps 0, 3, 6, 9 (250 ms or more since the last).
-  for (std::int64_t k = 0; k + 1 < kSteps; ++k) {
+  for (std::int64_t k = 0; k + 1 < kSyncSteps; ++k) {
     EXPECT_EQ(reads.per_step[static_cast<std::size_t>(k)], k % 3 == 0 ? 1 : 0) << "step " << k;
   }
   EXPECT_EQ(reads.per_step.back(), 1);  // step 11 is not drawn; the epoch's read

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <utility>
 
 #include "callbacks/event_writer.h"
 
@@ -152,10 +153,14 @@ void TensorBoard::on_epoch_end(std::int64_t epoch, const Logs& logs) {
 void TensorBoard::on_step_times(const train::StepTimesWindow& window) {
   if (!writers_) return;
   for (std::size_t r = 0; r < window.ranks.size(); ++r) {
-    writers_->train->add_scalar(fmt::format("straggler/compute_ms/rank_{}", r),
-                                window.ranks[r].compute_ms, batches_seen_);
-    writers_->train->add_scalar(fmt::format("straggler/wait_ms/rank_{}", r),
-                                window.ranks[r].wait_ms, batches_seen_);
+    const train::RankStepTimes& t = window.ranks[r];
+    for (const auto& [name, value] : {std::pair<const char*, double>{"data", t.data_ms},
+                                      {"compute", t.compute_ms},
+                                      {"other", t.other_ms},
+                                      {"wait", t.wait_ms}}) {
+      writers_->train->add_scalar(fmt::format("straggler/{}_ms/rank_{}", name, r), value,
+                                  batches_seen_);
+    }
   }
 }
 

@@ -109,6 +109,9 @@ bool FitLoop::run_epoch(std::int64_t epoch) {
   resume_.reset();
   step_->take_overlap();
   skipped_.start();
+  // The epoch's boundary (validation, epoch callbacks, the stop vote) is
+  // not a step's time.
+  if (stragglers_) stragglers_->start(Clock::now());
   while (run_step(it, epoch, step)) ++step;
   end_epoch(epoch);
   return !stop_vote();
@@ -120,23 +123,31 @@ bool FitLoop::run_step(data::DistributedDataset::Iterator& it, std::int64_t epoc
   if (options_.steps_per_epoch() && step >= *options_.steps_per_epoch()) return false;
   const auto data_begin = Clock::now();
   std::optional<data::MicroBatch> mb = it.next();
+  const auto data_end = Clock::now();
   if (!mb) return false;
   // Counted when the user distributed by hand, or when bad samples may have
-  // been dropped from the global batch (then mb->global_size is nominal).
+  // been dropped from the global batch (then mb->global_size is nominal):
+  // an allreduce, whose time is wait for the straggler report.
   const std::int64_t global = options_.distribute_dataset() && !skipped_.may_skip()
                                   ? mb->global_size
                                   : global_sample_count(e_.group(), mb->local_size);
+  const auto counted = Clock::now();
   if (global == 0) return skip_empty_step(step);  // on every rank alike
   TNT_CHECK(!mb->tensors.empty(), "fit(): rank ", e_.group().rank(),
             " lost every sample of its first batch as bad, so the shapes of an empty batch are "
             "unknown: remove the bad files, or let tarantella distribute the dataset");
   callbacks_->train_batch_begin(step);
   const CyclePoint cycle = cycle_at(step, e_.compiled().aggregation_frequency(), steps_total_);
-  const StepResult r = step_->run({*mb, epoch, step, cycle, global, data_begin, Clock::now()});
+  const StepResult r = step_->run({*mb, epoch, step, cycle, global, data_begin, data_end});
   // Every micro-step counts, on every rank alike (a window ends on the same
-  // step everywhere); the figures reach callbacks after this step's batch end.
+  // step everywhere); the figures reach callbacks after this step's batch
+  // end. The callbacks' time (this batch's end, the next one's begin) is
+  // measured as the rest of the cycle up to the next step's end.
   std::optional<StepTimesWindow> window;
-  if (stragglers_) window = stragglers_->record(r.times.compute(), r.times.waited);
+  if (stragglers_) {
+    window = stragglers_->record({data_end - data_begin, r.times.compute(),
+                                  r.times.waited + (counted - data_end), Clock::now()});
+  }
   if (cycle.reduce) end_batch(epoch, step, r);
   if (window) callbacks_->step_times(*window);
   return true;

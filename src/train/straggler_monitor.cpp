@@ -19,6 +19,8 @@ namespace {
 
 // Host names travel as fixed rows (one allgather); Linux's are at most 64.
 constexpr std::int64_t kHostBytes = 256;
+// Values per rank in the window's allgather: data, compute, other, wait.
+constexpr std::int64_t kFigures = 4;
 
 double mean_ms(StragglerMonitor::Clock::duration total, std::int64_t steps) {
   return std::chrono::duration<double, std::milli>(total).count() / static_cast<double>(steps);
@@ -26,51 +28,83 @@ double mean_ms(StragglerMonitor::Clock::duration total, std::int64_t steps) {
 
 }  // namespace
 
-StragglerMonitor::StragglerMonitor(comm::ProcessGroup group, std::int64_t window,
+StragglerMonitor::StragglerMonitor(comm::ProcessGroup group, std::int64_t max_window,
                                    Timeline* timeline, StragglerRules rules)
-    : group_(std::move(group)), window_(window), timeline_(timeline), tracker_(rules) {
-  TNT_CHECK(window_ > 0, "straggler window of ", window_,
+    : group_(std::move(group)),
+      max_window_(max_window),
+      timeline_(timeline),
+      rules_(rules),
+      tracker_(rules) {
+  TNT_CHECK(max_window_ > 0, "straggler window of ", max_window_,
             " steps: use a positive number of steps, or 0 to switch the report off");
 }
 
-std::optional<StepTimesWindow> StragglerMonitor::record(Clock::duration compute,
-                                                        Clock::duration wait) {
-  compute_ += compute;
-  wait_ += wait;
-  if (++steps_ % window_ != 0) return std::nullopt;
-  StepTimesWindow w = gather();
-  compute_ = wait_ = Clock::duration::zero();
-  const std::vector<Straggler> stragglers = tracker_.judge(w.ranks);
-  if (!stragglers.empty()) report(w, stragglers);
-  if (timeline_) {
-    const RankStepTimes& mine = w.ranks[static_cast<std::size_t>(group_.rank())];
-    timeline_->counter("step times (ms)", Clock::now(),
-                       {{"compute", mine.compute_ms}, {"wait", mine.wait_ms}});
+void StragglerMonitor::start(Clock::time_point at) { last_ = at; }
+
+std::optional<StepTimesWindow> StragglerMonitor::record(const StepSample& step) {
+  const auto entered = Clock::now();
+  if (last_) {
+    // The cycle since the previous step's end, less what is measured apart.
+    const Clock::duration rest = step.end - *last_ - step.data - step.compute - step.wait;
+    other_ += std::max(rest, Clock::duration::zero());
   }
-  return w;
+  data_ += step.data;
+  compute_ += step.compute;
+  wait_ += step.wait;
+  last_ = step.end;
+  ++steps_;
+  if (++in_window_ < window_steps_) return std::nullopt;
+  const StepTimesWindow w = gather();
+  window_steps_ = next_window_steps(w, max_window_, rules_.window_seconds());
+  std::optional<StepTimesWindow> out;
+  if (warmed_up_) {
+    const std::vector<StragglerReport> reports = tracker_.judge(w.ranks);
+    if (!reports.empty()) report(w, reports);
+    if (timeline_) {
+      const RankStepTimes& mine = w.ranks[static_cast<std::size_t>(group_.rank())];
+      timeline_->counter("step times (ms)", Clock::now(),
+                         {{"data", mine.data_ms},
+                          {"compute", mine.compute_ms},
+                          {"other", mine.other_ms},
+                          {"wait", mine.wait_ms}});
+    }
+    out = w;
+  }
+  warmed_up_ = true;
+  // The monitor's own collectives are nobody's "other" time.
+  *last_ += Clock::now() - entered;
+  return out;
 }
 
-StepTimesWindow StragglerMonitor::gather() const {
+StepTimesWindow StragglerMonitor::gather() {
   const torch::Tensor mine =
-      torch::tensor({mean_ms(compute_, window_), mean_ms(wait_, window_)}, torch::kFloat64);
+      torch::tensor({mean_ms(data_, in_window_), mean_ms(compute_, in_window_),
+                     mean_ms(other_, in_window_), mean_ms(wait_, in_window_)},
+                    torch::kFloat64);
   const torch::Tensor all = group_.allgather(mine).contiguous();
   const double* v = all.data_ptr<double>();
   StepTimesWindow w;
   w.step = steps_;
-  w.steps = window_;
-  for (int r = 0; r < group_.size(); ++r) w.ranks.push_back({v[2 * r], v[2 * r + 1]});
+  w.steps = in_window_;
+  for (int r = 0; r < group_.size(); ++r) {
+    const double* row = v + kFigures * r;
+    w.ranks.push_back({row[0], row[1], row[2], row[3]});
+  }
+  data_ = compute_ = other_ = wait_ = Clock::duration::zero();
+  in_window_ = 0;
   return w;
 }
 
 // Every rank comes here for the same windows (the same figures, the same
 // detector), so the host names' allgather matches on every rank.
-void StragglerMonitor::report(const StepTimesWindow& w, const std::vector<Straggler>& stragglers) {
+void StragglerMonitor::report(const StepTimesWindow& w,
+                              const std::vector<StragglerReport>& reports) {
   const std::vector<std::string>& names = hosts();
   if (!group_.is_master()) return;
-  for (const Straggler& s : stragglers) {
+  for (const StragglerReport& r : reports) {
     const std::string message =
-        straggler_message(s, names[static_cast<std::size_t>(s.rank)], w.steps);
-    log::info(message);
+        straggler_message(r, names[static_cast<std::size_t>(r.straggler.rank)], w.steps);
+    log::warning(message);
     if (timeline_) timeline_->instant(Timeline::kCompute, message, Clock::now());
   }
 }

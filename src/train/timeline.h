@@ -3,11 +3,12 @@
 // Every rank records its steps as Chrome-trace events — forward, backward,
 // waiting for gradients, the optimizer step, waiting for data, and each
 // bucket's allreduce (an instant when enqueued, a slice from started to
-// finished) — on two tracks per rank, plus counters (the straggler
-// report's mean compute and wait per step, train/straggler_monitor.h) ("compute", "allreduce"; the process is
-// "rank R"). Events are handed to a writer thread that formats them, so
-// recording costs the training loop a queue push and never blocks
-// communication. At the end of fit() (a collective) the ranks' events are
+// finished) — on two tracks per rank ("compute", "allreduce"; the process is
+// "rank R"), plus counters: the straggler report's breakdown per step of
+// each window, "step times (ms)" with the series data, compute, other and
+// wait (train/straggler_monitor.h). Events are handed to a writer thread
+// that formats them, so recording costs the training loop a queue push and
+// never blocks communication. At the end of fit() (a collective) the ranks' events are
 // gathered on the master, which writes one trace file (temporary name, then
 // rename) that chrome://tracing and ui.perfetto.dev load.
 //

@@ -66,8 +66,12 @@ struct StepInput {
 /// The moments of one step, in order, and how long the training thread was
 /// blocked in collectives between forward_begin and step_end (waiting for
 /// the gradients' allreduce, a sharded step's gather, deterministic mode's
-/// exact sum): the step's compute is the rest (compute()), what the
-/// straggler report compares.
+/// exact sum): the step's compute is the rest (compute()), one part of the
+/// straggler report's breakdown (train/straggler_monitor.h). compute() is
+/// the one place that figure comes from. It is host-clock time: on a GPU,
+/// where the step does not synchronise, it is the time spent launching the
+/// work; the device's own time would need CUDA events read a step later
+/// (not yet measured; docs/performance.md, "Straggler report").
 struct StepTimes {
   Clock::time_point data_begin, data_end, forward_begin, backward_begin, backward_end, sync_end,
       step_end;

@@ -85,9 +85,10 @@ TEST(Config, MallocTuningIsOnUnlessSwitchedOff) {
   EXPECT_THROW(resolve({{"TNT_MALLOC_TUNING", "sometimes"}}), tnt::Error);
 }
 
-// The straggler report's window: 100 steps unless set; 0 switches it off.
-TEST(Config, StragglerWindowDefaultsTo100AndZeroIsOff) {
-  EXPECT_EQ(resolve({}).straggler_window, 100);
+// The straggler report's longest window: 20 steps unless set (a report by
+// step 41 of a fit, docs/performance.md); 0 switches it off.
+TEST(Config, StragglerWindowDefaultsTo20AndZeroIsOff) {
+  EXPECT_EQ(resolve({}).straggler_window, 20);
   EXPECT_EQ(resolve({{"TNT_STRAGGLER_WINDOW", "10"}}).straggler_window, 10);
   EXPECT_EQ(resolve({{"TNT_STRAGGLER_WINDOW", "0"}}).straggler_window, 0);
   EXPECT_THROW(resolve({{"TNT_STRAGGLER_WINDOW", "-5"}}), tnt::Error);

@@ -1,5 +1,7 @@
 // The straggler detector (train/straggler.h): which rank it names, against
-// which reference, and when it stays silent.
+// which reference, with which cause, when it says it again and when it
+// stays silent; the window's length; and the monitor
+// (train/straggler_monitor.h) on in-process ranks.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -22,34 +24,70 @@ namespace {
 
 using tnt::train::find_stragglers;
 using tnt::train::RankStepTimes;
+using tnt::train::StragglerCause;
 using tnt::train::StragglerRules;
 using tnt::train::StragglerTracker;
 
+// Ranks whose whole time outside collectives is compute.
 std::vector<RankStepTimes> computes(const std::vector<double>& ms) {
   std::vector<RankStepTimes> out;
-  for (double c : ms) out.push_back({c, 0.0});
+  for (double c : ms) out.push_back({0.0, c, 0.0, 0.0});
   return out;
 }
 
+// {data, compute, other, wait}
+RankStepTimes times(double data, double compute, double other, double wait) {
+  return {data, compute, other, wait};
+}
+
 TEST(Straggler, SlowRankIsFoundWithTheOthersWait) {
-  const std::vector<RankStepTimes> ranks = {{53, 32}, {85, 1}, {53, 30}, {52, 34}};
+  const std::vector<RankStepTimes> ranks = {times(1, 50, 2, 32), times(1, 80, 4, 1),
+                                            times(1, 50, 2, 30), times(1, 49, 2, 34)};
   const auto found = find_stragglers(ranks, StragglerRules());
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].rank, 1);
-  EXPECT_DOUBLE_EQ(found[0].compute_ms, 85);
-  EXPECT_DOUBLE_EQ(found[0].others_compute_ms, 53);  // median of 53, 53, 52
+  EXPECT_DOUBLE_EQ(found[0].times.outside_ms(), 85);
+  EXPECT_DOUBLE_EQ(found[0].others_outside_ms, 53);  // median of 53, 53, 52
   EXPECT_DOUBLE_EQ(found[0].others_wait_ms, 32);     // mean of 32, 30, 34
+  EXPECT_EQ(found[0].cause, StragglerCause::kCompute);
 }
 
 // With 2 ranks the reference is the other rank; the fast one is never named.
 TEST(Straggler, TwoRanksCompareWithTheOther) {
-  const auto found = find_stragglers({{53, 32}, {85, 0.5}}, StragglerRules());
+  const auto found = find_stragglers(computes({53, 85}), StragglerRules());
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].rank, 1);
-  EXPECT_DOUBLE_EQ(found[0].others_compute_ms, 53);
+  EXPECT_DOUBLE_EQ(found[0].others_outside_ms, 53);
   EXPECT_NEAR(found[0].ratio(), 85.0 / 53.0, 1e-12);
-  EXPECT_TRUE(find_stragglers({{85, 0.5}, {53, 32}}, StragglerRules()).size() == 1u);
-  EXPECT_EQ(find_stragglers({{85, 0.5}, {53, 32}}, StragglerRules())[0].rank, 0);
+  ASSERT_EQ(find_stragglers(computes({85, 53}), StragglerRules()).size(), 1u);
+  EXPECT_EQ(find_stragglers(computes({85, 53}), StragglerRules())[0].rank, 0);
+}
+
+// The case of issue 50: rank 1 sleeps 40 ms in a callback. Rank 0's compute
+// is the larger one (2.1 ms against 0.97: it waits in a collective hook),
+// but rank 1's time outside collectives is what rank 0 waits for.
+TEST(Straggler, ARankThatOnlyWaitsIsNeverNamed) {
+  const std::vector<RankStepTimes> ranks = {times(0.1, 2.1, 0.5, 41), times(0.1, 0.97, 43, 0.2)};
+  const auto found = find_stragglers(ranks, StragglerRules());
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].rank, 1);
+  EXPECT_EQ(found[0].cause, StragglerCause::kOther);
+  EXPECT_DOUBLE_EQ(found[0].others_wait_ms, 41);
+}
+
+TEST(Straggler, TheLeadingCauseIsThePartThatExceedsTheOthersMost) {
+  const auto cause_of = [](const RankStepTimes& slow) {
+    const auto found =
+        find_stragglers({times(1, 5, 1, 40), slow, times(1, 5, 1, 40)}, StragglerRules());
+    EXPECT_EQ(found.size(), 1u);
+    return found.empty() ? StragglerCause::kCompute : found[0].cause;
+  };
+  EXPECT_EQ(cause_of(times(41, 5, 1, 0)), StragglerCause::kData);
+  EXPECT_EQ(cause_of(times(1, 45, 1, 0)), StragglerCause::kCompute);
+  EXPECT_EQ(cause_of(times(1, 5, 41, 0)), StragglerCause::kOther);
+  // Compared part by part: a large part that the others have too is not it.
+  EXPECT_EQ(cause_of(times(1, 20, 26, 0)), StragglerCause::kOther);
+  EXPECT_STREQ(tnt::train::cause_name(StragglerCause::kOther), "callbacks and other");
 }
 
 TEST(Straggler, NoiseWithinTheMarginIsNotReported) {
@@ -62,6 +100,9 @@ TEST(Straggler, AllEqualIsNotReported) {
   EXPECT_TRUE(find_stragglers(computes({40, 40, 40}), StragglerRules()).empty());
   EXPECT_TRUE(find_stragglers(computes({0, 0}), StragglerRules()).empty());
   EXPECT_TRUE(find_stragglers(computes({70}), StragglerRules()).empty());  // one rank
+  // The same time outside collectives, split differently: nobody waits.
+  EXPECT_TRUE(
+      find_stragglers({times(10, 5, 1, 0.5), times(1, 5, 10, 0.5)}, StragglerRules()).empty());
 }
 
 // The median of the OTHERS: the fast ranks are never pulled towards the slow
@@ -70,7 +111,7 @@ TEST(Straggler, FourRanksOneSlowUsesTheMedianOfTheOthers) {
   const auto found = find_stragglers(computes({10, 10, 30, 11}), StragglerRules());
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].rank, 2);
-  EXPECT_DOUBLE_EQ(found[0].others_compute_ms, 10);  // median of 10, 10, 11
+  EXPECT_DOUBLE_EQ(found[0].others_outside_ms, 10);  // median of 10, 10, 11
 }
 
 TEST(Straggler, SubMillisecondGapsAreJitter) {
@@ -85,11 +126,45 @@ TEST(Straggler, ReportedAfterConsecutiveWindowsAndOnlyOnce) {
   EXPECT_TRUE(tracker.judge(slow).empty());  // one window could be a pause
   const auto second = tracker.judge(slow);
   ASSERT_EQ(second.size(), 1u);
-  EXPECT_EQ(second[0].rank, 1);
+  EXPECT_EQ(second[0].straggler.rank, 1);
+  EXPECT_FALSE(second[0].cause_changed);
   EXPECT_TRUE(tracker.judge(slow).empty());  // still slow: already said
   EXPECT_TRUE(tracker.judge(even).empty());
-  EXPECT_TRUE(tracker.judge(slow).empty());  // a new run of slow windows
-  EXPECT_EQ(tracker.judge(slow).size(), 1u);
+  EXPECT_TRUE(tracker.judge(slow).empty());  // the same rank for the same cause again:
+  EXPECT_TRUE(tracker.judge(slow).empty());  // nothing new to say
+}
+
+TEST(Straggler, AnotherRankInBetweenIsNamedAndTheFirstAgainAfterIt) {
+  StragglerTracker tracker{StragglerRules()};
+  const auto first = computes({50, 90, 50});
+  const auto third = computes({50, 50, 90});
+  tracker.judge(first);
+  ASSERT_EQ(tracker.judge(first).size(), 1u);
+  EXPECT_TRUE(tracker.judge(third).empty());
+  const auto now_third = tracker.judge(third);
+  ASSERT_EQ(now_third.size(), 1u);
+  EXPECT_EQ(now_third[0].straggler.rank, 2);
+  EXPECT_TRUE(tracker.judge(first).empty());
+  const auto first_again = tracker.judge(first);
+  ASSERT_EQ(first_again.size(), 1u);
+  EXPECT_EQ(first_again[0].straggler.rank, 1);
+}
+
+TEST(Straggler, ALeadingCauseThatChangesAndStaysIsSaidOnce) {
+  StragglerTracker tracker{StragglerRules()};
+  const std::vector<RankStepTimes> by_data = {times(1, 5, 1, 40), times(41, 5, 1, 0)};
+  const std::vector<RankStepTimes> by_other = {times(1, 5, 1, 40), times(1, 5, 41, 0)};
+  tracker.judge(by_data);
+  ASSERT_EQ(tracker.judge(by_data).size(), 1u);
+  // A cause that leads in one window only is not news.
+  EXPECT_TRUE(tracker.judge(by_other).empty());
+  EXPECT_TRUE(tracker.judge(by_data).empty());
+  EXPECT_TRUE(tracker.judge(by_other).empty());
+  const auto changed = tracker.judge(by_other);
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_TRUE(changed[0].cause_changed);
+  EXPECT_EQ(changed[0].straggler.cause, StragglerCause::kOther);
+  EXPECT_TRUE(tracker.judge(by_other).empty());
 }
 
 TEST(Straggler, AnInterruptedRunOfSlowWindowsStartsOver) {
@@ -101,22 +176,50 @@ TEST(Straggler, AnInterruptedRunOfSlowWindowsStartsOver) {
   EXPECT_EQ(at_once.judge(computes({50, 90})).size(), 1u);
 }
 
-TEST(Straggler, MessageNamesRankHostRatioAndTheOthersWait) {
-  tnt::train::Straggler s;
-  s.rank = 1;
-  s.compute_ms = 85;
-  s.others_compute_ms = 53;
-  s.others_wait_ms = 32;
-  EXPECT_EQ(tnt::train::straggler_message(s, "h1", 100),
-            "rank 1 (host h1) is a straggler: its compute is 1.6x the others' over the last 100 "
-            "steps (85 ms vs 53 ms; they wait 32 ms per step for it)");
-  EXPECT_EQ(tnt::train::straggler_message(s, "", 10).rfind("rank 1 is a straggler", 0), 0u);
+// Windows hold as many steps as fit into window_seconds at the slowest
+// rank's step time (outside plus wait), between 1 and the maximum.
+TEST(Straggler, TheNextWindowIsSizedByTime) {
+  using tnt::train::next_window_steps;
+  tnt::train::StepTimesWindow w;
+  w.ranks = {times(1, 10, 1, 38), times(1, 10, 39, 0)};  // 50 ms per step
+  EXPECT_EQ(next_window_steps(w, 20, 10.0), 20);         // 200 steps fit
+  EXPECT_EQ(next_window_steps(w, 1000, 10.0), 200);
+  EXPECT_EQ(next_window_steps(w, 20, 0.26), 5);
+  w.ranks = {times(0, 4000, 0, 0), times(0, 3000, 0, 1000)};  // 4 s per step
+  EXPECT_EQ(next_window_steps(w, 20, 10.0), 2);
+  w.ranks = {times(0, 30000, 0, 0), times(0, 30000, 0, 0)};  // 30 s per step
+  EXPECT_EQ(next_window_steps(w, 20, 10.0), 1);
+  w.ranks = {times(0, 0, 0, 0), times(0, 0, 0, 0)};
+  EXPECT_EQ(next_window_steps(w, 20, 10.0), 20);
 }
 
-// The monitor on 3 in-process ranks: windows close on the same step on
-// every rank, with every rank's means, and the timeline gets each rank's
-// counter.
-TEST(StragglerMonitor, GathersEveryRanksMeansOncePerWindow) {
+TEST(Straggler, MessageGivesTheBreakdownAndTheOthersWait) {
+  tnt::train::StragglerReport report;
+  tnt::train::Straggler& s = report.straggler;
+  s.rank = 1;
+  s.times = times(0.1, 2.6, 43.3, 0.2);
+  s.others_outside_ms = 6;
+  s.others_wait_ms = 40;
+  s.cause = StragglerCause::kOther;
+  EXPECT_EQ(tnt::train::straggler_message(report, "h1", 20),
+            "rank 1 (host h1) is a straggler: 46 ms per step outside collectives against 6 ms "
+            "for the others (data 0.1, compute 2.6, callbacks and other 43 ms); the others wait "
+            "40 ms per step for it (last 20 steps)");
+  EXPECT_EQ(tnt::train::straggler_message(report, "", 10).rfind("rank 1 is a straggler", 0), 0u);
+  report.cause_changed = true;
+  EXPECT_EQ(tnt::train::straggler_message(report, "h1", 20)
+                .rfind("rank 1 (host h1) is still a straggler, now mostly callbacks and other: "
+                       "46 ms per step",
+                       0),
+            0u);
+}
+
+// The monitor on 3 in-process ranks, fed with made-up step times: rank 2's
+// callbacks take 35 ms a step (its cycle's rest), the others wait for it.
+// The warm-up step is gathered alone and not returned; then windows of at
+// most 4 steps close on the same step on every rank with every rank's
+// means; the timeline gets each rank's counter and the master's report.
+TEST(StragglerMonitor, GathersEveryRanksBreakdownOncePerWindow) {
   using std::chrono::milliseconds;
   const std::string trace = (std::filesystem::temp_directory_path() /
                              ("tnt_straggler_" + std::to_string(::getpid()) + ".json"))
@@ -126,42 +229,53 @@ TEST(StragglerMonitor, GathersEveryRanksMeansOncePerWindow) {
   tnt::comm::run_in_process(3, [&](const tnt::comm::ProcessGroup& g) {
     tnt::Timeline timeline(g, trace);
     tnt::train::StragglerMonitor monitor(g, 4, &timeline);
-    const int compute = g.rank() == 2 ? 30 : 10;
-    const int wait = g.rank() == 2 ? 0 : 20;
+    const auto begin = tnt::train::StragglerMonitor::Clock::now();
+    monitor.start(begin);
     std::vector<tnt::train::StepTimesWindow> windows;
-    for (int step = 0; step < 9; ++step) {
-      if (auto w = monitor.record(milliseconds(compute), milliseconds(wait))) windows.push_back(*w);
+    for (int step = 0; step < 10; ++step) {
+      tnt::train::StepSample s;
+      s.data = milliseconds(1);
+      s.compute = milliseconds(10);
+      s.wait = milliseconds(g.rank() == 2 ? 0 : 35);
+      s.end = begin + milliseconds(50 * (step + 1));  // rank 2: 39 ms other, the others 4
+      if (auto w = monitor.record(s)) windows.push_back(*w);
     }
     timeline.write();
     std::lock_guard<std::mutex> lock(mutex);
     seen[static_cast<std::size_t>(g.rank())] = windows;
   });
   for (const auto& windows : seen) {
-    ASSERT_EQ(windows.size(), 2u);  // steps 4 and 8; step 9 is in an open window
-    EXPECT_EQ(windows[0].step, 4);
-    EXPECT_EQ(windows[1].step, 8);
-    ASSERT_EQ(windows[1].ranks.size(), 3u);
+    ASSERT_EQ(windows.size(), 2u);  // steps 5 and 9; step 1 was the warm-up, 10 is open
+    EXPECT_EQ(windows[0].step, 5);
+    EXPECT_EQ(windows[1].step, 9);
     EXPECT_EQ(windows[1].steps, 4);
-    EXPECT_DOUBLE_EQ(windows[1].ranks[0].compute_ms, 10);
-    EXPECT_DOUBLE_EQ(windows[1].ranks[0].wait_ms, 20);
-    EXPECT_DOUBLE_EQ(windows[1].ranks[2].compute_ms, 30);
-    EXPECT_DOUBLE_EQ(windows[1].ranks[2].wait_ms, 0);
+    ASSERT_EQ(windows[1].ranks.size(), 3u);
+    for (int r = 0; r < 3; ++r) {
+      const RankStepTimes& t = windows[1].ranks[static_cast<std::size_t>(r)];
+      EXPECT_DOUBLE_EQ(t.data_ms, 1);
+      EXPECT_DOUBLE_EQ(t.compute_ms, 10);
+      EXPECT_DOUBLE_EQ(t.wait_ms, r == 2 ? 0 : 35);
+      // Less the monitor's own time after the last window's allgather.
+      EXPECT_NEAR(t.other_ms, r == 2 ? 39 : 4, 0.5);
+    }
   }
   std::stringstream text;
   text << std::ifstream(trace).rdbuf();
   std::filesystem::remove(trace);
   for (int r = 0; r < 3; ++r) {
     const std::string counter = "\"name\":\"step times (ms)\",\"ph\":\"C\"";
-    const std::string args =
-        r == 2 ? "{\"compute\":30.0,\"wait\":0.0}" : "{\"compute\":10.0,\"wait\":20.0}";
     EXPECT_NE(text.str().find(counter), std::string::npos) << text.str();
-    EXPECT_NE(text.str().find("\"pid\":" + std::to_string(r) + ",\"args\":" + args),
-              std::string::npos)
+    const std::string args =
+        "\"pid\":" + std::to_string(r) + ",\"args\":{\"compute\":10.0,\"data\":1.0,\"other\":";
+    EXPECT_NE(text.str().find(args), std::string::npos)
         << "rank " << r << "'s counter is missing:\n"
         << text.str();
+    EXPECT_NE(text.str().find(r == 2 ? "\"wait\":0.0}" : "\"wait\":35.0}"), std::string::npos);
   }
   // The report (rank 2, confirmed in the second window) marks the master's track.
   EXPECT_NE(text.str().find("rank 2 (host "), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("callbacks and other 39 ms"), std::string::npos) << text.str();
+  EXPECT_EQ(text.str().find("rank 0 (host "), std::string::npos) << text.str();
 }
 
 }  // namespace

@@ -75,11 +75,13 @@ struct Config {
   bool autotune = false;
   /// TNT_AUTOTUNE_LOG: also write the auto-tuning trials to this file (CSV).
   std::string autotune_log_path;
-  /// TNT_STRAGGLER_WINDOW (default 100; 0 = off): every this many training
-  /// steps the ranks share their mean compute and wait per step (one small
-  /// allgather), and the master logs a rank whose compute is persistently
-  /// slower than the others' (docs/performance.md, "Straggler report").
-  std::int64_t straggler_window = 100;
+  /// TNT_STRAGGLER_WINDOW (default 20; 0 = off): the longest straggler
+  /// window in training steps (a window also ends after about 10 s). Once per
+  /// window the ranks share their mean data, compute, other and wait per
+  /// step (one small allgather), and the master warns of a rank whose time
+  /// outside collectives is persistently longer than the others'
+  /// (docs/performance.md, "Straggler report").
+  std::int64_t straggler_window = 20;
   /// TNT_STDOUT_IS_TERMINAL (set by the launcher): whether the output the
   /// user reads is a terminal. Unset: the progress bar asks isatty().
   std::optional<bool> stdout_is_terminal;

@@ -27,8 +27,9 @@ inline constexpr const char kMallocTuning[] = "TNT_MALLOC_TUNING";
 inline constexpr const char kTimeline[] = "TNT_TIMELINE";
 inline constexpr const char kAutotune[] = "TNT_AUTOTUNE";
 inline constexpr const char kAutotuneLog[] = "TNT_AUTOTUNE_LOG";
-/// Steps per straggler window (0 = off): every rank's mean compute and wait
-/// are gathered once per window (docs/performance.md, "Straggler report").
+/// Steps per straggler window at most (0 = off; default 20, fewer for long
+/// steps): every rank's mean data, compute, other and wait per step are
+/// gathered once per window (docs/performance.md, "Straggler report").
 inline constexpr const char kStragglerWindow[] = "TNT_STRAGGLER_WINDOW";
 inline constexpr long long kMaxStragglerWindow = 1LL << 30;
 /// "true" when the launcher's standard output is a terminal (and rank 0's

@@ -6,9 +6,10 @@
 // Only the master rank writes, with the global values, unless
 // TNT_TENSORBOARD_ON_ALL_DEVICES=true: then every rank writes its own values
 // into <log_dir>/rank_<R>/. With the straggler report on
-// (TNT_STRAGGLER_WINDOW), every window's per-rank figures go to train/ as
-// "straggler/compute_ms/rank_<R>" and "straggler/wait_ms/rank_<R>". Files
-// are written on a background thread.
+// (TNT_STRAGGLER_WINDOW), every window's per-rank breakdown goes to train/ as
+// "straggler/<part>_ms/rank_<R>" for the parts data, compute, other (callbacks
+// and the rest outside collectives) and wait (in collectives). Files are
+// written on a background thread.
 #pragma once
 
 #include <cstdint>
@@ -81,8 +82,8 @@ class TensorBoard : public Callback, public train::StepTimesListener {
   void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
   void on_epoch_end(std::int64_t epoch, const Logs& logs) override;
   void on_train_end(const Logs& logs) override;
-  /// Every rank's mean compute and wait per step of a straggler window, at
-  /// step = training batches finished.
+  /// Every rank's mean data, compute, other and wait per step of a
+  /// straggler window, at step = training batches finished.
   void on_step_times(const train::StepTimesWindow& window) override;
 
   const TensorBoardOptions& options() const { return options_; }

@@ -1,8 +1,9 @@
 // What the straggler report measures, for whoever wants the figures beyond
-// the log line: every rank's mean compute and wait per training step over
-// one window of TNT_STRAGGLER_WINDOW steps (docs/performance.md, "Straggler report"). A callback
-// that also derives from StepTimesListener receives them after each window
-// on the ranks where it runs; the TensorBoard callback writes them as
+// the log line: every rank's mean time per training step over one window
+// (docs/performance.md, "Straggler report"), split into the parts outside
+// collectives (data, compute, callbacks and other) and the wait in them. A
+// callback that also derives from StepTimesListener receives them after each
+// window on the ranks where it runs; the TensorBoard callback writes them as
 // per-rank scalars.
 #pragma once
 
@@ -12,13 +13,26 @@
 namespace tnt::train {
 
 /// One rank's mean times per training step over a window, in milliseconds.
+/// The four parts add up to the rank's wall time per step (from one step's
+/// end to the next's).
 struct RankStepTimes {
+  /// Waiting for the next micro-batch from the input pipeline.
+  double data_ms = 0.0;
   /// Forward, backward and the optimizer step, less the time blocked in
-  /// collectives (waiting for data is not part of it).
+  /// collectives. Host clock: on a GPU, what the host spends launching the
+  /// work (docs/performance.md).
   double compute_ms = 0.0;
-  /// Blocked waiting for the gradient allreduce (and the step's other
-  /// collectives): long on the ranks that wait for a slower one.
+  /// Everything else outside collectives: callbacks (the progress bar,
+  /// TensorBoard, your own), the loop itself, a host read of the logs.
+  double other_ms = 0.0;
+  /// Blocked in the step's collectives (the gradient allreduce, a sharded
+  /// step's gather, deterministic mode's exact sum): long on the ranks that
+  /// wait for a slower one.
   double wait_ms = 0.0;
+
+  /// The time outside collectives: what the others wait for when it is
+  /// longer than theirs.
+  double outside_ms() const { return data_ms + compute_ms + other_ms; }
 };
 
 /// Every rank's figures after one window (the same on every rank).

@@ -1,30 +1,41 @@
 // The NCCL backend on a GPU machine, at any rank count with one
 // GPU per rank. Started by CTest as `tarantella -n 1 -x TNT_COMM_BACKEND=nccl
-// -- nccl_backend_test` (scripts/device-check.sh); on a cluster:
+// -- nccl_backend_test` (scripts/device-check.sh), through gpu_or_skip.sh; on
+// a cluster:
 //
 //   tarantella -n 8 -x TNT_COMM_BACKEND=nccl -x TNT_COMM_TIMEOUT=60 -- nccl_backend_test
 //
-// Inputs are small integers, so every result is exact and compared with
+// Inputs are small integers times powers of two (exact_values.h), so that
+// every result is exact in every dtype at up to 64 ranks and is compared with
 // equality. At 1 rank this proves the plumbing (communicator, streams,
-// events, every collective, splits, the abort path), not NCCL's arithmetic.
-// main() is tests/mpi/mpi_test_main.cpp (a failure on one rank ends the
-// job). Without a GPU the runtime refuses TNT_COMM_BACKEND=nccl ("this rank
-// trains on the CPU"), which CTest reports as a skip.
+// events, every collective, splits, the abort path, a fit on the rank's
+// GPU), not NCCL's arithmetic. main() is tests/mpi/mpi_test_main.cpp (a
+// failure on one rank ends the job). Without a GPU device on the machine
+// gpu_or_skip.sh reports the test skipped; with one that LibTorch cannot use
+// (the runtime refuses TNT_COMM_BACKEND=nccl: "this rank trains on the
+// CPU"), it fails.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <set>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/torch.h>
 
 #include <tarantella/tarantella.h>
+
+#include "exact_values.h"
 
 namespace {
 
@@ -34,9 +45,13 @@ torch::Device gpu() {
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(tnt::world().local_rank()));
 }
 
-// rank r contributes (r + 1) * (1, 2, ..., count).
+using tnt_test::Combine;
+using tnt_test::exact_input;
+using tnt_test::exact_result;
+
+// Rank `rank`'s input in `dtype` on this rank's GPU (exact_values.h).
 torch::Tensor ramp(std::int64_t count, int rank, torch::ScalarType dtype) {
-  return (torch::arange(1, count + 1, torch::kInt64) * (rank + 1)).to(dtype).to(gpu());
+  return exact_input(count, rank, dtype).to(dtype).to(gpu());
 }
 
 TEST(NcclBackend, TheWorldIsAnNcclGroup) {
@@ -44,28 +59,76 @@ TEST(NcclBackend, TheWorldIsAnNcclGroup) {
       << tnt::world().describe();
 }
 
+// The device each rank used: its own GPU (cuda:local_rank), no two ranks of
+// a host on the same one (NCCL refuses that), and a model built here trains
+// there and stays there.
+TEST(NcclBackend, EachRankTrainsOnAGpuOfItsOwn) {
+  ASSERT_TRUE(torch::cuda::is_available()) << "LibTorch sees no GPU on rank " << tnt::get_rank();
+  const int local = tnt::world().local_rank();
+  ASSERT_LT(local, static_cast<int>(torch::cuda::device_count()))
+      << "rank " << tnt::get_rank() << " is local rank " << local << " of a host with "
+      << torch::cuda::device_count() << " visible GPU(s)";
+  cudaDeviceProp properties{};
+  ASSERT_EQ(cudaGetDeviceProperties(&properties, gpu().index()), cudaSuccess);
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  std::printf("rank %d of %d on host %s: %s (%s)\n", tnt::get_rank(), tnt::get_size(), host,
+              gpu().str().c_str(), properties.name);
+
+  torch::manual_seed(1);
+  tnt::Model model(torch::nn::Linear(4, 2));
+  EXPECT_EQ(model.device(), gpu());
+  model.compile(tnt::CompileOptions()
+                    .optimizer(tnt::optimizers::SGD(0.1))
+                    .loss(tnt::losses::MeanSquaredError()));
+  const torch::Tensor x = torch::randn({32, 4}, at::detail::createCPUGenerator(2));
+  const auto history = model.fit(
+      tnt::data::Dataset::from_tensor_slices({x, x.narrow(1, 0, 2) * 2}).batch(8),
+      tnt::FitOptions().epochs(2).verbose(0));
+  EXPECT_LT(history.history.at("loss").back(), history.history.at("loss").front());
+  for (const auto& [name, p] : model.named_parameters()) {
+    EXPECT_EQ(p.device(), gpu()) << name;
+  }
+
+  // (host, GPU) of every rank: no pair twice.
+  const auto host_id = static_cast<std::int64_t>(std::hash<std::string>{}(host) >> 1);
+  const std::int64_t index = gpu().index();
+  const torch::Tensor all =
+      tnt::world().allgather(torch::tensor({host_id, index}, torch::kInt64).view({1, 2}));
+  std::set<std::pair<std::int64_t, std::int64_t>> seen;
+  for (int q = 0; q < tnt::get_size(); ++q) {
+    const std::int64_t host_q = all[q][0].item<std::int64_t>();
+    const std::int64_t gpu_q = all[q][1].item<std::int64_t>();
+    EXPECT_TRUE(seen.insert({host_q, gpu_q}).second)
+        << "rank " << q << " shares cuda:" << gpu_q << " with another rank of its host";
+  }
+}
+
 TEST(NcclBackend, AllreduceEveryDtypeAndOpExactly) {
   const int n = tnt::get_size();
   const int r = tnt::get_rank();
   const std::int64_t count = 1000;
-  const torch::Tensor base = torch::arange(1, count + 1, torch::kInt64);
   for (auto dtype : {torch::kFloat32, torch::kFloat64, torch::kFloat16, torch::kBFloat16,
                      torch::kInt32, torch::kInt64, torch::kUInt8}) {
     SCOPED_TRACE(c10::toString(dtype));
-    const std::int64_t small = dtype == torch::kUInt8 ? 2 : count;  // sums stay in range
-    torch::Tensor sum = ramp(small, r, dtype);
-    tnt::world().allreduce(sum, ReduceOp::Sum);
-    EXPECT_TRUE(torch::equal(sum.cpu(), (base.narrow(0, 0, small) * (n * (n + 1) / 2)).to(dtype)));
-    torch::Tensor max = ramp(small, r, dtype);
-    tnt::world().allreduce(max, ReduceOp::Max);
-    EXPECT_TRUE(torch::equal(max.cpu(), (base.narrow(0, 0, small) * n).to(dtype)));
-    torch::Tensor min = ramp(small, r, dtype);
-    tnt::world().allreduce(min, ReduceOp::Min);
-    EXPECT_TRUE(torch::equal(min.cpu(), base.narrow(0, 0, small).to(dtype)));
+    for (const auto& [op, how] : {std::pair{ReduceOp::Sum, Combine::Sum},
+                                  std::pair{ReduceOp::Max, Combine::Max},
+                                  std::pair{ReduceOp::Min, Combine::Min}}) {
+      torch::Tensor t = ramp(count, r, dtype);
+      tnt::world().allreduce(t, op);
+      ASSERT_EQ(t.device(), gpu());
+      ASSERT_EQ(t.scalar_type(), dtype);
+      EXPECT_TRUE(torch::equal(t.cpu(), exact_result(count, n, dtype, how)))
+          << "op " << static_cast<int>(how) << " at " << n << " ranks";
+    }
   }
+  // Average is the exact sum divided by the group's size on the device, as
+  // the backend does it (nccl_plan.h): the same division here.
   torch::Tensor avg = ramp(count, r, torch::kFloat64);
   tnt::world().allreduce(avg, ReduceOp::Average);
-  EXPECT_TRUE(torch::equal(avg.cpu(), base.to(torch::kFloat64) * (n + 1) / 2.0));
+  torch::Tensor want = exact_result(count, n, torch::kFloat64, Combine::Sum).to(gpu());
+  if (n > 1) want.div_(n);
+  EXPECT_TRUE(torch::equal(avg, want));
   torch::Tensor flags = torch::tensor({r == 0, true, false}, torch::kBool).to(gpu());
   torch::Tensor any = flags.clone();
   tnt::world().allreduce(flags, ReduceOp::Min);
@@ -89,7 +152,7 @@ TEST(NcclBackend, BroadcastAllgatherAllgathervReduceScatter) {
   const int r = tnt::get_rank();
   torch::Tensor b = ramp(100, r, torch::kFloat32);
   tnt::world().broadcast(b, n - 1);
-  EXPECT_TRUE(torch::equal(b.cpu(), ramp(100, n - 1, torch::kFloat32).cpu()));
+  EXPECT_TRUE(torch::equal(b.cpu(), exact_input(100, n - 1, torch::kFloat32).to(torch::kFloat32)));
 
   const torch::Tensor g = tnt::world().allgather(torch::full({2, 3}, r, torch::kInt64).to(gpu()));
   ASSERT_EQ(g.size(0), 2 * n);

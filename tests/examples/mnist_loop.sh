@@ -10,6 +10,8 @@
 #    3 ranks 3e-8 after 30 batches, 1.4e-5 after 50, 6e-4 after 100).
 #  * Accuracy: after one whole epoch the twin's test accuracy must reach the
 #    plain loop's (within 0.005).
+# Both on the CPU (--no-gpu for the twin's job: its tensors never leave the
+# CPU, and the world group then stays on MPI where a GPU node has GPUs).
 #   mnist_loop.sh PYTHON LAUNCHER PLAIN DISTRIBUTED WORKDIR
 set -euo pipefail
 python=$1 launcher=$2 plain=$3 distributed=$4 work=$5
@@ -22,8 +24,8 @@ done
 OMP_NUM_THREADS=1 "$plain" "$work/data" 1 "$work/plain.pt" 30 > "$work/plain30.log"
 OMP_NUM_THREADS=1 "$plain" "$work/data" 1 "$work/plain_epoch.pt" | tee "$work/plain.log"
 for n in 2 3; do
-  "$launcher" -n "$n" -- "$distributed" "$work/data" 1 "$work/n$n.pt" 30 > "$work/n${n}_30.log"
-  "$launcher" -n "$n" -- "$distributed" "$work/data" 1 "$work/n${n}_epoch.pt" | tee "$work/n$n.log"
+  "$launcher" -n "$n" --no-gpu -- "$distributed" "$work/data" 1 "$work/n$n.pt" 30 > "$work/n${n}_30.log"
+  "$launcher" -n "$n" --no-gpu -- "$distributed" "$work/data" 1 "$work/n${n}_epoch.pt" | tee "$work/n$n.log"
 done
 "$python" - "$work" <<'PY'
 import re, sys, torch

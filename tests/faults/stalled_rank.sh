@@ -5,13 +5,14 @@
 # TNT_COMM_TIMEOUT=5, with a message naming that rank, whether the rank
 # stopped between collectives (the handshake times out) or inside one (the
 # payload watchdog times out). PROGRAM prints a line starting with "Epoch 1/"
-# once it is running.
+# once it is running. On the CPU (--no-gpu) whatever the machine has: the
+# watchdogs under test are those of the MPI transport.
 set -u
 launcher=$1; victim=$2; lenet5=$3; shift 3
 fail() { echo "FAIL: $*"; [ -n "${pid:-}" ] && kill -KILL "$pid" 2>/dev/null; exit 1; }
 log=$(mktemp)
 marker="tnt-stall-$$-$RANDOM"
-"$launcher" -n 2 -x TNT_COMM_TIMEOUT=5 -x "TNT_TEST_MARKER=$marker" -- "$lenet5" "$@" \
+"$launcher" -n 2 --no-gpu -x TNT_COMM_TIMEOUT=5 -x "TNT_TEST_MARKER=$marker" -- "$lenet5" "$@" \
   > "$log" 2>&1 &
 job=$!
 for _ in $(seq 600); do grep -q "^Epoch 1/" "$log" && break; sleep 0.1; done

@@ -9,6 +9,8 @@
 #   cxx      the C++ function it is stuck in (PROGRAM: stuck_rank)
 #   stopped  the Python rank is also stopped (SIGSTOP): the report says that
 #            its stack is not available, without waiting for it
+# On the CPU (--no-gpu) whatever the machine has: the programs use host
+# tensors only, and the reports under test are the MPI transport's.
 set -u
 launcher=$1; kind=$2; shift 2
 timeout_s=3
@@ -39,7 +41,7 @@ PY
   command=("$python" "$program")
 fi
 ranks=2; [ "$kind" = python_n3 ] && ranks=3
-"$launcher" -n $ranks -x TNT_COMM_TIMEOUT=$timeout_s -x "TNT_TEST_MARKER=$marker" -- "${command[@]}" \
+"$launcher" -n $ranks --no-gpu -x TNT_COMM_TIMEOUT=$timeout_s -x "TNT_TEST_MARKER=$marker" -- "${command[@]}" \
   >"$log" 2>&1 </dev/null &
 job=$!
 for _ in $(seq 600); do grep -q "rank 1 is stuck now" "$log" && break; sleep 0.1; done

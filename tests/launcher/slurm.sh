@@ -10,8 +10,10 @@ cd "$WORK" || exit 1
 printf '#!/bin/sh\n' >prog && chmod +x prog
 
 in_job() {  # runs the launcher in a fake job: 3 tasks on 2 nodes (2 + 1)
+  # No GPUs, as on the nodes of the fake job: the machine running the test
+  # may have some (the launcher would then place ranks by GPU count).
   SLURM_JOB_ID=42 SLURM_JOB_NODELIST='node[01-02]' SLURM_TASKS_PER_NODE='2,1' SLURM_NTASKS=3 \
-    run "$@"
+    run --assume-gpus 0 "$@"
 }
 
 in_job --dry-run -- ./prog

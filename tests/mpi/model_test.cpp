@@ -1,7 +1,8 @@
 // tnt::Model at N ranks against serial training in plain LibTorch on the
 // same global batches: weights, loss/metric logs, evaluate and predict must
 // agree up to float rounding, for batches not divisible by N and a short last
-// batch with fewer samples than ranks.
+// batch with fewer samples than ranks. The serial run is on the model's
+// device (a GPU where the launcher gave one: tiny_training.h).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -23,8 +24,8 @@ namespace data = tnt::data;
 TEST(Model, FitMatchesSerialTrainingAtAnyRankCount) {
   for (bool shuffle : {false, true}) {
     const data::Dataset train = train_set(8, shuffle);
-    const Reference ref = serial(train, 2);
     tnt::Model model(make_net());
+    const Reference ref = serial(train, 2, nullptr, model.device());
     model.compile(options());
     const auto history = model.fit(train, tnt::FitOptions().epochs(2).verbose(0));
     EXPECT_LE(max_rel_diff(ref.weights, params_of(model)), 1e-5) << "shuffle=" << shuffle;
@@ -47,9 +48,9 @@ TEST(Model, WeightsAreBitwiseIdenticalOnAllRanksAfterTraining) {
 }
 
 TEST(Model, StartsFromTheMastersWeightsWhateverEachRankInitialized) {
-  const Reference ref = serial(train_set(8, false), 1);  // from seed 5
   // Every rank but the master starts from different random weights.
   tnt::Model model(make_net(tnt::is_master_rank() ? 5 : 100 + tnt::get_rank()));
+  const Reference ref = serial(train_set(8, false), 1, nullptr, model.device());  // from seed 5
   model.compile(options());
   model.fit(train_set(8, false), tnt::FitOptions().epochs(1).verbose(0));
   EXPECT_LE(max_rel_diff(ref.weights, params_of(model)), 1e-5);
@@ -58,28 +59,31 @@ TEST(Model, StartsFromTheMastersWeightsWhateverEachRankInitialized) {
 TEST(Model, EvaluateEqualsSerialEvaluation) {
   Mlp reference = make_net();
   tnt::Model model(make_net());
+  reference->to(model.device());
   model.compile(options());
   const auto results = model.evaluate(train_set(7, false));
   torch::NoGradGuard no_grad;
   auto all = samples().batch(kSamples).iterate(0).next();
-  const torch::Tensor out = reference->forward((*all)[0]);
-  EXPECT_NEAR(results.at("loss"),
-              torch::nn::functional::cross_entropy(out, (*all)[1]).item<double>(), 1e-5);
+  const torch::Tensor y = (*all)[1].to(model.device());
+  const torch::Tensor out = reference->forward((*all)[0].to(model.device()));
+  EXPECT_NEAR(results.at("loss"), torch::nn::functional::cross_entropy(out, y).item<double>(),
+              1e-5);
   EXPECT_DOUBLE_EQ(results.at("sparse_categorical_accuracy"),
-                   out.argmax(-1).eq((*all)[1]).sum().item<double>() / kSamples);
+                   out.argmax(-1).eq(y).sum().item<double>() / kSamples);
 }
 
 TEST(Model, PredictReturnsEveryOutputInDatasetOrder) {
   Mlp reference = make_net();
   tnt::Model model(make_net());
+  reference->to(model.device());
   model.compile(options());
   const torch::Tensor got =
       model.predict(train_set(9, false), tnt::PredictOptions().on_all_ranks(true));
   torch::NoGradGuard no_grad;
   auto all = samples().batch(kSamples).iterate(0).next();
-  const torch::Tensor expected = reference->forward((*all)[0]);
+  const torch::Tensor expected = reference->forward((*all)[0].to(model.device())).cpu();
   ASSERT_EQ(got.sizes(), expected.sizes());
-  EXPECT_TRUE(torch::allclose(got, expected, 1e-6, 1e-6));
+  EXPECT_TRUE(torch::allclose(got.cpu(), expected, 1e-6, 1e-6));
   // Only the master gets it by default.
   const torch::Tensor master_only = model.predict(train_set(9, false));
   EXPECT_EQ(master_only.defined(), tnt::is_master_rank());
@@ -87,8 +91,8 @@ TEST(Model, PredictReturnsEveryOutputInDatasetOrder) {
 
 TEST(Model, GradientAccumulationOfTwoEqualsOneStepOnTheDoubledBatch) {
   // Batches of 5 accumulated in pairs == batches of 10 (50 samples: 5 steps).
-  const Reference ref = serial(train_set(10, false), 1);
   tnt::Model model(make_net());
+  const Reference ref = serial(train_set(10, false), 1, nullptr, model.device());
   model.compile(options().aggregation_frequency(2));
   model.fit(train_set(5, false), tnt::FitOptions().epochs(1).verbose(0));
   EXPECT_LE(max_rel_diff(ref.weights, params_of(model)), 1e-5);

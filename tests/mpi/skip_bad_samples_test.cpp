@@ -69,8 +69,8 @@ TEST(SkipBadSamples, FitWeightsEachStepByTheSamplesThatRemain) {
   for (bool shuffle : {false, true}) {
     SCOPED_TRACE(shuffle ? "shuffled" : "in order");
     const data::Dataset train = image_set(list, shuffle).batch(8);
-    const Reference ref = serial(train, 2);
     tnt::Model model(make_net());
+    const Reference ref = serial(train, 2, nullptr, model.device());  // on the model's device
     model.compile(options());
     const auto history = model.fit(train, tnt::FitOptions().epochs(2).verbose(0));
     EXPECT_LE(max_rel_diff(ref.weights, params_of(model)), 1e-6);
@@ -93,14 +93,16 @@ TEST(SkipBadSamples, EvaluateAveragesOverTheSamplesThatRemain) {
   const data::ImageList list = write_images(dir);
   Mlp reference = make_net();
   tnt::Model model(make_net());
+  reference->to(model.device());
   model.compile(options());
   const auto results = model.evaluate(image_set(list, false).batch(8));
   torch::NoGradGuard no_grad;
   auto all = image_set(list, false).batch(kImages).iterate(0).next();
   ASSERT_EQ((*all)[1].size(0), kImages - static_cast<std::int64_t>(kBad.size()));
-  const torch::Tensor out = reference->forward((*all)[0]);
+  const torch::Tensor out = reference->forward((*all)[0].to(model.device()));
+  const torch::Tensor labels = (*all)[1].to(model.device());
   EXPECT_NEAR(results.at("loss"),
-              torch::nn::functional::cross_entropy(out, (*all)[1]).item<double>(), 1e-6);
+              torch::nn::functional::cross_entropy(out, labels).item<double>(), 1e-6);
   remove_dir(dir);
 }
 

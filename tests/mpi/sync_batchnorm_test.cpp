@@ -7,7 +7,8 @@
 //    weights and running statistics of a plain LibTorch loop with BatchNorm,
 //    for the three ways to get SyncBatchNorm: the drop-in module in a user's
 //    class, convert_sync_batchnorm on a torch::nn::Sequential, and the layer
-//    registry.
+//    registry. The plain loop runs on the model's device (a GPU where the
+//    launcher gave one; TF32 is off in these tests: mpi_test_main.cpp).
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -110,18 +111,19 @@ double sbn_worst(const std::vector<torch::Tensor>& got, const std::vector<torch:
   return worst;
 }
 
-// Plain LibTorch: mean cross-entropy over each global batch, SGD.
+// Plain LibTorch on `device`: mean cross-entropy over each global batch, SGD.
 std::vector<torch::Tensor> sbn_serial(torch::nn::Module& net,
                                       const std::function<torch::Tensor(torch::Tensor)>& forward,
-                                      int epochs) {
+                                      int epochs, torch::Device device) {
+  net.to(device);
   torch::optim::SGD opt(net.parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
   const tnt::data::Dataset train = sbn_train_set();
   net.train();
   for (int e = 0; e < epochs; ++e) {
     auto it = train.iterate(e);
     while (auto batch = it.next()) {
-      const torch::Tensor loss =
-          torch::nn::functional::cross_entropy(forward((*batch)[0]), (*batch)[1]);
+      const torch::Tensor loss = torch::nn::functional::cross_entropy(
+          forward((*batch)[0].to(device)), (*batch)[1].to(device));
       opt.zero_grad();
       loss.backward();
       opt.step();
@@ -145,37 +147,42 @@ std::vector<torch::Tensor> sbn_fit(tnt::Model& model, torch::nn::Module& net, in
 TEST(SyncBatchNormMpi, DropInModuleTrainsLikeSerialBatchNorm) {
   torch::manual_seed(21);
   auto serial = std::make_shared<SerialNet>();
-  const auto want = sbn_serial(*serial, [&](torch::Tensor x) { return serial->forward(x); }, 2);
   torch::manual_seed(21);
   auto sync = std::make_shared<SyncNet>();
   tnt::Model model(sync);
+  const auto want = sbn_serial(
+      *serial, [&](torch::Tensor x) { return serial->forward(x); }, 2, model.device());
   EXPECT_LE(sbn_worst(sbn_fit(model, *sync, 2), want), 1e-5);
 }
 
 TEST(SyncBatchNormMpi, ConvertedSequentialTrainsLikeSerialBatchNorm) {
   torch::manual_seed(22);
   torch::nn::Sequential serial = sbn_sequential();
-  const auto want = sbn_serial(*serial, [&](torch::Tensor x) { return serial->forward(x); }, 2);
   torch::manual_seed(22);
   torch::nn::Sequential converted = sbn_sequential();
   EXPECT_EQ(tnt::nn::convert_sync_batchnorm(*converted), 2u);
   tnt::Model model(converted);
+  const auto want = sbn_serial(
+      *serial, [&](torch::Tensor x) { return serial->forward(x); }, 2, model.device());
   EXPECT_LE(sbn_worst(sbn_fit(model, *converted, 2), want), 1e-5);
 }
 
 TEST(SyncBatchNormMpi, RegistryLayerTrainsLikeSerialBatchNorm) {
   torch::manual_seed(23);
   L::Sequential serial = sbn_registry(false);
-  const auto want = sbn_serial(*serial, [&](torch::Tensor x) { return serial->forward(x); }, 2);
   torch::manual_seed(23);
   L::Sequential sync = sbn_registry(true);
   tnt::Model model(sync);
+  const auto want = sbn_serial(
+      *serial, [&](torch::Tensor x) { return serial->forward(x); }, 2, model.device());
   EXPECT_LE(sbn_worst(sbn_fit(model, *sync, 2), want), 1e-5);
   // Evaluation uses the running statistics: the serial network's result.
   serial->eval();
   const auto all = sbn_samples();
+  const torch::Device device = model.device();
   const double loss =
-      torch::nn::functional::cross_entropy(serial->forward(all[0]), all[1]).item<double>();
+      torch::nn::functional::cross_entropy(serial->forward(all[0].to(device)), all[1].to(device))
+          .item<double>();
   EXPECT_NEAR(model.evaluate(sbn_train_set()).at("loss"), loss, 1e-5);
 }
 

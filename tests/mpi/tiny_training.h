@@ -2,6 +2,12 @@
 // dataset of 50 samples (batch 8: six full batches and a short one of 2,
 // fewer samples than ranks at N = 3, 4), and serial training of the same
 // network in plain LibTorch as the reference.
+//
+// On a machine with a GPU a tnt::Model trains on it (cuda:local_rank) unless
+// the launcher says --no-gpu. The serial reference then runs on the model's
+// device (serial(..., model.device())), so that the comparison is of the
+// data-parallel arithmetic, not of two devices' kernels; max_rel_diff
+// compares on the CPU, whatever the devices of its arguments.
 #pragma once
 
 #include <unistd.h>
@@ -59,10 +65,13 @@ struct Reference {
   std::vector<double> epoch_loss, epoch_accuracy;
 };
 
-// Serial training in plain LibTorch over the dataset's global batches.
+// Serial training in plain LibTorch over the dataset's global batches, on
+// `device` (the tnt::Model's it is compared with).
 inline Reference serial(const data::Dataset& train, int epochs,
-                        const std::function<double(int)>& lr_of_epoch = nullptr) {
+                        const std::function<double(int)>& lr_of_epoch = nullptr,
+                        torch::Device device = torch::kCPU) {
   Mlp net = make_net();
+  net->to(device);
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   Reference ref;
   for (int e = 0; e < epochs; ++e) {
@@ -72,11 +81,12 @@ inline Reference serial(const data::Dataset& train, int epochs,
     double loss_sum = 0, correct = 0, count = 0;
     auto it = train.iterate(e);
     while (auto batch = it.next()) {
-      const torch::Tensor out = net->forward((*batch)[0]);
-      const torch::Tensor loss = torch::nn::functional::cross_entropy(out, (*batch)[1]);
-      loss_sum += loss.item<double>() * (*batch)[1].size(0);
-      correct += out.argmax(-1).eq((*batch)[1]).sum().item<double>();
-      count += static_cast<double>((*batch)[1].size(0));
+      const torch::Tensor x = (*batch)[0].to(device), y = (*batch)[1].to(device);
+      const torch::Tensor out = net->forward(x);
+      const torch::Tensor loss = torch::nn::functional::cross_entropy(out, y);
+      loss_sum += loss.item<double>() * y.size(0);
+      correct += out.argmax(-1).eq(y).sum().item<double>();
+      count += static_cast<double>(y.size(0));
       opt.zero_grad();
       loss.backward();
       opt.step();
@@ -91,8 +101,10 @@ inline Reference serial(const data::Dataset& train, int epochs,
 inline double max_rel_diff(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
   double worst = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    const double scale = std::max(1.0, a[i].abs().max().item<double>());
-    worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>() / scale);
+    const torch::Tensor x = a[i].detach().to(torch::kCPU, torch::kFloat64);
+    const torch::Tensor y = b[i].detach().to(torch::kCPU, torch::kFloat64);
+    const double scale = std::max(1.0, x.abs().max().item<double>());
+    worst = std::max(worst, (x - y).abs().max().item<double>() / scale);
   }
   return worst;
 }

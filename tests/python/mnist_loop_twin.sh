@@ -9,7 +9,9 @@
 # What remains is the rounding of splitting the batch itself: a serial torch
 # loop that computes each batch's gradient as 2 (3) weighted halves (thirds)
 # differs from the plain loop by the same 4.05e-6 (8.9e-8) as the twin at 2
-# (3) ranks, to all printed digits.
+# (3) ranks, to all printed digits. The twin's job runs with --no-gpu: its
+# tensors never leave the CPU (the plain loop's device), and the world group
+# then stays on MPI where a GPU node has GPUs.
 #   mnist_loop_twin.sh LAUNCHER PYTHON BUILD_PYTHON_DIR EXAMPLES_DIR
 set -u
 LAUNCHER=$1 PY=$2 EX=$4
@@ -35,7 +37,7 @@ ARGS=(--epochs 1 --max-steps 30 --test-batch-size 100 --log-interval 10)
 OMP_NUM_THREADS=1 "$PY" "$EX/mnist_loop.py" "${ARGS[@]}" --save-model "$WORK/plain.pt" >"$WORK/plain.log" 2>&1 \
   || { fail "plain loop failed"; cat "$WORK/plain.log"; }
 for n in 2 3; do
-  if OMP_NUM_THREADS=1 "$LAUNCHER" -n "$n" -- "$PY" "$EX/mnist_loop_tnt.py" "${ARGS[@]}" --save-model "$WORK/tnt$n.pt" \
+  if OMP_NUM_THREADS=1 "$LAUNCHER" -n "$n" --no-gpu -- "$PY" "$EX/mnist_loop_tnt.py" "${ARGS[@]}" --save-model "$WORK/tnt$n.pt" \
        >"$WORK/tnt$n.log" 2>&1; then
     pass "twin runs at $n ranks"
   else

@@ -8,6 +8,9 @@
 #    1 rank and within 1e-6 at 2;
 #  * its deterministic mode gives bitwise equal weight files at 1, 2 and 4
 #    ranks (cmp).
+# Every run on the CPU (--no-gpu), whatever the machine has: the truth is a
+# CPU loop, and bitwise equality across rank counts and front ends needs one
+# device for all of them.
 #   one_engine.sh LAUNCHER PYTHON BUILD_PYTHON_DIR LENET5_BINARY EXAMPLES_PYTHON_DIR
 set -u
 LAUNCHER=$1 PY=$2 LENET5=$4 EXAMPLE=$5/lenet5.py
@@ -65,7 +68,7 @@ for step in range(30):
 torch.save(net.state_dict(), sys.argv[3])
 EOF
 for ranks in 1 2 3 4; do
-  timeout 240 "$LAUNCHER" -n "$ranks" -- "$PY" "$EXAMPLE" --epochs 1 --train-size 1920 \
+  timeout 240 "$LAUNCHER" -n "$ranks" --no-gpu -- "$PY" "$EXAMPLE" --epochs 1 --train-size 1920 \
       --val-size 0 --test-size 200 --no-shuffle --verbose 0 --init-weights "$WORK/init.pt" \
       --save-weights "$WORK/steps30_$ranks.pt" >"$WORK/py.log" 2>&1 \
     || { fail "30 steps at $ranks ranks"; cat "$WORK/py.log"; continue; }
@@ -78,10 +81,10 @@ done
 
 for ranks in 1 2; do
   tol=$([ "$ranks" = 1 ] && echo 0 || echo 1e-6)
-  timeout 240 "$LAUNCHER" -n "$ranks" -- "$LENET5" "${COMMON[@]}" \
+  timeout 240 "$LAUNCHER" -n "$ranks" --no-gpu -- "$LENET5" "${COMMON[@]}" \
       --init-weights "$WORK/init.pt" --save-weights "$WORK/cpp$ranks.pt" >"$WORK/cpp.log" 2>&1 \
     || { fail "C++ example at $ranks ranks"; cat "$WORK/cpp.log"; continue; }
-  timeout 240 "$LAUNCHER" -n "$ranks" -- "$PY" "$EXAMPLE" "${COMMON[@]}" \
+  timeout 240 "$LAUNCHER" -n "$ranks" --no-gpu -- "$PY" "$EXAMPLE" "${COMMON[@]}" \
       --init-weights "$WORK/init.pt" --save-weights "$WORK/py$ranks.pt" >"$WORK/py.log" 2>&1 \
     || { fail "Python example at $ranks ranks"; cat "$WORK/py.log"; continue; }
   if [ "$ranks" = 1 ] && cmp -s "$WORK/cpp1.pt" "$WORK/py1.pt"; then
@@ -94,7 +97,7 @@ for ranks in 1 2; do
 done
 
 for ranks in 1 2 4; do
-  timeout 240 "$LAUNCHER" -n "$ranks" -- "$PY" "$EXAMPLE" "${COMMON[@]}" --deterministic 4 \
+  timeout 240 "$LAUNCHER" -n "$ranks" --no-gpu -- "$PY" "$EXAMPLE" "${COMMON[@]}" --deterministic 4 \
       --init-weights "$WORK/init.pt" --save-weights "$WORK/det$ranks.pt" >"$WORK/det.log" 2>&1 \
     || { fail "deterministic run at $ranks ranks"; cat "$WORK/det.log"; }
 done

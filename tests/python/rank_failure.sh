@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A Python exception on one rank ends the whole job within seconds, naming
 # the rank, printed once, with a non-zero exit and no traceback from the
-# other ranks. Also: KeyboardInterrupt, and a clean job exits 0.
+# other ranks. Also: KeyboardInterrupt, and a clean job exits 0. On the CPU
+# (--no-gpu) whatever the machine has: the scripts use host tensors only.
 #   rank_failure.sh LAUNCHER PYTHON BUILD_PYTHON_DIR
 set -u
 LAUNCHER=$1 PY=$2
@@ -15,7 +16,7 @@ pass() { echo "PASS: $*"; }
 run() {  # run SCRIPT_TEXT RANKS
   printf '%s\n' "$1" >"$WORK/script.py"
   local start=$(date +%s%N)
-  "$LAUNCHER" -n "$2" -- "$PY" "$WORK/script.py" >"$WORK/out" 2>"$WORK/err" </dev/null
+  "$LAUNCHER" -n "$2" --no-gpu -- "$PY" "$WORK/script.py" >"$WORK/out" 2>"$WORK/err" </dev/null
   STATUS=$?
   MS=$(( ($(date +%s%N) - start) / 1000000 ))
   ERR=$(cat "$WORK/err")

@@ -1,6 +1,9 @@
 """tnt.Model on the C++ engine, at every rank count of the job: the weights of an
 independent serial torch loop, Keras's fit/evaluate/predict results, Python
-callbacks with global logs and the stop vote, weight files, and bad input."""
+callbacks with global logs and the stop vote, weight files, and bad input.
+
+The model trains on the device the launcher gave the rank (a GPU where there
+is one; the serial loops run on the CPU): results are compared on the CPU."""
 import copy
 import os
 import tempfile
@@ -62,8 +65,17 @@ def serial_sgd(net, data, batch, steps, lr=0.1, momentum=0.5):
 
 
 def max_rel_diff(a, b):
+    """Worst relative difference of two lists of tensors, on the CPU in float64
+    (one side may be a model's, on its GPU)."""
+    a = [p.detach().cpu().double() for p in a]
+    b = [q.detach().cpu().double() for q in b]
     return max(((p - q).abs().max() / max(1.0, p.abs().max())).item()
                for p, q in zip(a, b))
+
+
+def device_of(model):
+    """Where a tnt.Model trains: its module's device (cuda:local_rank on a GPU)."""
+    return next(model.module.parameters()).device
 
 
 def compiled(net, metrics=("sparse_categorical_accuracy",), **settings):
@@ -92,7 +104,7 @@ def test_history_evaluate_and_predict_are_global():
     assert len(history.history["loss"]) == 2 and history.epoch == [0, 1]
     loss, accuracy = model.evaluate(data, batch_size=32)
     with torch.no_grad():
-        out = model.module(data.x)
+        out = model.module(data.x.to(device_of(model))).cpu()
     expected_loss = torch.nn.functional.cross_entropy(out, data.y).item()
     expected_acc = (out.argmax(1) == data.y).double().mean().item()
     assert loss == pytest.approx(expected_loss, rel=1e-5)
@@ -100,7 +112,7 @@ def test_history_evaluate_and_predict_are_global():
     assert model.evaluate(data, batch_size=32, return_dict=True)["loss"] == pytest.approx(loss)
     predicted = model.predict(data.x, batch_size=20)
     assert predicted.shape == (125, 5)
-    assert torch.allclose(predicted, out, atol=1e-6)
+    assert torch.allclose(predicted.cpu(), out, atol=1e-6)
 
 
 def test_python_callbacks_see_global_logs_and_one_rank_stops_all():
@@ -236,8 +248,9 @@ def test_weights_round_trip_through_torch_save_files():
     for a, b in zip(model.get_weights(), other.get_weights()):
         assert torch.equal(a, b)
     if tnt.is_master_rank():
-        state = torch.load(path)
-        assert torch.equal(state["fc2.weight"], model.module.fc2.weight.detach())
+        state = torch.load(path)   # written from the CPU, whatever the model's device
+        assert state["fc2.weight"].device == torch.device("cpu")
+        assert torch.equal(state["fc2.weight"], model.module.fc2.weight.detach().cpu())
 
 
 def test_a_non_module_is_refused_with_the_fix():

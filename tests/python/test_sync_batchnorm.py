@@ -3,8 +3,9 @@ the job: each rank's forward/backward on its micro-batch gives what torch's
 BatchNorm gives on the whole global batch in one process (outputs, input
 and parameter gradients, running statistics), also with uneven and empty
 micro-batches; tnt.Model.fit of a small CNN with BatchNorm gives the weights
-of a serial torch loop; a short last batch with an empty micro-batch does
-not hang; bad input is a tnt.Error."""
+of a serial torch loop (on the CPU; the model on its rank's GPU where there
+is one, compared on the CPU); a short last batch with an empty micro-batch
+does not hang; bad input is a tnt.Error."""
 import copy
 import io
 
@@ -24,6 +25,8 @@ def share(batch, rank, size):
 
 
 def rel(a, b):
+    """On the CPU: a model's state may be on its GPU, the serial loop's is not."""
+    a, b = a.detach().cpu(), b.detach().cpu()
     return ((a - b).abs().max() / max(1.0, b.abs().max().item())).item() if a.numel() else 0.0
 
 

@@ -23,11 +23,14 @@
 
 namespace tnt_test {
 
-/// Worst relative difference: max |got - want| / max |want| (0 for empty tensors).
+/// Worst relative difference: max |got - want| / max |want| (0 for empty
+/// tensors), on the CPU in want's dtype whatever the devices of the two (a
+/// tnt::Model's state on a GPU against a reference).
 inline double sbn_relative(const torch::Tensor& got, const torch::Tensor& want) {
   if (want.numel() == 0) return 0.0;
-  const double scale = std::max(want.abs().max().item<double>(), 1e-12);
-  return (got.to(want.dtype()) - want).abs().max().item<double>() / scale;
+  const torch::Tensor w = want.detach().cpu();
+  const double scale = std::max(w.abs().max().item<double>(), 1e-12);
+  return (got.detach().to(torch::kCPU, w.scalar_type()) - w).abs().max().item<double>() / scale;
 }
 
 /// The worst relative difference of each quantity over the steps.

@@ -1,7 +1,9 @@
 // Shared by the unit and multi-rank tests that compare trained weights with a
 // serial run: the worst relative difference over tensors (each tensor's
 // largest absolute difference over max(1, its largest magnitude)), and a
-// small network for such comparisons.
+// small network for such comparisons. The tensors may be on different
+// devices (a tnt::Model on a GPU against a serial run on the CPU): they are
+// compared on the CPU, in float64.
 #pragma once
 
 #include <algorithm>
@@ -15,8 +17,10 @@ inline double max_rel_diff(const std::vector<torch::Tensor>& a,
                            const std::vector<torch::Tensor>& b) {
   double worst = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    const double scale = std::max(1.0, a[i].abs().max().item<double>());
-    worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>() / scale);
+    const torch::Tensor x = a[i].detach().to(torch::kCPU, torch::kFloat64);
+    const torch::Tensor y = b[i].detach().to(torch::kCPU, torch::kFloat64);
+    const double scale = std::max(1.0, x.abs().max().item<double>());
+    worst = std::max(worst, (x - y).abs().max().item<double>() / scale);
   }
   return worst;
 }

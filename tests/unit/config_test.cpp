@@ -82,6 +82,8 @@ TEST(Config, OverlapRemembersWhetherItWasSet) {
 TEST(Config, MallocTuningIsOnUnlessSwitchedOff) {
   EXPECT_TRUE(resolve({}).malloc_tuning);
   EXPECT_FALSE(resolve({{"TNT_MALLOC_TUNING", "false"}}).malloc_tuning);
+  EXPECT_TRUE(resolve({}).stack_service);
+  EXPECT_FALSE(resolve({{"TNT_STACK_SERVICE", "0"}}).stack_service);
   EXPECT_THROW(resolve({{"TNT_MALLOC_TUNING", "sometimes"}}), tnt::Error);
 }
 

@@ -168,8 +168,10 @@ TEST_F(CraftedFiles, AHandWrittenStateDictLoads) {
   model.load_weights(file);
   const auto params = model.named_parameters();
   ASSERT_EQ(params[0].first, "fc.weight");
-  EXPECT_TRUE(torch::equal(params[0].second, torch::arange(12, torch::kFloat32).reshape({3, 4})));
-  EXPECT_TRUE(torch::equal(params[1].second, torch::arange(100, 103, torch::kFloat32)));
+  // On the CPU: the model's own tensors are on its device (a GPU where there is one).
+  EXPECT_TRUE(
+      torch::equal(params[0].second.cpu(), torch::arange(12, torch::kFloat32).reshape({3, 4})));
+  EXPECT_TRUE(torch::equal(params[1].second.cpu(), torch::arange(100, 103, torch::kFloat32)));
 }
 
 TEST_F(CraftedFiles, WeightsAndCheckpointsRoundTrip) {

@@ -134,6 +134,7 @@ Config Config::from_lookup(const Lookup& lookup) {
   });
   with(env::kOverlapOptimizer, [&](auto v, auto r) { c.overlap_optimizer = parse_bool(v, r); });
   with(env::kMallocTuning, [&](auto v, auto r) { c.malloc_tuning = parse_bool(v, r); });
+  with(env::kStackService, [&](auto v, auto r) { c.stack_service = parse_bool(v, r); });
   with(env::kTimeline, [&](auto, auto r) { c.timeline_path = trim(r); });
   with(env::kAutotune, [&](auto v, auto r) { c.autotune = parse_bool(v, r); });
   with(env::kAutotuneLog, [&](auto, auto r) { c.autotune_log_path = trim(r); });

@@ -235,10 +235,15 @@ void MpiBackend::payload_timed_out(const PayloadWatchdog::Payload& payload) {
 std::string MpiBackend::who_stopped(std::int64_t seq, const char* transport) {
   const std::vector<int> missing =
       handshake_.probe_missing(seq, std::min(5.0, 0.5 + 0.1 * timeout_seconds_));
-  return missing.empty() ? ::tnt::detail::concat("every rank still answers, so ", transport,
-                                                 " itself is stuck")
-                         : ::tnt::detail::concat(rank_list(missing, handshake_.hosts()),
-                                                 " stopped answering (stopped, hung, or cut off)");
+  if (missing.empty()) {
+    return ::tnt::detail::concat("every rank still answers, so ", transport, " itself is stuck");
+  }
+  // Asked where it is, as a rank missing at the handshake is: a rank that
+  // hangs (not stopped) answers with its stack.
+  const std::string where = stacks_ != nullptr ? where_are(missing) : std::string();
+  return ::tnt::detail::concat(rank_list(missing, handshake_.hosts()),
+                               " stopped answering (stopped, hung, or cut off)",
+                               where.empty() ? "" : "; ", where);
 }
 
 std::vector<Descriptor> MpiBackend::check(Collective kind, const torch::Tensor* tensor,

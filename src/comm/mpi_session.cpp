@@ -72,14 +72,16 @@ std::pair<bool, int> start_mpi(int argc, char** argv) {
 
 }  // namespace
 
-MpiSession::MpiSession(int argc, char** argv) {
+MpiSession::MpiSession(int argc, char** argv, bool stack_service) {
   const auto [owns, provided] = start_mpi(argc, argv);
   owns_mpi_ = owns;
   threads_multiple_ = provided >= MPI_THREAD_MULTIPLE;
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   // Its thread calls MPI beside the engines: only at MPI_THREAD_MULTIPLE.
-  if (threads_multiple_ && size > 1) stacks_ = std::make_unique<StackService>(MPI_COMM_WORLD);
+  if (stack_service && threads_multiple_ && size > 1) {
+    stacks_ = std::make_unique<StackService>(MPI_COMM_WORLD);
+  }
 }
 
 MpiSession::~MpiSession() {

@@ -17,8 +17,9 @@ class StackService;
 class MpiSession {
  public:
   /// Call on the thread that runs the program's own code (its stack is the
-  /// one a timed-out collective reports).
-  MpiSession(int argc, char** argv);
+  /// one a timed-out collective reports). `stack_service`: false runs no
+  /// stack service (TNT_STACK_SERVICE=0).
+  MpiSession(int argc, char** argv, bool stack_service = true);
   /// Finalizes MPI if this session started it.
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;

@@ -83,7 +83,7 @@ Runtime::Runtime(int argc, char** argv) : impl_(std::make_unique<Impl>()) {
         const char* value = std::getenv(name);
         return value ? std::optional<std::string>(value) : std::nullopt;
       });
-  impl_->mpi = std::make_unique<comm::MpiSession>(argc, argv);
+  impl_->mpi = std::make_unique<comm::MpiSession>(argc, argv, impl_->config.stack_service);
   impl_->world = comm::ProcessGroup(comm::make_world_backend(*impl_->mpi, impl_->config));
   const comm::ProcessGroup& w = impl_->world;
   log::configure(w.rank(), impl_->config);

@@ -64,6 +64,11 @@ struct Config {
   /// every step; skipped when MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_,
   /// MALLOC_TOP_PAD_ or MALLOC_MMAP_MAX_ is set (docs/runtime.md).
   bool malloc_tuning = true;
+  /// TNT_STACK_SERVICE (default true): each rank runs the thread that tells
+  /// a timed-out collective's reporters where this rank is stuck (its stack;
+  /// comm/stack_service.h). false: no such thread; a report then names the
+  /// missing rank without its stack.
+  bool stack_service = true;
   /// Whether TNT_OVERLAP was set: auto-tuning then keeps it instead of
   /// trying both.
   bool overlap_set = false;

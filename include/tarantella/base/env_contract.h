@@ -27,6 +27,8 @@ inline constexpr const char kMallocTuning[] = "TNT_MALLOC_TUNING";
 inline constexpr const char kTimeline[] = "TNT_TIMELINE";
 inline constexpr const char kAutotune[] = "TNT_AUTOTUNE";
 inline constexpr const char kAutotuneLog[] = "TNT_AUTOTUNE_LOG";
+/// "false" (or 0): no stack service thread (docs/runtime.md).
+inline constexpr const char kStackService[] = "TNT_STACK_SERVICE";
 /// Steps per straggler window at most (0 = off; default 20, fewer for long
 /// steps): every rank's mean data, compute, other and wait per step are
 /// gathered once per window (docs/performance.md, "Straggler report").

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # examples/python/lenet5.py against the serial truth and against C++:
-#  * at 1, 2, 3 and 4 ranks it matches an independent serial PyTorch loop
+#  * at 1 and 3 ranks (an uneven split) it matches an independent serial PyTorch loop
 #    (plain torch.optim.SGD, same initial weights and batches, no
 #    tarantella) within 1e-5 relative after 30 steps;
 #  * one engine, two front ends: it and the C++ examples/lenet5 on the same
 #    network, data, initial weights and order give bitwise equal weights at
 #    1 rank and within 1e-6 at 2;
-#  * its deterministic mode gives bitwise equal weight files at 1, 2 and 4
-#    ranks (cmp).
+#  * its deterministic mode gives bitwise equal weight files at 1 and 3
+#    ranks (cmp; uneven chunk shares).
+# 2 and 4 ranks are python.pytest.n2/n4's, the engine's at every count
+# engine_test's (in process): each launch here is a few Python starts, so
+# this test keeps the rank counts that add a case.
 # Every run on the CPU (--no-gpu), whatever the machine has: the truth is a
 # CPU loop, and bitwise equality across rank counts and front ends needs one
 # device for all of them.
@@ -67,7 +70,7 @@ for step in range(30):
     opt.step()
 torch.save(net.state_dict(), sys.argv[3])
 EOF
-for ranks in 1 2 3 4; do
+for ranks in 1 3; do
   timeout 240 "$LAUNCHER" -n "$ranks" --no-gpu -- "$PY" "$EXAMPLE" --epochs 1 --train-size 1920 \
       --val-size 0 --test-size 200 --no-shuffle --verbose 0 --init-weights "$WORK/init.pt" \
       --save-weights "$WORK/steps30_$ranks.pt" >"$WORK/py.log" 2>&1 \
@@ -96,12 +99,12 @@ for ranks in 1 2; do
   fi
 done
 
-for ranks in 1 2 4; do
+for ranks in 1 3; do
   timeout 240 "$LAUNCHER" -n "$ranks" --no-gpu -- "$PY" "$EXAMPLE" "${COMMON[@]}" --deterministic 4 \
       --init-weights "$WORK/init.pt" --save-weights "$WORK/det$ranks.pt" >"$WORK/det.log" 2>&1 \
     || { fail "deterministic run at $ranks ranks"; cat "$WORK/det.log"; }
 done
-for ranks in 2 4; do
+for ranks in 3; do
   if cmp "$WORK/det1.pt" "$WORK/det$ranks.pt"; then
     pass "deterministic mode: $ranks ranks bitwise equal to 1 rank"
   else

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -278,7 +279,9 @@ TEST(StragglerMonitor, GathersEveryRanksBreakdownOncePerWindow) {
   }
   // The report (rank 2, confirmed in the second window) marks the master's track.
   EXPECT_NE(text.str().find("rank 2 (host "), std::string::npos) << text.str();
-  EXPECT_NE(text.str().find("callbacks and other 39 ms"), std::string::npos) << text.str();
+  // 39 ms less the monitor's own time, as bounded above.
+  EXPECT_TRUE(std::regex_search(text.str(), std::regex("callbacks and other 3[5-9] ms")))
+      << text.str();
   EXPECT_EQ(text.str().find("rank 0 (host "), std::string::npos) << text.str();
 }
 

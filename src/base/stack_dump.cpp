@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -55,28 +56,78 @@ extern "C" void tnt_stack_dump_handler(int) {
 }
 
 int stack_dump_signal() { return SIGRTMIN + 4; }
+int thread_dump_signal() { return SIGRTMIN + 5; }
 int stack_dump_fd() { return g_dump_fd.load(); }
+
+struct ThreadRole::Entry {
+  pthread_t thread;
+  std::string name;
+  std::atomic<bool> busy{false};
+};
+
+namespace {
+
+std::mutex& roles_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+// Alive ThreadRoles, in order of start.
+std::vector<ThreadRole::Entry*>& roles() {
+  static std::vector<ThreadRole::Entry*> entries;
+  return entries;
+}
+
+// Installs the handler for `signal` unless the program has one of its own.
+bool install_handler(int signal, struct sigaction& previous) {
+  struct sigaction current {};
+  ::sigaction(signal, nullptr, &current);
+  if (current.sa_handler != SIG_DFL && current.sa_handler != SIG_IGN) return false;
+  struct sigaction action {};
+  action.sa_handler = &tnt_stack_dump_handler;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  return ::sigaction(signal, &action, &previous) == 0;
+}
+
+}  // namespace
+
+ThreadRole::ThreadRole(std::string name)
+    : entry_(new Entry{::pthread_self(), std::move(name)}) {
+  std::lock_guard<std::mutex> lock(roles_mutex());
+  roles().push_back(entry_);
+}
+
+ThreadRole::~ThreadRole() {
+  {
+    std::lock_guard<std::mutex> lock(roles_mutex());
+    auto& all = roles();
+    all.erase(std::remove(all.begin(), all.end(), entry_), all.end());
+  }
+  delete entry_;
+}
+
+ThreadRole::Busy::Busy(ThreadRole& role) : role_(role) { role_.entry_->busy.store(true); }
+ThreadRole::Busy::~Busy() { role_.entry_->busy.store(false); }
 
 StackDumper::StackDumper() : target_(::pthread_self()) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return;
   read_fd_ = fds[0];
   write_fd_ = fds[1];
-  struct sigaction current {};
-  ::sigaction(stack_dump_signal(), nullptr, &current);
-  if (current.sa_handler != SIG_DFL && current.sa_handler != SIG_IGN) return;  // the program's own
   void* prime[2];
   ::backtrace(prime, 2);  // loads libgcc's unwinder now, not in the handler
   g_dump_fd.store(write_fd_);
-  struct sigaction action {};
-  action.sa_handler = &tnt_stack_dump_handler;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  installed_ = ::sigaction(stack_dump_signal(), &action, &previous_) == 0;
-  if (!installed_) g_dump_fd.store(-1);
+  installed_ = install_handler(stack_dump_signal(), previous_);
+  if (!installed_) {
+    g_dump_fd.store(-1);
+    return;
+  }
+  threads_installed_ = install_handler(thread_dump_signal(), previous_thread_);
 }
 
 StackDumper::~StackDumper() {
+  if (threads_installed_) ::sigaction(thread_dump_signal(), &previous_thread_, nullptr);
   if (installed_) {
     ::sigaction(stack_dump_signal(), &previous_, nullptr);
     g_dump_fd.store(-1);
@@ -92,20 +143,43 @@ StackDumper::Dump StackDumper::capture(double seconds) {
   char buffer[4096];
   while (::read(read_fd_, buffer, sizeof(buffer)) > 0) {
   }  // what an earlier, stray signal left
-  if (::pthread_kill(target_, stack_dump_signal()) != 0) return dump;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (dump.text.find(kStackDumpEnd) == std::string::npos) {
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(seconds));
+  dump.complete = take(target_, stack_dump_signal(), deadline, dump.text);
+  if (!dump.complete || !threads_installed_) return dump;
+  // Holding the registry keeps each thread alive until its handler ran: a
+  // ThreadRole's destructor waits for it.
+  std::lock_guard<std::mutex> roles_lock(roles_mutex());
+  for (const ThreadRole::Entry* role : roles()) {
+    if (!role->busy.load() || ::pthread_equal(role->thread, target_)) continue;
+    ThreadDump thread;
+    thread.name = role->name;
+    thread.id = static_cast<unsigned long>(role->thread);
+    thread.complete = take(role->thread, thread_dump_signal(), deadline, thread.text);
+    const bool complete = thread.complete;
+    dump.threads.push_back(std::move(thread));
+    if (!complete) break;  // a late dump would mix with the next one's
+  }
+  return dump;
+}
+
+bool StackDumper::take(pthread_t thread, int signal,
+                       std::chrono::steady_clock::time_point deadline, std::string& text) {
+  if (::pthread_kill(thread, signal) != 0) return false;
+  char buffer[4096];
+  while (text.find(kStackDumpEnd) == std::string::npos) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return dump;
+    if (left.count() <= 0) return false;
     pollfd fd{read_fd_, POLLIN, 0};
     if (::poll(&fd, 1, static_cast<int>(left.count())) <= 0) continue;
     const ssize_t n = ::read(read_fd_, buffer, sizeof(buffer));
-    if (n > 0) dump.text.append(buffer, static_cast<std::size_t>(n));
+    if (n > 0) text.append(buffer, static_cast<std::size_t>(n));
   }
-  dump.text.erase(dump.text.find(kStackDumpEnd));
-  dump.complete = true;
-  return dump;
+  text.erase(text.find(kStackDumpEnd));
+  return true;
 }
 
 std::string demangle(const char* name) {
@@ -204,6 +278,27 @@ std::vector<PyFrame> python_frames(const std::vector<std::string>& lines) {
   return current.empty() ? first : current;
 }
 
+// The frames of faulthandler's block for thread `id` ("Thread 0x..." or
+// "Current thread 0x...", the ident in 16 hex digits).
+std::vector<PyFrame> python_frames_of(const std::vector<std::string>& lines, unsigned long id) {
+  static const std::regex frame(R"re(^\s+File "(.*)", line (\d+) in (.*)$)re");
+  char ident[32];
+  std::snprintf(ident, sizeof(ident), "hread 0x%016lx ", id);
+  std::vector<PyFrame> frames;
+  bool in_block = false;
+  for (const auto& line : lines) {
+    std::smatch m;
+    if (line.rfind("Thread ", 0) == 0 || line.rfind("Current thread ", 0) == 0) {
+      in_block = line.find(ident) != std::string::npos;
+    } else if (line.rfind("C++ stack", 0) == 0) {
+      in_block = false;
+    } else if (in_block && std::regex_match(line, m, frame)) {
+      frames.push_back(PyFrame{m[1], std::stoi(m[2]), m[3]});
+    }
+  }
+  return frames;
+}
+
 std::string python_summary(const std::vector<PyFrame>& frames, const SourceLineReader& source) {
   std::string out = base_name(frames[0].file) + " line " + std::to_string(frames[0].line);
   if (const auto text = source ? source(frames[0].file, frames[0].line) : std::nullopt) {
@@ -277,6 +372,16 @@ std::string summarize_stack(const std::string& dump, const SourceLineReader& sou
   if (!py.empty()) return python_summary(py, source);
   const std::vector<CxxFrame> cxx = cxx_frames(lines);
   return cxx.empty() ? std::string() : cxx_summary(cxx);
+}
+
+std::string summarize_thread(const std::string& main_dump, unsigned long id,
+                             const std::string& thread_dump, const SourceLineReader& source) {
+  std::vector<std::string> lines;
+  std::istringstream in(main_dump);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  const std::vector<PyFrame> py = python_frames_of(lines, id);
+  if (!py.empty()) return python_summary(py, source);
+  return summarize_stack(thread_dump, source);
 }
 
 }  // namespace tnt::detail

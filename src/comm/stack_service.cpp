@@ -61,6 +61,29 @@ StackService::StackService(MPI_Comm world) {
   thread_ = std::thread([this] { serve(); });
 }
 
+namespace {
+
+// The runtime's thread, then each busy data pipeline thread:
+//   "train.py line 9 (model.fit) ← <module> (the thread that started the
+//    runtime); its data pipeline thread 'prefetch' is in train.py line 4
+//    (time.sleep) ← slow()"
+std::string summarize_dump(const ::tnt::detail::StackDumper::Dump& dump, const std::string& text) {
+  std::string out = ::tnt::detail::summarize_stack(text);
+  if (out.empty()) return out;
+  out += " (the thread that started the runtime)";
+  for (const auto& thread : dump.threads) {
+    const std::string where =
+        thread.complete ? ::tnt::detail::summarize_thread(
+                              text, thread.id, ::tnt::detail::symbolize_dump(thread.text))
+                        : std::string();
+    out += "; its data pipeline thread '" + thread.name + "' is in " +
+           (where.empty() ? std::string("a place it did not report in time") : where);
+  }
+  return out;
+}
+
+}  // namespace
+
 StackService::~StackService() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -95,9 +118,15 @@ void StackService::answer(int requester, int budget_ms) {
     // Most of the asker's budget for the dump, the rest for the reply.
     const double seconds = std::max(0.2, 0.6 * budget_ms / 1000.0);
     const ::tnt::detail::StackDumper::Dump dump = dumper_.capture(seconds);
-    const std::string text = ::tnt::detail::symbolize_dump(dump.text);
-    last_reply_ = encode(dump.complete,
-                         dump.complete ? ::tnt::detail::summarize_stack(text) : std::string(), text);
+    std::string text = ::tnt::detail::symbolize_dump(dump.text);
+    const std::string summary = dump.complete ? summarize_dump(dump, text) : std::string();
+    for (const auto& thread : dump.threads) {
+      char id[32];
+      std::snprintf(id, sizeof(id), "0x%016lx", thread.id);
+      text += "\n" + thread.name + " (thread " + id + "):\n" +
+              ::tnt::detail::symbolize_dump(thread.text);
+    }
+    last_reply_ = encode(dump.complete, summary, text);
     last_reply_time_ = now;
   }
   MPI_Request request = MPI_REQUEST_NULL;

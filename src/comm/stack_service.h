@@ -9,8 +9,10 @@
 // the timeout calls where_are() for the missing ranks: it sends each one a
 // request and waits, bounded, for the answer. The missing rank's service
 // thread takes its main thread's stack (a signal; the Python stack too, for
-// a Python rank), summarizes it in one line on its own host (where the
-// Python source files are) and sends the line and the whole dump back. The
+// a Python rank), and those of the data pipeline's threads that are busy,
+// summarizes them in one line on its own host (where the Python source files
+// are: "X (the thread that started the runtime); its data pipeline thread
+// 'prefetch' is in Y") and sends the line and the whole dump back. The
 // dump is taken once and given to every rank that asks within a few seconds.
 // A rank that is stopped (SIGSTOP), dead or hung does not answer; the
 // report then says so instead of waiting.

@@ -9,6 +9,9 @@
 #   cxx      the C++ function it is stuck in (PROGRAM: stuck_rank)
 #   stopped  the Python rank is also stopped (SIGSTOP): the report says that
 #            its stack is not available, without waiting for it
+#   data     rank 1's data pipeline is stuck in a map function (on the
+#            prefetch thread): the report names the runtime's thread (waiting
+#            for its next element) and the prefetch thread in the map function
 # On the CPU (--no-gpu) whatever the machine has: the programs use host
 # tensors only, and the reports under test are the MPI transport's.
 set -u
@@ -25,6 +28,23 @@ if [ "$kind" = cxx ]; then
 else
   python=$1; export PYTHONPATH=$2 PYTHONDONTWRITEBYTECODE=1
   program=$work/stuck.py
+  if [ "$kind" = data ]; then
+    # Line 6 is where rank 1's map function waits, line 11 where its loop does.
+    cat >"$program" <<'PY'
+import sys, time, torch, tarantella as tnt
+
+def slow(i):
+    if tnt.get_rank() == 1 and int(i) == 2:
+        print("rank 1 is stuck now", file=sys.stderr, flush=True)
+        time.sleep(600)
+    return i
+
+tnt.allreduce(torch.zeros(1))
+dataset = tnt.data.Dataset.range(0, 8).map(slow).prefetch(2)
+for element in dataset:
+    tnt.allreduce(torch.zeros(1))
+PY
+  else
   # Line 5 is where rank 1 waits.
   cat >"$program" <<'PY'
 import sys, time, torch, tarantella as tnt
@@ -38,6 +58,7 @@ if tnt.get_rank() == 1:
     train()
 tnt.allreduce(torch.zeros(1))
 PY
+  fi
   command=("$python" "$program")
 fi
 ranks=2; [ "$kind" = python_n3 ] && ranks=3
@@ -80,6 +101,11 @@ case $kind in
   cxx)
     grep -qE "rank 1 \(host [^)]+\) is in .*stuck_in_user_code\(\)" "$log" \
       || fail "the report does not name the function rank 1 is stuck in" ;;
+  data)
+    main="rank 1 \(host [^)]+\) is in stuck\.py line 11 ← <module> \(the thread that started the runtime\)"
+    pipeline="its data pipeline thread 'prefetch' is in stuck\.py line 6 \(time\.sleep\) ← slow\(\)"
+    grep -qE "$main; $pipeline" "$log" \
+      || fail "the report does not say that rank 1 waits for its data at line 11 while its prefetch thread is in slow() at line 6" ;;
   stopped)
     grep -qE "the stack of rank 1 \(host [^)]+\) is not available: it did not answer" "$log" \
       || fail "the report does not say that rank 1's stack is not available" ;;

@@ -19,6 +19,7 @@
 namespace {
 
 using tnt::detail::summarize_stack;
+using tnt::detail::summarize_thread;
 
 std::optional<std::string> sleep_source(const std::string& path, int line) {
   if (path == "/home/u/stuck.py" && line == 10) return std::string("    time.sleep(600)  # wait");
@@ -89,6 +90,66 @@ TEST(StackDumper, CapturesTheCreatingThread) {
   EXPECT_NE(text.find("\u2190"), std::string::npos) << text;
   EXPECT_EQ(text.find("incomplete"), std::string::npos) << text;
   EXPECT_EQ(text.find("tnt_stack_dump_handler"), std::string::npos) << text;
+}
+
+// A data pipeline thread that runs a Python map function: its frames come
+// from the main dump's block for its thread ident.
+TEST(StackSummary, ThreadByItsIdentFromThePythonDump) {
+  const std::string mine = summarize_thread(kPythonDump, 0x00007f0000000002UL, "", sleep_source);
+  EXPECT_EQ(mine, "threading.py line 320 \u2190 wait()");
+  // A thread without Python frames: its own C++ stack.
+  const std::string cxx =
+      "C++ stack (innermost call first):\n"
+      "/b/libtarantella.so.0.1(tnt_stack_dump_handler+0x40)[0x7f6961dd0060]\n"
+      "/lib/x86_64-linux-gnu/libc.so.6(+0x3c050)[0x7f695a65a050]\n"
+      "/b/prog(_Z8slow_mapv+0x48)[0x5644ad4925d8]\n";
+  EXPECT_EQ(summarize_thread(kPythonDump, 0x1234UL, cxx, sleep_source), "slow_map() (prog)");
+}
+
+__attribute__((noinline)) void busy_in_pipeline_work(std::future<void> done) {
+  done.wait();
+  asm volatile("");  // not a tail call: this frame stays on the stack
+}
+
+// A capture takes the stacks of the busy ThreadRoles besides the creating
+// thread's, by name, and leaves the idle ones out.
+TEST(StackDumper, CapturesTheBusyDataPipelineThreads) {
+  std::promise<void> release;
+  std::promise<void> busy_ready, idle_ready;
+  std::promise<tnt::detail::StackDumper::Dump> result;
+  std::thread busy([&] {
+    tnt::detail::ThreadRole role("map worker 1");
+    tnt::detail::ThreadRole::Busy working(role);
+    busy_ready.set_value();
+    busy_in_pipeline_work(release.get_future());
+  });
+  std::promise<void> release_idle;
+  std::thread idle([&] {
+    tnt::detail::ThreadRole role("map worker 2");
+    idle_ready.set_value();
+    release_idle.get_future().wait();
+  });
+  busy_ready.get_future().wait();
+  idle_ready.get_future().wait();
+  std::thread waiter([&] {
+    tnt::detail::StackDumper dumper;
+    ASSERT_TRUE(dumper.installed());
+    std::thread asker([&] { result.set_value(dumper.capture(5.0)); });
+    asker.join();
+  });
+  const auto dump = result.get_future().get();
+  waiter.join();
+  release.set_value();
+  release_idle.set_value();
+  busy.join();
+  idle.join();
+  EXPECT_TRUE(dump.complete);
+  ASSERT_EQ(dump.threads.size(), 1u);
+  EXPECT_EQ(dump.threads[0].name, "map worker 1");
+  ASSERT_TRUE(dump.threads[0].complete);
+  const std::string where = summarize_thread(dump.text, dump.threads[0].id,
+                                             tnt::detail::symbolize_dump(dump.threads[0].text));
+  EXPECT_NE(where.find("busy_in_pipeline_work"), std::string::npos) << where;
 }
 
 // Not inlined, and not in the dynamic symbol table (unit_tests is not linked

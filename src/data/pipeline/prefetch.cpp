@@ -12,6 +12,7 @@
 
 #include <tarantella/base/error.h>
 
+#include "base/stack_dump.h"
 #include "data/pipeline/nodes.h"
 
 namespace tnt::data::detail {
@@ -53,6 +54,7 @@ class PrefetchStream final : public EagerStream {
 
  private:
   void produce() {
+    ::tnt::detail::ThreadRole role("prefetch");  // named in a stuck rank's report while busy
     try {
       for (;;) {
         {
@@ -60,7 +62,11 @@ class PrefetchStream final : public EagerStream {
           space_.wait(lock, [&] { return stopping_ || queue_.size() < capacity_; });
           if (stopping_) return;
         }
-        auto e = input_->next();
+        std::optional<Element> e;
+        {
+          ::tnt::detail::ThreadRole::Busy busy(role);
+          e = input_->next();
+        }
         if (!e) break;
         {
           std::lock_guard<std::mutex> lock(mutex_);

@@ -1,9 +1,13 @@
 #include "data/pipeline/worker_pool.h"
 
+#include <string>
+
+#include "base/stack_dump.h"
+
 namespace tnt::data::detail {
 
 WorkerPool::WorkerPool(int threads) {
-  for (int i = 1; i < threads; ++i) threads_.emplace_back([this] { worker_loop(); });
+  for (int i = 1; i < threads; ++i) threads_.emplace_back([this, i] { worker_loop(i); });
 }
 
 WorkerPool::~WorkerPool() {
@@ -35,7 +39,9 @@ void WorkerPool::work_on_current_job() {
   }
 }
 
-void WorkerPool::worker_loop() {
+void WorkerPool::worker_loop(int index) {
+  // Named in a stuck rank's report while it works on a job.
+  ::tnt::detail::ThreadRole role("map worker " + std::to_string(index));
   std::uint64_t seen = 0;
   for (;;) {
     {
@@ -44,7 +50,10 @@ void WorkerPool::worker_loop() {
       if (stopping_) return;
       seen = generation_;
     }
-    work_on_current_job();
+    {
+      ::tnt::detail::ThreadRole::Busy busy(role);
+      work_on_current_job();
+    }
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++workers_done_;

@@ -27,7 +27,7 @@ class WorkerPool {
   void run(std::int64_t n, const std::function<void(std::int64_t)>& fn);
 
  private:
-  void worker_loop();
+  void worker_loop(int index);
   void work_on_current_job();
 
   std::mutex mutex_;

@@ -54,7 +54,8 @@ TrainStep::TrainStep(EngineState& engine)
       rules_(rules_of(engine)),
       trainable_(engine.trainable()),
       update_(engine.updates_per_bucket() && !rules_.needs_all_gradients() ? Update::kPerBucket
-                                                                           : Update::kAfterSync) {}
+                                                                           : Update::kAfterSync),
+      device_clock_(engine.device()) {}
 
 StepResult TrainStep::run(const StepInput& in) {
   // A new auto-tuned setting only between cycles.
@@ -70,6 +71,8 @@ StepResult TrainStep::run(const StepInput& in) {
   }
   StepTimes& t = result.times;
   t.step_end = Clock::now();
+  device_clock_.mark(DeviceStepClock::kStepEnd);
+  t.device_compute = device_clock_.end_step();
   record_step(e_.timeline(), overlap_, sync, in.cycle.reduce, t);
   if (in.cycle.reduce) {
     result.local_state = take_pending();
@@ -84,6 +87,7 @@ void TrainStep::forward_backward(const StepInput& in, dp::GradientSynchronizer& 
   t.data_begin = in.data_begin;
   t.data_end = in.data_end;
   t.forward_begin = Clock::now();
+  device_clock_.mark(DeviceStepClock::kForwardBegin);
   // A rank with an empty micro-batch (a short last batch smaller than the
   // number of ranks) contributes zeros, so every rank runs the same
   // collectives. The model decides whether its network runs on the empty
@@ -109,11 +113,13 @@ void TrainStep::forward_backward(const StepInput& in, dp::GradientSynchronizer& 
     empty_output.sum().backward();
   }
   t.backward_end = Clock::now();
+  device_clock_.mark(DeviceStepClock::kBackwardEnd);
 }
 
 void TrainStep::update_after_sync(dp::GradientSynchronizer& sync, bool reduce, StepResult& r) {
   r.global_state = sync.finish();
   r.times.sync_end = Clock::now();
+  device_clock_.mark(DeviceStepClock::kSyncEnd);
   // finish() is the wait for the buckets (and the copy out of the last ones).
   r.times.waited = r.times.sync_end - r.times.backward_end;
   if (!reduce) return;
@@ -149,6 +155,7 @@ void TrainStep::update_per_bucket(dp::GradientSynchronizer& sync, StepResult& r)
     stepping += Clock::now() - begin;
   });
   r.times.sync_end = Clock::now();
+  device_clock_.mark(DeviceStepClock::kSyncEnd);
   r.times.waited = r.times.sync_end - r.times.backward_end - stepping;
   if (stepped == 0) {
     // No bucket went out (nothing to reduce): .grad is the answer.

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <torch/types.h>
@@ -27,6 +28,7 @@
 #include <tarantella/data/distribute.h>
 #include <tarantella/dp/gradient_sync.h>
 
+#include "train/device_clock.h"
 #include "train/step_model.h"
 #include "train/timeline.h"
 
@@ -68,15 +70,19 @@ struct StepInput {
 /// the gradients' allreduce, a sharded step's gather, deterministic mode's
 /// exact sum): the step's compute is the rest (compute()), one part of the
 /// straggler report's breakdown (train/straggler_monitor.h). compute() is
-/// the one place that figure comes from. It is host-clock time: on a GPU,
-/// where the step does not synchronise, it is the time spent launching the
-/// work; the device's own time would need CUDA events read a step later
-/// (not yet measured; docs/performance.md, "Straggler report").
+/// the one place that figure comes from. On the CPU it is host-clock time.
+/// On a GPU, where the step does not synchronise and host clocks see only
+/// the launches, it is the device's own time from CUDA events
+/// (`device_compute`, train/device_clock.h), read once they completed: the
+/// latest completed step's, a step or two behind.
 struct StepTimes {
   Clock::time_point data_begin, data_end, forward_begin, backward_begin, backward_end, sync_end,
       step_end;
   Clock::duration waited{};
-  Clock::duration compute() const { return step_end - forward_begin - waited; }
+  std::optional<Clock::duration> device_compute;
+  Clock::duration compute() const {
+    return device_compute ? *device_compute : step_end - forward_begin - waited;
+  }
 };
 
 /// One step's outcome.
@@ -151,6 +157,7 @@ class TrainStep final : public Step {
   StepRules rules_;
   std::vector<torch::Tensor> trainable_;
   Update update_;
+  DeviceStepClock device_clock_;
 };
 
 /// The rules of `engine`'s compiled options.

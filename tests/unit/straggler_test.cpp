@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -17,9 +18,13 @@
 
 #include <tarantella/comm/in_process.h>
 
+#include <torch/cuda.h>
+
+#include "train/device_clock.h"
 #include "train/straggler.h"
 #include "train/straggler_monitor.h"
 #include "train/timeline.h"
+#include "train/train_step.h"
 
 namespace {
 
@@ -283,6 +288,51 @@ TEST(StragglerMonitor, GathersEveryRanksBreakdownOncePerWindow) {
   EXPECT_TRUE(std::regex_search(text.str(), std::regex("callbacks and other 3[5-9] ms")))
       << text.str();
   EXPECT_EQ(text.str().find("rank 0 (host "), std::string::npos) << text.str();
+}
+
+}  // namespace
+
+namespace {
+
+// On the CPU the step's host clocks stand: the device clock records nothing.
+TEST(StragglerDeviceClock, TimesNothingOnTheCpu) {
+  tnt::train::DeviceStepClock clock(torch::Device(torch::kCPU));
+  EXPECT_FALSE(clock.enabled());
+  clock.mark(tnt::train::DeviceStepClock::kForwardBegin);
+  EXPECT_FALSE(clock.end_step().has_value());
+  tnt::train::StepTimes t;
+  t.forward_begin = tnt::train::Clock::time_point(std::chrono::milliseconds(10));
+  t.step_end = tnt::train::Clock::time_point(std::chrono::milliseconds(25));
+  t.waited = std::chrono::milliseconds(5);
+  EXPECT_EQ(t.compute(), std::chrono::milliseconds(10));
+  t.device_compute = std::chrono::milliseconds(3);
+  EXPECT_EQ(t.compute(), std::chrono::milliseconds(3));
+}
+
+// On a GPU: the device's time for work queued between the marks, read
+// without waiting once the events completed (a step or more later).
+TEST(StragglerDeviceClock, TimesTheDeviceWorkOnAGpu) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const torch::Device gpu(torch::kCUDA, 0);
+  tnt::train::DeviceStepClock clock(gpu);
+  ASSERT_TRUE(clock.enabled());
+  const torch::Tensor a = torch::randn({2048, 2048}, torch::TensorOptions().device(gpu));
+  std::optional<std::chrono::nanoseconds> compute;
+  for (int step = 0; step < 4; ++step) {
+    clock.mark(tnt::train::DeviceStepClock::kForwardBegin);
+    torch::Tensor b = a;
+    for (int i = 0; i < 8; ++i) b = torch::mm(b, a) / 2048;
+    clock.mark(tnt::train::DeviceStepClock::kBackwardEnd);
+    clock.mark(tnt::train::DeviceStepClock::kSyncEnd);
+    clock.mark(tnt::train::DeviceStepClock::kStepEnd);
+    compute = clock.end_step();
+  }
+  torch::cuda::synchronize();
+  clock.mark(tnt::train::DeviceStepClock::kForwardBegin);  // an incomplete step is not closed
+  compute = clock.end_step();
+  ASSERT_TRUE(compute.has_value());
+  EXPECT_GT(compute->count(), 0);
+  EXPECT_LT(compute->count(), 10'000'000'000LL);
 }
 
 }  // namespace

@@ -72,25 +72,20 @@ std::int64_t chunk_count(std::int64_t global, std::int64_t chunk) {
 namespace {
 
 // The engine's seed for deterministic mode, agreed on first use.
-std::uint64_t engine_seed(EngineState& engine) {
-  Counters& c = engine.counters();
-  if (!c.deterministic_seed) c.deterministic_seed = shared_seed(engine.group());
+std::uint64_t engine_seed(const StepContext& context) {
+  Counters& c = context.counters;
+  if (!c.deterministic_seed) c.deterministic_seed = shared_seed(context.group);
   return *c.deterministic_seed;
 }
 
 }  // namespace
 
-DeterministicStep::DeterministicStep(EngineState& engine)
-    : Step(static_cast<std::size_t>(engine.state_size()), engine.device()),
-      e_(engine),
-      model_(engine.step_model()),
-      rules_(rules_of(engine)),
-      trainable_(engine.trainable()),
-      buffers_(engine.buffers()),
-      group_(engine.group()),
-      chunk_(*engine.compiled().deterministic()),
-      seed_(engine_seed(engine)),
-      exponents_(engine.counters().deterministic_exponents) {
+DeterministicStep::DeterministicStep(StepContext context)
+    : Step(static_cast<std::size_t>(context.state_size), context.device),
+      c_(std::move(context)),
+      chunk_(*c_.deterministic_chunk),
+      seed_(engine_seed(c_)),
+      exponents_(c_.counters.deterministic_exponents) {
   use_deterministic_cuda();
 }
 
@@ -102,23 +97,23 @@ StepResult DeterministicStep::run(const StepInput& in) {
   t.forward_begin = Clock::now();
   const data::MicroBatch& mb = in.mb;
   const auto [lo, hi] =
-      data::micro_batch_range(mb.global_size, group_.size(), group_.rank(), chunk_);
+      data::micro_batch_range(mb.global_size, c_.group.size(), c_.group.rank(), chunk_);
   TNT_CHECK(hi - lo == mb.local_size, "deterministic training: a micro-batch of ", mb.local_size,
             " samples is not this rank's run of whole chunks (", hi - lo,
             " expected): distribute the dataset with the model's granularity");
   std::vector<torch::Tensor> base;
-  for (const auto& b : buffers_) base.push_back(b.detach().clone());
+  for (const auto& b : c_.buffers) base.push_back(b.detach().clone());
   const std::vector<torch::Tensor> sums = sum_chunks(in, lo / chunk_, base);
   t.backward_begin = t.backward_end = Clock::now();
   t.sync_end = Clock::now();
   t.waited = std::exchange(waited_, Clock::duration::zero());
   add_sums(sums, in, base);
   if (in.cycle.reduce) {
-    for (std::size_t i = 0; i < trainable_.size(); ++i) {
-      trainable_[i].mutable_grad() = gradient_[i].to(trainable_[i].options());
+    for (std::size_t i = 0; i < c_.trainable.size(); ++i) {
+      c_.trainable[i].mutable_grad() = gradient_[i].to(c_.trainable[i].options());
     }
     result.stepped =
-        apply_update(trainable_, e_.optimizer(), rules_, e_.counters().optimizer_steps);
+        apply_update(c_.trainable, c_.optimizer, c_.rules, c_.counters.optimizer_steps);
     result.global_state = state_;
     result.local_state = take_pending();
     gradient_.clear();
@@ -132,9 +127,9 @@ std::vector<torch::Tensor> DeterministicStep::sum_chunks(const StepInput& in, st
                                                          const std::vector<torch::Tensor>& base) {
   if (!sum_) {
     // A part: per chunk, [gradients..., state, buffers...].
-    std::vector<torch::Tensor> like(trainable_.begin(), trainable_.end());
+    std::vector<torch::Tensor> like(c_.trainable.begin(), c_.trainable.end());
     like.push_back(torch::zeros({static_cast<std::int64_t>(state_size())}, torch::kFloat64));
-    like.insert(like.end(), buffers_.begin(), buffers_.end());
+    like.insert(like.end(), c_.buffers.begin(), c_.buffers.end());
     sum_.emplace(like);
     if (exponents_.size() != like.size()) exponents_.assign(like.size(), 0);
   }
@@ -156,14 +151,14 @@ std::vector<torch::Tensor> DeterministicStep::sum_chunks(const StepInput& in, st
                                       static_cast<std::uint64_t>(index))));
       {
         torch::NoGradGuard no_grad;
-        for (std::size_t b = 0; b < buffers_.size(); ++b) buffers_[b].copy_(base[b]);
+        for (std::size_t b = 0; b < c_.buffers.size(); ++b) c_.buffers[b].copy_(base[b]);
       }
       std::vector<torch::Tensor> part = chunk_part(rows(mb.tensors, begin, n), n);
-      accumulate(mine, part[trainable_.size()]);
+      accumulate(mine, part[c_.trainable.size()]);
       sum_->add(part);
     }
     const auto exchange_begin = Clock::now();
-    sums = sum_->finish(group_, chunk_count(mb.global_size, chunk_));
+    sums = sum_->finish(c_.group, chunk_count(mb.global_size, chunk_));
     waited_ += Clock::now() - exchange_begin;  // the exact sum's exchange (see StepTimes)
     exponents_ = sum_->exponents();  // the prediction for the next step
   }
@@ -172,18 +167,18 @@ std::vector<torch::Tensor> DeterministicStep::sum_chunks(const StepInput& in, st
 }
 
 std::vector<torch::Tensor> DeterministicStep::chunk_part(const data::Element& e, std::int64_t n) {
-  for (auto& p : trainable_) p.mutable_grad() = torch::Tensor();
-  const torch::Tensor output = model_.forward(e);
-  const torch::Tensor target = model_.target(e);
-  const torch::Tensor loss = model_.loss(output, target);
-  const torch::Tensor state = model_.state(output, target, loss, n).to(torch::kFloat64);
+  for (auto& p : c_.trainable) p.mutable_grad() = torch::Tensor();
+  const torch::Tensor output = c_.model.forward(e);
+  const torch::Tensor target = c_.model.target(e);
+  const torch::Tensor loss = c_.model.loss(output, target);
+  const torch::Tensor state = c_.model.state(output, target, loss, n).to(torch::kFloat64);
   // The chunk's summed loss (times the loss scale, with mixed precision).
-  const double factor = static_cast<double>(n) * (rules_.scaler ? rules_.scaler->scale() : 1.0);
+  const double factor = static_cast<double>(n) * (c_.rules.scaler ? c_.rules.scaler->scale() : 1.0);
   (loss * factor).backward();
   std::vector<torch::Tensor> part;
-  for (const auto& p : trainable_) part.push_back(p.grad().defined() ? p.grad() : torch::zeros_like(p));
+  for (const auto& p : c_.trainable) part.push_back(p.grad().defined() ? p.grad() : torch::zeros_like(p));
   part.push_back(state);
-  for (const auto& b : buffers_) part.push_back(b);
+  for (const auto& b : c_.buffers) part.push_back(b);
   return part;
 }
 
@@ -193,19 +188,19 @@ void DeterministicStep::add_sums(const std::vector<torch::Tensor>& sums, const S
   // cycle (as TrainStep's weights n_r / (B * cycle) do).
   const double divisor = static_cast<double>(in.mb.global_size * in.cycle.length);
   if (gradient_.empty()) {
-    for (const auto& p : trainable_) gradient_.push_back(torch::zeros(p.sizes(), torch::kFloat64));
+    for (const auto& p : c_.trainable) gradient_.push_back(torch::zeros(p.sizes(), torch::kFloat64));
     state_ = torch::zeros({static_cast<std::int64_t>(state_size())}, torch::kFloat64);
   }
-  for (std::size_t i = 0; i < trainable_.size(); ++i) gradient_[i].add_(sums[i].div(divisor));
-  state_.add_(sums[trainable_.size()]);
+  for (std::size_t i = 0; i < c_.trainable.size(); ++i) gradient_[i].add_(sums[i].div(divisor));
+  state_.add_(sums[c_.trainable.size()]);
   const std::int64_t total = chunk_count(in.mb.global_size, chunk_);
   torch::NoGradGuard no_grad;
-  for (std::size_t b = 0; b < buffers_.size(); ++b) {
-    const torch::Tensor sum = sums[trainable_.size() + 1 + b];
+  for (std::size_t b = 0; b < c_.buffers.size(); ++b) {
+    const torch::Tensor sum = sums[c_.trainable.size() + 1 + b];
     const torch::Tensor mean = sum.is_floating_point()
                                    ? sum.div(static_cast<double>(total))
                                    : sum.div(total, /*rounding_mode=*/"floor");
-    buffers_[b].copy_(total > 0 ? mean.to(buffers_[b].dtype()) : base[b]);
+    c_.buffers[b].copy_(total > 0 ? mean.to(c_.buffers[b].dtype()) : base[b]);
   }
 }
 

@@ -43,7 +43,7 @@ class DeterministicStep final : public Step {
   /// fixed-point exponents are the engine's counters, kept across fits and
   /// in checkpoints, so that a resumed run predicts — and rounds — exactly
   /// as the uninterrupted one. Collective: agrees on a seed if there is none.
-  explicit DeterministicStep(EngineState& engine);
+  explicit DeterministicStep(StepContext context);
 
   /// One micro-step on the rank's chunks of the global batch (epoch, step).
   StepResult run(const StepInput& in) override;
@@ -60,12 +60,7 @@ class DeterministicStep final : public Step {
   void add_sums(const std::vector<torch::Tensor>& sums, const StepInput& in,
                 const std::vector<torch::Tensor>& base);
 
-  EngineState& e_;
-  StepModel model_;
-  StepRules rules_;
-  std::vector<torch::Tensor> trainable_;
-  std::vector<torch::Tensor> buffers_;
-  comm::ProcessGroup group_;
+  StepContext c_;
   std::int64_t chunk_;
   std::uint64_t seed_;
   std::optional<dp::ExactSum> sum_;      // gradients, state, buffers of a step

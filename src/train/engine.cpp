@@ -107,8 +107,6 @@ Engine::Engine(std::shared_ptr<ModuleAdapter> net, comm::ProcessGroup group, Eng
 
 Engine::~Engine() = default;
 
-EngineState& state_of(Engine& engine) { return *engine.state_; }
-
 void Engine::compile(CompileOptions options) { state_->compile(std::move(options)); }
 
 const CompileOptions* Engine::compiled() const {
@@ -165,7 +163,7 @@ std::optional<EngineSnapshot> Engine::snapshot(bool keep, SnapshotUse use) {
   EngineState& s = *state_;
   // A sharded optimizer's state is on every rank in parts: gathered by all.
   std::optional<std::string> gathered;
-  if (s.shards()) gathered = s.shards()->full_state_bytes();
+  if (s.gradients().shards()) gathered = s.gradients().shards()->full_state_bytes();
   if (!keep) return std::nullopt;
   // For a later write, host copies, so that training can change its
   // tensors while these are written. From a GPU: into pinned memory, on the
@@ -223,7 +221,7 @@ std::optional<std::string> optimizer_bytes(const EngineSnapshot& snapshot) {
 void Engine::restore(const std::function<RestoredState()>& read_on_master) {
   EngineState& s = *state_;
   // The file holds the full optimizer state: it is loaded in full form.
-  s.unshard_optimizer();
+  s.gradients().unshard();
   run_on_master_checked(s.group(), [&] {
     const RestoredState r = read_on_master();
     std::optional<std::string> previous;

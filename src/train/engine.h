@@ -179,13 +179,7 @@ class Engine {
   void restore_counters(const Counters& counters, const std::optional<LossScaleState>& loss_scale);
 
  private:
-  friend EngineState& state_of(Engine& engine);
   std::unique_ptr<EngineState> state_;
 };
-
-/// The engine's internal state, for the loops' tests and the auto-tuning
-/// tests (train/engine_state.h); the library itself reaches it only
-/// through the loops.
-EngineState& state_of(Engine& engine);
 
 }  // namespace tnt::train

@@ -14,7 +14,6 @@
 #include <tarantella/keras/sync_batchnorm.h>
 
 #include "dp/optimizer_shards.h"
-#include "train/autotune.h"
 #include "train/host_reads.h"
 #include "train/timeline.h"
 
@@ -128,11 +127,13 @@ void EngineState::compile(CompileOptions options) {
   for (const auto& [name, p] : net_->named_parameters()) {
     if (p.requires_grad()) trainable_.push_back(p);
   }
-  drop_engine();  // shards belong to the optimizer replaced here
+  gradients_.drop();  // shards belong to the optimizer replaced here
   optimizer_ = options.optimizer()(trainable_);
   TNT_CHECK(!options.shard_optimizer() || dp::shard_problem(*optimizer_).empty(),
             dp::shard_problem(*optimizer_));
   compiled_ = std::move(options);
+  metrics_.emplace(compiled_->metrics());
+  gradients_.compiled(trainable_, *optimizer_, *compiled_, metrics_->size());
   counters_.optimizer_steps = 0;
   scaler_.reset();
   if (compiled_->loss_scaling().value_or(compiled_->mixed_precision() ==
@@ -182,28 +183,9 @@ torch::Tensor EngineState::target_of(const data::Element& e) const {
   return on_device(e[static_cast<std::size_t>(n)], device_);
 }
 
-std::int64_t EngineState::state_size() const {
-  std::int64_t n = 2;
-  for (const auto& m : compiled_->metrics()) n += m.state_size;
-  return n;
-}
-
-torch::Tensor EngineState::state_of(const torch::Tensor& output, const torch::Tensor& target,
-                               const torch::Tensor& mean_loss, std::int64_t samples) const {
-  // On the loss's device: no value comes to the host (train/host_reads.h).
-  torch::NoGradGuard no_grad;
-  const torch::Tensor loss = mean_loss.detach().to(torch::kFloat64).reshape({-1});
-  std::vector<torch::Tensor> parts;
-  parts.push_back(loss * static_cast<double>(samples));
-  parts.push_back(torch::full({1}, static_cast<double>(samples), loss.options()));
-  for (const auto& m : compiled_->metrics()) {
-    const torch::Tensor s =
-        m.update(output.detach(), target).to(loss.device(), torch::kFloat64).reshape({-1});
-    TNT_CHECK(s.numel() == m.state_size, "metric '", m.name, "' returned ", s.numel(),
-              " state values, declared ", m.state_size);
-    parts.push_back(s);
-  }
-  return torch::cat(parts);
+const MetricsAccumulator& EngineState::metrics() const {
+  require_compiled("the loss and metrics");
+  return *metrics_;
 }
 
 const TrainingPosition& EngineState::position() const {
@@ -212,19 +194,6 @@ const TrainingPosition& EngineState::position() const {
     position_state_ = torch::Tensor();
   }
   return position_;
-}
-
-Logs EngineState::logs_of(const std::vector<double>& state) const {
-  Logs logs;
-  logs["loss"] = state[1] > 0 ? state[0] / state[1] : 0.0;
-  std::size_t at = 2;
-  for (const auto& m : compiled_->metrics()) {
-    std::vector<double> s(state.begin() + static_cast<std::ptrdiff_t>(at),
-                          state.begin() + static_cast<std::ptrdiff_t>(at + m.state_size));
-    logs[m.name] = m.result(s);
-    at += static_cast<std::size_t>(m.state_size);
-  }
-  return logs;
 }
 
 void EngineState::synchronize_state() {
@@ -238,41 +207,7 @@ void EngineState::synchronize_state() {
   dp::broadcast_tensors(group_, all);
   // A sharded optimizer's state differs per rank by design; each rank's
   // shards were cut from the same full state.
-  if (optimizer_ && !shards_) dp::broadcast_optimizer_state(group_, *optimizer_);
-}
-
-void EngineState::unshard_optimizer() {
-  if (!shards_) return;
-  shards_->unshard();
-  drop_engine();
-}
-
-void EngineState::drop_engine() {
-  shards_.reset();
-  bucket_steps_.reset();
-  sync_.reset();
-}
-
-void EngineState::start_autotuner() {
-  if (autotuner_) return;
-  const std::size_t configured =
-      compiled_->fusion_threshold_bytes().value_or(options_.fusion_threshold_bytes());
-  autotuner_ = std::make_shared<AutoTuner>(  // collective: checks the plan
-      group_, AutoTuneOptions::from_engine(options_, configured));
-}
-
-void EngineState::override_setting(std::optional<std::size_t> threshold, std::optional<bool> overlap) {
-  if (threshold_override_ == threshold && overlap_override_ == overlap) return;
-  threshold_override_ = threshold;
-  overlap_override_ = overlap;
-  unshard_optimizer();  // the shards follow the buckets
-  drop_engine();
-}
-
-dp::GradientSynchronizer& EngineState::retune() {
-  const EngineSetting wanted = autotuner_->setting();
-  override_setting(wanted.threshold_bytes, wanted.overlap);
-  return synchronizer();
+  if (optimizer_ && !gradients_.shards()) dp::broadcast_optimizer_state(group_, *optimizer_);
 }
 
 Timeline* EngineState::timeline() {
@@ -283,32 +218,6 @@ Timeline* EngineState::timeline() {
 }
 
 std::optional<TrainingPosition> EngineState::take_resume() { return std::exchange(resume_, std::nullopt); }
-
-dp::GradientSynchronizer& EngineState::synchronizer() {
-  if (sync_) return *sync_;
-  const std::size_t threshold = threshold_override_.value_or(
-      compiled_->fusion_threshold_bytes().value_or(options_.fusion_threshold_bytes()));
-  const bool shard = sharded();
-  sync_ = std::make_unique<dp::GradientSynchronizer>(
-      group_, trainable_,
-      dp::SyncOptions()
-          .fusion_threshold_bytes(threshold)
-          .compression(compiled_->compression())
-          .extras_numel(state_size())
-          .overlap(overlap_override_.value_or(options_.overlap()))
-          .shard(shard));
-  log::debug(fmt::format("{} gradient buckets (fusion threshold {} bytes)", sync_->buckets().size(),
-                         threshold));
-  if (shard) {
-    dp::GradientSynchronizer* engine = sync_.get();
-    shards_ = std::make_unique<dp::OptimizerShards>(
-        group_, trainable_, sync_->buckets(), *optimizer_,
-        [engine](std::size_t b, torch::Tensor bucket) { engine->adopt_buffer(b, std::move(bucket)); });
-  } else if (updates_per_bucket()) {
-    bucket_steps_ = std::make_unique<dp::BucketSteps>(trainable_, sync_->buckets(), *optimizer_);
-  }
-  return *sync_;
-}
 
 torch::Tensor EngineState::forward(const std::vector<torch::Tensor>& inputs) {
   const bool empty = !inputs.empty() && inputs[0].dim() > 0 && inputs[0].size(0) == 0;
@@ -328,14 +237,6 @@ torch::Tensor EngineState::run(const std::vector<torch::Tensor>& inputs) {
   return output.is_floating_point() ? output.to(torch::kFloat32) : output;
 }
 
-// At one rank there is nothing to shard: the plain step is the same.
-bool EngineState::sharded() const { return compiled().shard_optimizer() && group_.size() > 1; }
-
-bool EngineState::updates_per_bucket() const {
-  return sharded() || (options_.overlap_optimizer() && group_.size() > 1 &&
-                       dp::updates_element_wise(optimizer()));
-}
-
 std::vector<torch::Tensor> EngineState::buffers() const {
   std::vector<torch::Tensor> buffers;
   for (const auto& [name, b] : net_->named_buffers()) buffers.push_back(b);
@@ -350,7 +251,23 @@ StepModel EngineState::step_model() {
           },
           [this](const torch::Tensor& output, const torch::Tensor& target,
                  const torch::Tensor& loss,
-                 std::int64_t samples) { return state_of(output, target, loss, samples); }};
+                 std::int64_t samples) { return metrics().increment(output, target, loss, samples); }};
+}
+
+StepContext EngineState::step_context() {
+  const CompileOptions& c = compiled();
+  return StepContext{step_model(),
+                     *optimizer_,
+                     gradients_,
+                     StepRules{c.clip_norm(), c.clip_value(), c.schedule().fn, scaler_},
+                     group_,
+                     timeline(),
+                     counters_,
+                     trainable_,
+                     buffers(),
+                     metrics_->size(),
+                     device_,
+                     c.deterministic()};
 }
 
 void EngineState::bind_collective_layers() {

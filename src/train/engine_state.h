@@ -25,7 +25,10 @@
 #include <tarantella/train/training_host.h>
 
 #include "train/engine.h"
+#include "train/gradient_exchange.h"
+#include "train/metrics_accumulator.h"
 #include "train/mixed_precision.h"
+#include "train/step_context.h"
 #include "train/step_model.h"
 
 namespace torch::optim {
@@ -33,12 +36,7 @@ class Optimizer;
 }
 
 namespace tnt {
-class AutoTuner;
 class Timeline;
-namespace dp {
-class BucketSteps;
-class OptimizerShards;
-}  // namespace dp
 }  // namespace tnt
 
 namespace tnt::train {
@@ -76,11 +74,6 @@ class EngineState {
   /// Structure check, then the master's weights, buffers and optimizer
   /// state on every rank. Collective.
   void synchronize_state();
-  /// With a sharded optimizer: puts it back in full form on every rank and
-  /// drops the gradient engine (the next step shards again). Collective.
-  void unshard_optimizer();
-  /// Drops the gradient engine and what was made with it.
-  void drop_engine();
   /// Gives the group to collective layers not given one (SyncBatchNorm) and
   /// records whether there are any (a converter may add them after
   /// construction: called again by compile()).
@@ -109,10 +102,8 @@ class EngineState {
   /// Used by the loops (train/fit_loop.cpp, train/evaluate_loop.cpp).
   std::vector<torch::Tensor> inputs_of(const data::Element& e) const;
   torch::Tensor target_of(const data::Element& e) const;
-  std::int64_t state_size() const;
-  torch::Tensor state_of(const torch::Tensor& output, const torch::Tensor& target,
-                         const torch::Tensor& mean_loss, std::int64_t samples) const;
-  Logs logs_of(const std::vector<double>& state) const;
+  /// The loss and metrics' state vector (after compile()).
+  const MetricsAccumulator& metrics() const;
   /// The output of a training or evaluation micro-batch: undefined for an
   /// empty one unless the network has collective layers (every rank must
   /// join their collectives).
@@ -121,28 +112,13 @@ class EngineState {
   /// What the step needs of the model (forward, target, loss, state), as
   /// functions over this engine.
   StepModel step_model();
-  /// The gradient engine, built on first use (or rebuilt after a drop).
-  dp::GradientSynchronizer& synchronizer();
-  dp::OptimizerShards* shards() const { return shards_.get(); }
-  dp::BucketSteps* bucket_steps() const { return bucket_steps_.get(); }
-  const std::vector<torch::Tensor>& trainable() const { return trainable_; }
+  /// What a training step works on (after compile()). Collective the
+  /// first time with a timeline (it opens it).
+  StepContext step_context();
+  /// The gradient exchange (synchroniser, shards, auto-tuner).
+  GradientExchange& gradients() { return gradients_; }
   /// The network's buffers (BatchNorm's running statistics).
   std::vector<torch::Tensor> buffers() const;
-  /// Whether the optimizer steps bucket by bucket (sharded, or element-wise
-  /// with the optimizer overlap on; more than one rank): shards() or
-  /// bucket_steps() exist once the gradient engine is built.
-  bool updates_per_bucket() const;
-  /// Auto-tuning: made on the first fit that tunes; the gradient engine
-  /// rebuilt for the tuner's current setting (between cycles only).
-  AutoTuner* autotuner() const { return autotuner_.get(); }
-  void start_autotuner();
-  /// A tuner of the caller's own (tests: fewer trials).
-  void set_autotuner(std::shared_ptr<AutoTuner> tuner) { autotuner_ = std::move(tuner); }
-  std::optional<std::size_t> threshold_override() const { return threshold_override_; }
-  std::optional<bool> overlap_override() const { return overlap_override_; }
-  dp::GradientSynchronizer& retune();
-  /// Settings chosen by auto-tuning (or set by a test), over the options.
-  void override_setting(std::optional<std::size_t> threshold, std::optional<bool> overlap);
   Timeline* timeline();
   void set_position(TrainingPosition position, torch::Tensor state = {}) {
     position_ = std::move(position);
@@ -155,7 +131,6 @@ class EngineState {
   template <typename MakeCallbacks>
   Logs evaluate_with(const data::Dataset& dataset, const EvaluateOptions& options,
                      MakeCallbacks make_callbacks);
-  bool sharded() const;
 
   comm::ProcessGroup group_;
   EngineOptions options_;
@@ -163,16 +138,12 @@ class EngineState {
   torch::Device device_{torch::kCPU};
   std::optional<CompileOptions> compiled_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
-  std::unique_ptr<dp::GradientSynchronizer> sync_;
-  /// Declared after the optimizer: destroyed first.
-  std::unique_ptr<dp::OptimizerShards> shards_;
-  std::unique_ptr<dp::BucketSteps> bucket_steps_;
+  std::optional<MetricsAccumulator> metrics_;
+  /// Declared after the optimizer: destroyed first (its shards hold it).
+  GradientExchange gradients_{group_, options_};
   std::vector<torch::Tensor> trainable_;
   Counters counters_;
   std::shared_ptr<LossScaler> scaler_;
-  std::optional<std::size_t> threshold_override_;
-  std::optional<bool> overlap_override_;
-  std::shared_ptr<AutoTuner> autotuner_;
   std::unique_ptr<Timeline> timeline_;
   mutable TrainingPosition position_;
   mutable torch::Tensor position_state_;  // position_.state, not yet read from the device

@@ -39,7 +39,7 @@ class EvaluationState {
  public:
   EvaluationState(EngineState& e, std::optional<std::int64_t> chunk)
       : e_(e), chunk_(chunk), model_(e.step_model()),
-        local_(torch::zeros({e.state_size()},
+        local_(torch::zeros({e.metrics().size()},
                             torch::TensorOptions().dtype(torch::kFloat64).device(e.device()))) {}
 
   void add(const data::MicroBatch& mb) {
@@ -51,7 +51,7 @@ class EvaluationState {
     } else if (mb.local_size > 0) {
       const torch::Tensor output = e_.forward(e_.inputs_of(mb.tensors));
       const torch::Tensor target = e_.target_of(mb.tensors);
-      accumulate(local_, e_.state_of(output, target, e_.compiled().loss()(output, target),
+      accumulate(local_, e_.metrics().increment(output, target, e_.compiled().loss()(output, target),
                                      mb.local_size));
     }
   }
@@ -140,14 +140,14 @@ Logs EngineState::evaluate_with(const data::Dataset& dataset, const EvaluateOpti
   std::int64_t step = 0;
   Logs local;
   const ReadLogs read_local = [&](bool) -> const Logs& {
-    return local = logs_of(read_state(state.local()));
+    return local = metrics().logs(read_state(state.local()));
   };
   for (std::optional<data::MicroBatch> mb; (mb = it.next()); ++step) {
     cbs.test_batch_begin(step);
     state.add(*mb);
     cbs.test_batch_end(step, read_local);  // read only for a callback that asks
   }
-  const Logs logs = logs_of(state.global());
+  const Logs logs = metrics().logs(state.global());
   skipped.report(group_, "evaluate");
   cbs.test_end(logs, read_local(false));
   return logs;

@@ -61,7 +61,7 @@ void FitLoop::begin() {
   dist_.emplace(data::distribute(train_, distribute_options(e_.group(), options_, chunk, e_.device())));
   e_.synchronize_state();
   if (chunk) one_thread_.emplace();
-  if (e_.options().autotune() && !chunk) e_.start_autotuner();
+  if (e_.options().autotune() && !chunk) e_.gradients().start_autotuner();
   e_.timeline();  // collective when it is made
   // With distribute_dataset(false) the dataset's batch is already this rank's.
   warn_small_batchnorm(e_.net(), options_.distribute_dataset()
@@ -81,7 +81,7 @@ void FitLoop::begin() {
   if (resume_) check_resume(*resume_, dist_->global_batch_size(), steps_total_);
   // After train_begin: a restored backup brings deterministic mode's seed
   // and exponents.
-  step_ = make_step(e_);
+  step_ = make_step(e_.step_context());
   // One rank cannot straggle behind others.
   if (e_.options().straggler_window() > 0 && e_.group().size() > 1) {
     stragglers_.emplace(e_.group(), e_.options().straggler_window(), e_.timeline());
@@ -97,8 +97,8 @@ bool FitLoop::run_epoch(std::int64_t epoch) {
   callbacks_->epoch_begin(epoch);
   e_.net().train(true);
   const auto on_device = torch::TensorOptions().dtype(torch::kFloat64).device(e_.device());
-  global_state_ = torch::zeros({e_.state_size()}, on_device);
-  local_state_ = torch::zeros({e_.state_size()}, on_device);
+  global_state_ = torch::zeros({e_.metrics().size()}, on_device);
+  local_state_ = torch::zeros({e_.metrics().size()}, on_device);
   logs_stale_ = true;
   auto it = dist_->iterate(epoch);
   std::int64_t step = 0;
@@ -174,8 +174,8 @@ void FitLoop::refresh_logs() {
   if (!logs_stale_) return;
   const std::vector<double> both = read_state(torch::cat({global_state_, local_state_}));
   const auto half = static_cast<std::ptrdiff_t>(both.size() / 2);
-  logs_ = e_.logs_of({both.begin(), both.begin() + half});
-  local_logs_ = e_.logs_of({both.begin() + half, both.end()});
+  logs_ = e_.metrics().logs({both.begin(), both.begin() + half});
+  local_logs_ = e_.metrics().logs({both.begin() + half, both.end()});
   logs_stale_ = false;
 }
 

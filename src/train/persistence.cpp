@@ -14,6 +14,7 @@
 #include <tarantella/base/logging.h>
 
 #include "io/atomic_file.h"
+#include "train/metrics_accumulator.h"
 #include "io/master_checked.h"
 #include "io/pickle_rewrite.h"
 #include "io/torch_save.h"
@@ -229,8 +230,7 @@ TrainingPosition restore_backup(Engine& engine, const std::string& path) {
   const comm::ProcessGroup& group = engine.group();
   load(engine, path);  // weights, optimizer, counters, the master's random state
   const std::int64_t each = cpu_rng_state().numel();
-  std::int64_t state_size = 2;
-  for (const auto& m : engine.compiled()->metrics()) state_size += m.state_size;
+  const std::int64_t state_size = MetricsAccumulator(engine.compiled()->metrics()).size();
   std::optional<Entries> small;
   run_on_master_checked(group, [&] {
     const Entries entries = read_checkpoint(path);

@@ -37,31 +37,24 @@ torch::Tensor Step::take_pending() {
   return out;
 }
 
-StepRules rules_of(EngineState& engine) {
-  const CompileOptions& c = engine.compiled();
-  return StepRules{c.clip_norm(), c.clip_value(), c.schedule().fn, engine.scaler()};
+std::unique_ptr<Step> make_step(StepContext context) {
+  if (context.deterministic_chunk) return std::make_unique<DeterministicStep>(std::move(context));
+  return std::make_unique<TrainStep>(std::move(context));
 }
 
-std::unique_ptr<Step> make_step(EngineState& engine) {
-  if (engine.compiled().deterministic()) return std::make_unique<DeterministicStep>(engine);
-  return std::make_unique<TrainStep>(engine);
-}
-
-TrainStep::TrainStep(EngineState& engine)
-    : Step(static_cast<std::size_t>(engine.state_size()), engine.device()),
-      e_(engine),
-      model_(engine.step_model()),
-      rules_(rules_of(engine)),
-      trainable_(engine.trainable()),
-      update_(engine.updates_per_bucket() && !rules_.needs_all_gradients() ? Update::kPerBucket
-                                                                           : Update::kAfterSync),
-      device_clock_(engine.device()) {}
+TrainStep::TrainStep(StepContext context)
+    : Step(static_cast<std::size_t>(context.state_size), context.device),
+      c_(std::move(context)),
+      update_(c_.gradients.updates_per_bucket() && !c_.rules.needs_all_gradients()
+                  ? Update::kPerBucket
+                  : Update::kAfterSync),
+      device_clock_(c_.device) {}
 
 StepResult TrainStep::run(const StepInput& in) {
   // A new auto-tuned setting only between cycles.
-  AutoTuner* tuner = e_.autotuner();
+  AutoTuner* tuner = c_.gradients.autotuner();
   dp::GradientSynchronizer& sync =
-      tuner && in.step == in.cycle.start ? e_.retune() : e_.synchronizer();
+      tuner && in.step == in.cycle.start ? c_.gradients.retune() : c_.gradients.synchronizer();
   StepResult result;
   forward_backward(in, sync, result.times);
   if (in.cycle.reduce && update_ == Update::kPerBucket) {
@@ -73,7 +66,7 @@ StepResult TrainStep::run(const StepInput& in) {
   t.step_end = Clock::now();
   device_clock_.mark(DeviceStepClock::kStepEnd);
   t.device_compute = device_clock_.end_step();
-  record_step(e_.timeline(), overlap_, sync, in.cycle.reduce, t);
+  record_step(c_.timeline, overlap_, sync, in.cycle.reduce, t);
   if (in.cycle.reduce) {
     result.local_state = take_pending();
     if (tuner) tuner->record(std::chrono::duration<double>(t.step_end - t.forward_begin).count());
@@ -97,9 +90,9 @@ void TrainStep::forward_backward(const StepInput& in, dp::GradientSynchronizer& 
   torch::Tensor loss, empty_output;
   if (mb.local_size > 0) {
     const torch::Tensor output = forward_checked(mb);
-    const torch::Tensor target = model_.target(mb.tensors);
-    loss = model_.loss(output, target);
-    add_pending(model_.state(output, target, loss, mb.local_size));
+    const torch::Tensor target = c_.model.target(mb.tensors);
+    loss = c_.model.loss(output, target);
+    add_pending(c_.model.state(output, target, loss, mb.local_size));
   } else {
     empty_output = forward_checked(mb);
   }
@@ -108,7 +101,7 @@ void TrainStep::forward_backward(const StepInput& in, dp::GradientSynchronizer& 
   sync.begin_step(weight, in.cycle.reduce, pending());
   t.backward_begin = Clock::now();
   if (loss.defined()) {
-    (rules_.scaler ? loss * rules_.scaler->scale() : loss).backward();
+    (c_.rules.scaler ? loss * c_.rules.scaler->scale() : loss).backward();
   } else if (empty_output.defined() && empty_output.requires_grad()) {
     empty_output.sum().backward();
   }
@@ -123,19 +116,19 @@ void TrainStep::update_after_sync(dp::GradientSynchronizer& sync, bool reduce, S
   // finish() is the wait for the buckets (and the copy out of the last ones).
   r.times.waited = r.times.sync_end - r.times.backward_end;
   if (!reduce) return;
-  dp::OptimizerShards* shards = e_.shards();
+  dp::OptimizerShards* shards = c_.gradients.shards();
   if (shards) shards->set_gradients(sync.reduced_slices());
   r.stepped =
-      apply_update(trainable_, e_.optimizer(), rules_, e_.counters().optimizer_steps, shards);
+      apply_update(c_.trainable, c_.optimizer, c_.rules, c_.counters.optimizer_steps, shards);
 }
 
 // Each bucket's step as soon as it is reduced; a sharded bucket's slice
 // leaves for the allgather right after its step.
 void TrainStep::update_per_bucket(dp::GradientSynchronizer& sync, StepResult& r) {
-  std::int64_t& optimizer_steps = e_.counters().optimizer_steps;
-  set_learning_rate(e_.optimizer(), rules_, optimizer_steps);
-  dp::OptimizerShards* shards = e_.shards();
-  dp::BucketSteps* bucket_steps = e_.bucket_steps();
+  std::int64_t& optimizer_steps = c_.counters.optimizer_steps;
+  set_learning_rate(c_.optimizer, c_.rules, optimizer_steps);
+  dp::OptimizerShards* shards = c_.gradients.shards();
+  dp::BucketSteps* bucket_steps = c_.gradients.bucket_steps();
   TNT_CHECK(shards || bucket_steps,
             "internal error: a per-bucket update without sharded or per-bucket optimizer steps");
   std::size_t stepped = 0;
@@ -160,7 +153,7 @@ void TrainStep::update_per_bucket(dp::GradientSynchronizer& sync, StepResult& r)
   if (stepped == 0) {
     // No bucket went out (nothing to reduce): .grad is the answer.
     if (shards) shards->set_gradients(sync.reduced_slices());
-    r.stepped = apply_update(trainable_, e_.optimizer(), rules_, optimizer_steps, shards);
+    r.stepped = apply_update(c_.trainable, c_.optimizer, c_.rules, optimizer_steps, shards);
     return;
   }
   if (shards) {
@@ -238,7 +231,7 @@ bool apply_update(std::vector<torch::Tensor>& trainable, torch::optim::Optimizer
 
 torch::Tensor TrainStep::forward_checked(const data::MicroBatch& mb) {
   try {
-    return model_.forward(mb.tensors);
+    return c_.model.forward(mb.tensors);
   } catch (const c10::Error& e) {
     // LibTorch's message alone ("mat1 and mat2 shapes cannot be
     // multiplied") does not say that the data is the likely culprit.

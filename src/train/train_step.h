@@ -29,6 +29,7 @@
 #include <tarantella/dp/gradient_sync.h>
 
 #include "train/device_clock.h"
+#include "train/step_context.h"
 #include "train/step_model.h"
 #include "train/timeline.h"
 
@@ -41,7 +42,6 @@ class OptimizerShards;
 
 namespace tnt::train {
 
-class EngineState;
 
 /// Where step `step` of an epoch of `steps_total` steps (< 0: unknown) lies
 /// in accumulation cycles of k micro-steps: the length of its cycle (the
@@ -128,9 +128,9 @@ class Step {
   torch::Tensor pending_;  // float64: this rank, this accumulation cycle
 };
 
-/// The strategy for `engine`'s compiled options (collective: deterministic
+/// The strategy for the context's settings (collective: deterministic
 /// mode agrees on a seed).
-std::unique_ptr<Step> make_step(EngineState& engine);
+std::unique_ptr<Step> make_step(StepContext context);
 
 /// How the default step updates the weights when a cycle ends.
 enum class Update {
@@ -140,7 +140,7 @@ enum class Update {
 
 class TrainStep final : public Step {
  public:
-  explicit TrainStep(EngineState& engine);
+  explicit TrainStep(StepContext context);
   StepResult run(const StepInput& in) override;
   Update update() const { return update_; }
 
@@ -152,16 +152,10 @@ class TrainStep final : public Step {
   /// model_.forward, its LibTorch errors explained.
   torch::Tensor forward_checked(const data::MicroBatch& mb);
 
-  EngineState& e_;
-  StepModel model_;
-  StepRules rules_;
-  std::vector<torch::Tensor> trainable_;
+  StepContext c_;
   Update update_;
   DeviceStepClock device_clock_;
 };
-
-/// The rules of `engine`'s compiled options.
-StepRules rules_of(EngineState& engine);
 
 /// The update after the global gradients are in .grad: with loss scaling,
 /// unscale (or skip the step: false), then clip (by norm, by value), the

@@ -10,7 +10,7 @@
 
 #include <functional>
 
-#include "model/model_impl.h"
+#include "../support/test_host.h"
 #include "tiny_training.h"
 #include "train/autotune.h"
 #include "train/engine_state.h"
@@ -19,33 +19,38 @@ namespace {
 
 using tnt::AutoTuneOptions;
 using tnt::EngineSetting;
-using tnt::ModelInternals;
-using tnt::train::state_of;
+using tnt::train::EngineState;
 
-// 4 epochs of 7 steps: the tuned runs below need at most 2 + 3 of them.
-std::vector<torch::Tensor> trained(const std::function<void(tnt::Model&)>& setup,
-                                   std::optional<std::size_t> threshold = std::nullopt) {
-  tnt::Model model(tnt_test::make_net());
-  tnt::CompileOptions options = tnt_test::options();
-  if (threshold) options.fusion_threshold_bytes(*threshold);
-  model.compile(options);
-  setup(model);
-  model.fit(tnt_test::train_set(8, true), tnt::FitOptions().epochs(4).verbose(0));
-  std::vector<torch::Tensor> w;
-  for (const auto& [name, t] : model.named_parameters()) w.push_back(t.detach().clone());
-  return w;
+// The engine state that the loops run on, over the world, with the run's
+// configuration (as tnt::Model makes its engine).
+std::unique_ptr<EngineState> engine() {
+  return std::make_unique<EngineState>(
+      tnt::make_adapter(tnt_test::make_net()), tnt::world(),
+      tnt::train::EngineOptions::from_config(tnt::current_config()));
 }
 
-void fixed_overlap(tnt::Model& model, bool overlap) {
-  state_of(ModelInternals::of(model)).override_setting(std::nullopt, overlap);
+// 4 epochs of 7 steps: the tuned runs below need at most 2 + 3 of them.
+std::vector<torch::Tensor> trained(const std::function<void(EngineState&)>& setup,
+                                   std::optional<std::size_t> threshold = std::nullopt) {
+  const auto e = engine();
+  tnt_test::TestHostOf<EngineState> host(*e);
+  tnt::CompileOptions options = tnt_test::options();
+  if (threshold) options.fusion_threshold_bytes(*threshold);
+  e->compile(options);
+  setup(*e);
+  e->fit(tnt_test::train_set(8, true), tnt::FitOptions().epochs(4).verbose(0), {&host, nullptr});
+  return tnt_test::TestHostOf<EngineState>::weights_of(*e);
+}
+
+void fixed_overlap(EngineState& e, bool overlap) {
+  e.gradients().override_setting(std::nullopt, overlap);
 }
 
 // A tuner of 1-step trials over the tiny network's useful thresholds
 // (its 4 tensors are 448, 64, 256 and 16 bytes): one allreduce per
 // tensor, two buckets, one bucket.
-void tuned(tnt::Model& model, bool tune_overlap, std::vector<std::size_t> thresholds) {
-  auto& s = state_of(ModelInternals::of(model));
-  s.set_autotuner(std::make_shared<tnt::AutoTuner>(
+void tuned(EngineState& s, bool tune_overlap, std::vector<std::size_t> thresholds) {
+  s.gradients().set_autotuner(std::make_shared<tnt::AutoTuner>(
       s.group(), AutoTuneOptions()
                    .thresholds(std::move(thresholds))
                    .start({32 * 1024, true})
@@ -65,22 +70,22 @@ void expect_bitwise_equal(const std::vector<torch::Tensor>& a, const std::vector
 }
 
 TEST(AutoTune, OverlapOnOrOffGivesBitwiseTheSameWeights) {
-  const auto on = trained([](tnt::Model& m) { fixed_overlap(m, true); });
-  const auto off = trained([](tnt::Model& m) { fixed_overlap(m, false); });
+  const auto on = trained([](EngineState& m) { fixed_overlap(m, true); });
+  const auto off = trained([](EngineState& m) { fixed_overlap(m, false); });
   expect_bitwise_equal(on, off, "overlap off against on");
   // The tuner tries both at the default threshold, then keeps one.
-  const auto tuned_run = trained([](tnt::Model& m) { tuned(m, true, {32 * 1024}); });
+  const auto tuned_run = trained([](EngineState& m) { tuned(m, true, {32 * 1024}); });
   expect_bitwise_equal(on, tuned_run, "overlap tuned against fixed");
 }
 
 TEST(AutoTune, TunedWeightsEqualFixedOnesWhateverTheThreshold) {
   const std::vector<std::size_t> thresholds{0, 300, 1 << 20};
-  const auto reference = trained([](tnt::Model& m) { fixed_overlap(m, true); });
-  const auto tuned_run = trained([&](tnt::Model& m) { tuned(m, true, thresholds); });
+  const auto reference = trained([](EngineState& m) { fixed_overlap(m, true); });
+  const auto tuned_run = trained([&](EngineState& m) { tuned(m, true, thresholds); });
   std::vector<std::pair<std::string, std::vector<torch::Tensor>>> others{{"tuned", tuned_run}};
   for (std::size_t t : thresholds) {
     others.push_back({"threshold " + std::to_string(t) + ", overlap off",
-                      trained([](tnt::Model& m) { fixed_overlap(m, false); }, t)});
+                      trained([](EngineState& m) { fixed_overlap(m, false); }, t)});
   }
   for (const auto& [what, w] : others) {
     if (tnt::get_size() <= 2) {
@@ -92,11 +97,12 @@ TEST(AutoTune, TunedWeightsEqualFixedOnesWhateverTheThreshold) {
 }
 
 TEST(AutoTune, TheChosenSettingIsTheEngineInUseAndAlikeOnEveryRank) {
-  tnt::Model model(tnt_test::make_net());
-  model.compile(tnt_test::options());
-  tuned(model, true, {0, 300, 1 << 20});
-  model.fit(tnt_test::train_set(8, true), tnt::FitOptions().epochs(1).verbose(0));
-  auto& s = state_of(ModelInternals::of(model));
+  const auto e = engine();
+  tnt_test::TestHostOf<EngineState> host(*e);
+  e->compile(tnt_test::options());
+  tuned(*e, true, {0, 300, 1 << 20});
+  e->fit(tnt_test::train_set(8, true), tnt::FitOptions().epochs(1).verbose(0), {&host, nullptr});
+  const tnt::train::GradientExchange& s = e->gradients();
   ASSERT_TRUE(s.autotuner()->done());
   EXPECT_EQ(s.autotuner()->steps(), 5);  // 2 trials of overlap, 3 of thresholds
   const EngineSetting chosen = s.autotuner()->setting();
@@ -106,7 +112,7 @@ TEST(AutoTune, TheChosenSettingIsTheEngineInUseAndAlikeOnEveryRank) {
   torch::Tensor mine = torch::tensor(
       {static_cast<double>(chosen.threshold_bytes), chosen.overlap ? 1.0 : 0.0}, torch::kFloat64);
   torch::Tensor master = mine.clone();
-  s.group().broadcast(master, 0);
+  e->group().broadcast(master, 0);
   EXPECT_TRUE(torch::equal(mine, master)) << "rank " << tnt::get_rank() << " chose otherwise";
 }
 

@@ -20,6 +20,7 @@
 #include <tarantella/keras/metrics.h>
 #include <tarantella/keras/optimizers.h>
 
+#include "../support/test_host.h"
 #include "../support/weights.h"
 #include "train/engine.h"
 #include "train/engine_state.h"
@@ -32,44 +33,13 @@ using tnt::comm::ProcessGroup;
 using tnt::comm::run_in_process;
 using tnt::train::Engine;
 using tnt::train::EngineOptions;
-using tnt::train::state_of;
+using tnt::train::EngineState;
 using tnt::train::TrainingPosition;
 using tnt_test::max_rel_diff;
 using Logs = tnt::callbacks::Logs;
 
-// The host a test gives the engine: stop, learning rate, weights and
-// position through the engine; no files.
-class TestHost final : public tnt::train::TrainingHost {
- public:
-  explicit TestHost(Engine& e) : e_(e) {}
-  void request_stop() override { stop_ = true; }
-  bool stop_requested() const override { return stop_; }
-  double learning_rate() const override { return e_.learning_rate(); }
-  void set_learning_rate(double rate) override { e_.set_learning_rate(rate); }
-  std::vector<torch::Tensor> get_weights() const override { return weights_of(e_); }
-  void set_weights(const std::vector<torch::Tensor>&) override { unsupported(); }
-  void save(const std::string&) override { unsupported(); }
-  void save_weights(const std::string&) override { unsupported(); }
-  const ProcessGroup& group() const override { return e_.group(); }
-  const TrainingPosition& position() const override { return e_.position(); }
-  void save_backup(const std::string&) override { unsupported(); }
-  TrainingPosition restore_backup(const std::string&) override {
-    unsupported();
-    return {};
-  }
-  void resume_from(const TrainingPosition& p) override { e_.resume_from(p); }
-
-  static std::vector<torch::Tensor> weights_of(const Engine& e) {
-    std::vector<torch::Tensor> out;
-    for (const auto& [name, t] : e.net().named_parameters()) out.push_back(t.detach().clone());
-    return out;
-  }
-
- private:
-  static void unsupported() { throw tnt::Error("not part of this test"); }
-  Engine& e_;
-  bool stop_ = false;
-};
+using tnt_test::TestHostOf;
+using TestHost = TestHostOf<Engine>;
 
 // 22 samples: global batches of 8 are 8, 8, 6 (uneven shares at 3 and 4 ranks).
 constexpr std::int64_t kSamples = 22;
@@ -315,12 +285,14 @@ TEST(Engine, ShardedStepMatchesTheWholeStep) {
   };
   for (int n : {2, 4}) {
     const Trained whole = train(n, adam(), epochs(2));
-    bool sharded = false;
-    const Trained shards = train(n, adam().shard_optimizer(true), epochs(2), quiet(),
-                             [&](Engine& e, TestHost&) {
-                               state_of(e).synchronizer();
-                               sharded = state_of(e).shards() != nullptr;
-                             });
+    const Trained shards = train(n, adam().shard_optimizer(true), epochs(2));
+    bool sharded = true;
+    run_in_process(n, [&](const ProcessGroup& g) {
+      EngineState e(fresh_net(), g, quiet());
+      e.compile(adam().shard_optimizer(true));
+      e.gradients().synchronizer();
+      if (g.rank() == 0) sharded = e.gradients().shards() != nullptr;
+    });
     EXPECT_TRUE(sharded) << n << " ranks";
     EXPECT_LT(max_rel_diff(whole.weights, shards.weights), 1e-6) << n << " ranks";
   }
@@ -334,9 +306,9 @@ TEST(Engine, StepUpdateIsChosenOnceFromTheOptions) {
   auto update_of = [](int ranks, EngineOptions o, tnt::CompileOptions c) {
     Update u = Update::kAfterSync;
     run_in_process(ranks, [&](const ProcessGroup& g) {
-      Engine e(fresh_net(), g, o);
+      EngineState e(fresh_net(), g, o);
       e.compile(c);
-      const Update mine = tnt::train::TrainStep(state_of(e)).update();
+      const Update mine = tnt::train::TrainStep(e.step_context()).update();
       if (g.rank() == 0) u = mine;
     });
     return u;
@@ -365,28 +337,28 @@ TEST(EngineOptions, EverySwitchTakesEffectThroughTheStruct) {
   std::filesystem::remove(timeline);
   run_in_process(2, [&](const ProcessGroup& g) {
     auto buckets = [&](EngineOptions o) {
-      Engine e(fresh_net(), g, o);
+      EngineState e(fresh_net(), g, o);
       e.compile(sgd());
-      return state_of(e).synchronizer().buckets().size();
+      return e.gradients().synchronizer().buckets().size();
     };
     EXPECT_EQ(buckets(quiet().fusion_threshold_bytes(0)), 4u);  // one per tensor
     EXPECT_EQ(buckets(quiet().fusion_threshold_bytes(1 << 20)), 1u);
 
-    Engine no_overlap(fresh_net(), g, quiet().overlap(false).overlap_optimizer(true));
+    EngineState no_overlap(fresh_net(), g, quiet().overlap(false).overlap_optimizer(true));
     no_overlap.compile(sgd());
-    EXPECT_FALSE(state_of(no_overlap).synchronizer().options().overlap());
-    EXPECT_NE(state_of(no_overlap).bucket_steps(), nullptr);
-    Engine plain(fresh_net(), g, quiet());
+    EXPECT_FALSE(no_overlap.gradients().synchronizer().options().overlap());
+    EXPECT_NE(no_overlap.gradients().bucket_steps(), nullptr);
+    EngineState plain(fresh_net(), g, quiet());
     plain.compile(sgd());
-    EXPECT_TRUE(state_of(plain).synchronizer().options().overlap());
-    EXPECT_EQ(state_of(plain).bucket_steps(), nullptr);
+    EXPECT_TRUE(plain.gradients().synchronizer().options().overlap());
+    EXPECT_EQ(plain.gradients().bucket_steps(), nullptr);
     EXPECT_EQ(plain.device(), torch::Device(torch::kCPU));
 
-    Engine tuned(fresh_net(), g, quiet().autotune(true).timeline_path(timeline.string()));
-    TestHost host(tuned);
+    EngineState tuned(fresh_net(), g, quiet().autotune(true).timeline_path(timeline.string()));
+    TestHostOf<EngineState> host(tuned);
     tuned.compile(sgd());
     tuned.fit(samples().batch(8), epochs(1), {&host, nullptr});
-    EXPECT_NE(state_of(tuned).autotuner(), nullptr);
+    EXPECT_NE(tuned.gradients().autotuner(), nullptr);
   });
   EXPECT_TRUE(std::filesystem::exists(timeline));
   std::filesystem::remove(timeline);

@@ -13,7 +13,9 @@
 #include <tarantella/dp/state_sync.h>
 #include <tarantella/keras/sync_batchnorm.h>
 
+#include "dp/bucket_steps.h"
 #include "dp/optimizer_shards.h"
+#include "dp/optimizer_state.h"
 #include "train/autotune.h"
 #include "train/host_reads.h"
 #include "train/timeline.h"

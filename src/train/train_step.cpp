@@ -8,6 +8,7 @@
 
 #include <tarantella/base/error.h>
 
+#include "dp/bucket_steps.h"
 #include "dp/optimizer_shards.h"
 #include "train/autotune.h"
 #include "train/deterministic_step.h"

@@ -3,7 +3,10 @@
 // state copy a background checkpoint serializes, the state's size.
 #include "dp/optimizer_state.h"
 
+#include <tuple>
+#include <type_traits>
 #include <typeinfo>
+#include <utility>
 
 #include <torch/torch.h>
 
@@ -15,88 +18,86 @@ namespace {
 using torch::optim::OptimizerParamState;
 using StatePtr = std::unique_ptr<OptimizerParamState>;
 
-template <class O>
-bool is_a(const torch::optim::Optimizer& o) {
-  return dynamic_cast<const O*>(&o) != nullptr;
-}
-
-template <class O>
-bool exactly(const torch::optim::Optimizer& o) {
-  return typeid(o) == typeid(O);
-}
-
-template <class O, class Options>
-std::unique_ptr<torch::optim::Optimizer> empty_like(const torch::optim::Optimizer& o) {
-  return std::make_unique<O>(std::vector<torch::optim::OptimizerParamGroup>{},
-                             static_cast<const Options&>(o.defaults()));
-}
-
+// Whether state type S counts steps (SGD's does not: its StateKind says 0).
+template <class S, class = void>
+struct CountsSteps : std::false_type {};
 template <class S>
-const S& as(const OptimizerParamState& s) {
-  return static_cast<const S&>(s);
-}
+struct CountsSteps<S, std::void_t<decltype(std::declval<const S&>().step())>> : std::true_type {};
+
+// The tensors of each state type, named once: of(state) ties them, as
+// references into `state` (const or not), so reading and building a state
+// walk the same list. AdamW keeps the same three as Adam.
+struct SgdTensors {
+  template <class S>
+  static auto of(S& s) {
+    return std::tie(s.momentum_buffer());
+  }
+};
+struct AdamTensors {
+  template <class S>
+  static auto of(S& s) {
+    return std::tie(s.exp_avg(), s.exp_avg_sq(), s.max_exp_avg_sq());
+  }
+};
+struct RmspropTensors {
+  template <class S>
+  static auto of(S& s) {
+    return std::tie(s.square_avg(), s.momentum_buffer(), s.grad_avg());
+  }
+};
+struct AdagradTensors {
+  template <class S>
+  static auto of(S& s) {
+    return std::tie(s.sum());
+  }
+};
+
+// The StateKind of optimizer type O, with its options type, its
+// per-parameter state type and that state's tensors (Fields): all the rest
+// is the same for every type.
+template <class O, class Options, class State, class Fields>
+struct KindOf {
+  static bool matches(const torch::optim::Optimizer& o) {
+    return dynamic_cast<const O*>(&o) != nullptr;
+  }
+  static bool exactly(const torch::optim::Optimizer& o) { return typeid(o) == typeid(O); }
+  static std::unique_ptr<torch::optim::Optimizer> empty_like(const torch::optim::Optimizer& o) {
+    return std::make_unique<O>(std::vector<torch::optim::OptimizerParamGroup>{},
+                               static_cast<const Options&>(o.defaults()));
+  }
+  static std::vector<torch::Tensor> tensors(const OptimizerParamState& s) {
+    return std::apply([](const auto&... t) { return std::vector<torch::Tensor>{t...}; },
+                      Fields::of(static_cast<const State&>(s)));
+  }
+  static std::int64_t step(const OptimizerParamState& s) {
+    if constexpr (CountsSteps<State>::value) return static_cast<const State&>(s).step();
+    return 0;
+  }
+  static StatePtr make(const std::vector<torch::Tensor>& tensors, std::int64_t step) {
+    auto s = std::make_unique<State>();
+    // The tensors in Fields' order (the comma fold runs left to right).
+    auto set = [&](auto&... field) {
+      std::size_t i = 0;
+      ((field = tensors.at(i++)), ...);
+    };
+    std::apply(set, Fields::of(*s));
+    if constexpr (CountsSteps<State>::value) s->step(step);
+    return s;
+  }
+  static StateKind kind(const char* name) {
+    const std::size_t fields = std::tuple_size_v<decltype(Fields::of(std::declval<State&>()))>;
+    return {name, fields, matches, tensors, step, make, exactly, empty_like};
+  }
+};
 
 const std::vector<StateKind>& state_kinds() {
   using namespace torch::optim;
   static const std::vector<StateKind> kinds = {
-      {"SGD", 1, is_a<SGD>,
-       [](const OptimizerParamState& s) {
-         return std::vector<torch::Tensor>{as<SGDParamState>(s).momentum_buffer()};
-       },
-       [](const OptimizerParamState&) -> std::int64_t { return 0; },
-       [](const std::vector<torch::Tensor>& t, std::int64_t) -> StatePtr {
-         auto s = std::make_unique<SGDParamState>();
-         s->momentum_buffer(t[0]);
-         return s;
-       },
-       exactly<SGD>, empty_like<SGD, SGDOptions>},
-      {"Adam", 3, is_a<Adam>,
-       [](const OptimizerParamState& s) {
-         const auto& a = as<AdamParamState>(s);
-         return std::vector<torch::Tensor>{a.exp_avg(), a.exp_avg_sq(), a.max_exp_avg_sq()};
-       },
-       [](const OptimizerParamState& s) { return as<AdamParamState>(s).step(); },
-       [](const std::vector<torch::Tensor>& t, std::int64_t step) -> StatePtr {
-         auto s = std::make_unique<AdamParamState>();
-         s->step(step).exp_avg(t[0]).exp_avg_sq(t[1]).max_exp_avg_sq(t[2]);
-         return s;
-       },
-       exactly<Adam>, empty_like<Adam, AdamOptions>},
-      {"AdamW", 3, is_a<AdamW>,
-       [](const OptimizerParamState& s) {
-         const auto& a = as<AdamWParamState>(s);
-         return std::vector<torch::Tensor>{a.exp_avg(), a.exp_avg_sq(), a.max_exp_avg_sq()};
-       },
-       [](const OptimizerParamState& s) { return as<AdamWParamState>(s).step(); },
-       [](const std::vector<torch::Tensor>& t, std::int64_t step) -> StatePtr {
-         auto s = std::make_unique<AdamWParamState>();
-         s->step(step).exp_avg(t[0]).exp_avg_sq(t[1]).max_exp_avg_sq(t[2]);
-         return s;
-       },
-       exactly<AdamW>, empty_like<AdamW, AdamWOptions>},
-      {"RMSprop", 3, is_a<RMSprop>,
-       [](const OptimizerParamState& s) {
-         const auto& r = as<RMSpropParamState>(s);
-         return std::vector<torch::Tensor>{r.square_avg(), r.momentum_buffer(), r.grad_avg()};
-       },
-       [](const OptimizerParamState& s) { return as<RMSpropParamState>(s).step(); },
-       [](const std::vector<torch::Tensor>& t, std::int64_t step) -> StatePtr {
-         auto s = std::make_unique<RMSpropParamState>();
-         s->step(step).square_avg(t[0]).momentum_buffer(t[1]).grad_avg(t[2]);
-         return s;
-       },
-       exactly<RMSprop>, empty_like<RMSprop, RMSpropOptions>},
-      {"Adagrad", 1, is_a<Adagrad>,
-       [](const OptimizerParamState& s) {
-         return std::vector<torch::Tensor>{as<AdagradParamState>(s).sum()};
-       },
-       [](const OptimizerParamState& s) { return as<AdagradParamState>(s).step(); },
-       [](const std::vector<torch::Tensor>& t, std::int64_t step) -> StatePtr {
-         auto s = std::make_unique<AdagradParamState>();
-         s->sum(t[0]).step(step);
-         return s;
-       },
-       exactly<Adagrad>, empty_like<Adagrad, AdagradOptions>},
+      KindOf<SGD, SGDOptions, SGDParamState, SgdTensors>::kind("SGD"),
+      KindOf<Adam, AdamOptions, AdamParamState, AdamTensors>::kind("Adam"),
+      KindOf<AdamW, AdamWOptions, AdamWParamState, AdamTensors>::kind("AdamW"),
+      KindOf<RMSprop, RMSpropOptions, RMSpropParamState, RmspropTensors>::kind("RMSprop"),
+      KindOf<Adagrad, AdagradOptions, AdagradParamState, AdagradTensors>::kind("Adagrad"),
   };
   return kinds;
 }

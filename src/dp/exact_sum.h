@@ -1,10 +1,11 @@
 // Private: sums whose result does not depend on how the summands are spread
-// over ranks or in which order MPI adds them (deterministic training, issue
-// 16). Each summand ("part", e.g. the gradient of one chunk of a global
-// batch) is rounded to a multiple of 2^e, with an exponent e per tensor that
-// every rank uses, and the multiples are added as integers held in float64:
-// as long as every partial sum stays below 2^53 in magnitude, each addition
-// is exact, so any grouping and order — on a rank, and in MPI's allreduce —
+// over ranks or in which order MPI adds them (deterministic mode,
+// CompileOptions().deterministic(): the same bits at any rank count). Each
+// summand ("part", e.g. the gradient of one chunk of a global batch) is
+// rounded to a multiple of 2^e, with an exponent e per tensor that every
+// rank uses, and the multiples are added as integers held in float64: as
+// long as every partial sum stays below 2^53 in magnitude, each addition is
+// exact, so any grouping and order — on a rank, and in MPI's allreduce —
 // gives the same bits.
 //
 // The exponents. ExactSum is told them before the parts arrive (so that a

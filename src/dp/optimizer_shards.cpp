@@ -1,132 +1,23 @@
+// The sharded optimizer (ZeRO stage 1): see optimizer_shards.h.
 #include "dp/optimizer_shards.h"
 
 #include <algorithm>
-#include <map>
 #include <set>
-#include <typeinfo>
 #include <sstream>
 #include <utility>
 
-#include <c10/util/strides.h>
 #include <torch/torch.h>
 
 #include <tarantella/base/error.h>
 #include <tarantella/base/torch_compat.h>
 
+#include "dp/bucket_steps.h"
+#include "dp/optimizer_state.h"
+
 namespace tnt::dp {
 namespace {
 
-using torch::optim::OptimizerParamState;
-using StatePtr = std::unique_ptr<OptimizerParamState>;
-
-// What sharding needs to know of an optimizer's per-parameter state: its
-// tensors (each shaped like the parameter, possibly undefined when an option
-// is off) and its step counter.
-struct StateKind {
-  const char* name;
-  std::size_t fields;  // tensors in the state
-  bool (*matches)(const torch::optim::Optimizer&);
-  std::vector<torch::Tensor> (*tensors)(const OptimizerParamState&);
-  std::int64_t (*step)(const OptimizerParamState&);
-  StatePtr (*make)(const std::vector<torch::Tensor>&, std::int64_t step);
-  bool (*exactly)(const torch::optim::Optimizer&);  // of this type, not a subclass
-  // The same type with the same defaults, no groups, no state.
-  std::unique_ptr<torch::optim::Optimizer> (*empty_like)(const torch::optim::Optimizer&);
-};
-
-template <class O>
-bool is_a(const torch::optim::Optimizer& o) {
-  return dynamic_cast<const O*>(&o) != nullptr;
-}
-
-template <class O>
-bool exactly(const torch::optim::Optimizer& o) {
-  return typeid(o) == typeid(O);
-}
-
-template <class O, class Options>
-std::unique_ptr<torch::optim::Optimizer> empty_like(const torch::optim::Optimizer& o) {
-  return std::make_unique<O>(std::vector<torch::optim::OptimizerParamGroup>{},
-                             static_cast<const Options&>(o.defaults()));
-}
-
-template <class S>
-const S& as(const OptimizerParamState& s) {
-  return static_cast<const S&>(s);
-}
-
-const std::vector<StateKind>& state_kinds() {
-  using namespace torch::optim;
-  static const std::vector<StateKind> kinds = {
-      {"SGD", 1, is_a<SGD>,
-       [](const OptimizerParamState& s) {
-         return std::vector<torch::Tensor>{as<SGDParamState>(s).momentum_buffer()};
-       },
-       [](const OptimizerParamState&) -> std::int64_t { return 0; },
-       [](const std::vector<torch::Tensor>& t, std::int64_t) -> StatePtr {
-         auto s = std::make_unique<SGDParamState>();
-         s->momentum_buffer(t[0]);
-         return s;
-       },
-       exactly<SGD>, empty_like<SGD, SGDOptions>},
-      {"Adam", 3, is_a<Adam>,
-       [](const OptimizerParamState& s) {
-         const auto& a = as<AdamParamState>(s);
-         return std::vector<torch::Tensor>{a.exp_avg(), a.exp_avg_sq(), a.max_exp_avg_sq()};
-       },
-       [](const OptimizerParamState& s) { return as<AdamParamState>(s).step(); },
-       [](const std::vector<torch::Tensor>& t, std::int64_t step) -> StatePtr {
-         auto s = std::make_unique<AdamParamState>();
-         s->step(step).exp_avg(t[0]).exp_avg_sq(t[1]).max_exp_avg_sq(t[2]);
-         return s;
-       },
-       exactly<Adam>, empty_like<Adam, AdamOptions>},
-      {"AdamW", 3, is_a<AdamW>,
-       [](const OptimizerParamState& s) {
-         const auto& a = as<AdamWParamState>(s);
-         return std::vector<torch::Tensor>{a.exp_avg(), a.exp_avg_sq(), a.max_exp_avg_sq()};
-       },
-       [](const OptimizerParamState& s) { return as<AdamWParamState>(s).step(); },
-       [](const std::vector<torch::Tensor>& t, std::int64_t step) -> StatePtr {
-         auto s = std::make_unique<AdamWParamState>();
-         s->step(step).exp_avg(t[0]).exp_avg_sq(t[1]).max_exp_avg_sq(t[2]);
-         return s;
-       },
-       exactly<AdamW>, empty_like<AdamW, AdamWOptions>},
-      {"RMSprop", 3, is_a<RMSprop>,
-       [](const OptimizerParamState& s) {
-         const auto& r = as<RMSpropParamState>(s);
-         return std::vector<torch::Tensor>{r.square_avg(), r.momentum_buffer(), r.grad_avg()};
-       },
-       [](const OptimizerParamState& s) { return as<RMSpropParamState>(s).step(); },
-       [](const std::vector<torch::Tensor>& t, std::int64_t step) -> StatePtr {
-         auto s = std::make_unique<RMSpropParamState>();
-         s->step(step).square_avg(t[0]).momentum_buffer(t[1]).grad_avg(t[2]);
-         return s;
-       },
-       exactly<RMSprop>, empty_like<RMSprop, RMSpropOptions>},
-      {"Adagrad", 1, is_a<Adagrad>,
-       [](const OptimizerParamState& s) {
-         return std::vector<torch::Tensor>{as<AdagradParamState>(s).sum()};
-       },
-       [](const OptimizerParamState& s) { return as<AdagradParamState>(s).step(); },
-       [](const std::vector<torch::Tensor>& t, std::int64_t step) -> StatePtr {
-         auto s = std::make_unique<AdagradParamState>();
-         s->sum(t[0]).step(step);
-         return s;
-       },
-       exactly<Adagrad>, empty_like<Adagrad, AdagradOptions>},
-  };
-  return kinds;
-}
-
-int kind_of(const torch::optim::Optimizer& optimizer) {
-  const auto& kinds = state_kinds();
-  for (std::size_t k = 0; k < kinds.size(); ++k) {
-    if (kinds[k].matches(optimizer)) return static_cast<int>(k);
-  }
-  return -1;
-}
+using StatePtr = std::unique_ptr<torch::optim::OptimizerParamState>;
 
 // torch::optim keys its state by the parameter's TensorImpl address.
 compat::OptimizerStateKey state_key(const torch::Tensor& t) { return compat::optimizer_state_key(t); }
@@ -150,10 +41,9 @@ ShardRange shard_range(std::int64_t numel, int rank, int size) {
 }
 
 std::string shard_problem(const torch::optim::Optimizer& optimizer) {
-  if (kind_of(optimizer) >= 0) return {};
-  std::string known;
-  for (const auto& k : state_kinds()) known += (known.empty() ? "" : ", ") + std::string(k.name);
-  if (is_a<torch::optim::LBFGS>(optimizer)) {
+  if (updates_element_wise(optimizer)) return {};
+  const std::string known = state_kind_names();
+  if (dynamic_cast<const torch::optim::LBFGS*>(&optimizer) != nullptr) {
     return "shard_optimizer(true): LBFGS's update is not element-wise (line search over all "
            "parameters), so it cannot step a shard of them: use one of " +
            known + ", or compile without shard_optimizer";
@@ -161,103 +51,6 @@ std::string shard_problem(const torch::optim::Optimizer& optimizer) {
   return "shard_optimizer(true) supports the element-wise optimizers " + known +
          "; this optimizer is none of them: use one of those, or compile without "
          "shard_optimizer";
-}
-
-bool updates_element_wise(const torch::optim::Optimizer& optimizer) {
-  return kind_of(optimizer) >= 0;
-}
-
-void step_subset(torch::optim::Optimizer& optimizer,
-                 const std::vector<std::vector<torch::Tensor>>& per_group) {
-  auto& groups = optimizer.param_groups();
-  TNT_CHECK(per_group.size() == groups.size(), "step_subset: ", per_group.size(),
-            " parameter lists for ", groups.size(), " optimizer groups");
-  std::vector<std::vector<torch::Tensor>> all(groups.size());
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    all[g] = std::exchange(groups[g].params(), per_group[g]);
-  }
-  auto restore = [&] {
-    for (std::size_t g = 0; g < groups.size(); ++g) groups[g].params() = std::move(all[g]);
-  };
-  try {
-    optimizer.step();
-  } catch (...) {
-    restore();
-    throw;
-  }
-  restore();
-}
-
-namespace {
-
-// Which optimizer group holds each of `params` (-1: none).
-std::vector<int> groups_of(const std::vector<torch::Tensor>& params,
-                           const torch::optim::Optimizer& optimizer, const char* caller) {
-  std::map<compat::OptimizerStateKey, std::size_t> index;
-  for (std::size_t p = 0; p < params.size(); ++p) index[state_key(params[p])] = p;
-  std::vector<int> group_of(params.size(), -1);
-  const auto& groups = optimizer.param_groups();
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    for (const auto& t : groups[g].params()) {
-      const auto it = index.find(state_key(t));
-      TNT_CHECK(it != index.end(), caller, ": the optimizer's parameter group ", g,
-                " holds a tensor that is not one of the model's trainable parameters: build the "
-                "optimizer on the model's parameters only");
-      group_of[it->second] = static_cast<int>(g);
-    }
-  }
-  return group_of;
-}
-
-}  // namespace
-
-BucketSteps::BucketSteps(const std::vector<torch::Tensor>& params,
-                         const std::vector<Bucket>& buckets, torch::optim::Optimizer& optimizer)
-    : optimizer_(&optimizer) {
-  TNT_CHECK(updates_element_wise(optimizer),
-            "BucketSteps: the optimizer does not update element-wise");
-  const std::vector<int> group_of = groups_of(params, optimizer, "BucketSteps");
-  for (const Bucket& bucket : buckets) {
-    std::vector<std::vector<torch::Tensor>> per_group(optimizer.param_groups().size());
-    for (std::size_t p : bucket.params) {
-      if (group_of[p] >= 0) per_group[group_of[p]].push_back(params[p]);
-    }
-    per_bucket_.push_back(std::move(per_group));
-  }
-}
-
-void BucketSteps::step(std::size_t b) { step_subset(*optimizer_, per_bucket_.at(b)); }
-
-std::unique_ptr<torch::optim::Optimizer> state_copy(
-    const torch::optim::Optimizer& optimizer,
-    const std::function<torch::Tensor(const torch::Tensor&)>& copy) {
-  const int kind = kind_of(optimizer);
-  if (kind < 0 || !state_kinds()[kind].exactly(optimizer)) return nullptr;
-  const StateKind& k = state_kinds()[kind];
-  std::unique_ptr<torch::optim::Optimizer> out = k.empty_like(optimizer);
-  // Copied as they are (OptimizerParamGroup's copy clones the options), not
-  // through add_param_group, which LibTorch 2.x merges with the defaults.
-  for (const auto& group : optimizer.param_groups()) out->param_groups().push_back(group);
-  for (const auto& [key, state] : optimizer.state()) {
-    std::vector<torch::Tensor> tensors = k.tensors(*state);
-    for (auto& t : tensors) {
-      if (t.defined()) t = copy(t);
-    }
-    out->state()[key] = k.make(tensors, k.step(*state));
-  }
-  return out;
-}
-
-std::int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer) {
-  const int kind = kind_of(optimizer);
-  TNT_CHECK(kind >= 0, "optimizer_state_bytes: unknown optimizer type");
-  std::int64_t bytes = 0;
-  for (const auto& [key, state] : optimizer.state()) {
-    for (const auto& t : state_kinds()[kind].tensors(*state)) {
-      if (t.defined()) bytes += t.numel() * static_cast<std::int64_t>(t.element_size());
-    }
-  }
-  return bytes;
 }
 
 struct OptimizerShards::FullState {
@@ -272,9 +65,9 @@ OptimizerShards::OptimizerShards(comm::ProcessGroup group, std::vector<torch::Te
       params_(std::move(params)),
       buckets_(buckets),
       optimizer_(&optimizer),
-      kind_(kind_of(optimizer)),
+      kind_(state_kind(optimizer)),
       on_gathered_(std::move(on_gathered)) {
-  TNT_CHECK(kind_ >= 0, shard_problem(optimizer));
+  TNT_CHECK(kind_ != nullptr, shard_problem(optimizer));
   const std::vector<int> group_of = groups_of(params_, optimizer, "shard_optimizer(true)");
   auto& groups = optimizer.param_groups();
   for (const auto& g : groups) group_params_.push_back(g.params());
@@ -301,12 +94,12 @@ OptimizerShards::OptimizerShards(comm::ProcessGroup group, std::vector<torch::Te
       const auto full = state.find(state_key(params_[p]));
       if (full != state.end()) {
         std::vector<torch::Tensor> sliced;
-        for (const auto& f : state_kinds()[kind_].tensors(*full->second)) {
+        for (const auto& f : kind_->tensors(*full->second)) {
           sliced.push_back(f.defined()
                                ? f.reshape({-1}).narrow(0, piece.param_offset, piece.length).clone()
                                : torch::Tensor());
         }
-        state[state_key(t)] = state_kinds()[kind_].make(sliced, state_kinds()[kind_].step(*full->second));
+        state[state_key(t)] = kind_->make(sliced, kind_->step(*full->second));
       }
       group_pieces[group_of[p]].push_back(t);
       bucket_pieces_[b][group_of[p]].push_back(t);
@@ -379,7 +172,7 @@ void OptimizerShards::gather_parameters() {
 }
 
 OptimizerShards::FullState OptimizerShards::gather_state() {
-  const StateKind& kind = state_kinds()[kind_];
+  const StateKind& kind = *kind_;
   auto& state = optimizer_->state();
   const std::size_t n_fields = kind.fields;
   // Whether any rank has state, and which fields are defined (the options

@@ -37,6 +37,8 @@ class Optimizer;
 
 namespace tnt::dp {
 
+struct StateKind;
+
 /// Rank `rank`'s part of `numel` elements split over `size` ranks by the
 /// reduce-scatter rule: [offset, offset + length).
 struct ShardRange {
@@ -48,47 +50,6 @@ ShardRange shard_range(std::int64_t numel, int rank, int size);
 /// What is wrong with sharding `optimizer` (empty if nothing): an
 /// optimizer whose update is not element-wise, or an unknown one.
 std::string shard_problem(const torch::optim::Optimizer& optimizer);
-
-/// A copy of `optimizer` to serialize later, on any thread, while training
-/// goes on with the original: the same type, defaults and parameter groups
-/// (their options copied, the parameters shared: torch::optim's save writes
-/// only their identity), and every parameter's state with its tensors
-/// replaced by `copy(tensor)`. save() on it writes what save() on the
-/// original writes now. Null for an optimizer whose state this does not know
-/// (LBFGS, a subclass, a user's own): serialize that one at once instead.
-std::unique_ptr<torch::optim::Optimizer> state_copy(
-    const torch::optim::Optimizer& optimizer,
-    const std::function<torch::Tensor(const torch::Tensor&)>& copy);
-
-/// Bytes of the tensors in `optimizer`'s state (this rank's).
-std::int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer);
-
-/// Whether `optimizer` updates each parameter on its own, element by
-/// element (the built-in SGD, Adam, AdamW, RMSprop, Adagrad): then a step
-/// of some parameters, or of parts of them, is the same arithmetic as
-/// theirs in a whole step.
-bool updates_element_wise(const torch::optim::Optimizer& optimizer);
-
-/// The optimizer step of some parameters only: `per_group[g]` replaces group
-/// g's parameters during the step. The state of the others is untouched.
-void step_subset(torch::optim::Optimizer& optimizer,
-                 const std::vector<std::vector<torch::Tensor>>& per_group);
-
-/// Steps an element-wise optimizer bucket by bucket: a bucket's parameters
-/// as soon as its allreduce is done, while later buckets are still on the
-/// wire, so the update overlaps the exchange. The same results as one whole
-/// step.
-class BucketSteps {
- public:
-  BucketSteps(const std::vector<torch::Tensor>& params, const std::vector<Bucket>& buckets,
-              torch::optim::Optimizer& optimizer);
-  /// The optimizer step of bucket b's parameters (their .grad set).
-  void step(std::size_t b);
-
- private:
-  torch::optim::Optimizer* optimizer_;
-  std::vector<std::vector<std::vector<torch::Tensor>>> per_bucket_;  // [bucket][group]
-};
 
 class OptimizerShards {
  public:
@@ -144,7 +105,7 @@ class OptimizerShards {
   std::vector<torch::Tensor> params_;
   std::vector<Bucket> buckets_;
   torch::optim::Optimizer* optimizer_;
-  int kind_ = -1;                                  // index into the state kinds
+  const StateKind* kind_ = nullptr;                // how to read its state
   std::vector<std::vector<torch::Tensor>> group_params_;  // full form, per group
   std::vector<ShardRange> ranges_;                 // this rank's, per bucket
   std::vector<torch::Tensor> slices_;              // per bucket: the last reduced slice

@@ -8,7 +8,9 @@
 #include <tarantella/base/error.h>
 #include <tarantella/base/logging.h>
 
+#include "dp/bucket_steps.h"
 #include "dp/optimizer_shards.h"
+#include "dp/optimizer_state.h"
 #include "train/autotune.h"
 
 namespace tnt::train {

@@ -8,10 +8,10 @@
 
 #include <tarantella/base/error.h>
 
+#include "dp/bucket_steps.h"
 #include "dp/optimizer_shards.h"
 #include "train/autotune.h"
 #include "train/deterministic_step.h"
-#include "train/engine_state.h"
 
 namespace tnt::train {
 

@@ -23,7 +23,7 @@
 #include <tarantella/keras/optimizers.h>
 
 #include "../support/weights.h"
-#include "dp/optimizer_shards.h"
+#include "dp/optimizer_state.h"
 #include "train/checkpoint_writer.h"
 #include "train/persistence.h"
 

@@ -2,7 +2,7 @@
 // the C++ front end uses, so their behaviour (global logs, master-only
 // files, collective saves and backups) is the same from both. Python's
 // own callbacks are tnt.callbacks.Callback subclasses, called through the
-// trampoline in model_bindings.cpp. A Python schedule for
+// trampoline in py_callback.cpp. A Python schedule for
 // LearningRateScheduler is called under the GIL.
 //
 // A required argument (a file, a directory, a schedule) is positional; every

@@ -188,7 +188,7 @@ class CollectiveLayer(metaclass=_pybind11_type):
 
 def check_sync_batchnorm_options(num_features: int, eps: float) -> None: ...
 
-# ---- Keras collection (model_bindings.cpp) ----
+# ---- Keras collection (loss_metric_bindings.cpp, registry_bindings.cpp) ----
 # Options are keyword arguments named as the C++ options struct's fields
 # (src/python/options.h); one left out takes the struct's default, which
 # option_defaults(name) returns. Stubs write no default values.

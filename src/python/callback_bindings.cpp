@@ -36,13 +36,17 @@ void bind_keyword_callback(py::module_& m, const char* name) {
   register_defaults_of(name, Options());
 }
 
-// kwargs without `key`.
-py::dict without(const py::kwargs& kwargs, const char* key) {
-  py::dict rest;
-  for (const auto& item : kwargs) {
-    if (item.first.cast<std::string>() != key) rest[item.first] = item.second;
+// Keras's update_freq: "epoch", "batch" or a number of batches; None keeps
+// the default.
+void set_update_freq(callbacks::TensorBoardOptions& o, const py::object& freq) {
+  if (freq.is_none()) return;
+  if (py::isinstance<py::str>(freq)) {
+    o.update_freq(freq.cast<std::string>());
+    return;
   }
-  return rest;
+  std::int64_t batches = 0;
+  from_python("TensorBoard()", "update_freq", freq, batches);
+  o.update_freq(batches);
 }
 
 }  // namespace
@@ -75,23 +79,14 @@ void bind_callbacks(py::module_& m) {
   // log_dir may be positional (Keras's first parameter); None: the C++
   // default. update_freq is "epoch", "batch" or a number of batches.
   CallbackClass<callbacks::TensorBoard>(m, "TensorBoard")
-      .def(py::init([](const std::optional<std::string>& log_dir, const py::kwargs& kwargs) {
+      .def(py::init([](const std::optional<std::string>& log_dir, const py::object& update_freq,
+                       const py::kwargs& kwargs) {
              callbacks::TensorBoardOptions o = log_dir ? callbacks::TensorBoardOptions(*log_dir)
                                                        : callbacks::TensorBoardOptions();
-             if (kwargs.contains("update_freq")) {
-               const py::object freq = kwargs["update_freq"];
-               if (py::isinstance<py::str>(freq)) {
-                 o.update_freq(freq.cast<std::string>());
-               } else {
-                 std::int64_t batches = 0;
-                 from_python("TensorBoard()", "update_freq", freq, batches);
-                 o.update_freq(batches);
-               }
-             }
-             return std::make_shared<callbacks::TensorBoard>(
-                 with_kwargs("TensorBoard()", o, without(kwargs, "update_freq")));
+             set_update_freq(o, update_freq);
+             return std::make_shared<callbacks::TensorBoard>(with_kwargs("TensorBoard()", o, kwargs));
            }),
-           py::arg("log_dir") = py::none());
+           py::arg("log_dir") = py::none(), py::kw_only(), py::arg("update_freq") = py::none());
   register_defaults("TensorBoard", [] {
     const callbacks::TensorBoardOptions o;
     py::dict d = defaults_of(o);

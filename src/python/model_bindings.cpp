@@ -20,7 +20,6 @@
 #include <sstream>
 #include <string>
 
-#include <tarantella/base/argument_error.h>
 #include <tarantella/base/default_seed.h>
 #include <tarantella/base/error.h>
 #include <tarantella/runtime/runtime.h>
@@ -44,90 +43,51 @@ py::dict to_dict(const std::map<std::string, double>& logs) {
   return d;
 }
 
-std::optional<std::int64_t> optional_int(const py::object& value) {
-  if (value.is_none()) return std::nullopt;
-  return value.cast<std::int64_t>();
-}
-
 // tnt.Model's compiled part; the Python class (python/tarantella/model.py)
-// turns Keras's arguments into these.
+// turns Keras's arguments into the options structs (bound from their field
+// lists, options.h) and the objects beside them.
 class PyModel {
  public:
   PyModel(const py::object& module, std::optional<comm::ProcessGroup> group)
       : module_(module), host_(make(module, std::move(group))) {}
 
   void compile(const optimizers::Factory& optimizer, const losses::Loss& loss,
-               const std::vector<metrics::Metric>& metric_list, const py::dict& settings) {
-    CompileOptions o;
-    o.optimizer(optimizer).loss(loss).metrics(metric_list);
-    if (settings.contains("num_inputs")) o.num_inputs(settings["num_inputs"].cast<int>());
-    if (settings.contains("aggregation_frequency")) {
-      o.aggregation_frequency(settings["aggregation_frequency"].cast<int>());
-    }
-    if (settings.contains("deterministic")) o.deterministic(settings["deterministic"].cast<std::int64_t>());
-    if (settings.contains("shard_optimizer")) o.shard_optimizer(settings["shard_optimizer"].cast<bool>());
-    if (settings.contains("clip_norm")) o.clip_norm(settings["clip_norm"].cast<double>());
-    if (settings.contains("clip_value")) o.clip_value(settings["clip_value"].cast<double>());
-    if (settings.contains("fusion_threshold_bytes")) {
-      o.fusion_threshold_bytes(settings["fusion_threshold_bytes"].cast<std::size_t>());
-    }
-    if (settings.contains("mixed_precision")) {
-      o.mixed_precision(compile_name("mixed_precision", settings, mixed_precision_from_name));
-    }
-    if (settings.contains("compression")) {
-      o.compression(compile_name("compression", settings, compression_from_name));
-    }
-    engine().compile(std::move(o));
+               const std::vector<metrics::Metric>& metric_list, CompileOptions options) {
+    options.optimizer(optimizer).loss(loss).metrics(metric_list);
+    engine().compile(std::move(options));
   }
 
-  py::dict fit(const data::Dataset& train, const py::dict& a, const py::list& cbs,
+  py::dict fit(const data::Dataset& train, FitOptions options, const py::list& cbs,
                const std::optional<data::Dataset>& validation) {
-    FitOptions o;
-    o.epochs(a["epochs"].cast<std::int64_t>())
-        .initial_epoch(a["initial_epoch"].cast<std::int64_t>())
-        .steps_per_epoch(optional_int(a["steps_per_epoch"]))
-        .validation_freq(a["validation_freq"].cast<std::int64_t>())
-        .verbose(a["verbose"].cast<int>())
-        .micro_batch_size(optional_int(a["micro_batch_size"]))
-        .validation_micro_batch_size(optional_int(a["validation_micro_batch_size"]))
-        .distribute_dataset(a["distribute_dataset"].cast<bool>())
-        .distribute_validation_dataset(a["distribute_dataset"].cast<bool>())
-        .callbacks(to_callbacks(cbs));
-    if (validation) o.validation_data(*validation);
+    options.callbacks(to_callbacks(cbs));
+    if (validation) options.validation_data(*validation);
     callbacks::History history;
     {
       py::gil_scoped_release release;
       host_.set_stop_requested(false);
-      history = engine().fit(train, o, host_.driver());
+      history = engine().fit(train, options, host_.driver());
     }
     py::dict h;
     for (const auto& [name, values] : history.history) h[py::str(name)] = values;
     return h;
   }
 
-  py::dict evaluate(const data::Dataset& dataset, const py::dict& a, const py::list& cbs) {
-    EvaluateOptions o;
-    o.verbose(a["verbose"].cast<int>())
-        .micro_batch_size(optional_int(a["micro_batch_size"]))
-        .distribute_dataset(a["distribute_dataset"].cast<bool>())
-        .callbacks(to_callbacks(cbs));
+  py::dict evaluate(const data::Dataset& dataset, EvaluateOptions options, const py::list& cbs) {
+    options.callbacks(to_callbacks(cbs));
     std::map<std::string, double> logs;
     {
       py::gil_scoped_release release;
-      logs = engine().evaluate(dataset, o, host_.driver());
+      logs = engine().evaluate(dataset, options, host_.driver());
     }
     return to_dict(logs);
   }
 
-  py::object predict(const data::Dataset& dataset, const py::dict& a, const py::list& cbs) {
-    PredictOptions o;
-    o.micro_batch_size(optional_int(a["micro_batch_size"]))
-        .on_all_ranks(a["on_all_ranks"].cast<bool>())
-        .callbacks(to_callbacks(cbs));
+  py::object predict(const data::Dataset& dataset, PredictOptions options, const py::list& cbs) {
+    options.callbacks(to_callbacks(cbs));
     torch::Tensor out;
     {
       py::gil_scoped_release release;
-      out = engine().predict(dataset, o, host_.driver());
+      out = engine().predict(dataset, options, host_.driver());
     }
     if (!out.defined()) return py::none();
     return py::cast(out);
@@ -138,16 +98,6 @@ class PyModel {
   const py::object& module() const { return module_; }
 
  private:
-  // A named setting with the parser the compile configuration uses too.
-  template <typename Parse>
-  static auto compile_name(const char* key, const py::dict& settings, Parse parse)
-      -> decltype(parse(std::string())) {
-    try {
-      return parse(settings[key].cast<std::string>());
-    } catch (const ArgumentError& e) {
-      throw ArgumentError(detail::concat("compile(): ", e.what()));
-    }
-  }
   static std::unique_ptr<train::Engine> make(const py::object& module,
                                              std::optional<comm::ProcessGroup> group) {
     const py::object nn_module = py::module_::import("torch.nn").attr("Module");
@@ -170,6 +120,10 @@ class PyModel {
 
 void bind_model(py::module_& m) {
   m.def("default_shuffle_seed", &default_shuffle_seed);
+  bind_options_class<CompileOptions>(m, "CompileOptions");
+  bind_options_class<FitOptions>(m, "FitOptions");
+  bind_options_class<EvaluateOptions>(m, "EvaluateOptions");
+  bind_options_class<PredictOptions>(m, "PredictOptions");
   py::class_<PyModel>(m, "Model")
       .def(py::init<const py::object&, std::optional<comm::ProcessGroup>>(), py::arg("module"),
            py::arg("group") = py::none())

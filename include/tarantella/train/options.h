@@ -129,4 +129,47 @@ struct PredictOptions {
   TNT_ARG(std::vector<callbacks::CallbackPtr>, callbacks);
 };
 
+// Each options struct's plain values, each once: the list the Python front
+// end binds the struct from (src/python/options.h: an attribute per field
+// and a keyword constructor), as the callbacks' options have. The objects
+// (optimizer, loss, metrics, schedule, callbacks, validation data) are
+// passed beside the struct. A new TNT_ARG of a plain value goes here too;
+// then it is in Python as well.
+template <typename Visit>
+void fields(CompileOptions& o, Visit&& v) {
+  v("num_inputs", o.num_inputs());
+  v("aggregation_frequency", o.aggregation_frequency());
+  v("compression", o.compression());
+  v("fusion_threshold_bytes", o.fusion_threshold_bytes());
+  v("clip_norm", o.clip_norm());
+  v("clip_value", o.clip_value());
+  v("deterministic", o.deterministic());
+  v("mixed_precision", o.mixed_precision());
+  v("loss_scaling", o.loss_scaling());
+  v("shard_optimizer", o.shard_optimizer());
+}
+template <typename Visit>
+void fields(FitOptions& o, Visit&& v) {
+  v("epochs", o.epochs());
+  v("initial_epoch", o.initial_epoch());
+  v("steps_per_epoch", o.steps_per_epoch());
+  v("validation_freq", o.validation_freq());
+  v("verbose", o.verbose());
+  v("micro_batch_size", o.micro_batch_size());
+  v("validation_micro_batch_size", o.validation_micro_batch_size());
+  v("distribute_dataset", o.distribute_dataset());
+  v("distribute_validation_dataset", o.distribute_validation_dataset());
+}
+template <typename Visit>
+void fields(EvaluateOptions& o, Visit&& v) {
+  v("verbose", o.verbose());
+  v("micro_batch_size", o.micro_batch_size());
+  v("distribute_dataset", o.distribute_dataset());
+}
+template <typename Visit>
+void fields(PredictOptions& o, Visit&& v) {
+  v("on_all_ranks", o.on_all_ranks());
+  v("micro_batch_size", o.micro_batch_size());
+}
+
 }  // namespace tnt

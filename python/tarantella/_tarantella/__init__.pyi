@@ -18,8 +18,6 @@ from . import transforms as transforms
 # stubtest's metaclass check.
 class _pybind11_type(type): ...
 
-# A value of tnt.Model's compile/fit/evaluate/predict settings dicts.
-_Setting = Union[int, float, str, bool, None]
 # An element of a Dataset: a tuple of tensors.
 _Element = Tuple[torch.Tensor, ...]
 
@@ -229,20 +227,75 @@ def metric_from_callables(name: str, update: Callable[[torch.Tensor, torch.Tenso
                           result: Callable[[List[float]], float], state_size: int) -> Metric: ...
 def metric_mean_of(name: str, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> Metric: ...
 
+# The engine's options structs (include/tarantella/train/options.h), bound
+# from their field lists (src/python/options.h): an attribute per field,
+# type-checked on assignment, and a keyword constructor whose left-out
+# keywords keep the C++ defaults.
+class CompileOptions(metaclass=_pybind11_type):
+    num_inputs: int
+    aggregation_frequency: int
+    compression: str
+    fusion_threshold_bytes: Optional[int]
+    clip_norm: Optional[float]
+    clip_value: Optional[float]
+    deterministic: Optional[int]
+    mixed_precision: str
+    loss_scaling: Optional[bool]
+    shard_optimizer: bool
+    def __init__(self, *, num_inputs: int = ..., aggregation_frequency: int = ...,
+                 compression: str = ..., fusion_threshold_bytes: Optional[int] = ...,
+                 clip_norm: Optional[float] = ..., clip_value: Optional[float] = ...,
+                 deterministic: Optional[int] = ..., mixed_precision: str = ...,
+                 loss_scaling: Optional[bool] = ..., shard_optimizer: bool = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
+class FitOptions(metaclass=_pybind11_type):
+    epochs: int
+    initial_epoch: int
+    steps_per_epoch: Optional[int]
+    validation_freq: int
+    verbose: int
+    micro_batch_size: Optional[int]
+    validation_micro_batch_size: Optional[int]
+    distribute_dataset: bool
+    distribute_validation_dataset: bool
+    def __init__(self, *, epochs: int = ..., initial_epoch: int = ...,
+                 steps_per_epoch: Optional[int] = ..., validation_freq: int = ...,
+                 verbose: int = ..., micro_batch_size: Optional[int] = ...,
+                 validation_micro_batch_size: Optional[int] = ...,
+                 distribute_dataset: bool = ...,
+                 distribute_validation_dataset: bool = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
+class EvaluateOptions(metaclass=_pybind11_type):
+    verbose: int
+    micro_batch_size: Optional[int]
+    distribute_dataset: bool
+    def __init__(self, *, verbose: int = ..., micro_batch_size: Optional[int] = ...,
+                 distribute_dataset: bool = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
+class PredictOptions(metaclass=_pybind11_type):
+    on_all_ranks: bool
+    micro_batch_size: Optional[int]
+    def __init__(self, *, on_all_ranks: bool = ...,
+                 micro_batch_size: Optional[int] = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
 class Model(metaclass=_pybind11_type):
     learning_rate: float
     stop_training: bool
     def __init__(self, module: torch.nn.Module, group: Optional[ProcessGroup] = ...) -> None: ...
     def compile(self, optimizer: OptimizerFactory, loss: Loss, metrics: List[Metric],
-                settings: Dict[str, _Setting], /) -> None: ...
+                options: CompileOptions, /) -> None: ...
     @staticmethod
     def dataset(x: object, y: object, batch_size: Optional[int], shuffle: bool,
                 seed: int) -> Dataset: ...
-    def fit(self, train: Dataset, args: Dict[str, _Setting], callbacks: Sequence[object],
+    def fit(self, train: Dataset, options: FitOptions, callbacks: Sequence[object],
             validation: Optional[Dataset], /) -> Dict[str, List[float]]: ...
-    def evaluate(self, data: Dataset, args: Dict[str, _Setting], callbacks: Sequence[object],
+    def evaluate(self, data: Dataset, options: EvaluateOptions, callbacks: Sequence[object],
                  /) -> Dict[str, float]: ...
-    def predict(self, data: Dataset, args: Dict[str, _Setting], callbacks: Sequence[object],
+    def predict(self, data: Dataset, options: PredictOptions, callbacks: Sequence[object],
                 /) -> Optional[torch.Tensor]: ...
     def get_weights(self) -> List[torch.Tensor]: ...
     def set_weights(self, weights: List[torch.Tensor], /) -> None: ...

@@ -339,7 +339,8 @@ class Model:
             validation_batch_size: Optional[int] = None,
             tnt_micro_batch_size: Optional[int] = None,
             tnt_validation_micro_batch_size: Optional[int] = None,
-            tnt_distribute_dataset: bool = True) -> History:
+            tnt_distribute_dataset: bool = True,
+            validation_steps: Optional[int] = None) -> History:
         """Trains the module, as Keras's fit. Collective.
 
         Args:
@@ -361,6 +362,8 @@ class Model:
             tnt_micro_batch_size: Checks that each rank's share is this large.
             tnt_validation_micro_batch_size: The same for validation.
             tnt_distribute_dataset: False: each rank reads the whole dataset as its own.
+            validation_steps: Each validation evaluates only the first this many
+                batches of validation_data (None or 0: all of them).
 
         Returns:
             A History whose .history maps each log ('loss', metric names,
@@ -370,7 +373,7 @@ class Model:
             TypeError: An argument of the wrong type (a callback that is not one,
                 a non-integer epochs, ...).
             ValueError: A value out of range (batch_size < 1, epochs not above
-                initial_epoch, validation_freq < 1).
+                initial_epoch, validation_freq < 1, validation_steps < 0).
             tarantella.Error: Training failed (on this or another rank).
         """
         where = "fit()"
@@ -380,6 +383,7 @@ class Model:
             initial_epoch=check_int(where, "initial_epoch", initial_epoch),
             steps_per_epoch=check_optional_int(where, "steps_per_epoch", steps_per_epoch),
             validation_freq=check_int(where, "validation_freq", validation_freq),
+            validation_steps=check_optional_int(where, "validation_steps", validation_steps),
             verbose=check_int(where, "verbose", verbose),
             micro_batch_size=check_optional_int(where, "tnt_micro_batch_size",
                                                 tnt_micro_batch_size),
@@ -407,18 +411,19 @@ class Model:
     def evaluate(self, x: object = ..., y: object = ..., batch_size: Optional[int] = ...,
                  verbose: int = ..., callbacks: Optional[Sequence[CallbackLike]] = ...,
                  *, return_dict: Literal[True], tnt_micro_batch_size: Optional[int] = ...,
-                 tnt_distribute_dataset: bool = ...) -> Dict[str, float]: ...
+                 tnt_distribute_dataset: bool = ...,
+                 steps: Optional[int] = ...) -> Dict[str, float]: ...
 
     @overload
     def evaluate(self, x: object = ..., y: object = ..., batch_size: Optional[int] = ...,
                  verbose: int = ..., callbacks: Optional[Sequence[CallbackLike]] = ...,
                  return_dict: bool = ..., tnt_micro_batch_size: Optional[int] = ...,
-                 tnt_distribute_dataset: bool = ...) -> Any: ...
+                 tnt_distribute_dataset: bool = ..., steps: Optional[int] = ...) -> Any: ...
 
     def evaluate(self, x: object = None, y: object = None, batch_size: Optional[int] = None,
                  verbose: int = 0, callbacks: Optional[Sequence[CallbackLike]] = None,
                  return_dict: bool = False, tnt_micro_batch_size: Optional[int] = None,
-                 tnt_distribute_dataset: bool = True
+                 tnt_distribute_dataset: bool = True, steps: Optional[int] = None
                  ) -> Union[float, List[float], Dict[str, float]]:
         """The global loss and metrics over the whole data set. Collective.
 
@@ -431,6 +436,7 @@ class Model:
             return_dict: Return a dict of every log instead of a list.
             tnt_micro_batch_size: Checks that each rank's share is this large.
             tnt_distribute_dataset: False: each rank reads the whole dataset as its own.
+            steps: Evaluates only the first this many batches (None or 0: all).
 
         Returns:
             The loss alone without metrics, else [loss, metrics...] in compile
@@ -438,11 +444,12 @@ class Model:
 
         Raises:
             TypeError: An argument of the wrong type.
-            ValueError: A value out of range (batch_size < 1).
+            ValueError: A value out of range (batch_size < 1, steps < 0).
         """
         where = "evaluate()"
         options = _t.EvaluateOptions(
             verbose=check_int(where, "verbose", verbose),
+            steps=check_optional_int(where, "steps", steps),
             micro_batch_size=check_optional_int(where, "tnt_micro_batch_size",
                                                 tnt_micro_batch_size),
             distribute_dataset=check_bool(where, "tnt_distribute_dataset",

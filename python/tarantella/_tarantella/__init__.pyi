@@ -254,6 +254,7 @@ class FitOptions(metaclass=_pybind11_type):
     initial_epoch: int
     steps_per_epoch: Optional[int]
     validation_freq: int
+    validation_steps: Optional[int]
     verbose: int
     micro_batch_size: Optional[int]
     validation_micro_batch_size: Optional[int]
@@ -261,7 +262,7 @@ class FitOptions(metaclass=_pybind11_type):
     distribute_validation_dataset: bool
     def __init__(self, *, epochs: int = ..., initial_epoch: int = ...,
                  steps_per_epoch: Optional[int] = ..., validation_freq: int = ...,
-                 verbose: int = ..., micro_batch_size: Optional[int] = ...,
+                 validation_steps: Optional[int] = ..., verbose: int = ..., micro_batch_size: Optional[int] = ...,
                  validation_micro_batch_size: Optional[int] = ...,
                  distribute_dataset: bool = ...,
                  distribute_validation_dataset: bool = ...) -> None: ...
@@ -269,9 +270,11 @@ class FitOptions(metaclass=_pybind11_type):
 
 class EvaluateOptions(metaclass=_pybind11_type):
     verbose: int
+    steps: Optional[int]
     micro_batch_size: Optional[int]
     distribute_dataset: bool
-    def __init__(self, *, verbose: int = ..., micro_batch_size: Optional[int] = ...,
+    def __init__(self, *, verbose: int = ..., steps: Optional[int] = ...,
+                 micro_batch_size: Optional[int] = ...,
                  distribute_dataset: bool = ...) -> None: ...
     def to_dict(self) -> Dict[str, object]: ...
 

@@ -5,10 +5,11 @@
 // trampoline in py_callback.cpp. A Python schedule for
 // LearningRateScheduler is called under the GIL.
 //
-// A required argument (a file, a directory, a schedule) is positional; every
-// option is a keyword argument named as its options struct's field and
-// read through the struct's field list (options.h), so an option left out
-// takes the struct's default and no default is restated here.
+// A required argument (a file, a directory, a schedule) is positional; the
+// options are the typed struct (EarlyStoppingOptions, ..., bound from its
+// field list, options.h) or, Keras's way, keyword arguments named as its
+// fields and read through the same list, so an option left out takes the
+// struct's default and no default is restated here.
 #include <tarantella/base/error.h>
 #include <tarantella/callbacks/builtins.h>
 #include <tarantella/callbacks/remote_monitor.h>
@@ -27,12 +28,36 @@ using callbacks::Callback;
 template <typename T>
 using CallbackClass = py::class_<T, Callback, std::shared_ptr<T>>;
 
-// A callback class whose constructor takes only keyword options.
+// A callback class whose constructor takes its options struct (bound as
+// `options_name` from its field list) or the same options as keywords.
+// The struct's overload comes first: pybind11 tries them in order, and
+// the keyword one would take `options=` as an unknown keyword.
 template <typename T, typename Options>
-void bind_keyword_callback(py::module_& m, const char* name) {
-  CallbackClass<T>(m, name).def(py::init([name](const py::kwargs& kwargs) {
-    return std::make_shared<T>(with_kwargs(std::string(name) + "()", Options(), kwargs));
-  }));
+void bind_keyword_callback(py::module_& m, const char* name, const char* options_name) {
+  bind_options_class<Options>(m, options_name);
+  CallbackClass<T>(m, name)
+      .def(py::init([](const Options& o) { return std::make_shared<T>(o); }), py::arg("options"))
+      .def(py::init([name](const py::kwargs& kwargs) {
+        return std::make_shared<T>(with_kwargs(std::string(name) + "()", Options(), kwargs));
+      }));
+  register_defaults_of(name, Options());
+}
+
+// A callback class whose constructor takes a required value (a file, a
+// directory, a schedule) as `arg`, then its options struct or keywords,
+// as bind_keyword_callback; make(value, options) makes it.
+template <typename T, typename Options, typename Value, typename Make>
+void bind_callback_of(py::module_& m, const char* name, const char* options_name,
+                      const char* arg, Make make) {
+  bind_options_class<Options>(m, options_name);
+  CallbackClass<T>(m, name)
+      .def(py::init([make](Value value, const Options& o) { return make(std::move(value), o); }),
+           py::arg(arg), py::arg("options"))
+      .def(py::init([make, name](Value value, const py::kwargs& kwargs) {
+             return make(std::move(value),
+                         with_kwargs(std::string(name) + "()", Options(), kwargs));
+           }),
+           py::arg(arg));
   register_defaults_of(name, Options());
 }
 
@@ -65,16 +90,14 @@ void bind_callbacks(py::module_& m) {
            py::arg("filepath"));
   register_defaults_of("ModelCheckpoint", callbacks::ModelCheckpointOptions(""));
 
-  bind_keyword_callback<callbacks::EarlyStopping, callbacks::EarlyStoppingOptions>(m,
-                                                                                   "EarlyStopping");
+  bind_keyword_callback<callbacks::EarlyStopping, callbacks::EarlyStoppingOptions>(
+      m, "EarlyStopping", "EarlyStoppingOptions");
 
-  CallbackClass<callbacks::CSVLogger>(m, "CSVLogger")
-      .def(py::init([](const std::string& filename, const py::kwargs& kwargs) {
-             return std::make_shared<callbacks::CSVLogger>(
-                 filename, with_kwargs("CSVLogger()", callbacks::CSVLoggerOptions(), kwargs));
-           }),
-           py::arg("filename"));
-  register_defaults_of("CSVLogger", callbacks::CSVLoggerOptions());
+  bind_callback_of<callbacks::CSVLogger, callbacks::CSVLoggerOptions, std::string>(
+      m, "CSVLogger", "CSVLoggerOptions", "filename",
+      [](std::string filename, const callbacks::CSVLoggerOptions& o) {
+        return std::make_shared<callbacks::CSVLogger>(std::move(filename), o);
+      });
 
   // log_dir may be positional (Keras's first parameter); None: the C++
   // default. update_freq is "epoch", "batch" or a number of batches.
@@ -97,38 +120,34 @@ void bind_callbacks(py::module_& m) {
     return d;
   });
 
-  CallbackClass<callbacks::LearningRateScheduler>(m, "LearningRateScheduler")
-      .def(py::init([](py::object schedule, const py::kwargs& kwargs) {
-             SharedPyObject held = share_object(std::move(schedule));
-             return std::make_shared<callbacks::LearningRateScheduler>(
-                 [held](std::int64_t epoch, double lr) {
-                   py::gil_scoped_acquire gil;
-                   return (*held)(epoch, lr).cast<double>();
-                 },
-                 with_kwargs("LearningRateScheduler()", callbacks::LearningRateSchedulerOptions(),
-                             kwargs));
-           }),
-           py::arg("schedule"));
-  register_defaults_of("LearningRateScheduler", callbacks::LearningRateSchedulerOptions());
+  bind_callback_of<callbacks::LearningRateScheduler, callbacks::LearningRateSchedulerOptions,
+                   py::object>(
+      m, "LearningRateScheduler", "LearningRateSchedulerOptions", "schedule",
+      [](py::object schedule, const callbacks::LearningRateSchedulerOptions& o) {
+        SharedPyObject held = share_object(std::move(schedule));
+        return std::make_shared<callbacks::LearningRateScheduler>(
+            [held](std::int64_t epoch, double lr) {
+              py::gil_scoped_acquire gil;
+              return (*held)(epoch, lr).cast<double>();
+            },
+            o);
+      });
 
   bind_keyword_callback<callbacks::ReduceLROnPlateau, callbacks::ReduceLROnPlateauOptions>(
-      m, "ReduceLROnPlateau");
+      m, "ReduceLROnPlateau", "ReduceLROnPlateauOptions");
 
-  CallbackClass<callbacks::BackupAndRestore>(m, "BackupAndRestore")
-      .def(py::init([](const std::string& backup_dir, const py::kwargs& kwargs) {
-             return std::make_shared<callbacks::BackupAndRestore>(
-                 backup_dir,
-                 with_kwargs("BackupAndRestore()", callbacks::BackupAndRestoreOptions(), kwargs));
-           }),
-           py::arg("backup_dir"));
-  register_defaults_of("BackupAndRestore", callbacks::BackupAndRestoreOptions());
+  bind_callback_of<callbacks::BackupAndRestore, callbacks::BackupAndRestoreOptions, std::string>(
+      m, "BackupAndRestore", "BackupAndRestoreOptions", "backup_dir",
+      [](std::string backup_dir, const callbacks::BackupAndRestoreOptions& o) {
+        return std::make_shared<callbacks::BackupAndRestore>(std::move(backup_dir), o);
+      });
 
   CallbackClass<callbacks::TerminateOnNaN>(m, "TerminateOnNaN").def(py::init<>());
 
-  bind_keyword_callback<callbacks::ProgbarLogger, callbacks::ProgbarLoggerOptions>(m,
-                                                                                   "ProgbarLogger");
-  bind_keyword_callback<callbacks::RemoteMonitor, callbacks::RemoteMonitorOptions>(m,
-                                                                                   "RemoteMonitor");
+  bind_keyword_callback<callbacks::ProgbarLogger, callbacks::ProgbarLoggerOptions>(
+      m, "ProgbarLogger", "ProgbarLoggerOptions");
+  bind_keyword_callback<callbacks::RemoteMonitor, callbacks::RemoteMonitorOptions>(
+      m, "RemoteMonitor", "RemoteMonitorOptions");
 }
 
 }  // namespace tnt::python

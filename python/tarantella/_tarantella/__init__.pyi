@@ -5,6 +5,7 @@
 # the import (a folder without __init__.py is only a namespace-package
 # candidate). `ctest -R python.stubtest` checks it against the built module.
 from typing import Callable, ClassVar, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import overload
 
 import torch
 
@@ -321,6 +322,72 @@ class Model(metaclass=_pybind11_type):
     def skipped_steps(self) -> int: ...
 
 # ---- callbacks (callback_bindings.cpp) ----
+# The callbacks' options structs, bound from their field lists as the
+# engine's are; each callback takes its struct or the same options as
+# keywords.
+class EarlyStoppingOptions(metaclass=_pybind11_type):
+    monitor: str
+    min_delta: float
+    patience: int
+    mode: str
+    baseline: Optional[float]
+    restore_best_weights: bool
+    def __init__(self, *,
+                 monitor: str = ..., min_delta: float = ..., patience: int = ..., mode: str = ...,
+                 baseline: Optional[float] = ..., restore_best_weights: bool = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
+class CSVLoggerOptions(metaclass=_pybind11_type):
+    separator: str
+    append: bool
+    def __init__(self, *, separator: str = ..., append: bool = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
+class LearningRateSchedulerOptions(metaclass=_pybind11_type):
+    verbose: int
+    def __init__(self, *, verbose: int = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
+class ReduceLROnPlateauOptions(metaclass=_pybind11_type):
+    monitor: str
+    factor: float
+    patience: int
+    mode: str
+    min_delta: float
+    cooldown: int
+    min_lr: float
+    def __init__(self, *,
+                 monitor: str = ..., factor: float = ..., patience: int = ..., mode: str = ...,
+                 min_delta: float = ..., cooldown: int = ..., min_lr: float = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
+class BackupAndRestoreOptions(metaclass=_pybind11_type):
+    save_freq: int
+    delete_checkpoint: bool
+    write_in_background: bool
+    def __init__(self, *,
+                 save_freq: int = ..., delete_checkpoint: bool = ...,
+                 write_in_background: bool = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
+class ProgbarLoggerOptions(metaclass=_pybind11_type):
+    verbose: int
+    live: Optional[bool]
+    def __init__(self, *, verbose: int = ..., live: Optional[bool] = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
+class RemoteMonitorOptions(metaclass=_pybind11_type):
+    root: str
+    path: str
+    field: str
+    headers: Dict[str, str]
+    send_as_json: bool
+    timeout_seconds: float
+    def __init__(self, *,
+                 root: str = ..., path: str = ..., field: str = ..., headers: Dict[str, str] = ...,
+                 send_as_json: bool = ..., timeout_seconds: float = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
 class CppCallback(metaclass=_pybind11_type):
     aggregate_logs: bool
     run_on_all_ranks: bool
@@ -332,11 +399,17 @@ class ModelCheckpoint(CppCallback):
                  write_in_background: bool = ...) -> None: ...
 
 class EarlyStopping(CppCallback):
+    @overload
+    def __init__(self, options: EarlyStoppingOptions) -> None: ...
+    @overload
     def __init__(self, *, monitor: str = ..., min_delta: float = ..., patience: int = ...,
                  mode: str = ..., baseline: Optional[float] = ...,
                  restore_best_weights: bool = ...) -> None: ...
 
 class CSVLogger(CppCallback):
+    @overload
+    def __init__(self, filename: str, options: CSVLoggerOptions) -> None: ...
+    @overload
     def __init__(self, filename: str, *, separator: str = ..., append: bool = ...) -> None: ...
 
 class TensorBoard(CppCallback):
@@ -344,14 +417,24 @@ class TensorBoard(CppCallback):
                  write_steps_per_second: bool = ..., filename_suffix: str = ...) -> None: ...
 
 class LearningRateScheduler(CppCallback):
+    @overload
+    def __init__(self, schedule: Callable[[int, float], float],
+                 options: LearningRateSchedulerOptions) -> None: ...
+    @overload
     def __init__(self, schedule: Callable[[int, float], float], *, verbose: int = ...) -> None: ...
 
 class ReduceLROnPlateau(CppCallback):
+    @overload
+    def __init__(self, options: ReduceLROnPlateauOptions) -> None: ...
+    @overload
     def __init__(self, *, monitor: str = ..., factor: float = ..., patience: int = ...,
                  mode: str = ..., min_delta: float = ..., cooldown: int = ...,
                  min_lr: float = ...) -> None: ...
 
 class BackupAndRestore(CppCallback):
+    @overload
+    def __init__(self, backup_dir: str, options: BackupAndRestoreOptions) -> None: ...
+    @overload
     def __init__(self, backup_dir: str, *, save_freq: int = ...,
                  delete_checkpoint: bool = ..., write_in_background: bool = ...) -> None: ...
 
@@ -359,9 +442,15 @@ class TerminateOnNaN(CppCallback):
     def __init__(self) -> None: ...
 
 class ProgbarLogger(CppCallback):
+    @overload
+    def __init__(self, options: ProgbarLoggerOptions) -> None: ...
+    @overload
     def __init__(self, *, verbose: int = ..., live: Optional[bool] = ...) -> None: ...
 
 class RemoteMonitor(CppCallback):
+    @overload
+    def __init__(self, options: RemoteMonitorOptions) -> None: ...
+    @overload
     def __init__(self, *, root: str = ..., path: str = ..., field: str = ...,
                  headers: Dict[str, str] = ..., send_as_json: bool = ...,
                  timeout_seconds: float = ...) -> None: ...

@@ -11,10 +11,7 @@ so each rule has one source of truth.
 from __future__ import annotations
 
 import numbers
-from typing import Optional, Union
-
-#: A value of the settings dicts the facades hand to the C++ core.
-Setting = Union[int, float, str, bool, None]
+from typing import Optional
 
 
 def _type_name(value: object) -> str:

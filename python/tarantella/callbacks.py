@@ -9,9 +9,11 @@ hooks; the logs they get are global values, aggregated over ranks exactly
 (run_on_all_ranks=False: the master rank only).
 
 The built-ins take their required argument (a file, a directory, a
-schedule) positionally and every option as a keyword argument; an option
-left out takes the C++ options struct's default, which
-tnt.callbacks.option_defaults("EarlyStopping") shows.
+schedule) positionally and every option as a keyword argument, or all of
+them as the typed options struct (EarlyStopping(EarlyStoppingOptions(
+patience=3)) is EarlyStopping(patience=3)); an option left out takes the C++
+options struct's default, which tnt.callbacks.option_defaults("EarlyStopping")
+shows.
 
     class PrintLoss(tnt.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):
@@ -37,11 +39,21 @@ BackupAndRestore = _t.BackupAndRestore
 TerminateOnNaN = _t.TerminateOnNaN
 ProgbarLogger = _t.ProgbarLogger
 RemoteMonitor = _t.RemoteMonitor
+# Their options structs: the same options as one typed object.
+EarlyStoppingOptions = _t.EarlyStoppingOptions
+CSVLoggerOptions = _t.CSVLoggerOptions
+LearningRateSchedulerOptions = _t.LearningRateSchedulerOptions
+ReduceLROnPlateauOptions = _t.ReduceLROnPlateauOptions
+BackupAndRestoreOptions = _t.BackupAndRestoreOptions
+ProgbarLoggerOptions = _t.ProgbarLoggerOptions
+RemoteMonitorOptions = _t.RemoteMonitorOptions
 
 __all__ = ["Callback", "LambdaCallback", "History", "ModelCheckpoint", "EarlyStopping",
            "CSVLogger", "TensorBoard", "LearningRateScheduler", "ReduceLROnPlateau",
            "BackupAndRestore", "TerminateOnNaN", "ProgbarLogger", "RemoteMonitor", "Logs",
-           "option_defaults"]
+           "option_defaults", "EarlyStoppingOptions", "CSVLoggerOptions",
+           "LearningRateSchedulerOptions", "ReduceLROnPlateauOptions", "BackupAndRestoreOptions",
+           "ProgbarLoggerOptions", "RemoteMonitorOptions"]
 
 #: The logs a hook gets: name -> global value ('loss', metric names, ...).
 Logs = Optional[Dict[str, float]]

@@ -21,7 +21,7 @@ from typing import Sequence, Tuple, Union, overload
 import torch
 
 from . import _tarantella as _t
-from ._args import Setting, check_bool, check_int, check_number, check_optional_int, check_str
+from ._args import check_bool, check_int, check_number, check_optional_int, check_str
 from .callbacks import Callback, History
 from .metrics import MetricLike
 from .metrics import get as _metric
@@ -274,26 +274,28 @@ class Model:
             raise TypeError("compile() needs a loss, e.g. loss=torch.nn.CrossEntropyLoss() or "
                             "loss='sparse_categorical_crossentropy'")
         where = "compile()"
-        optional: Dict[str, Setting] = {
-            "num_inputs": check_optional_int(where, "num_inputs", num_inputs),
-            "aggregation_frequency": check_optional_int(where, "aggregation_frequency",
-                                                        aggregation_frequency),
-            "shard_optimizer": None if shard_optimizer is None else check_bool(
-                where, "shard_optimizer", shard_optimizer),
-            "deterministic": check_optional_int(where, "deterministic", deterministic),
-            "clip_norm": None if clip_norm is None else check_number(where, "clip_norm",
-                                                                     clip_norm),
-            "clip_value": None if clip_value is None else check_number(where, "clip_value",
-                                                                       clip_value),
-            "fusion_threshold_bytes": check_optional_int(where, "fusion_threshold_bytes",
-                                                         fusion_threshold_bytes),
-            "mixed_precision": None if mixed_precision is None else check_str(
-                where, "mixed_precision", mixed_precision),
-            "compression": None if compression is None else check_str(
-                where, "compression", compression)}
-        settings: Dict[str, Setting] = {k: v for k, v in optional.items() if v is not None}
+        # Optional in the struct too: None is the struct's own default.
+        options = _t.CompileOptions(
+            deterministic=check_optional_int(where, "deterministic", deterministic),
+            clip_norm=None if clip_norm is None else check_number(where, "clip_norm", clip_norm),
+            clip_value=None if clip_value is None else check_number(where, "clip_value",
+                                                                    clip_value),
+            fusion_threshold_bytes=check_optional_int(where, "fusion_threshold_bytes",
+                                                      fusion_threshold_bytes))
+        # The others: a setting left None keeps the struct's default.
+        if num_inputs is not None:
+            options.num_inputs = check_int(where, "num_inputs", num_inputs)
+        if aggregation_frequency is not None:
+            options.aggregation_frequency = check_int(where, "aggregation_frequency",
+                                                      aggregation_frequency)
+        if shard_optimizer is not None:
+            options.shard_optimizer = check_bool(where, "shard_optimizer", shard_optimizer)
+        if mixed_precision is not None:  # an unknown name: ValueError from the C++ parser
+            options.mixed_precision = check_str(where, "mixed_precision", mixed_precision)
+        if compression is not None:
+            options.compression = check_str(where, "compression", compression)
         metric_list = _metrics(metrics)
-        self._impl.compile(_optimizer(optimizer, self.module), _loss(loss), metric_list, settings)
+        self._impl.compile(_optimizer(optimizer, self.module), _loss(loss), metric_list, options)
         self._metric_names = [m.name for m in metric_list]
 
     # -- the loops -----------------------------------------------------
@@ -337,7 +339,8 @@ class Model:
             validation_batch_size: Optional[int] = None,
             tnt_micro_batch_size: Optional[int] = None,
             tnt_validation_micro_batch_size: Optional[int] = None,
-            tnt_distribute_dataset: bool = True) -> History:
+            tnt_distribute_dataset: bool = True,
+            validation_steps: Optional[int] = None) -> History:
         """Trains the module, as Keras's fit. Collective.
 
         Args:
@@ -359,6 +362,8 @@ class Model:
             tnt_micro_batch_size: Checks that each rank's share is this large.
             tnt_validation_micro_batch_size: The same for validation.
             tnt_distribute_dataset: False: each rank reads the whole dataset as its own.
+            validation_steps: Each validation evaluates only the first this many
+                batches of validation_data (None or 0: all of them).
 
         Returns:
             A History whose .history maps each log ('loss', metric names,
@@ -368,22 +373,23 @@ class Model:
             TypeError: An argument of the wrong type (a callback that is not one,
                 a non-integer epochs, ...).
             ValueError: A value out of range (batch_size < 1, epochs not above
-                initial_epoch, validation_freq < 1).
+                initial_epoch, validation_freq < 1, validation_steps < 0).
             tarantella.Error: Training failed (on this or another rank).
         """
         where = "fit()"
-        args: Dict[str, Setting] = {
-            "epochs": check_int(where, "epochs", epochs),
-            "initial_epoch": check_int(where, "initial_epoch", initial_epoch),
-            "steps_per_epoch": check_optional_int(where, "steps_per_epoch", steps_per_epoch),
-            "validation_freq": check_int(where, "validation_freq", validation_freq),
-            "verbose": check_int(where, "verbose", verbose),
-            "micro_batch_size": check_optional_int(where, "tnt_micro_batch_size",
-                                                   tnt_micro_batch_size),
-            "validation_micro_batch_size": check_optional_int(
+        distribute = check_bool(where, "tnt_distribute_dataset", tnt_distribute_dataset)
+        options = _t.FitOptions(
+            epochs=check_int(where, "epochs", epochs),
+            initial_epoch=check_int(where, "initial_epoch", initial_epoch),
+            steps_per_epoch=check_optional_int(where, "steps_per_epoch", steps_per_epoch),
+            validation_freq=check_int(where, "validation_freq", validation_freq),
+            validation_steps=check_optional_int(where, "validation_steps", validation_steps),
+            verbose=check_int(where, "verbose", verbose),
+            micro_batch_size=check_optional_int(where, "tnt_micro_batch_size",
+                                                tnt_micro_batch_size),
+            validation_micro_batch_size=check_optional_int(
                 where, "tnt_validation_micro_batch_size", tnt_validation_micro_batch_size),
-            "distribute_dataset": check_bool(where, "tnt_distribute_dataset",
-                                             tnt_distribute_dataset)}
+            distribute_dataset=distribute, distribute_validation_dataset=distribute)
         check_optional_int(where, "batch_size", batch_size)
         check_optional_int(where, "validation_batch_size", validation_batch_size)
         cbs = self._callbacks(where, callbacks)
@@ -393,10 +399,10 @@ class Model:
             vx, vy = (validation_data if isinstance(validation_data, (tuple, list)) and
                       len(validation_data) == 2 else (validation_data, None))
             validation = self._dataset(vx, vy, validation_batch_size or batch_size)
-        logs = self._impl.fit(train, args, cbs, validation)
+        logs = self._impl.fit(train, options, cbs, validation)
         done = len(next(iter(logs.values()), []))
         return History(logs, epochs=list(range(initial_epoch, initial_epoch + done)),
-                       params=args)
+                       params=options.to_dict())
 
     # The result's type depends on compile()'s metrics (a float without, a
     # list with), which no hint can know: Any, so that `loss, acc =
@@ -405,18 +411,19 @@ class Model:
     def evaluate(self, x: object = ..., y: object = ..., batch_size: Optional[int] = ...,
                  verbose: int = ..., callbacks: Optional[Sequence[CallbackLike]] = ...,
                  *, return_dict: Literal[True], tnt_micro_batch_size: Optional[int] = ...,
-                 tnt_distribute_dataset: bool = ...) -> Dict[str, float]: ...
+                 tnt_distribute_dataset: bool = ...,
+                 steps: Optional[int] = ...) -> Dict[str, float]: ...
 
     @overload
     def evaluate(self, x: object = ..., y: object = ..., batch_size: Optional[int] = ...,
                  verbose: int = ..., callbacks: Optional[Sequence[CallbackLike]] = ...,
                  return_dict: bool = ..., tnt_micro_batch_size: Optional[int] = ...,
-                 tnt_distribute_dataset: bool = ...) -> Any: ...
+                 tnt_distribute_dataset: bool = ..., steps: Optional[int] = ...) -> Any: ...
 
     def evaluate(self, x: object = None, y: object = None, batch_size: Optional[int] = None,
                  verbose: int = 0, callbacks: Optional[Sequence[CallbackLike]] = None,
                  return_dict: bool = False, tnt_micro_batch_size: Optional[int] = None,
-                 tnt_distribute_dataset: bool = True
+                 tnt_distribute_dataset: bool = True, steps: Optional[int] = None
                  ) -> Union[float, List[float], Dict[str, float]]:
         """The global loss and metrics over the whole data set. Collective.
 
@@ -429,6 +436,7 @@ class Model:
             return_dict: Return a dict of every log instead of a list.
             tnt_micro_batch_size: Checks that each rank's share is this large.
             tnt_distribute_dataset: False: each rank reads the whole dataset as its own.
+            steps: Evaluates only the first this many batches (None or 0: all).
 
         Returns:
             The loss alone without metrics, else [loss, metrics...] in compile
@@ -436,18 +444,19 @@ class Model:
 
         Raises:
             TypeError: An argument of the wrong type.
-            ValueError: A value out of range (batch_size < 1).
+            ValueError: A value out of range (batch_size < 1, steps < 0).
         """
         where = "evaluate()"
-        args: Dict[str, Setting] = {
-            "verbose": check_int(where, "verbose", verbose),
-            "micro_batch_size": check_optional_int(where, "tnt_micro_batch_size",
-                                                   tnt_micro_batch_size),
-            "distribute_dataset": check_bool(where, "tnt_distribute_dataset",
-                                             tnt_distribute_dataset)}
+        options = _t.EvaluateOptions(
+            verbose=check_int(where, "verbose", verbose),
+            steps=check_optional_int(where, "steps", steps),
+            micro_batch_size=check_optional_int(where, "tnt_micro_batch_size",
+                                                tnt_micro_batch_size),
+            distribute_dataset=check_bool(where, "tnt_distribute_dataset",
+                                          tnt_distribute_dataset))
         check_optional_int(where, "batch_size", batch_size)
         cbs = self._callbacks(where, callbacks)
-        logs = self._impl.evaluate(self._dataset(x, y, batch_size), args, cbs)
+        logs = self._impl.evaluate(self._dataset(x, y, batch_size), options, cbs)
         if check_bool(where, "return_dict", return_dict):
             return logs
         if not self._metric_names:
@@ -490,13 +499,13 @@ class Model:
         """
         where = "predict()"
         check_int(where, "verbose", verbose)
-        args: Dict[str, Setting] = {
-            "micro_batch_size": check_optional_int(where, "tnt_micro_batch_size",
-                                                   tnt_micro_batch_size),
-            "on_all_ranks": check_bool(where, "tnt_on_all_ranks", tnt_on_all_ranks)}
+        options = _t.PredictOptions(
+            micro_batch_size=check_optional_int(where, "tnt_micro_batch_size",
+                                                tnt_micro_batch_size),
+            on_all_ranks=check_bool(where, "tnt_on_all_ranks", tnt_on_all_ranks))
         check_optional_int(where, "batch_size", batch_size)
         cbs = self._callbacks(where, callbacks)
-        return self._impl.predict(self._dataset(x, None, batch_size), args, cbs)
+        return self._impl.predict(self._dataset(x, None, batch_size), options, cbs)
 
     # -- state ---------------------------------------------------------
     @property

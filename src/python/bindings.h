@@ -35,7 +35,13 @@ void bind_images(py::module_& m);
 void bind_optimizer(py::module_& m);
 /// tnt.nn's C++ core (CollectiveLayer: SyncBatchNorm for Python modules).
 void bind_nn(py::module_& m);
-/// The Model facade (owned by the lead).
+/// The Loss and Metric handles and Python callables as losses and metrics.
+void bind_losses_and_metrics(py::module_& m);
+/// The Keras registries: optimizers from options, and names.
+void bind_registries(py::module_& m);
+/// The built-in (C++) callbacks.
+void bind_callbacks(py::module_& m);
+/// The Model facade (PyModel).
 void bind_model(py::module_& m);
 
 }  // namespace tnt::python

@@ -2,13 +2,14 @@
 // the C++ front end uses, so their behaviour (global logs, master-only
 // files, collective saves and backups) is the same from both. Python's
 // own callbacks are tnt.callbacks.Callback subclasses, called through the
-// trampoline in model_bindings.cpp. A Python schedule for
+// trampoline in py_callback.cpp. A Python schedule for
 // LearningRateScheduler is called under the GIL.
 //
-// A required argument (a file, a directory, a schedule) is positional; every
-// option is a keyword argument named as its options struct's field and
-// read through the struct's field list (options.h), so an option left out
-// takes the struct's default and no default is restated here.
+// A required argument (a file, a directory, a schedule) is positional; the
+// options are the typed struct (EarlyStoppingOptions, ..., bound from its
+// field list, options.h) or, Keras's way, keyword arguments named as its
+// fields and read through the same list, so an option left out takes the
+// struct's default and no default is restated here.
 #include <tarantella/base/error.h>
 #include <tarantella/callbacks/builtins.h>
 #include <tarantella/callbacks/remote_monitor.h>
@@ -27,22 +28,50 @@ using callbacks::Callback;
 template <typename T>
 using CallbackClass = py::class_<T, Callback, std::shared_ptr<T>>;
 
-// A callback class whose constructor takes only keyword options.
+// A callback class whose constructor takes its options struct (bound as
+// `options_name` from its field list) or the same options as keywords.
+// The struct's overload comes first: pybind11 tries them in order, and
+// the keyword one would take `options=` as an unknown keyword.
 template <typename T, typename Options>
-void bind_keyword_callback(py::module_& m, const char* name) {
-  CallbackClass<T>(m, name).def(py::init([name](const py::kwargs& kwargs) {
-    return std::make_shared<T>(with_kwargs(std::string(name) + "()", Options(), kwargs));
-  }));
+void bind_keyword_callback(py::module_& m, const char* name, const char* options_name) {
+  bind_options_class<Options>(m, options_name);
+  CallbackClass<T>(m, name)
+      .def(py::init([](const Options& o) { return std::make_shared<T>(o); }), py::arg("options"))
+      .def(py::init([name](const py::kwargs& kwargs) {
+        return std::make_shared<T>(with_kwargs(std::string(name) + "()", Options(), kwargs));
+      }));
   register_defaults_of(name, Options());
 }
 
-// kwargs without `key`.
-py::dict without(const py::kwargs& kwargs, const char* key) {
-  py::dict rest;
-  for (const auto& item : kwargs) {
-    if (item.first.cast<std::string>() != key) rest[item.first] = item.second;
+// A callback class whose constructor takes a required value (a file, a
+// directory, a schedule) as `arg`, then its options struct or keywords,
+// as bind_keyword_callback; make(value, options) makes it.
+template <typename T, typename Options, typename Value, typename Make>
+void bind_callback_of(py::module_& m, const char* name, const char* options_name,
+                      const char* arg, Make make) {
+  bind_options_class<Options>(m, options_name);
+  CallbackClass<T>(m, name)
+      .def(py::init([make](Value value, const Options& o) { return make(std::move(value), o); }),
+           py::arg(arg), py::arg("options"))
+      .def(py::init([make, name](Value value, const py::kwargs& kwargs) {
+             return make(std::move(value),
+                         with_kwargs(std::string(name) + "()", Options(), kwargs));
+           }),
+           py::arg(arg));
+  register_defaults_of(name, Options());
+}
+
+// Keras's update_freq: "epoch", "batch" or a number of batches; None keeps
+// the default.
+void set_update_freq(callbacks::TensorBoardOptions& o, const py::object& freq) {
+  if (freq.is_none()) return;
+  if (py::isinstance<py::str>(freq)) {
+    o.update_freq(freq.cast<std::string>());
+    return;
   }
-  return rest;
+  std::int64_t batches = 0;
+  from_python("TensorBoard()", "update_freq", freq, batches);
+  o.update_freq(batches);
 }
 
 }  // namespace
@@ -61,37 +90,26 @@ void bind_callbacks(py::module_& m) {
            py::arg("filepath"));
   register_defaults_of("ModelCheckpoint", callbacks::ModelCheckpointOptions(""));
 
-  bind_keyword_callback<callbacks::EarlyStopping, callbacks::EarlyStoppingOptions>(m,
-                                                                                   "EarlyStopping");
+  bind_keyword_callback<callbacks::EarlyStopping, callbacks::EarlyStoppingOptions>(
+      m, "EarlyStopping", "EarlyStoppingOptions");
 
-  CallbackClass<callbacks::CSVLogger>(m, "CSVLogger")
-      .def(py::init([](const std::string& filename, const py::kwargs& kwargs) {
-             return std::make_shared<callbacks::CSVLogger>(
-                 filename, with_kwargs("CSVLogger()", callbacks::CSVLoggerOptions(), kwargs));
-           }),
-           py::arg("filename"));
-  register_defaults_of("CSVLogger", callbacks::CSVLoggerOptions());
+  bind_callback_of<callbacks::CSVLogger, callbacks::CSVLoggerOptions, std::string>(
+      m, "CSVLogger", "CSVLoggerOptions", "filename",
+      [](std::string filename, const callbacks::CSVLoggerOptions& o) {
+        return std::make_shared<callbacks::CSVLogger>(std::move(filename), o);
+      });
 
   // log_dir may be positional (Keras's first parameter); None: the C++
   // default. update_freq is "epoch", "batch" or a number of batches.
   CallbackClass<callbacks::TensorBoard>(m, "TensorBoard")
-      .def(py::init([](const std::optional<std::string>& log_dir, const py::kwargs& kwargs) {
+      .def(py::init([](const std::optional<std::string>& log_dir, const py::object& update_freq,
+                       const py::kwargs& kwargs) {
              callbacks::TensorBoardOptions o = log_dir ? callbacks::TensorBoardOptions(*log_dir)
                                                        : callbacks::TensorBoardOptions();
-             if (kwargs.contains("update_freq")) {
-               const py::object freq = kwargs["update_freq"];
-               if (py::isinstance<py::str>(freq)) {
-                 o.update_freq(freq.cast<std::string>());
-               } else {
-                 std::int64_t batches = 0;
-                 from_python("TensorBoard()", "update_freq", freq, batches);
-                 o.update_freq(batches);
-               }
-             }
-             return std::make_shared<callbacks::TensorBoard>(
-                 with_kwargs("TensorBoard()", o, without(kwargs, "update_freq")));
+             set_update_freq(o, update_freq);
+             return std::make_shared<callbacks::TensorBoard>(with_kwargs("TensorBoard()", o, kwargs));
            }),
-           py::arg("log_dir") = py::none());
+           py::arg("log_dir") = py::none(), py::kw_only(), py::arg("update_freq") = py::none());
   register_defaults("TensorBoard", [] {
     const callbacks::TensorBoardOptions o;
     py::dict d = defaults_of(o);
@@ -102,38 +120,34 @@ void bind_callbacks(py::module_& m) {
     return d;
   });
 
-  CallbackClass<callbacks::LearningRateScheduler>(m, "LearningRateScheduler")
-      .def(py::init([](py::object schedule, const py::kwargs& kwargs) {
-             SharedPyObject held = share_object(std::move(schedule));
-             return std::make_shared<callbacks::LearningRateScheduler>(
-                 [held](std::int64_t epoch, double lr) {
-                   py::gil_scoped_acquire gil;
-                   return (*held)(epoch, lr).cast<double>();
-                 },
-                 with_kwargs("LearningRateScheduler()", callbacks::LearningRateSchedulerOptions(),
-                             kwargs));
-           }),
-           py::arg("schedule"));
-  register_defaults_of("LearningRateScheduler", callbacks::LearningRateSchedulerOptions());
+  bind_callback_of<callbacks::LearningRateScheduler, callbacks::LearningRateSchedulerOptions,
+                   py::object>(
+      m, "LearningRateScheduler", "LearningRateSchedulerOptions", "schedule",
+      [](py::object schedule, const callbacks::LearningRateSchedulerOptions& o) {
+        SharedPyObject held = share_object(std::move(schedule));
+        return std::make_shared<callbacks::LearningRateScheduler>(
+            [held](std::int64_t epoch, double lr) {
+              py::gil_scoped_acquire gil;
+              return (*held)(epoch, lr).cast<double>();
+            },
+            o);
+      });
 
   bind_keyword_callback<callbacks::ReduceLROnPlateau, callbacks::ReduceLROnPlateauOptions>(
-      m, "ReduceLROnPlateau");
+      m, "ReduceLROnPlateau", "ReduceLROnPlateauOptions");
 
-  CallbackClass<callbacks::BackupAndRestore>(m, "BackupAndRestore")
-      .def(py::init([](const std::string& backup_dir, const py::kwargs& kwargs) {
-             return std::make_shared<callbacks::BackupAndRestore>(
-                 backup_dir,
-                 with_kwargs("BackupAndRestore()", callbacks::BackupAndRestoreOptions(), kwargs));
-           }),
-           py::arg("backup_dir"));
-  register_defaults_of("BackupAndRestore", callbacks::BackupAndRestoreOptions());
+  bind_callback_of<callbacks::BackupAndRestore, callbacks::BackupAndRestoreOptions, std::string>(
+      m, "BackupAndRestore", "BackupAndRestoreOptions", "backup_dir",
+      [](std::string backup_dir, const callbacks::BackupAndRestoreOptions& o) {
+        return std::make_shared<callbacks::BackupAndRestore>(std::move(backup_dir), o);
+      });
 
   CallbackClass<callbacks::TerminateOnNaN>(m, "TerminateOnNaN").def(py::init<>());
 
-  bind_keyword_callback<callbacks::ProgbarLogger, callbacks::ProgbarLoggerOptions>(m,
-                                                                                   "ProgbarLogger");
-  bind_keyword_callback<callbacks::RemoteMonitor, callbacks::RemoteMonitorOptions>(m,
-                                                                                   "RemoteMonitor");
+  bind_keyword_callback<callbacks::ProgbarLogger, callbacks::ProgbarLoggerOptions>(
+      m, "ProgbarLogger", "ProgbarLoggerOptions");
+  bind_keyword_callback<callbacks::RemoteMonitor, callbacks::RemoteMonitorOptions>(
+      m, "RemoteMonitor", "RemoteMonitorOptions");
 }
 
 }  // namespace tnt::python

@@ -12,5 +12,8 @@ PYBIND11_MODULE(_tarantella, m) {
   tnt::python::bind_images(m);
   tnt::python::bind_optimizer(m);
   tnt::python::bind_nn(m);
+  tnt::python::bind_losses_and_metrics(m);
+  tnt::python::bind_registries(m);
+  tnt::python::bind_callbacks(m);
   tnt::python::bind_model(m);
 }

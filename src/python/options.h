@@ -10,7 +10,10 @@
 //    refuses stays tnt::ArgumentError (ValueError).
 //  * defaults_of: the struct's defaults as a dict, for tnt's
 //    option_defaults(name), so that Python (signatures that say "the C++
-//    default", docs, tests) reads them instead of restating them.
+//    default", docs, tests) reads them instead of restating them;
+//  * bind_options_class: the struct itself as a Python class (CompileOptions,
+//    FitOptions, ...), an attribute per field and a keyword constructor, so
+//    that Python builds the typed struct and hands it over whole.
 #pragma once
 
 #include <algorithm>
@@ -24,6 +27,7 @@
 
 #include <tarantella/base/argument_error.h>
 #include <tarantella/callbacks/builtins.h>
+#include <tarantella/train/options.h>
 
 #include "python/bindings.h"
 
@@ -115,6 +119,30 @@ inline void from_python(const std::string& where, const char* key, const py::han
                          : callbacks::Mode::Auto;
 }
 
+// A name parsed by `parse` (mixed_precision_from_name, ...), whose
+// tnt::ArgumentError gets `where` in front.
+template <typename T, typename Parse>
+void named_from_python(const std::string& where, const char* key, const py::handle& v, T& into,
+                       Parse parse) {
+  std::string name;
+  from_python(where, key, v, name);
+  try {
+    into = parse(name);
+  } catch (const ArgumentError& e) {
+    throw ArgumentError(detail::concat(where, ": ", e.what()));
+  }
+}
+
+inline void from_python(const std::string& where, const char* key, const py::handle& v,
+                        MixedPrecision& into) {
+  named_from_python(where, key, v, into, mixed_precision_from_name);
+}
+
+inline void from_python(const std::string& where, const char* key, const py::handle& v,
+                        dp::Compression& into) {
+  named_from_python(where, key, v, into, compression_from_name);
+}
+
 template <typename T>
 void from_python(const std::string& where, const char* key, const py::handle& v,
                  std::optional<T>& into) {
@@ -137,6 +165,12 @@ inline py::object to_python(callbacks::Mode mode) {
   return py::str(mode == callbacks::Mode::Min   ? "min"
                  : mode == callbacks::Mode::Max ? "max"
                                                 : "auto");
+}
+inline py::object to_python(MixedPrecision precision) {
+  return py::str(mixed_precision_name(precision));
+}
+inline py::object to_python(dp::Compression compression) {
+  return py::str(compression_name(compression));
 }
 template <typename T>
 py::object to_python(const std::optional<T>& value) {
@@ -177,6 +211,51 @@ py::dict defaults_of(Options options) {
   py::dict out;
   fields(options, [&](const char* key, const auto& value) { out[key] = to_python(value); });
   return out;
+}
+
+/// Gives `use` the field of `options` named `key` (one of keys_of's).
+template <typename Options, typename Use>
+void with_field(Options& options, const std::string& key, Use use) {
+  fields(options, [&](const char* k, auto& value) {
+    if (key == k) use(value);
+  });
+}
+
+/// `Options` as the Python class `name`: a read-write attribute per field of
+/// its list, type-checked as with_kwargs checks a keyword, a keyword
+/// constructor (`FitOptions(epochs=5)`; a keyword left out keeps the
+/// struct's default), __repr__ and to_dict(). A field added to the list
+/// needs nothing here.
+template <typename Options>
+py::class_<Options> bind_options_class(py::module_& m, const char* name) {
+  py::class_<Options> cls(m, name);
+  const std::string where = name;
+  cls.def(py::init([where](const py::kwargs& kwargs) {
+    return with_kwargs(where + "()", Options(), kwargs);
+  }));
+  for (const std::string& key : keys_of(Options())) {
+    cls.def_property(
+        key.c_str(),
+        [key](const Options& o) {
+          Options copy = o;
+          py::object out;
+          with_field(copy, key, [&](const auto& value) { out = to_python(value); });
+          return out;
+        },
+        [key, where](Options& o, const py::handle& value) {
+          with_field(o, key, [&](auto& field) { from_python(where, key.c_str(), value, field); });
+        });
+  }
+  cls.def("to_dict", [](const Options& o) { return defaults_of(o); });
+  cls.def("__repr__", [where](const Options& o) {
+    std::string out;
+    for (const auto& [key, value] : defaults_of(o)) {
+      out += detail::concat(out.empty() ? "" : ", ", std::string(py::str(key)), "=",
+                            std::string(py::repr(value)));
+    }
+    return where + "(" + out + ")";
+  });
+  return cls;
 }
 
 /// Registers the defaults of the options that the Python name `name` (a

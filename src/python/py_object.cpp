@@ -64,4 +64,8 @@ py::tuple to_python(const data::Element& element) {
   return out;
 }
 
+std::string type_name_of(const py::handle& object) {
+  return py::str(py::type::handle_of(object).attr("__name__"));
+}
+
 }  // namespace tnt::python

@@ -41,4 +41,7 @@ py::tuple to_python(const data::Element& element);
 /// Whether `value` is a torch.Tensor or a numpy array.
 bool is_array(const py::handle& value);
 
+/// The name of `object`'s type ("list", "LeNet5"), for messages. Needs the GIL.
+std::string type_name_of(const py::handle& object);
+
 }  // namespace tnt::python

@@ -1,10 +1,11 @@
 // EngineState::evaluate and EngineState::predict: each rank runs its micro-batches of
-// every global batch. evaluate() sums the loss/metric state locally and
+// every global batch (evaluate: of the first `steps`, when given). evaluate() sums the loss/metric state locally and
 // reduces it once at the end (exact global metrics, one collective; in
 // deterministic mode an exact sum of every chunk's state); predict()
 // gathers the outputs once at the end and puts them back into dataset order.
 #include <torch/torch.h>
 
+#include <tarantella/base/argument_error.h>
 #include <tarantella/base/error.h>
 #include <tarantella/data/dataset.h>
 #include <tarantella/data/distribute.h>
@@ -118,6 +119,11 @@ template <typename MakeCallbacks>
 Logs EngineState::evaluate_with(const data::Dataset& dataset, const EvaluateOptions& options,
                            MakeCallbacks make_callbacks) {
   require_compiled("evaluate()");
+  TNT_CHECK_ARG(options.steps().value_or(0) >= 0, "evaluate(): steps=", options.steps().value_or(0),
+                " is negative: give the number of batches to evaluate, or None (0) for all");
+  // 0 is Keras's None: every batch.
+  const std::optional<std::int64_t> cap =
+      options.steps().value_or(0) > 0 ? options.steps() : std::nullopt;
   // Deterministic mode: each chunk forwarded on its own, states summed exactly.
   const std::optional<std::int64_t> chunk = compiled_->deterministic();
   TNT_CHECK(!chunk || options.distribute_dataset(), "evaluate(): deterministic mode needs "
@@ -131,7 +137,7 @@ Logs EngineState::evaluate_with(const data::Dataset& dataset, const EvaluateOpti
                                    options.micro_batch_size(), device_, chunk.value_or(1));
   std::optional<SingleThreadScope> one_thread;
   if (chunk) one_thread.emplace();
-  CallbackList& cbs = make_callbacks(dist.cardinality());
+  CallbackList& cbs = make_callbacks(steps_per_epoch(dist.cardinality(), cap));
   cbs.test_begin();
   torch::NoGradGuard no_grad;
   net_->train(false);
@@ -142,7 +148,7 @@ Logs EngineState::evaluate_with(const data::Dataset& dataset, const EvaluateOpti
   const ReadLogs read_local = [&](bool) -> const Logs& {
     return local = metrics().logs(read_state(state.local()));
   };
-  for (std::optional<data::MicroBatch> mb; (mb = it.next()); ++step) {
+  for (std::optional<data::MicroBatch> mb; (!cap || step < *cap) && (mb = it.next()); ++step) {
     cbs.test_batch_begin(step);
     state.add(*mb);
     cbs.test_batch_end(step, read_local);  // read only for a callback that asks

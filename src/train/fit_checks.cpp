@@ -20,6 +20,10 @@ void check_fit_options(const FitOptions& options, const CompileOptions& compiled
                 "epochs=", options.initial_epoch() + 1);
   TNT_CHECK_ARG(options.validation_freq() >= 1, "fit(): validation_freq=",
                 options.validation_freq(), " is invalid: validate every 1 or more epochs");
+  TNT_CHECK_ARG(options.validation_steps().value_or(0) >= 0, "fit(): validation_steps=",
+                options.validation_steps().value_or(0),
+                " is negative: give the number of validation batches to evaluate, or None (0) "
+                "for all of them");
   // The learning-rate callbacks set the optimizer's rate each epoch; a
   // compile-time schedule sets it every step and would silently win.
   if (compiled.schedule()) {

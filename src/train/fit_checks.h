@@ -17,7 +17,8 @@
 
 namespace tnt::train {
 
-/// Errors for options that cannot train: epochs, validation_freq, a
+/// Errors for options that cannot train: epochs, validation_freq,
+/// validation_steps, a
 /// learning-rate callback beside a compile-time schedule, deterministic mode
 /// without distribution or with collective layers.
 void check_fit_options(const FitOptions& options, const CompileOptions& compiled,

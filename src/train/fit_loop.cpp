@@ -210,7 +210,8 @@ void FitLoop::end_epoch(std::int64_t epoch) {
   }
   if (options_.validation_data() && (epoch + 1) % options_.validation_freq() == 0) {
     EvaluateOptions eval;
-    eval.distribute_dataset(options_.distribute_validation_dataset());
+    eval.distribute_dataset(options_.distribute_validation_dataset())
+        .steps(options_.validation_steps());
     if (options_.validation_micro_batch_size()) {
       eval.micro_batch_size(*options_.validation_micro_batch_size());
     }

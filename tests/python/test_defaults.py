@@ -18,6 +18,11 @@ OPTIMIZERS = {"adam": "Adam", "adamw": "AdamW", "rmsprop": "RMSprop", "adagrad":
 CALLBACKS = ["Callback", "ModelCheckpoint", "EarlyStopping", "CSVLogger", "TensorBoard",
              "LearningRateScheduler", "ReduceLROnPlateau", "BackupAndRestore", "ProgbarLogger",
              "RemoteMonitor"]
+# The options structs bound from their C++ field lists (src/python/options.h).
+OPTIONS = ["CompileOptions", "FitOptions", "EvaluateOptions", "PredictOptions",
+           "EarlyStoppingOptions", "CSVLoggerOptions", "LearningRateSchedulerOptions",
+           "ReduceLROnPlateauOptions", "BackupAndRestoreOptions", "ProgbarLoggerOptions",
+           "RemoteMonitorOptions"]
 
 
 def config_of(factory):
@@ -137,3 +142,28 @@ def test_the_stubs_list_exactly_the_cpp_fields():
         assert keywords[name] == set(_t.option_defaults(name)), name
     for name, cls in OPTIMIZERS.items():
         assert keywords[f"optimizer_{name}"] == set(_t.option_defaults(cls)), name
+
+
+def test_the_options_structs_are_their_field_lists_in_python_and_in_the_stubs():
+    keywords = stub_keywords()
+    for name in OPTIONS:
+        assert keywords[name] == set(getattr(_t, name)().to_dict()), name
+    early = tnt.callbacks.EarlyStoppingOptions(patience=3, mode="min")
+    early.patience = 5
+    assert early.to_dict() == {**tnt.callbacks.option_defaults("EarlyStopping"),
+                               "patience": 5, "mode": "min"}
+    with pytest.raises(TypeError, match="patience must be an int, got 2.5"):
+        early.patience = 2.5
+    with pytest.raises(ValueError, match="mode='bigger'.*'max'"):
+        early.mode = "bigger"
+    with pytest.raises(TypeError, match="epochs must be an int, got 2.5"):
+        _t.FitOptions(epochs=2.5)
+    with pytest.raises(ValueError, match="mixed_precision='fp8'.*bfloat16"):
+        _t.CompileOptions(mixed_precision="fp8")
+    fit = _t.FitOptions(epochs=3, validation_steps=2)
+    assert (fit.epochs, fit.validation_steps, fit.verbose) == (3, 2, _t.FitOptions().verbose)
+    # A callback takes its struct as it takes the keywords.
+    tnt.callbacks.EarlyStopping(early)
+    tnt.callbacks.CSVLogger("log.csv", tnt.callbacks.CSVLoggerOptions(append=True))
+    tnt.callbacks.LearningRateScheduler(lambda epoch, lr: lr,
+                                        tnt.callbacks.LearningRateSchedulerOptions(verbose=1))

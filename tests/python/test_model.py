@@ -237,6 +237,32 @@ def test_callbacks_get_the_hooks_they_override_and_nothing_per_step_otherwise():
     assert counter.calls["test_end"] == 3 + 2 * 5
 
 
+def test_validation_steps_evaluates_exactly_the_first_batches():
+    data, val = Data(), Data(n=60)  # validation: 6 batches of 10
+    counter = Counter()
+    model = compiled(make_net())
+    history = model.fit(data, batch_size=16, epochs=1, verbose=0, validation_data=val,
+                        validation_batch_size=10, validation_steps=2, callbacks=[counter])
+    assert counter.calls["test_end"] == 2  # two validation batches ran, not six
+    val_loss = history.history["val_loss"][0]
+    # The validation ran after the epoch's last step: the weights it saw are
+    # the model's now, so evaluate over the same two batches gives its value.
+    assert model.evaluate(val, batch_size=10, steps=2) == [
+        val_loss, history.history["val_sparse_categorical_accuracy"][0]]
+    with torch.no_grad():
+        out = model.module(val.x[:20].to(device_of(model))).cpu()
+    assert val_loss == pytest.approx(
+        torch.nn.functional.cross_entropy(out, val.y[:20]).item(), rel=1e-5)
+    assert model.evaluate(val, batch_size=10)[0] != pytest.approx(val_loss, rel=1e-5)
+    # None and 0 are every batch, as in Keras.
+    every = model.evaluate(val, batch_size=10)
+    assert model.evaluate(val, batch_size=10, steps=0) == every
+    with pytest.raises(ValueError, match="validation_steps=-1"):
+        model.fit(data, batch_size=16, verbose=0, validation_data=val, validation_steps=-1)
+    with pytest.raises(TypeError, match="validation_steps"):
+        model.fit(data, batch_size=16, verbose=0, validation_data=val, validation_steps=1.5)
+
+
 def test_weights_round_trip_through_torch_save_files():
     model = compiled(make_net())
     model.fit(Data(), batch_size=16, epochs=1, verbose=0)

@@ -13,6 +13,7 @@
 
 #include <torch/torch.h>
 
+#include <tarantella/base/argument_error.h>
 #include <tarantella/base/error.h>
 #include <tarantella/comm/in_process.h>
 #include <tarantella/data/dataset.h>
@@ -216,6 +217,56 @@ TEST(Engine, ValidationRunsEveryValidationFreqEpochs) {
                 recorder->epoch_logs.at(epoch).at("val_loss"));
     }
   }
+}
+
+// validation_steps(n): each validation reads only the first n batches of
+// the validation data, so its val_loss is evaluate() over those n batches
+// (with steps(n), or on the dataset cut to them), not over all of them.
+TEST(Engine, ValidationStepsEvaluatesTheFirstBatchesOnly) {
+  for (int n : {1, 3}) {
+    std::map<std::string, double> seen;  // rank 0's
+    std::int64_t batches = 0;
+    std::mutex m;
+    run_in_process(n, [&](const ProcessGroup& g) {
+      Engine e(fresh_net(), g, quiet());
+      TestHost host(e);
+      e.compile(sgd());
+      const tnt::data::Dataset val = samples().batch(4);  // 6 batches: 4, 4, 4, 4, 4, 2
+      auto mine = std::make_shared<Recorder>();
+      e.fit(samples().batch(8), epochs(1).validation_data(val).validation_steps(2).callbacks({mine}),
+            {&host, nullptr});
+      const auto eval = [&](const tnt::data::Dataset& d, std::int64_t steps) {
+        return e.evaluate(d, tnt::EvaluateOptions().steps(steps), {&host, nullptr}).at("loss");
+      };
+      const double steps_two = eval(val, 2), cut = eval(samples().take(8).batch(4), 0),
+                   all = eval(val, 0);
+      std::lock_guard<std::mutex> lock(m);
+      if (g.rank() != 0) return;
+      batches = mine->test_batches[0];
+      seen = {{"val_loss", mine->epoch_logs.at(0).at("val_loss")}, {"steps_two", steps_two},
+              {"cut", cut}, {"all", all}};
+    });
+    EXPECT_EQ(batches, 2) << n << " ranks";
+    EXPECT_EQ(seen.at("val_loss"), seen.at("steps_two")) << n << " ranks";
+    EXPECT_EQ(seen.at("val_loss"), seen.at("cut")) << n << " ranks";
+    EXPECT_NE(seen.at("val_loss"), seen.at("all")) << n << " ranks";
+  }
+}
+
+TEST(Engine, NegativeValidationStepsIsAnArgumentError) {
+  run_in_process(1, [&](const ProcessGroup& g) {
+    Engine e(fresh_net(), g, quiet());
+    TestHost host(e);
+    e.compile(sgd());
+    try {
+      e.fit(samples().batch(8), epochs(1).validation_data(samples().batch(4)).validation_steps(-1),
+            {&host, nullptr});
+      ADD_FAILURE() << "validation_steps(-1) trained";
+    } catch (const tnt::ArgumentError& err) {
+      EXPECT_NE(std::string(err.what()).find("validation_steps=-1"), std::string::npos)
+          << err.what();
+    }
+  });
 }
 
 // A position given on train_begin (what BackupAndRestore does) moves the

@@ -95,6 +95,9 @@ struct FitOptions {
   TNT_ARG(std::int64_t, initial_epoch) = 0;
   TNT_ARG(std::optional<std::int64_t>, steps_per_epoch);
   TNT_ARG(std::int64_t, validation_freq) = 1;
+  /// Keras's validation_steps: each validation evaluates at most this many
+  /// batches of validation_data, its first ones; nullopt or 0: all of them.
+  TNT_ARG(std::optional<std::int64_t>, validation_steps);
   TNT_ARG(std::vector<callbacks::CallbackPtr>, callbacks);
   /// 0 silent, 1 progress bar, 2 one line per epoch (master rank only).
   TNT_ARG(int, verbose) = 1;
@@ -116,6 +119,9 @@ struct FitOptions {
 /// What evaluate() takes.
 struct EvaluateOptions {
   TNT_ARG(int, verbose) = 0;
+  /// Keras's steps: at most this many batches, the dataset's first ones;
+  /// nullopt or 0: all of them.
+  TNT_ARG(std::optional<std::int64_t>, steps);
   TNT_ARG(std::optional<std::int64_t>, micro_batch_size);
   TNT_ARG(bool, distribute_dataset) = true;
   TNT_ARG(std::vector<callbacks::CallbackPtr>, callbacks);
@@ -128,5 +134,50 @@ struct PredictOptions {
   TNT_ARG(std::optional<std::int64_t>, micro_batch_size);
   TNT_ARG(std::vector<callbacks::CallbackPtr>, callbacks);
 };
+
+// Each options struct's plain values, each once: the list the Python front
+// end binds the struct from (src/python/options.h: an attribute per field
+// and a keyword constructor), as the callbacks' options have. The objects
+// (optimizer, loss, metrics, schedule, callbacks, validation data) are
+// passed beside the struct. A new TNT_ARG of a plain value goes here too;
+// then it is in Python as well.
+template <typename Visit>
+void fields(CompileOptions& o, Visit&& v) {
+  v("num_inputs", o.num_inputs());
+  v("aggregation_frequency", o.aggregation_frequency());
+  v("compression", o.compression());
+  v("fusion_threshold_bytes", o.fusion_threshold_bytes());
+  v("clip_norm", o.clip_norm());
+  v("clip_value", o.clip_value());
+  v("deterministic", o.deterministic());
+  v("mixed_precision", o.mixed_precision());
+  v("loss_scaling", o.loss_scaling());
+  v("shard_optimizer", o.shard_optimizer());
+}
+template <typename Visit>
+void fields(FitOptions& o, Visit&& v) {
+  v("epochs", o.epochs());
+  v("initial_epoch", o.initial_epoch());
+  v("steps_per_epoch", o.steps_per_epoch());
+  v("validation_freq", o.validation_freq());
+  v("validation_steps", o.validation_steps());
+  v("verbose", o.verbose());
+  v("micro_batch_size", o.micro_batch_size());
+  v("validation_micro_batch_size", o.validation_micro_batch_size());
+  v("distribute_dataset", o.distribute_dataset());
+  v("distribute_validation_dataset", o.distribute_validation_dataset());
+}
+template <typename Visit>
+void fields(EvaluateOptions& o, Visit&& v) {
+  v("verbose", o.verbose());
+  v("steps", o.steps());
+  v("micro_batch_size", o.micro_batch_size());
+  v("distribute_dataset", o.distribute_dataset());
+}
+template <typename Visit>
+void fields(PredictOptions& o, Visit&& v) {
+  v("on_all_ranks", o.on_all_ranks());
+  v("micro_batch_size", o.micro_batch_size());
+}
 
 }  // namespace tnt

@@ -5,6 +5,7 @@
 # the import (a folder without __init__.py is only a namespace-package
 # candidate). `ctest -R python.stubtest` checks it against the built module.
 from typing import Callable, ClassVar, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import overload
 
 import torch
 
@@ -18,8 +19,6 @@ from . import transforms as transforms
 # stubtest's metaclass check.
 class _pybind11_type(type): ...
 
-# A value of tnt.Model's compile/fit/evaluate/predict settings dicts.
-_Setting = Union[int, float, str, bool, None]
 # An element of a Dataset: a tuple of tensors.
 _Element = Tuple[torch.Tensor, ...]
 
@@ -188,7 +187,7 @@ class CollectiveLayer(metaclass=_pybind11_type):
 
 def check_sync_batchnorm_options(num_features: int, eps: float) -> None: ...
 
-# ---- Keras collection (model_bindings.cpp) ----
+# ---- Keras collection (loss_metric_bindings.cpp, registry_bindings.cpp) ----
 # Options are keyword arguments named as the C++ options struct's fields
 # (src/python/options.h); one left out takes the struct's default, which
 # option_defaults(name) returns. Stubs write no default values.
@@ -229,20 +228,78 @@ def metric_from_callables(name: str, update: Callable[[torch.Tensor, torch.Tenso
                           result: Callable[[List[float]], float], state_size: int) -> Metric: ...
 def metric_mean_of(name: str, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> Metric: ...
 
+# The engine's options structs (include/tarantella/train/options.h), bound
+# from their field lists (src/python/options.h): an attribute per field,
+# type-checked on assignment, and a keyword constructor whose left-out
+# keywords keep the C++ defaults.
+class CompileOptions(metaclass=_pybind11_type):
+    num_inputs: int
+    aggregation_frequency: int
+    compression: str
+    fusion_threshold_bytes: Optional[int]
+    clip_norm: Optional[float]
+    clip_value: Optional[float]
+    deterministic: Optional[int]
+    mixed_precision: str
+    loss_scaling: Optional[bool]
+    shard_optimizer: bool
+    def __init__(self, *, num_inputs: int = ..., aggregation_frequency: int = ...,
+                 compression: str = ..., fusion_threshold_bytes: Optional[int] = ...,
+                 clip_norm: Optional[float] = ..., clip_value: Optional[float] = ...,
+                 deterministic: Optional[int] = ..., mixed_precision: str = ...,
+                 loss_scaling: Optional[bool] = ..., shard_optimizer: bool = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
+class FitOptions(metaclass=_pybind11_type):
+    epochs: int
+    initial_epoch: int
+    steps_per_epoch: Optional[int]
+    validation_freq: int
+    validation_steps: Optional[int]
+    verbose: int
+    micro_batch_size: Optional[int]
+    validation_micro_batch_size: Optional[int]
+    distribute_dataset: bool
+    distribute_validation_dataset: bool
+    def __init__(self, *, epochs: int = ..., initial_epoch: int = ...,
+                 steps_per_epoch: Optional[int] = ..., validation_freq: int = ...,
+                 validation_steps: Optional[int] = ..., verbose: int = ..., micro_batch_size: Optional[int] = ...,
+                 validation_micro_batch_size: Optional[int] = ...,
+                 distribute_dataset: bool = ...,
+                 distribute_validation_dataset: bool = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
+class EvaluateOptions(metaclass=_pybind11_type):
+    verbose: int
+    steps: Optional[int]
+    micro_batch_size: Optional[int]
+    distribute_dataset: bool
+    def __init__(self, *, verbose: int = ..., steps: Optional[int] = ...,
+                 micro_batch_size: Optional[int] = ...,
+                 distribute_dataset: bool = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
+class PredictOptions(metaclass=_pybind11_type):
+    on_all_ranks: bool
+    micro_batch_size: Optional[int]
+    def __init__(self, *, on_all_ranks: bool = ...,
+                 micro_batch_size: Optional[int] = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
 class Model(metaclass=_pybind11_type):
     learning_rate: float
     stop_training: bool
     def __init__(self, module: torch.nn.Module, group: Optional[ProcessGroup] = ...) -> None: ...
     def compile(self, optimizer: OptimizerFactory, loss: Loss, metrics: List[Metric],
-                settings: Dict[str, _Setting], /) -> None: ...
+                options: CompileOptions, /) -> None: ...
     @staticmethod
     def dataset(x: object, y: object, batch_size: Optional[int], shuffle: bool,
                 seed: int) -> Dataset: ...
-    def fit(self, train: Dataset, args: Dict[str, _Setting], callbacks: Sequence[object],
+    def fit(self, train: Dataset, options: FitOptions, callbacks: Sequence[object],
             validation: Optional[Dataset], /) -> Dict[str, List[float]]: ...
-    def evaluate(self, data: Dataset, args: Dict[str, _Setting], callbacks: Sequence[object],
+    def evaluate(self, data: Dataset, options: EvaluateOptions, callbacks: Sequence[object],
                  /) -> Dict[str, float]: ...
-    def predict(self, data: Dataset, args: Dict[str, _Setting], callbacks: Sequence[object],
+    def predict(self, data: Dataset, options: PredictOptions, callbacks: Sequence[object],
                 /) -> Optional[torch.Tensor]: ...
     def get_weights(self) -> List[torch.Tensor]: ...
     def set_weights(self, weights: List[torch.Tensor], /) -> None: ...
@@ -265,6 +322,72 @@ class Model(metaclass=_pybind11_type):
     def skipped_steps(self) -> int: ...
 
 # ---- callbacks (callback_bindings.cpp) ----
+# The callbacks' options structs, bound from their field lists as the
+# engine's are; each callback takes its struct or the same options as
+# keywords.
+class EarlyStoppingOptions(metaclass=_pybind11_type):
+    monitor: str
+    min_delta: float
+    patience: int
+    mode: str
+    baseline: Optional[float]
+    restore_best_weights: bool
+    def __init__(self, *,
+                 monitor: str = ..., min_delta: float = ..., patience: int = ..., mode: str = ...,
+                 baseline: Optional[float] = ..., restore_best_weights: bool = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
+class CSVLoggerOptions(metaclass=_pybind11_type):
+    separator: str
+    append: bool
+    def __init__(self, *, separator: str = ..., append: bool = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
+class LearningRateSchedulerOptions(metaclass=_pybind11_type):
+    verbose: int
+    def __init__(self, *, verbose: int = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
+class ReduceLROnPlateauOptions(metaclass=_pybind11_type):
+    monitor: str
+    factor: float
+    patience: int
+    mode: str
+    min_delta: float
+    cooldown: int
+    min_lr: float
+    def __init__(self, *,
+                 monitor: str = ..., factor: float = ..., patience: int = ..., mode: str = ...,
+                 min_delta: float = ..., cooldown: int = ..., min_lr: float = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
+class BackupAndRestoreOptions(metaclass=_pybind11_type):
+    save_freq: int
+    delete_checkpoint: bool
+    write_in_background: bool
+    def __init__(self, *,
+                 save_freq: int = ..., delete_checkpoint: bool = ...,
+                 write_in_background: bool = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
+class ProgbarLoggerOptions(metaclass=_pybind11_type):
+    verbose: int
+    live: Optional[bool]
+    def __init__(self, *, verbose: int = ..., live: Optional[bool] = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
+class RemoteMonitorOptions(metaclass=_pybind11_type):
+    root: str
+    path: str
+    field: str
+    headers: Dict[str, str]
+    send_as_json: bool
+    timeout_seconds: float
+    def __init__(self, *,
+                 root: str = ..., path: str = ..., field: str = ..., headers: Dict[str, str] = ...,
+                 send_as_json: bool = ..., timeout_seconds: float = ...) -> None: ...
+    def to_dict(self) -> Dict[str, object]: ...
+
 class CppCallback(metaclass=_pybind11_type):
     aggregate_logs: bool
     run_on_all_ranks: bool
@@ -276,11 +399,17 @@ class ModelCheckpoint(CppCallback):
                  write_in_background: bool = ...) -> None: ...
 
 class EarlyStopping(CppCallback):
+    @overload
+    def __init__(self, options: EarlyStoppingOptions) -> None: ...
+    @overload
     def __init__(self, *, monitor: str = ..., min_delta: float = ..., patience: int = ...,
                  mode: str = ..., baseline: Optional[float] = ...,
                  restore_best_weights: bool = ...) -> None: ...
 
 class CSVLogger(CppCallback):
+    @overload
+    def __init__(self, filename: str, options: CSVLoggerOptions) -> None: ...
+    @overload
     def __init__(self, filename: str, *, separator: str = ..., append: bool = ...) -> None: ...
 
 class TensorBoard(CppCallback):
@@ -288,14 +417,24 @@ class TensorBoard(CppCallback):
                  write_steps_per_second: bool = ..., filename_suffix: str = ...) -> None: ...
 
 class LearningRateScheduler(CppCallback):
+    @overload
+    def __init__(self, schedule: Callable[[int, float], float],
+                 options: LearningRateSchedulerOptions) -> None: ...
+    @overload
     def __init__(self, schedule: Callable[[int, float], float], *, verbose: int = ...) -> None: ...
 
 class ReduceLROnPlateau(CppCallback):
+    @overload
+    def __init__(self, options: ReduceLROnPlateauOptions) -> None: ...
+    @overload
     def __init__(self, *, monitor: str = ..., factor: float = ..., patience: int = ...,
                  mode: str = ..., min_delta: float = ..., cooldown: int = ...,
                  min_lr: float = ...) -> None: ...
 
 class BackupAndRestore(CppCallback):
+    @overload
+    def __init__(self, backup_dir: str, options: BackupAndRestoreOptions) -> None: ...
+    @overload
     def __init__(self, backup_dir: str, *, save_freq: int = ...,
                  delete_checkpoint: bool = ..., write_in_background: bool = ...) -> None: ...
 
@@ -303,9 +442,15 @@ class TerminateOnNaN(CppCallback):
     def __init__(self) -> None: ...
 
 class ProgbarLogger(CppCallback):
+    @overload
+    def __init__(self, options: ProgbarLoggerOptions) -> None: ...
+    @overload
     def __init__(self, *, verbose: int = ..., live: Optional[bool] = ...) -> None: ...
 
 class RemoteMonitor(CppCallback):
+    @overload
+    def __init__(self, options: RemoteMonitorOptions) -> None: ...
+    @overload
     def __init__(self, *, root: str = ..., path: str = ..., field: str = ...,
                  headers: Dict[str, str] = ..., send_as_json: bool = ...,
                  timeout_seconds: float = ...) -> None: ...

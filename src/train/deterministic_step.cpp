@@ -11,7 +11,6 @@
 #include <tarantella/runtime/seed.h>
 
 #include "data/pipeline/node.h"
-#include "train/engine_state.h"
 
 namespace tnt::train {
 namespace {

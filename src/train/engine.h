@@ -12,10 +12,10 @@
 // train/engine_host.h, serves both). It never runs a loop of its own. The
 // engine is given its process group; every collective below uses it.
 //
-// This face is deliberately small (twenty methods). The loops and the step
-// classes work on the engine's internal state (train/engine_state.h), which
-// they are handed by fit/evaluate/predict; nothing above train/ includes
-// that header. Persistence (train/persistence.h) goes through snapshot()
+// This face is deliberately small (twenty methods). The loops work on the
+// engine's internal state (train/engine_state.h), which they are handed by
+// fit/evaluate/predict, and the steps on a StepContext made from it
+// (train/step_context.h); nothing above train/ includes either header. Persistence (train/persistence.h) goes through snapshot()
 // and restore() below, never through the optimizer shards or the counters'
 // storage, so that a snapshot taken at a step boundary can be written
 // while training goes on.

@@ -1,9 +1,11 @@
-// Private: the training engine's state and the operations the loops and
-// the step classes need of it (train/fit_loop.cpp, train/evaluate_loop.cpp,
-// train/train_step.cpp, train/deterministic_step.cpp). The front ends and
+// Private: the training engine's state and the operations the loops need
+// of it (train/fit_loop.cpp, train/evaluate_loop.cpp). It owns the parts
+// (the network, the optimizer, the gradient exchange, the metrics
+// accumulator, the counters, the timeline) and makes the StepContext that
+// a training step works on (train/step_context.h). The front ends and
 // persistence see the narrow train::Engine (train/engine.h), which owns one
-// of these; only the loops, the engine itself and the engine's tests
-// include this header.
+// of these; only the loops, the engine itself and the tests include this
+// header.
 #pragma once
 
 #include <cstdint>

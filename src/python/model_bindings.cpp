@@ -9,7 +9,8 @@
 //  * the loss: a torch loss module or any callable, called under the GIL;
 //  * callbacks: PyCallback, a trampoline that calls a Python object's Keras
 //    hooks under the GIL; the built-ins are the C++ ones (callback_bindings);
-//  * data: dataset_from_python (py_dataset.h).
+//  * data: dataset_from_data (py_dataset.h): the data arrive as the user
+//    gave them, with the global batch size, and become a Dataset here.
 // The loops run with the GIL released; Python is entered only from the
 // thread that called fit/evaluate/predict, which holds it again there.
 // PyModel holds the engine with its callbacks' host (train/engine_host.h),
@@ -314,8 +315,11 @@ class PyModel {
     engine().compile(std::move(o));
   }
 
-  py::dict fit(const data::Dataset& train, const py::dict& a, const py::list& cbs,
-               const std::optional<data::Dataset>& validation) {
+  py::dict fit(const py::tuple& train_data, const py::dict& a, const py::list& cbs,
+               const std::optional<py::tuple>& validation_data) {
+    const data::Dataset train = dataset_from_data(train_data);
+    std::optional<data::Dataset> validation;
+    if (validation_data) validation = dataset_from_data(*validation_data);
     FitOptions o;
     o.epochs(a["epochs"].cast<std::int64_t>())
         .initial_epoch(a["initial_epoch"].cast<std::int64_t>())
@@ -339,7 +343,8 @@ class PyModel {
     return h;
   }
 
-  py::dict evaluate(const data::Dataset& dataset, const py::dict& a, const py::list& cbs) {
+  py::dict evaluate(const py::tuple& given, const py::dict& a, const py::list& cbs) {
+    const data::Dataset dataset = dataset_from_data(given);
     EvaluateOptions o;
     o.verbose(a["verbose"].cast<int>())
         .micro_batch_size(optional_int(a["micro_batch_size"]))
@@ -353,7 +358,8 @@ class PyModel {
     return to_dict(logs);
   }
 
-  py::object predict(const data::Dataset& dataset, const py::dict& a, const py::list& cbs) {
+  py::object predict(const py::tuple& given, const py::dict& a, const py::list& cbs) {
+    const data::Dataset dataset = dataset_from_data(given);
     PredictOptions o;
     o.micro_batch_size(optional_int(a["micro_batch_size"]))
         .on_all_ranks(a["on_all_ranks"].cast<bool>())
@@ -519,8 +525,6 @@ void bind_model(py::module_& m) {
       .def("fit", &PyModel::fit)
       .def("evaluate", &PyModel::evaluate)
       .def("predict", &PyModel::predict)
-      .def_static("dataset", &dataset_from_python, py::arg("x"), py::arg("y"),
-                  py::arg("batch_size"), py::arg("shuffle"), py::arg("seed"))
       .def_property(
           "stop_training", [](PyModel& s) { return s.host().stop_requested(); },
           [](PyModel& s, bool v) { s.host().set_stop_requested(v); })

@@ -299,8 +299,10 @@ class Model:
         self._metric_names = [m.name for m in metric_list]
 
     # -- the loops -----------------------------------------------------
-    def _dataset(self, x: object, y: object, batch_size: Optional[int],
-                 shuffle: bool = False) -> _t.Dataset:
+    def _data(self, x: object, y: object, batch_size: Optional[int],
+              shuffle: bool = False) -> Tuple[object, object, Optional[int], bool]:
+        # The data as given, with the GLOBAL batch size: the extension makes
+        # the Dataset in the call that uses it, so the size crosses once.
         # Fewer samples than ranks trains, with idle ranks, but is never what
         # the user meant: every rank says so (the check is the same on all).
         n = _samples(x)
@@ -310,7 +312,7 @@ class Model:
                 f"the data set has {n} sample(s), fewer than the {ranks} ranks of the model's "
                 f"group: give at least {ranks} samples, or run on fewer ranks "
                 f"(tarantella -n {max(n, 1)})")
-        return _t.Model.dataset(x, y, batch_size, shuffle, _t.default_shuffle_seed())
+        return (x, y, batch_size, shuffle)
 
     def _callbacks(self, where: str,
                    callbacks: Optional[Sequence[CallbackLike]]) -> List[CallbackLike]:
@@ -393,12 +395,12 @@ class Model:
         check_optional_int(where, "batch_size", batch_size)
         check_optional_int(where, "validation_batch_size", validation_batch_size)
         cbs = self._callbacks(where, callbacks)
-        train = self._dataset(x, y, batch_size, check_bool(where, "shuffle", shuffle))
+        train = self._data(x, y, batch_size, check_bool(where, "shuffle", shuffle))
         validation = None
         if validation_data is not None:
             vx, vy = (validation_data if isinstance(validation_data, (tuple, list)) and
                       len(validation_data) == 2 else (validation_data, None))
-            validation = self._dataset(vx, vy, validation_batch_size or batch_size)
+            validation = self._data(vx, vy, validation_batch_size or batch_size)
         logs = self._impl.fit(train, options, cbs, validation)
         done = len(next(iter(logs.values()), []))
         return History(logs, epochs=list(range(initial_epoch, initial_epoch + done)),
@@ -456,7 +458,7 @@ class Model:
                                           tnt_distribute_dataset))
         check_optional_int(where, "batch_size", batch_size)
         cbs = self._callbacks(where, callbacks)
-        logs = self._impl.evaluate(self._dataset(x, y, batch_size), options, cbs)
+        logs = self._impl.evaluate(self._data(x, y, batch_size), options, cbs)
         if check_bool(where, "return_dict", return_dict):
             return logs
         if not self._metric_names:
@@ -505,7 +507,7 @@ class Model:
             on_all_ranks=check_bool(where, "tnt_on_all_ranks", tnt_on_all_ranks))
         check_optional_int(where, "batch_size", batch_size)
         cbs = self._callbacks(where, callbacks)
-        return self._impl.predict(self._dataset(x, None, batch_size), options, cbs)
+        return self._impl.predict(self._data(x, None, batch_size), options, cbs)
 
     # -- state ---------------------------------------------------------
     @property

@@ -25,8 +25,7 @@ target_sources(tarantella PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/pipeline/enumerate.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pipeline/cache.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pipeline/prefetch.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/distribution/micro_batch.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/distribution/micro_batch_tag.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline/micro_batch.cpp
   ${CMAKE_CURRENT_LIST_DIR}/distribution/distribute.cpp
   ${CMAKE_CURRENT_LIST_DIR}/formats/idx_reader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/formats/csv_reader.cpp

@@ -6,7 +6,8 @@
 //  * the loss and metrics: loss_metric_bindings.cpp;
 //  * callbacks: py_callback.h, a trampoline for Python's; the built-ins are
 //    the C++ ones (callback_bindings.cpp);
-//  * data: dataset_from_python (py_dataset.h);
+//  * data: dataset_from_data (py_dataset.h): the data arrive as the user
+//    gave them, with the global batch size, and become a Dataset here;
 //  * optimizers, losses and metrics by name: registry_bindings.cpp.
 // This file holds PyModel, which puts them together, and its binding. The
 // loops run with the GIL released; Python is entered only from the thread
@@ -57,10 +58,11 @@ class PyModel {
     engine().compile(std::move(options));
   }
 
-  py::dict fit(const data::Dataset& train, FitOptions options, const py::list& cbs,
-               const std::optional<data::Dataset>& validation) {
+  py::dict fit(const py::tuple& train_data, FitOptions options, const py::list& cbs,
+               const std::optional<py::tuple>& validation_data) {
+    const data::Dataset train = dataset_from_data(train_data);
     options.callbacks(to_callbacks(cbs));
-    if (validation) options.validation_data(*validation);
+    if (validation_data) options.validation_data(dataset_from_data(*validation_data));
     callbacks::History history;
     {
       py::gil_scoped_release release;
@@ -72,7 +74,8 @@ class PyModel {
     return h;
   }
 
-  py::dict evaluate(const data::Dataset& dataset, EvaluateOptions options, const py::list& cbs) {
+  py::dict evaluate(const py::tuple& given, EvaluateOptions options, const py::list& cbs) {
+    const data::Dataset dataset = dataset_from_data(given);
     options.callbacks(to_callbacks(cbs));
     std::map<std::string, double> logs;
     {
@@ -82,7 +85,8 @@ class PyModel {
     return to_dict(logs);
   }
 
-  py::object predict(const data::Dataset& dataset, PredictOptions options, const py::list& cbs) {
+  py::object predict(const py::tuple& given, PredictOptions options, const py::list& cbs) {
+    const data::Dataset dataset = dataset_from_data(given);
     options.callbacks(to_callbacks(cbs));
     torch::Tensor out;
     {
@@ -131,8 +135,6 @@ void bind_model(py::module_& m) {
       .def("fit", &PyModel::fit)
       .def("evaluate", &PyModel::evaluate)
       .def("predict", &PyModel::predict)
-      .def_static("dataset", &dataset_from_python, py::arg("x"), py::arg("y"),
-                  py::arg("batch_size"), py::arg("shuffle"), py::arg("seed"))
       .def_property(
           "stop_training", [](PyModel& s) { return s.host().stop_requested(); },
           [](PyModel& s, bool v) { s.host().set_stop_requested(v); })

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <tarantella/base/argument_error.h>
+#include <tarantella/base/default_seed.h>
 #include <tarantella/base/error.h>
 
 #include "python/py_object.h"
@@ -94,6 +95,15 @@ data::Dataset dataset_from_python(const py::object& x, const py::object& y,
   }();
   if (shuffle) ds = ds.shuffle(std::max<std::int64_t>(ds.cardinality(), 1), seed);
   return ds.batch(batch_size);
+}
+
+data::Dataset dataset_from_data(const py::tuple& data) {
+  TNT_CHECK(data.size() == 4, "internal error: the data tuple has ", data.size(),
+            " items, not (x, y, batch_size, shuffle)");
+  const std::optional<std::int64_t> batch_size =
+      data[2].is_none() ? std::nullopt : std::optional<std::int64_t>(data[2].cast<std::int64_t>());
+  return dataset_from_python(data[0], data[1], batch_size, data[3].cast<bool>(),
+                             default_shuffle_seed());
 }
 
 }  // namespace tnt::python

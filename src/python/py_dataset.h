@@ -37,6 +37,12 @@ data::Dataset dataset_from_python(const py::object& x, const py::object& y,
                                   std::optional<std::int64_t> global_batch_size, bool shuffle,
                                   std::uint64_t seed);
 
+/// dataset_from_python over the data as tnt.Model's fit/evaluate/predict
+/// pass them: a tuple (x, y, global batch size or None, shuffle); shuffled
+/// with the default shuffle seed (tnt.set_seed). So the batch size crosses
+/// into C++ once, with the call that trains on it.
+data::Dataset dataset_from_data(const py::tuple& data);
+
 /// A random-access source over a map-style Python dataset: element i is
 /// `dataset[i]` converted by to_element, read under the GIL.
 data::Dataset from_map_style(const py::object& dataset);

@@ -176,7 +176,12 @@ class DistributedDataset {
   ///   while (auto mb = it.next()) std::cout << mb->local_size << "/" << mb->global_size;
   class Iterator {
    public:
-    Iterator(Dataset::Iterator it, bool split);
+    /// Reads `stream`, the pipeline split for this rank (or, with `split`
+    /// false, not split).
+    Iterator(std::unique_ptr<detail::Stream> stream, bool split);
+    Iterator(Iterator&&) noexcept;
+    Iterator& operator=(Iterator&&) noexcept;
+    ~Iterator();
     /// The next micro-batch, or nullopt after the last step.
     std::optional<MicroBatch> next();
     /// Passes over the next `n` global batches without reading their samples
@@ -188,7 +193,7 @@ class DistributedDataset {
     std::int64_t skip(std::int64_t n);
 
    private:
-    Dataset::Iterator it_;
+    std::unique_ptr<detail::Stream> stream_;
     bool split_;
     std::int64_t step_ = 0;
     std::optional<Element> empty_;  // the shapes of an empty micro-batch

@@ -9,7 +9,6 @@
 
 #include <tarantella/runtime/runtime.h>
 
-#include "data/distribution/micro_batch.h"
 #include "data/pipeline/batcher.h"
 #include "data/pipeline/element_ops.h"
 #include "data/pipeline/nodes.h"
@@ -18,15 +17,22 @@ namespace tnt::data {
 
 using detail::Batching;
 
-DistributedDataset::Iterator::Iterator(Dataset::Iterator it, bool split)
-    : it_(std::move(it)), split_(split) {}
+DistributedDataset::Iterator::Iterator(std::unique_ptr<detail::Stream> stream, bool split)
+    : stream_(std::move(stream)), split_(split) {}
+DistributedDataset::Iterator::Iterator(Iterator&&) noexcept = default;
+DistributedDataset::Iterator& DistributedDataset::Iterator::operator=(Iterator&&) noexcept =
+    default;
+DistributedDataset::Iterator::~Iterator() = default;
 
 std::optional<MicroBatch> DistributedDataset::Iterator::next() {
-  auto e = it_.next();
+  TNT_CHECK(stream_, "this iterator was moved from: use the iterator it was moved into");
+  auto e = stream_->next();
   if (!e) return std::nullopt;
   MicroBatch mb;
   mb.step = step_++;
-  mb.global_size = split_ ? detail::detach_global_size(*e) : -1;
+  mb.global_size = stream_->global_size();
+  TNT_CHECK(!split_ || mb.global_size >= 0,
+            "internal error: a micro-batch came without its global batch size");
   mb.tensors = std::move(*e);
   if (detail::is_dropped(mb.tensors)) {
     // Every sample of this batch (or micro-batch) was dropped as bad: no
@@ -41,7 +47,10 @@ std::optional<MicroBatch> DistributedDataset::Iterator::next() {
 }
 
 std::int64_t DistributedDataset::Iterator::skip(std::int64_t n) {
-  const std::int64_t done = it_.skip(n);
+  TNT_CHECK(stream_, "this iterator was moved from: use the iterator it was moved into");
+  TNT_CHECK(n >= 0, "skip: count ", n,
+            " is negative: give the number of global batches to pass over");
+  const std::int64_t done = stream_->skip(n);
   step_ += done;
   return done;
 }
@@ -128,14 +137,17 @@ DistributedDataset::DistributedDataset(const Dataset& dataset, DistributeOptions
 DistributedDataset::Iterator DistributedDataset::iterate(std::int64_t epoch) const {
   TNT_CHECK(epoch >= 0, "iterate: epoch ", epoch, " is invalid: epochs count from 0");
   // Dropped batches are handed out too, so that every rank runs every step.
-  return Iterator(Dataset::Iterator(pipeline_.node()->stream(detail::epoch_key(epoch)),
-                                    /*keep_dropped=*/true),
-                  split_);
+  return Iterator(pipeline_.node()->stream(detail::epoch_key(epoch)), split_);
 }
 
 std::int64_t DistributedDataset::cardinality() const { return pipeline_.cardinality(); }
 
 std::int64_t DistributedDataset::global_batch_size() const { return global_batch_size_; }
+
+std::pair<std::int64_t, std::int64_t> micro_batch_range(std::int64_t batch, int size, int rank,
+                                                        std::int64_t granularity) {
+  return detail::share_range(batch, size, rank, granularity);
+}
 
 DistributedDataset distribute(const Dataset& dataset, DistributeOptions options) {
   return DistributedDataset(dataset, std::move(options));

@@ -31,13 +31,7 @@ class BatchStream final : public EagerStream {
     if (!samples) return std::nullopt;
     return batcher_->from_samples(*samples);
   }
-  std::int64_t skip(std::int64_t n) override {
-    std::int64_t done = 0;
-    for (; done < n; ++done) {
-      if (!batcher_->draw<Deferred>([this] { return input_->next_deferred(); })) break;
-    }
-    return done;
-  }
+  std::int64_t skip(std::int64_t n) override { return batcher_->skip(*input_, n); }
 
  private:
   StreamPtr input_;

@@ -21,6 +21,14 @@ std::int64_t Batcher::length(std::int64_t k, std::int64_t n) const {
   return std::min(size_, n - k * size_);
 }
 
+std::int64_t Batcher::skip(Stream& input, std::int64_t n) const {
+  std::int64_t done = 0;
+  for (; done < n; ++done) {
+    if (!draw<Deferred>([&input] { return input.next_deferred(); })) break;
+  }
+  return done;
+}
+
 std::vector<std::int64_t> batch_indices(std::int64_t first, std::int64_t count) {
   std::vector<std::int64_t> indices(static_cast<std::size_t>(count));
   std::iota(indices.begin(), indices.end(), first);

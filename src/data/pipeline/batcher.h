@@ -1,5 +1,5 @@
 // How samples become one batch: stacked (batch) or padded to a common shape
-// (padded_batch). The batch node and the micro-batch node (distribution)
+// (padded_batch). The batch node and the micro-batch node (its split)
 // share this, so a rank's micro-batch is assembled from the rows [lo, hi) of
 // the serial batch exactly like a batch of those rows. For batch that is the
 // rows of the serial batch; for padded_batch without fixed shapes the rows
@@ -50,6 +50,11 @@ class Batcher {
     if (n == 0 || (drop_remainder_ && n < size_)) return std::nullopt;
     return items;
   }
+
+  /// Passes over up to `n` batches of `input`: their samples are drawn
+  /// (to find where the next batch begins) but none is computed. Returns
+  /// how many it passed.
+  std::int64_t skip(Stream& input, std::int64_t n) const;
 
   /// Number of batches of an input with `n` elements (any cardinality).
   std::int64_t count(std::int64_t n) const;

@@ -20,6 +20,7 @@ struct CacheState {
   std::optional<PassKey> fill_key;
   std::vector<std::optional<Element>> by_index;  // random access
   std::vector<Element> in_order;                 // streams
+  std::vector<std::int64_t> in_order_sizes;      // their global sizes
   bool complete = false;                         // streams: the input ended
 
   PassKey key_for(PassKey key) {
@@ -65,6 +66,7 @@ class CacheView final : public Indexed {
   Element gather(const std::vector<std::int64_t>& indices) override {
     return stack_elements(get_many(indices), "batch after cache");
   }
+  std::int64_t global_size(std::int64_t index) override { return input_->global_size(index); }
 
  private:
   std::shared_ptr<CacheState> state_;
@@ -78,7 +80,10 @@ class CacheStream final : public EagerStream {
   std::optional<Element> next() override {
     {
       std::lock_guard<std::mutex> lock(state_->mutex);
-      if (position_ < state_->in_order.size()) return state_->in_order[position_++];
+      if (position_ < state_->in_order.size()) {
+        global_size_ = state_->in_order_sizes[position_];
+        return state_->in_order[position_++];
+      }
       if (state_->complete) return std::nullopt;
     }
     auto e = read_input_at(position_);
@@ -87,10 +92,15 @@ class CacheStream final : public EagerStream {
       state_->complete = state_->complete || state_->in_order.size() == position_;
       return std::nullopt;
     }
-    if (state_->in_order.size() == position_) state_->in_order.push_back(*e);
+    global_size_ = input_stream_->global_size();
+    if (state_->in_order.size() == position_) {
+      state_->in_order.push_back(*e);
+      state_->in_order_sizes.push_back(global_size_);
+    }
     ++position_;
     return e;
   }
+  std::int64_t global_size() const override { return global_size_; }
 
  private:
   // The input element at `position`, from this pass's own input stream.
@@ -108,6 +118,7 @@ class CacheStream final : public EagerStream {
   StreamPtr input_stream_;
   std::size_t position_ = 0;
   std::size_t input_position_ = 0;
+  std::int64_t global_size_ = kNotSplit;  // of the element handed out last
 };
 
 class CacheNode final : public Node {

@@ -30,6 +30,9 @@ class ConcatenateView final : public Indexed {
         indices, [this](std::int64_t i) { return locate(i); },
         [this](std::int64_t v) -> Indexed& { return view(v); });
   }
+  std::int64_t global_size(std::int64_t index) override {
+    return index < n_ ? first_->global_size(index) : second_->global_size(index - n_);
+  }
 
  private:
   Location locate(std::int64_t i) const { return i < n_ ? Location{0, i} : Location{1, i - n_}; }
@@ -50,6 +53,7 @@ class ConcatenateStream final : public Stream {
       second_.reset();
     }
   }
+  std::int64_t global_size() const override { return current_->global_size(); }
 
  private:
   StreamPtr current_;

@@ -38,6 +38,7 @@ class EnumerateView final : public Indexed {
     auto counters = torch::tensor(indices, torch::kInt64).add_(start_);
     return with_counter(std::move(counters), input_->gather(indices));
   }
+  std::int64_t global_size(std::int64_t index) override { return input_->global_size(index); }
 
  private:
   IndexedPtr input_;
@@ -55,6 +56,7 @@ class EnumerateStream final : public Stream {
       return with_counter(torch::scalar_tensor(i, torch::kInt64), d.force());
     });
   }
+  std::int64_t global_size() const override { return input_->global_size(); }
 
  private:
   StreamPtr input_;

@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <deque>
 
-#include "data/distribution/micro_batch.h"
 #include "data/pipeline/element_ops.h"
 #include "data/pipeline/nodes.h"
 #include "data/pipeline/worker_pool.h"
@@ -88,6 +87,7 @@ class MapView final : public Indexed {
   Element gather(const std::vector<std::int64_t>& indices) override {
     return stack_elements(get_many(indices), "batch after map");
   }
+  std::int64_t global_size(std::int64_t index) override { return input_->global_size(index); }
 
  private:
   IndexedPtr input_;
@@ -103,6 +103,7 @@ class MapStream final : public Stream {
     if (!ready_.empty()) return Deferred(pop());
     auto d = input_->next_deferred();
     if (!d) return std::nullopt;
+    global_size_ = input_->global_size();
     return Deferred([d = std::move(*d), fn = mapper_.fn(), position = read_++] {
       return call(*fn, d.force(), position);
     });
@@ -118,6 +119,7 @@ class MapStream final : public Stream {
         if (!e) break;
         inputs.push_back(std::move(*e));
         positions.push_back(read_++);
+        ready_sizes_.push_back(input_->global_size());
       }
       for (auto& e : mapper_.apply_all(std::move(inputs), positions)) {
         ready_.push_back(std::move(e));
@@ -129,22 +131,27 @@ class MapStream final : public Stream {
   // Mapped elements already waiting are dropped; the rest is never mapped.
   std::int64_t skip(std::int64_t n) override {
     std::int64_t done = 0;
-    for (; done < n && !ready_.empty(); ++done) ready_.pop_front();
+    for (; done < n && !ready_.empty(); ++done) pop();
     const std::int64_t skipped = input_->skip(n - done);
     read_ += skipped;
     return done + skipped;
   }
+  std::int64_t global_size() const override { return global_size_; }
 
  private:
   Element pop() {
     Element e = std::move(ready_.front());
     ready_.pop_front();
+    global_size_ = ready_sizes_.front();
+    ready_sizes_.pop_front();
     return e;
   }
   StreamPtr input_;
   Mapper mapper_;
   std::deque<Element> ready_;
-  std::int64_t read_ = 0;  // position of the next element read from the input
+  std::deque<std::int64_t> ready_sizes_;  // their global sizes
+  std::int64_t global_size_ = kNotSplit;  // of the element handed out last
+  std::int64_t read_ = 0;                 // position of the next element read from the input
 };
 
 // A map node: plain (a MapFunction, splittable after batch) or seeded (a
@@ -173,8 +180,7 @@ class MapNode final : public Node {
     return blocking_batching(input_, "map_seeded (random draws per sample; place it before batch)");
   }
   NodePtr split(const SplitSpec& spec) const override {
-    auto fn = std::make_shared<const MapFunction>(on_micro_batch(*plain_));
-    return std::make_shared<MapNode>(input_->split(spec), plain_binder(fn), fn, workers_);
+    return std::make_shared<MapNode>(input_->split(spec), binder_, plain_, workers_);
   }
 
   static PassBinder plain_binder(std::shared_ptr<const MapFunction> fn) {

@@ -76,6 +76,7 @@ class IndexedStream final : public Stream {
     position_ += done;
     return done;
   }
+  std::int64_t global_size() const override { return view_->global_size(position_ - 1); }
 
  private:
   bool at_end() const { return size_ != kInfiniteCardinality && position_ >= size_; }

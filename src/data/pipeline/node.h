@@ -20,7 +20,10 @@
 //
 // Distribution: batching() tells what a node is (sample-level, a splittable
 // batch, or something batch-level that cannot be split) and split() rebuilds
-// the batch-level chain for one rank; see distribute.h.
+// the batch-level chain for one rank; see distribute.h. A micro-batch's
+// global batch size travels beside its tensors, never in them: a view tells
+// it for an index, a stream for the element it handed out last
+// (global_size()); nodes that act on whole elements pass it on.
 #pragma once
 
 #include <atomic>
@@ -59,6 +62,9 @@ class Deferred {
   std::function<Element()> compute_;
 };
 
+/// global_size() of an element that is not a micro-batch.
+constexpr std::int64_t kNotSplit = -1;
+
 /// Random access to one pass of a node.
 class Indexed {
  public:
@@ -71,6 +77,9 @@ class Indexed {
   /// The elements at `indices` (at least one) stacked along a new first
   /// dimension. Default: stack(get_many()).
   virtual Element gather(const std::vector<std::int64_t>& indices);
+  /// The size of the global batch that element `index` is a rank's share
+  /// of (a split pipeline), else kNotSplit. Computes no element.
+  virtual std::int64_t global_size(std::int64_t /*index*/) { return kNotSplit; }
 };
 using IndexedPtr = std::shared_ptr<Indexed>;
 
@@ -87,6 +96,9 @@ class Stream {
   /// elements unforced. Returns how many it passed (fewer at the end).
   /// Default: next_deferred() n times.
   virtual std::int64_t skip(std::int64_t n);
+  /// Indexed::global_size of the element the last next() or
+  /// next_deferred() handed out; ask before reading on.
+  virtual std::int64_t global_size() const { return kNotSplit; }
 };
 using StreamPtr = std::unique_ptr<Stream>;
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include <tarantella/data/dataset.h>
@@ -37,6 +38,10 @@ NodePtr make_concatenate(NodePtr first, NodePtr second);
 NodePtr make_enumerate(NodePtr input, std::int64_t start);
 NodePtr make_cache(NodePtr input);
 NodePtr make_prefetch(NodePtr input, std::int64_t buffer_size);
+/// The micro-batch rule (public as tnt::data::micro_batch_range): rank
+/// `rank`'s rows [lo, hi) of a batch of `batch` samples over `size` ranks.
+std::pair<std::int64_t, std::int64_t> share_range(std::int64_t batch, int size, int rank,
+                                                  std::int64_t granularity);
 /// Rank spec.rank's micro-batches of the batches `batcher` would form.
 NodePtr make_micro_batch(NodePtr input, std::shared_ptr<const Batcher> batcher,
                          const SplitSpec& spec);

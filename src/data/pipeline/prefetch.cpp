@@ -36,7 +36,8 @@ class PrefetchStream final : public EagerStream {
     std::unique_lock<std::mutex> lock(mutex_);
     ready_.wait(lock, [&] { return !queue_.empty() || finished_; });
     if (!queue_.empty()) {
-      Element e = std::move(queue_.front());
+      Element e = std::move(queue_.front().element);
+      global_size_ = queue_.front().global_size;
       queue_.pop_front();
       lock.unlock();
       space_.notify_one();
@@ -51,6 +52,7 @@ class PrefetchStream final : public EagerStream {
     if (!thread_.joinable()) return input_->skip(n);
     return Stream::skip(n);
   }
+  std::int64_t global_size() const override { return global_size_; }
 
  private:
   void produce() {
@@ -68,9 +70,10 @@ class PrefetchStream final : public EagerStream {
           e = input_->next();
         }
         if (!e) break;
+        const std::int64_t global_size = input_->global_size();
         {
           std::lock_guard<std::mutex> lock(mutex_);
-          queue_.push_back(std::move(*e));
+          queue_.push_back(Ready{std::move(*e), global_size});
         }
         ready_.notify_one();  // after unlocking: the woken consumer finds the mutex free
       }
@@ -90,11 +93,17 @@ class PrefetchStream final : public EagerStream {
   std::mutex mutex_;
   std::condition_variable ready_;  // consumer: an element, or the end
   std::condition_variable space_;  // producer: room in the queue, or stop
-  std::deque<Element> queue_;
+  // An element read ahead, with its global size (see node.h).
+  struct Ready {
+    Element element;
+    std::int64_t global_size;
+  };
+  std::deque<Ready> queue_;
   std::exception_ptr error_;
   bool finished_ = false;
   bool stopping_ = false;
-  std::thread thread_;  // started by the first next()
+  std::thread thread_;                    // started by the first next()
+  std::int64_t global_size_ = kNotSplit;  // consumer: of the element handed out last
 };
 
 class PrefetchNode final : public Node {

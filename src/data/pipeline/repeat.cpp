@@ -30,6 +30,9 @@ class RepeatView final : public Indexed {
         indices, [this](std::int64_t i) { return locate(i); },
         [this](std::int64_t p) -> Indexed& { return pass(p); });
   }
+  std::int64_t global_size(std::int64_t index) override {
+    return pass(index / n_).global_size(index % n_);
+  }
 
  private:
   Location locate(std::int64_t i) const { return Location{i / n_, i % n_}; }
@@ -67,6 +70,9 @@ class RepeatStream final : public Stream {
       ++pass_;
       if (!produced_) return std::nullopt;  // an empty input would repeat forever
     }
+  }
+  std::int64_t global_size() const override {
+    return current_ ? current_->global_size() : kNotSplit;
   }
 
  private:

@@ -24,6 +24,9 @@ class ShuffleView final : public Indexed {
   Element gather(const std::vector<std::int64_t>& indices) override {
     return input_->gather(sources(indices));
   }
+  std::int64_t global_size(std::int64_t index) override {
+    return input_->global_size(source(index));
+  }
 
  private:
   std::int64_t source(std::int64_t index) const {
@@ -45,17 +48,31 @@ class ShuffleStream final : public Stream {
       : input_(std::move(input)), buffer_(capacity, seed) {}
   std::optional<Deferred> next_deferred() override {
     while (!buffer_.full()) {
-      auto d = input_->next_deferred();
-      if (!d) break;
-      buffer_.add(std::move(*d));
+      auto item = read();
+      if (!item) break;
+      buffer_.add(std::move(*item));
     }
     if (buffer_.empty()) return std::nullopt;
-    return buffer_.draw([this] { return input_->next_deferred(); });
+    Item out = buffer_.draw([this] { return read(); });
+    global_size_ = out.global_size;
+    return std::move(out.element);
   }
+  std::int64_t global_size() const override { return global_size_; }
 
  private:
+  // An element in the buffer, with its global size (see node.h).
+  struct Item {
+    Deferred element;
+    std::int64_t global_size;
+  };
+  std::optional<Item> read() {
+    auto d = input_->next_deferred();
+    if (!d) return std::nullopt;
+    return Item{std::move(*d), input_->global_size()};
+  }
   StreamPtr input_;
-  ShuffleBuffer<Deferred> buffer_;
+  ShuffleBuffer<Item> buffer_;
+  std::int64_t global_size_ = kNotSplit;  // of the element handed out last
 };
 
 class ShuffleNode final : public Node {

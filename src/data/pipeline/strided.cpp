@@ -40,6 +40,9 @@ class StridedView final : public Indexed {
   Element gather(const std::vector<std::int64_t>& indices) override {
     return input_->gather(sources(indices));
   }
+  std::int64_t global_size(std::int64_t index) override {
+    return input_->global_size(selection_.source(index));
+  }
 
  private:
   std::vector<std::int64_t> sources(const std::vector<std::int64_t>& indices) const {
@@ -64,6 +67,7 @@ class StridedStream final : public Stream {
     if (d) ++produced_;
     return d;
   }
+  std::int64_t global_size() const override { return input_->global_size(); }
 
  private:
   // Drops up to n input elements; false if the input ended.

@@ -5,54 +5,47 @@
 // After batch (every input batched with the same size B) zip is split like
 // any node acting on whole batches: each input becomes rank r's micro-batch
 // node, and since all inputs split batch k by the same rule, rows [lo, hi)
-// of every input line up. Each split input tags its micro-batch with its
-// global batch size (micro_batch.h); the zip keeps one tag and checks that
-// the inputs agree on it (a short last batch of one input only would pair
-// batches of different lengths).
+// of every input line up. The zip's global size is its inputs', which must
+// agree (a short last batch of one input only would pair batches of
+// different lengths).
 #include <tarantella/base/error.h>
 
-#include "data/distribution/micro_batch.h"
 #include "data/pipeline/element_ops.h"
 #include "data/pipeline/nodes.h"
 
 namespace tnt::data::detail {
 namespace {
 
-// Joins the inputs' elements; for micro-batches, their tags become one.
-class Joiner {
- public:
-  explicit Joiner(bool micro_batches) : micro_batches_(micro_batches) {}
-
-  Element operator()(std::vector<Element> parts) const {
-    // A sample dropped in one input drops the whole pair (never half of it).
-    for (const auto& p : parts) {
-      if (!micro_batches_ && is_dropped(p)) return {};
-    }
-    std::int64_t global = -1;
-    for (std::size_t i = 0; i < parts.size() && micro_batches_; ++i) {
-      const std::int64_t g = detach_global_size(parts[i]);
-      TNT_CHECK(i == 0 || g == global, "zip after batch: a global batch has ", global,
-                " samples in dataset 0 of the zip but ", g, " in dataset ", i,
-                ": zip datasets of the same length, batch them with drop_remainder, or zip "
-                "before batch");
-      global = g;
-    }
-    Element out;
-    for (auto& p : parts) {
-      for (auto& t : p) out.push_back(std::move(t));
-    }
-    if (micro_batches_) attach_global_size(out, global);
-    return out;
+// Joins the inputs' elements. A sample dropped in one input drops the whole
+// pair (never half of it).
+Element join_parts(std::vector<Element> parts) {
+  Element out;
+  for (auto& p : parts) {
+    if (is_dropped(p)) return {};
+    for (auto& t : p) out.push_back(std::move(t));
   }
+  return out;
+}
 
- private:
-  bool micro_batches_;
-};
+// The global size the inputs agree on (a short last batch of one input only
+// would pair batches of different lengths): `of(i)` is input i's.
+template <typename Of>
+std::int64_t agreed_global_size(std::size_t inputs, Of&& of) {
+  const std::int64_t global = of(0);
+  for (std::size_t i = 1; i < inputs; ++i) {
+    const std::int64_t g = of(i);
+    TNT_CHECK(g == global, "zip after batch: a global batch has ", global,
+              " samples in dataset 0 of the zip but ", g, " in dataset ", i,
+              ": zip datasets of the same length, batch them with drop_remainder, or zip "
+              "before batch");
+  }
+  return global;
+}
 
 class ZipView final : public Indexed {
  public:
-  ZipView(std::vector<IndexedPtr> inputs, Joiner join, bool may_drop)
-      : inputs_(std::move(inputs)), join_(join), may_drop_(may_drop) {
+  ZipView(std::vector<IndexedPtr> inputs, bool may_drop)
+      : inputs_(std::move(inputs)), may_drop_(may_drop) {
     size_ = kInfiniteCardinality;
     for (const auto& in : inputs_) {
       const auto n = in->size();
@@ -63,7 +56,7 @@ class ZipView final : public Indexed {
   Element get(std::int64_t index) override {
     std::vector<Element> parts;
     for (auto& in : inputs_) parts.push_back(in->get(index));
-    return join_(std::move(parts));
+    return join_parts(std::move(parts));
   }
   std::vector<Element> get_many(const std::vector<std::int64_t>& indices) override {
     std::vector<std::vector<Element>> columns;
@@ -72,7 +65,7 @@ class ZipView final : public Indexed {
     for (std::size_t i = 0; i < indices.size(); ++i) {
       std::vector<Element> parts;
       for (auto& column : columns) parts.push_back(std::move(column[i]));
-      out[i] = join_(std::move(parts));
+      out[i] = join_parts(std::move(parts));
     }
     return out;
   }
@@ -81,19 +74,22 @@ class ZipView final : public Indexed {
     if (may_drop_) return stack_elements(get_many(indices), "batch after zip");
     std::vector<Element> parts;
     for (auto& in : inputs_) parts.push_back(in->gather(indices));
-    return join_(std::move(parts));
+    return join_parts(std::move(parts));
+  }
+  std::int64_t global_size(std::int64_t index) override {
+    return agreed_global_size(inputs_.size(),
+                              [&](std::size_t i) { return inputs_[i]->global_size(index); });
   }
 
  private:
   std::vector<IndexedPtr> inputs_;
-  Joiner join_;
   bool may_drop_;
   std::int64_t size_;
 };
 
 class ZipStream final : public Stream {
  public:
-  ZipStream(std::vector<StreamPtr> inputs, Joiner join) : inputs_(std::move(inputs)), join_(join) {}
+  explicit ZipStream(std::vector<StreamPtr> inputs) : inputs_(std::move(inputs)) {}
   std::optional<Deferred> next_deferred() override {
     std::vector<Deferred> parts;
     for (auto& in : inputs_) {
@@ -101,22 +97,24 @@ class ZipStream final : public Stream {
       if (!d) return std::nullopt;
       parts.push_back(std::move(*d));
     }
-    return Deferred([parts = std::move(parts), join = join_] {
+    return Deferred([parts = std::move(parts)] {
       std::vector<Element> elements;
       for (const auto& p : parts) elements.push_back(p.force());
-      return join(std::move(elements));
+      return join_parts(std::move(elements));
     });
+  }
+  std::int64_t global_size() const override {
+    return agreed_global_size(inputs_.size(),
+                              [&](std::size_t i) { return inputs_[i]->global_size(); });
   }
 
  private:
   std::vector<StreamPtr> inputs_;
-  Joiner join_;
 };
 
 class ZipNode final : public Node {
  public:
-  explicit ZipNode(std::vector<NodePtr> inputs, bool micro_batches = false)
-      : inputs_(std::move(inputs)), join_(micro_batches) {
+  explicit ZipNode(std::vector<NodePtr> inputs) : inputs_(std::move(inputs)) {
     for (const auto& in : inputs_) may_drop_ = may_drop_ || may_drop_samples(in);
   }
   std::string name() const override { return "zip"; }
@@ -139,7 +137,7 @@ class ZipNode final : public Node {
   IndexedPtr indexed(PassKey key) const override {
     std::vector<IndexedPtr> views;
     for (const auto& in : inputs_) views.push_back(in->indexed(key));
-    return std::make_shared<ZipView>(std::move(views), join_, may_drop_);
+    return std::make_shared<ZipView>(std::move(views), may_drop_);
   }
   // Splittable when every input is batched with the same size.
   Batching batching() const override {
@@ -164,19 +162,18 @@ class ZipNode final : public Node {
   NodePtr split(const SplitSpec& spec) const override {
     std::vector<NodePtr> split_inputs;
     for (const auto& in : inputs_) split_inputs.push_back(in->split(spec));
-    return std::make_shared<ZipNode>(std::move(split_inputs), /*micro_batches=*/true);
+    return std::make_shared<ZipNode>(std::move(split_inputs));
   }
 
  protected:
   StreamPtr open_stream(PassKey key) const override {
     std::vector<StreamPtr> streams;
     for (const auto& in : inputs_) streams.push_back(in->stream(key));
-    return std::make_unique<ZipStream>(std::move(streams), join_);
+    return std::make_unique<ZipStream>(std::move(streams));
   }
 
  private:
   std::vector<NodePtr> inputs_;
-  Joiner join_;
   bool may_drop_ = false;
 };
 

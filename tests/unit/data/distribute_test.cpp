@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <mutex>
 
 #include "data/pipeline/node.h"
 #include "rank_share.h"
@@ -169,6 +170,56 @@ TEST(Distribute, EachRankMapsOnlyItsOwnSamples) {
           total += counter->load();
         }
         EXPECT_EQ(total, 2 * s) << "the ranks together map every sample exactly once per epoch";
+      }
+    }
+  }
+}
+
+// A map after batch gets exactly the user's tensors on every rank: as many
+// as the serial batch has, each with a row per sample of the micro-batch;
+// the global batch size travels beside them, never as a tensor. Over random
+// access and streams, through the nodes that carry whole batches.
+TEST(Distribute, AMapAfterBatchSeesExactlyItsOwnTensors) {
+  auto counter = std::make_shared<std::atomic<std::int64_t>>(0);
+  for (bool sequential : {false, true}) {
+    const auto base = samples(23, sequential, counter);
+    const std::vector<std::pair<std::string, Dataset>> variants = {
+        {"batch", base.batch(5)},
+        {"prefetch", base.batch(5).prefetch(2)},
+        {"shuffle of batches", base.batch(5).shuffle(5, 3)},
+        {"cache", base.batch(5).cache()},
+        {"repeat+take", base.batch(5).repeat(3).take(12)},
+        {"enumerate", base.batch(5).enumerate().map([](Element e) {
+           e[0] = e[0].expand({e[1].size(0)}).clone();  // the batch number, as a column
+           return e;
+         })},
+        {"zip", Dataset::zip({base.batch(5), base.batch(5)})},
+        {"concatenate", base.batch(5).concatenate(base.batch(5))},
+    };
+    for (const auto& [name, below] : variants) {
+      for (int workers : {1, 2}) {
+        // Serial element sizes first: the user's tensors, nothing added.
+        std::size_t serial_size = 0;
+        for (const auto& e : collect(below, 0)) serial_size = e.size();
+        ASSERT_GT(serial_size, 0u);
+        for (int n = 1; n <= 4; ++n) {
+          SCOPED_TRACE(name + " at " + std::to_string(n) + " ranks, " + std::to_string(workers) +
+                       " workers" + (sequential ? ", sequential" : ""));
+          std::vector<std::size_t> seen;
+          std::mutex seen_mutex;
+          const auto ds = below.map(
+              [&](Element e) {
+                std::lock_guard<std::mutex> lock(seen_mutex);
+                seen.push_back(e.size());
+                return e;
+              },
+              tnt::data::MapOptions().num_workers(workers));
+          std::vector<std::vector<MicroBatch>> ranks;
+          for (int r = 0; r < n; ++r) ranks.push_back(rank_pass(ds, r, n, 0));
+          ASSERT_FALSE(seen.empty());
+          for (std::size_t size : seen) EXPECT_EQ(size, serial_size);
+          expect_split_of(collect(below, 0), ranks);  // and the global sizes, step by step
+        }
       }
     }
   }

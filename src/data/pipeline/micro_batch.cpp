@@ -1,5 +1,7 @@
 // The micro-batch node: what a batch node becomes on one rank (see
-// distribute.h for the design). For global batch k of L samples it produces
+// distribute.h for the design). Its views and streams tell each
+// micro-batch's global batch size (L) through global_size(), beside the
+// tensors. For global batch k of L samples it produces
 // rows [lo, hi) of the micro-batch rule, assembled by the same Batcher as
 // the serial batch (padded_batch: padded to the micro-batch's own longest
 // sample), and it asks its input for those samples only:
@@ -11,18 +13,16 @@
 // its first one, one sample of the global batch is computed to learn the
 // shapes (the first that is not dropped; if all are, the micro-batch is a
 // dropped element, and so is every rank's: nothing of the batch is left).
-#include <tarantella/data/distribute.h>
 #include <tarantella/base/error.h>
 
-#include "data/distribution/micro_batch.h"
 #include "data/pipeline/batcher.h"
 #include "data/pipeline/element_ops.h"
 #include "data/pipeline/nodes.h"
 
-namespace tnt::data {
+namespace tnt::data::detail {
 
-std::pair<std::int64_t, std::int64_t> micro_batch_range(std::int64_t batch, int size, int rank,
-                                                        std::int64_t granularity) {
+std::pair<std::int64_t, std::int64_t> share_range(std::int64_t batch, int size, int rank,
+                                                  std::int64_t granularity) {
   const std::int64_t g = std::max<std::int64_t>(granularity, 1);
   const std::int64_t units = (batch + g - 1) / g;
   const std::int64_t base = units / size;
@@ -32,7 +32,6 @@ std::pair<std::int64_t, std::int64_t> micro_batch_range(std::int64_t batch, int 
   return {std::min(begin * g, batch), std::min((begin + count) * g, batch)};
 }
 
-namespace detail {
 namespace {
 
 // Shapes of the rank's empty micro-batches, learned from its last rows.
@@ -59,7 +58,7 @@ class EmptyShape {
 template <typename Rows, typename OneSample>
 Element micro_batch_of(std::int64_t length, const SplitSpec& spec, EmptyShape& empty, Rows&& rows,
                        OneSample&& one_sample) {
-  const auto [lo, hi] = micro_batch_range(length, spec.size, spec.rank, spec.granularity);
+  const auto [lo, hi] = share_range(length, spec.size, spec.rank, spec.granularity);
   Element out;
   if (hi > lo) out = rows(lo, hi);
   if (!is_dropped(out)) {
@@ -67,7 +66,6 @@ Element micro_batch_of(std::int64_t length, const SplitSpec& spec, EmptyShape& e
   } else {  // no rows, or all of them dropped
     out = empty.get(one_sample);
   }
-  attach_global_size(out, length);
   return out;
 }
 
@@ -76,6 +74,7 @@ class MicroBatchView final : public Indexed {
   MicroBatchView(IndexedPtr input, std::shared_ptr<const Batcher> batcher, SplitSpec spec)
       : input_(std::move(input)), batcher_(std::move(batcher)), spec_(spec) {}
   std::int64_t size() const override { return batcher_->count(input_->size()); }
+  std::int64_t global_size(std::int64_t k) override { return batcher_->length(k, input_->size()); }
   Element get(std::int64_t k) override {
     const std::int64_t first = k * batcher_->size();
     const std::int64_t length = batcher_->length(k, input_->size());
@@ -108,8 +107,9 @@ class MicroBatchStream final : public EagerStream {
   std::optional<Element> next() override {
     auto batch = batcher_->draw<Deferred>([this] { return input_->next_deferred(); });
     if (!batch) return std::nullopt;
+    length_ = static_cast<std::int64_t>(batch->size());
     return micro_batch_of(
-        static_cast<std::int64_t>(batch->size()), spec_, empty_,
+        length_, spec_, empty_,
         [&](std::int64_t lo, std::int64_t hi) {
           std::vector<Element> rows;
           for (std::int64_t i = lo; i < hi; ++i)
@@ -124,21 +124,15 @@ class MicroBatchStream final : public EagerStream {
           return one;
         });
   }
-  // A skipped batch's samples are drawn (to find where the next batch
-  // begins) but none is computed.
-  std::int64_t skip(std::int64_t n) override {
-    std::int64_t done = 0;
-    for (; done < n; ++done) {
-      if (!batcher_->draw<Deferred>([this] { return input_->next_deferred(); })) break;
-    }
-    return done;
-  }
+  std::int64_t skip(std::int64_t n) override { return batcher_->skip(*input_, n); }
+  std::int64_t global_size() const override { return length_; }
 
  private:
   StreamPtr input_;
   std::shared_ptr<const Batcher> batcher_;
   SplitSpec spec_;
   EmptyShape empty_;
+  std::int64_t length_ = kNotSplit;  // of the global batch handed out last
 };
 
 class MicroBatchNode final : public Node {
@@ -177,5 +171,4 @@ NodePtr make_micro_batch(NodePtr input, std::shared_ptr<const Batcher> batcher,
   return std::make_shared<MicroBatchNode>(std::move(input), std::move(batcher), spec);
 }
 
-}  // namespace detail
-}  // namespace tnt::data
+}  // namespace tnt::data::detail

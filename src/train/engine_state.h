@@ -30,16 +30,8 @@
 #include "train/gradient_exchange.h"
 #include "train/metrics_accumulator.h"
 #include "train/mixed_precision.h"
-#include "train/step_context.h"
+#include "train/step_context.h"  // declares torch::optim::Optimizer and tnt::Timeline
 #include "train/step_model.h"
-
-namespace torch::optim {
-class Optimizer;
-}
-
-namespace tnt {
-class Timeline;
-}  // namespace tnt
 
 namespace tnt::train {
 

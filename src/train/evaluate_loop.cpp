@@ -36,12 +36,15 @@ data::DistributedDataset distribute_for(const comm::ProcessGroup& group,
 
 // The loss/metric state of an evaluation: summed locally per micro-batch,
 // or per chunk in deterministic mode (summed exactly over all ranks later).
+// It sees the model as a step does (StepModel) and the group, nothing else
+// of the engine.
 class EvaluationState {
  public:
-  EvaluationState(EngineState& e, std::optional<std::int64_t> chunk)
-      : e_(e), chunk_(chunk), model_(e.step_model()),
-        local_(torch::zeros({e.metrics().size()},
-                            torch::TensorOptions().dtype(torch::kFloat64).device(e.device()))) {}
+  EvaluationState(StepModel model, const comm::ProcessGroup& group, std::int64_t state_size,
+                  torch::Device device, std::optional<std::int64_t> chunk)
+      : model_(std::move(model)), group_(group), chunk_(chunk),
+        local_(torch::zeros({state_size},
+                            torch::TensorOptions().dtype(torch::kFloat64).device(device))) {}
 
   void add(const data::MicroBatch& mb) {
     if (chunk_) {
@@ -50,25 +53,25 @@ class EvaluationState {
       for (std::size_t j = before; j < parts_.size(); ++j) accumulate(local_, parts_[j][0]);
       total_parts_ += chunk_count(mb.global_size, *chunk_);
     } else if (mb.local_size > 0) {
-      const torch::Tensor output = e_.forward(e_.inputs_of(mb.tensors));
-      const torch::Tensor target = e_.target_of(mb.tensors);
-      accumulate(local_, e_.metrics().increment(output, target, e_.compiled().loss()(output, target),
-                                     mb.local_size));
+      const torch::Tensor output = model_.forward(mb.tensors);
+      const torch::Tensor target = model_.target(mb.tensors);
+      accumulate(local_,
+                 model_.state(output, target, model_.loss(output, target), mb.local_size));
     }
   }
   /// This rank's state so far, on the device.
   const torch::Tensor& local() const { return local_; }
   /// The global state. Collective.
   std::vector<double> global() const {
-    if (!chunk_) return allreduce_state(e_.group(), read_state(local_));
+    if (!chunk_) return allreduce_state(group_, read_state(local_));
     const torch::Tensor like = torch::zeros({local_.numel()}, torch::kFloat64);
-    return read_state(dp::exact_sum(e_.group(), parts_, {like}, total_parts_).front());
+    return read_state(dp::exact_sum(group_, parts_, {like}, total_parts_).front());
   }
 
  private:
-  EngineState& e_;
-  std::optional<std::int64_t> chunk_;
   StepModel model_;
+  const comm::ProcessGroup& group_;
+  std::optional<std::int64_t> chunk_;
   torch::Tensor local_;  // float64, on the device
   std::vector<std::vector<torch::Tensor>> parts_;  // deterministic: a state per chunk
   std::int64_t total_parts_ = 0;
@@ -141,7 +144,7 @@ Logs EngineState::evaluate_with(const data::Dataset& dataset, const EvaluateOpti
   cbs.test_begin();
   torch::NoGradGuard no_grad;
   net_->train(false);
-  EvaluationState state(*this, chunk);
+  EvaluationState state(step_model(), group_, metrics().size(), device_, chunk);
   auto it = dist.iterate(0);
   std::int64_t step = 0;
   Logs local;

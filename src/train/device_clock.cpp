@@ -1,8 +1,11 @@
 // The device's own compute time of a step, from events (see device_clock.h).
 #include "train/device_clock.h"
 
+#include <utility>
+
 #include <c10/core/impl/DeviceGuardImplInterface.h>
-#include <torch/version.h>
+
+#include <tarantella/base/torch_compat.h>
 
 namespace tnt::train {
 namespace {
@@ -11,18 +14,10 @@ namespace {
 // ahead; older marks are dropped rather than kept without bound.
 constexpr std::size_t kMaxPending = 8;
 
-#if TORCH_VERSION_MAJOR >= 2
-constexpr bool kEventTiming = true;
-double elapsed_ms(const c10::Event& from, const c10::Event& to) { return from.elapsedTime(to); }
-#else
-constexpr bool kEventTiming = false;
-double elapsed_ms(const c10::Event&, const c10::Event&) { return 0; }
-#endif
-
 }  // namespace
 
 DeviceStepClock::DeviceStepClock(c10::Device device)
-    : device_(device), enabled_(kEventTiming && device.is_cuda()) {}
+    : device_(device), enabled_(compat::kEventTiming && device.is_cuda()) {}
 
 DeviceStepClock::~DeviceStepClock() = default;
 
@@ -30,23 +25,31 @@ void DeviceStepClock::mark(Point p) {
   if (!enabled_) return;
   const c10::Stream stream =
       c10::impl::getDeviceGuardImpl(device_.type())->getStream(device_);
-  auto event = std::make_shared<c10::Event>(device_.type(), c10::EventFlag::BACKEND_DEFAULT);
+  // A completed step's events are recorded again rather than made anew:
+  // no event is created or destroyed per step once the pool is warm.
+  if (p == kForwardBegin && !spare_.empty()) {
+    current_ = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  auto& event = current_[static_cast<std::size_t>(p)];
+  if (!event) event = std::make_shared<c10::Event>(device_.type(), c10::EventFlag::BACKEND_DEFAULT);
   event->record(stream);
-  current_[static_cast<std::size_t>(p)] = std::move(event);
+  recorded_[static_cast<std::size_t>(p)] = true;
 }
 
 std::optional<std::chrono::nanoseconds> DeviceStepClock::end_step() {
   if (!enabled_) return std::nullopt;
   bool whole = true;
-  for (const auto& e : current_) whole = whole && e != nullptr;
-  if (whole) pending_.push_back(current_);
-  current_ = Marks{};
+  for (bool r : recorded_) whole = whole && r;
+  recorded_ = {};
+  if (whole) pending_.push_back(std::exchange(current_, Marks{}));
   if (pending_.size() > kMaxPending) pending_.pop_front();
   while (!pending_.empty() && pending_.front()[kStepEnd]->query()) {
     const Marks& m = pending_.front();
-    const double ms = elapsed_ms(*m[kForwardBegin], *m[kBackwardEnd]) +
-                      elapsed_ms(*m[kSyncEnd], *m[kStepEnd]);
+    const double ms = compat::event_elapsed_ms(*m[kForwardBegin], *m[kBackwardEnd]) +
+                      compat::event_elapsed_ms(*m[kSyncEnd], *m[kStepEnd]);
     last_ = std::chrono::nanoseconds(static_cast<std::int64_t>(ms * 1e6));
+    spare_.push_back(std::move(pending_.front()));
     pending_.pop_front();
   }
   return last_;

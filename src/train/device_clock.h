@@ -21,6 +21,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <vector>
 
 namespace tnt::train {
 
@@ -47,7 +48,10 @@ class DeviceStepClock {
   c10::Device device_;
   bool enabled_ = false;
   Marks current_;
+  std::array<bool, kPoints> recorded_{};  // this step's points recorded so far
   std::deque<Marks> pending_;  // oldest first; at most kMaxPending
+  std::vector<Marks> spare_;   // read, to be recorded again
+
   std::optional<std::chrono::nanoseconds> last_;
 };
 

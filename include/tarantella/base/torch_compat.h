@@ -19,7 +19,9 @@
 //    add_param_group_exact and copy_group_options keep a group's own;
 //  * autocast is switched per device type in 2.x
 //    (`at::autocast::set_autocast_enabled(kCUDA, ...)`) and by one function
-//    per device in 1.13 (`set_enabled`, `set_cpu_enabled`).
+//    per device in 1.13 (`set_enabled`, `set_cpu_enabled`);
+//  * c10::Event tells the time between two events (elapsedTime) in 2.x
+//    only: event_elapsed_ms, and kEventTiming says whether it can.
 #pragma once
 
 #include <sstream>
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include <ATen/autocast_mode.h>
+#include <c10/core/Event.h>
 #include <torch/nn/cloneable.h>
 #include <torch/optim/optimizer.h>
 #include <torch/version.h>
@@ -132,6 +135,24 @@ inline void set_autocast_dtype(c10::DeviceType device, c10::ScalarType dtype) {
   } else {
     at::autocast::set_autocast_cpu_dtype(dtype);
   }
+#endif
+}
+
+/// Whether event_elapsed_ms measures (LibTorch 2.x); 1.13 has no timing.
+#if TORCH_VERSION_MAJOR >= 2
+inline constexpr bool kEventTiming = true;
+#else
+inline constexpr bool kEventTiming = false;
+#endif
+
+/// Milliseconds from `from` to `to`, both recorded with timing and
+/// completed; 0 where kEventTiming is false.
+inline double event_elapsed_ms([[maybe_unused]] const c10::Event& from,
+                               [[maybe_unused]] const c10::Event& to) {
+#if TORCH_VERSION_MAJOR >= 2
+  return from.elapsedTime(to);
+#else
+  return 0;
 #endif
 }
 

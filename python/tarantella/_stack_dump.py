@@ -1,7 +1,7 @@
 """This rank's Python stack, for the report of a collective it did not reach.
 
 When a collective times out, the ranks that arrived ask the missing rank
-where it is (src/comm/stack_service.h). The C++ runtime then signals this
+where it is (src/comm/check/stack_service.h). The C++ runtime then signals this
 process's main thread with a real-time signal and reads what its handler
 writes into a pipe: the C++ stack. Registered here for the same signal and
 pipe, faulthandler first writes the Python stack of every thread, then

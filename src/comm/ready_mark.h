@@ -8,7 +8,7 @@
 // overlap less. So ProcessGroup records a mark (a device event) on the
 // caller's current stream when it enqueues a GPU tensor, and the engine
 // thread runs the backend's call inside a ReadyMarkScope; the NCCL backend
-// makes its stream wait on that mark (comm/nccl_backend.cpp). Generic c10
+// makes its stream wait on that mark (comm/nccl/nccl_backend.cpp). Generic c10
 // events: this builds without CUDA, where no tensor is on a GPU.
 #pragma once
 

@@ -10,22 +10,22 @@ target_sources(tarantella PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/pipeline/dataset.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pipeline/sources.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pipeline/worker_pool.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/pipeline/map.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nodes/map.cpp
   ${CMAKE_CURRENT_LIST_DIR}/images/pixel_kernels.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/pipeline/filter.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/pipeline/shuffle_order.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/pipeline/shuffle.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nodes/filter.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nodes/shuffle_order.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nodes/shuffle.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pipeline/batcher.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/pipeline/batch.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/pipeline/unbatch.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/pipeline/repeat.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/pipeline/strided.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/pipeline/zip.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/pipeline/concatenate.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/pipeline/enumerate.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/pipeline/cache.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/pipeline/prefetch.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/pipeline/micro_batch.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nodes/batch.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nodes/unbatch.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nodes/repeat.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nodes/strided.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nodes/zip.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nodes/concatenate.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nodes/enumerate.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nodes/cache.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nodes/prefetch.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nodes/micro_batch.cpp
   ${CMAKE_CURRENT_LIST_DIR}/distribution/distribute.cpp
   ${CMAKE_CURRENT_LIST_DIR}/formats/idx_reader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/formats/csv_reader.cpp

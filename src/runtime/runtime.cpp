@@ -22,8 +22,8 @@
 
 #include "base/malloc_tuning.h"
 #include "base/threads.h"
-#include "comm/mpi_session.h"
-#include "comm/world_backend.h"
+#include "comm/mpi/mpi_session.h"
+#include "comm/world/world_backend.h"
 #include "runtime/rank_failure.h"
 
 namespace tnt {

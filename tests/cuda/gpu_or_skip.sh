@@ -35,7 +35,7 @@ log=$(mktemp "${TMPDIR:-/tmp}/tnt-gpu-test.XXXXXX")
 trap 'rm -f "$log"' EXIT
 "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
-# The runtime's words when LibTorch cannot use a GPU (src/comm/backend_choice.cpp,
+# The runtime's words when LibTorch cannot use a GPU (src/comm/world/backend_choice.cpp,
 # src/train/engine_state.cpp), and CUDA's when it finds no usable device.
 if [ "$status" -ne 0 ] &&
    grep -qE "this rank trains on the CPU|LibTorch sees (no|none)|no CUDA-capable device|CUDA driver version is insufficient|cudaErrorNoDevice|cudaErrorInsufficientDriver" "$log"; then

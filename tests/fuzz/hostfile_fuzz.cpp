@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common/launcher_error.h"
-#include "plan/hostfile.h"
+#include "parse/hostfile.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/launcher_error.h"
-#include "plan/shell_words.h"
+#include "parse/shell_words.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

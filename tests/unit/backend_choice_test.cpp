@@ -10,9 +10,9 @@
 #include <tarantella/base/config.h>
 #include <tarantella/base/error.h>
 
-#include "comm/backend_choice.h"
-#include "comm/nccl_factory.h"
-#include "comm/nccl_plan.h"
+#include "comm/world/backend_choice.h"
+#include "comm/nccl/nccl_factory.h"
+#include "comm/nccl/nccl_plan.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "comm/dtype.h"
-#include "comm/handshake.h"
+#include "comm/check/handshake.h"
 
 namespace {
 

@@ -1,8 +1,8 @@
-// The staged path's bookkeeping (comm/host_staging.h): the reused host
+// The staged path's bookkeeping (comm/mpi/host_staging.h): the reused host
 // buffers, and that CPU tensors pass through untouched. The device copies
 // themselves (pinned memory, the side stream) run only on a GPU machine
 // (scripts/device-check.sh: 2 ranks sharing one GPU).
-#include "comm/host_staging.h"
+#include "comm/mpi/host_staging.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -66,7 +66,7 @@ struct Config {
   bool malloc_tuning = true;
   /// TNT_STACK_SERVICE (default true): each rank runs the thread that tells
   /// a timed-out collective's reporters where this rank is stuck (its stack;
-  /// comm/stack_service.h). false: no such thread; a report then names the
+  /// comm/check/stack_service.h). false: no such thread; a report then names the
   /// missing rank without its stack.
   bool stack_service = true;
   /// Whether TNT_OVERLAP was set: auto-tuning then keeps it instead of

@@ -11,7 +11,7 @@
 #include "cleanup/process_table.h"
 #include "common/launcher_error.h"
 #include "common/program_path.h"
-#include "plan/node_facts.h"
+#include "probe/node_facts.h"
 
 namespace tnt::cli {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "plan/slurm_allocation.h"
+#include "probe/slurm_allocation.h"
 
 namespace tnt::cli {
 

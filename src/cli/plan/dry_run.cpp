@@ -1,7 +1,7 @@
 // Dry-run formatting; see dry_run.h.
 #include "plan/dry_run.h"
 
-#include "plan/shell_words.h"
+#include "parse/shell_words.h"
 
 namespace tnt::cli {
 

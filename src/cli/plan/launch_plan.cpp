@@ -7,8 +7,8 @@
 #include "plan/allocation_placement.h"
 #include "plan/device_placement.h"
 #include "plan/mpirun_command.h"
-#include "plan/python_interpreter.h"
-#include "plan/shell_words.h"
+#include "probe/python_interpreter.h"
+#include "parse/shell_words.h"
 #include "rank/rank_exec_options.h"
 #include "rank/thread_rule.h"
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "plan/env_assignment.h"
-#include "plan/launch_options.h"
-#include "plan/node_facts.h"
+#include "parse/env_assignment.h"
+#include "parse/launch_options.h"
+#include "probe/node_facts.h"
 
 namespace tnt::cli {
 

@@ -18,8 +18,8 @@
 
 #include "plan/allocation_placement.h"
 #include "plan/launch_plan.h"
-#include "plan/mca_parameter.h"
-#include "plan/node_facts.h"
+#include "parse/mca_parameter.h"
+#include "probe/node_facts.h"
 
 namespace tnt::cli {
 

@@ -26,16 +26,16 @@
 #include <stdexcept>
 
 #include "common/launcher_error.h"
-#include "plan/node_facts.h"
-#include "plan/slurm_allocation.h"
+#include "probe/node_facts.h"
+#include "probe/slurm_allocation.h"
 #include "rank/rank_exec_options.h"
 #include "rank/thread_rule.h"
-#include "supervise/exit_status.h"
+#include "common/exit_status.h"
 #include "supervise/line_prefixer.h"
 #include "supervise/output_files.h"
 #include "supervise/output_relay.h"
 #include "supervise/signal_pipe.h"
-#include "supervise/spawn.h"
+#include "common/spawn.h"
 
 namespace tnt::cli {
 namespace {

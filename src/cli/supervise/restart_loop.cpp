@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "common/launcher_error.h"
-#include "supervise/exit_status.h"
+#include "common/exit_status.h"
 
 namespace tnt::cli {
 namespace {

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "plan/host_probe.h"
+#include "probe/host_probe.h"
 #include "supervise/supervisor.h"
 
 namespace tnt::cli {

@@ -16,7 +16,7 @@
 #include "supervise/output_relay.h"
 #include "supervise/report_filter.h"
 #include "supervise/signal_pipe.h"
-#include "supervise/spawn.h"
+#include "common/spawn.h"
 
 extern char** environ;
 

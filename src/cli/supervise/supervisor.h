@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "plan/env_assignment.h"
+#include "parse/env_assignment.h"
 
 namespace tnt::cli {
 

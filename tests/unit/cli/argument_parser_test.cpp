@@ -1,5 +1,5 @@
 // Command-line parsing: each flag lands in LaunchOptions, bad input is named.
-#include "plan/argument_parser.h"
+#include "parse/argument_parser.h"
 
 #include "tarantella/version.h"
 #include "test_support.h"

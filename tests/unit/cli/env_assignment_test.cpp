@@ -1,5 +1,5 @@
 // -x VAR=VALUE validation: values kept byte for byte, bad entries named.
-#include "plan/env_assignment.h"
+#include "parse/env_assignment.h"
 
 #include "test_support.h"
 

@@ -1,5 +1,5 @@
 // Wait statuses as words and as shell-style exit codes, from real children.
-#include "supervise/exit_status.h"
+#include "common/exit_status.h"
 
 #include <signal.h>
 #include <sys/wait.h>

@@ -1,7 +1,7 @@
 // Host probes before a restart: which agent is used, which hosts count as
 // this node, and what a fake agent script (standing in for ssh) answers for
 // hosts that are up, down or hanging.
-#include "plan/host_probe.h"
+#include "probe/host_probe.h"
 
 #include <sys/stat.h>
 

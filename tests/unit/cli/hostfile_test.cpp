@@ -1,5 +1,5 @@
 // Hostfile parsing: the accepted format and every rejected input.
-#include "plan/hostfile.h"
+#include "parse/hostfile.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>

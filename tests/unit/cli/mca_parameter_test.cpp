@@ -1,5 +1,5 @@
 // --mca NAME VALUE validation: values kept byte for byte, bad entries named.
-#include "plan/mca_parameter.h"
+#include "parse/mca_parameter.h"
 
 #include "test_support.h"
 

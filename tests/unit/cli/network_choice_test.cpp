@@ -1,6 +1,6 @@
 // The network a multi-host job uses: `ip -o -4 addr show` parsed, and the
 // networks every host shares chosen (or a clear error when there is none).
-#include "plan/network_choice.h"
+#include "probe/network_choice.h"
 
 #include "test_support.h"
 

@@ -1,5 +1,5 @@
 // --network-interface values: names and subnets accepted, typos refused.
-#include "plan/network_interface.h"
+#include "parse/network_interface.h"
 
 #include "test_support.h"
 

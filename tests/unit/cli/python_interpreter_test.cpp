@@ -1,7 +1,7 @@
 // The interpreter rule for .py programs, the launching node's check that the
 // interpreter exists, and the build tree's python folder (temporary files,
 // no mpirun).
-#include "plan/python_interpreter.h"
+#include "probe/python_interpreter.h"
 
 #include <sys/stat.h>
 

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "common/launcher_error.h"
-#include "plan/host_probe.h"
+#include "probe/host_probe.h"
 #include "test_support.h"
 
 namespace tnt::cli {

@@ -1,6 +1,6 @@
 // Word splitting for --python-interpreter and quoting for --dry-run,
 // including a round trip through a real /bin/sh.
-#include "plan/shell_words.h"
+#include "parse/shell_words.h"
 
 #include <stdio.h>
 

@@ -1,6 +1,6 @@
 // Slurm's compressed host and count lists, and the allocation read from
 // (fake) SLURM_* variables: what is accepted and every rejected form.
-#include "plan/slurm_allocation.h"
+#include "probe/slurm_allocation.h"
 
 #include <map>
 

@@ -13,8 +13,8 @@
 #include <optional>
 #include <thread>
 
-#include "supervise/exit_status.h"
-#include "supervise/spawn.h"
+#include "common/exit_status.h"
+#include "common/spawn.h"
 #include "test_support.h"
 
 namespace tnt::cli {

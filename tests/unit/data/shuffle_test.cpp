@@ -7,7 +7,7 @@
 
 #include "test_util.h"
 
-#include "data/pipeline/shuffle_order.h"
+#include "data/nodes/shuffle_order.h"
 
 namespace {
 

@@ -1,0 +1,121 @@
+#include "comm/nccl/nccl_comm.h"
+
+#include <cstring>
+
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/types.h>
+
+#include <tarantella/base/error.h>
+
+#include "comm/mpi/mpi_backend.h"
+#include "comm/poll.h"
+
+namespace tnt::comm {
+namespace {
+
+// How long a call's host-side work may go on (non-blocking mode) before it
+// counts as failed; collectives have their own deadline on the device work.
+constexpr double kSettleSeconds = 300.0;
+
+// Byte 0: whether rank 0 has an id; then the id itself. One broadcast, so
+// that a failure on rank 0 reaches every rank as an error, not a hang.
+torch::Tensor shared_unique_id(MpiBackend& host, std::string& root_error) {
+  torch::Tensor buffer = torch::zeros({1 + NCCL_UNIQUE_ID_BYTES}, torch::kUInt8);
+  if (host.rank() == 0) {
+    ncclUniqueId id;
+    const ncclResult_t rc = ncclGetUniqueId(&id);
+    if (rc == ncclSuccess) {
+      buffer.data_ptr<std::uint8_t>()[0] = 1;
+      std::memcpy(buffer.data_ptr<std::uint8_t>() + 1, id.internal, NCCL_UNIQUE_ID_BYTES);
+    } else {
+      root_error = ::tnt::detail::concat("ncclGetUniqueId failed: ", ncclGetErrorString(rc));
+    }
+  }
+  host.broadcast(buffer, 0);
+  return buffer;
+}
+
+}  // namespace
+
+ncclResult_t settle(ncclComm_t comm, PollClock::time_point deadline) {
+  ncclResult_t state = ncclInProgress;
+  poll_until(
+      [&] {
+        const ncclResult_t rc = ncclCommGetAsyncError(comm, &state);
+        if (rc != ncclSuccess) state = rc;
+        return state != ncclInProgress;
+      },
+      deadline, std::chrono::microseconds(50), std::chrono::microseconds(1000),
+      PollClock::time_point::max(), [] {});
+  return state;
+}
+
+void check_nccl(ncclResult_t rc, const char* call, ncclComm_t comm) {
+  // Non-blocking communicator: the call's host-side work may go on after it
+  // returns; the next call must wait for it. A stuck peer is caught by the
+  // collective's own deadline (NcclBackend::await_done), so this wait has
+  // only a backstop.
+  if (rc == ncclInProgress && comm != nullptr) rc = settle(comm, deadline_after(kSettleSeconds));
+  if (rc == ncclSuccess) return;
+  const char* last = comm != nullptr ? ncclGetLastError(comm) : nullptr;
+  ::tnt::detail::throw_error(::tnt::detail::concat(
+      call, " failed: ", ncclGetErrorString(rc),
+      last != nullptr && *last != '\0' ? ::tnt::detail::concat(" (", last, ")") : std::string(),
+      "; NCCL_DEBUG=WARN says more"));
+}
+
+NcclComm::NcclComm(MpiBackend& host, c10::DeviceIndex device) {
+  std::string root_error;
+  const torch::Tensor buffer = shared_unique_id(host, root_error);
+  if (!root_error.empty()) ::tnt::detail::throw_error(root_error);
+  TNT_CHECK(buffer.data_ptr<std::uint8_t>()[0] == 1,
+            "rank 0 of this group could not make the NCCL communicator's id (see its error): "
+            "check its network interfaces (NCCL_SOCKET_IFNAME) or use TNT_COMM_BACKEND=mpi");
+  ncclUniqueId id;
+  std::memcpy(id.internal, buffer.data_ptr<std::uint8_t>() + 1, NCCL_UNIQUE_ID_BYTES);
+  // NCCL binds the communicator to the device current at this call. The
+  // communicator is non-blocking, so that joining has a deadline: a rank
+  // that died after the id's broadcast would otherwise hang every other
+  // rank inside ncclCommInitRank for ever.
+  const c10::cuda::CUDAGuard guard(device);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  const ncclResult_t rc = ncclCommInitRankConfig(&comm_, host.size(), id, host.rank(), &config);
+  if (rc != ncclSuccess && rc != ncclInProgress) {
+    abort();
+    check_nccl(rc, "ncclCommInitRankConfig");
+  }
+  const double timeout = host.timeout_seconds();
+  const ncclResult_t joined = settle(comm_, deadline_after(timeout));
+  if (joined == ncclSuccess) return;
+  abort();
+  if (joined != ncclInProgress) check_nccl(joined, "ncclCommInitRankConfig");
+  // Every rank passed the id's broadcast: one that has not joined since
+  // stopped on the way. The host's control channel says which.
+  ::tnt::detail::throw_error(::tnt::detail::concat(
+      "[tarantella rank ", host.rank(), "] the NCCL communicator of ", host.size(),
+      " ranks was not complete within ", timeout, " s (TNT_COMM_TIMEOUT): ",
+      host.who_stopped(host.last_seq(), "NCCL"), "; the communicator was aborted"));
+}
+
+NcclComm::~NcclComm() {
+  if (comm_ == nullptr) return;
+  // Non-blocking mode: finalizing may go on after the call; wait (bounded).
+  if (ncclCommFinalize(comm_) == ncclInProgress) settle(comm_, deadline_after(kSettleSeconds));
+  ncclCommDestroy(comm_);
+}
+
+ncclResult_t NcclComm::async_error() const {
+  if (comm_ == nullptr) return ncclSuccess;
+  ncclResult_t state = ncclSuccess;
+  const ncclResult_t rc = ncclCommGetAsyncError(comm_, &state);
+  return rc == ncclSuccess ? state : rc;
+}
+
+void NcclComm::abort() noexcept {
+  if (comm_ == nullptr) return;
+  ncclCommAbort(comm_);
+  comm_ = nullptr;
+}
+
+}  // namespace tnt::comm

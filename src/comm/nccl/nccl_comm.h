@@ -1,0 +1,53 @@
+// Private: one NCCL communicator, owned (destroyed, or aborted after a
+// failure), and the error text of NCCL calls. Built only with NCCL
+// (src/comm/nccl/nccl.cmake); nothing above comm/ sees <nccl.h>.
+//
+// The communicator is made as NCCL's examples make one over MPI: rank 0 of
+// the group asks for a unique id, the id goes to every rank over the
+// group's MPI backend (a checked broadcast, so a rank that is missing or
+// calls something else is named as for any collective), then every rank
+// calls ncclCommInitRankConfig on its own GPU. The communicator is
+// non-blocking (config.blocking = 0), so that joining has a deadline
+// (TNT_COMM_TIMEOUT): every rank has just passed the checked broadcast, so a
+// rank that has not joined by then died on the way, and the host's control
+// channel names it. In this mode a call may return ncclInProgress while its
+// host-side work goes on: check_nccl waits for it before the next call.
+#pragma once
+
+#include <nccl.h>
+
+#include <string>
+
+#include <c10/core/Device.h>
+
+namespace tnt::comm {
+
+class MpiBackend;
+
+/// Throws tnt::Error "<call> failed: <NCCL's words>" unless `rc` is
+/// ncclSuccess, or ncclInProgress that `comm` then completes.
+void check_nccl(ncclResult_t rc, const char* call, ncclComm_t comm = nullptr);
+
+class NcclComm {
+ public:
+  /// Collective over `host`'s ranks: one communicator over the same ranks,
+  /// in the same order, on CUDA device `device` of this process.
+  NcclComm(MpiBackend& host, c10::DeviceIndex device);
+  ~NcclComm();
+  NcclComm(const NcclComm&) = delete;
+  NcclComm& operator=(const NcclComm&) = delete;
+
+  ncclComm_t get() const { return comm_; }
+  /// The asynchronous error of the communicator (a failed peer, a network
+  /// error), or ncclSuccess / ncclInProgress.
+  ncclResult_t async_error() const;
+  /// Ends the communicator's pending work without waiting for peers (after
+  /// a timeout or an asynchronous error); get() is null afterwards.
+  void abort() noexcept;
+  bool aborted() const { return comm_ == nullptr; }
+
+ private:
+  ncclComm_t comm_ = nullptr;
+};
+
+}  // namespace tnt::comm

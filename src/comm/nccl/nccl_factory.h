@@ -1,0 +1,22 @@
+// Private: the NCCL backend as seen by code that must build without NCCL.
+// Exactly one of two files defines these (src/comm/nccl/nccl.cmake picks it):
+// nccl_factory.cpp where the NCCL backend is built, nccl_absent.cpp where it
+// is not. So no other file tests a macro for NCCL, and <nccl.h> stays
+// inside the backend's own files.
+#pragma once
+
+#include <memory>
+
+#include <tarantella/comm/backend.h>
+
+namespace tnt::comm {
+
+/// Whether this build has the NCCL backend.
+bool nccl_built();
+
+/// Collective over `host`'s ranks (an MpiBackend, as MpiSession::world and
+/// MpiBackend::split make): an NCCL backend layered on it, on CUDA device
+/// `device` of this process. Throws tnt::Error where NCCL is not built.
+std::unique_ptr<Backend> make_nccl_backend(std::unique_ptr<Backend> host, int device);
+
+}  // namespace tnt::comm

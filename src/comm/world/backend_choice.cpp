@@ -1,0 +1,105 @@
+#include "comm/world/backend_choice.h"
+
+#include <sstream>
+
+#include <tarantella/base/env_contract.h>
+#include <tarantella/base/error.h>
+
+namespace tnt::comm {
+namespace {
+
+std::string plural(int n, const char* one, const char* many) {
+  return ::tnt::detail::concat(n, " ", n == 1 ? one : many);
+}
+
+// Why NCCL cannot serve this rank, or "" when it can.
+std::string nccl_obstacle(const BackendFacts& f) {
+  if (!f.nccl_built) {
+    return "this build of Tarantella has no NCCL backend (built against a LibTorch without "
+           "CUDA, or configured without NCCL)";
+  }
+  if (!f.model_on_cuda) {
+    return "this rank trains on the CPU (TNT_USE_GPU=false, or LibTorch sees no GPU), and NCCL "
+           "moves GPU memory only";
+  }
+  if (f.local_ranks > f.visible_gpus) {
+    return ::tnt::detail::concat(plural(f.local_ranks, "rank", "ranks"), " on this host share ",
+                                 plural(f.visible_gpus, "GPU", "GPUs"),
+                                 ", and NCCL needs one GPU per rank");
+  }
+  return "";
+}
+
+// The fix for each obstacle, in the order nccl_obstacle tests them.
+std::string nccl_fix(const BackendFacts& f) {
+  if (!f.nccl_built) {
+    return ::tnt::detail::concat("rebuild against a CUDA build of torch with -DTNT_WITH_NCCL=ON, "
+                                 "or use ", env::kCommBackend, "=mpi");
+  }
+  if (!f.model_on_cuda) {
+    return ::tnt::detail::concat("unset ", env::kCommBackend, " or set it to mpi, or train on a "
+                                 "GPU (TNT_USE_GPU=true on a node with one)");
+  }
+  return ::tnt::detail::concat("start at most ", plural(f.visible_gpus, "rank", "ranks"),
+                               " per host, or share GPUs on purpose with --ranks-per-gpu and ",
+                               env::kCommBackend, "=mpi");
+}
+
+// "rank 3" or "ranks 1,2".
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  out << (ranks.size() == 1 ? "rank " : "ranks ");
+  for (std::size_t i = 0; i < ranks.size(); ++i) out << (i ? "," : "") << ranks[i];
+  return out.str();
+}
+
+std::vector<int> ranks_voting(const std::vector<BackendVote>& votes, BackendVote vote) {
+  std::vector<int> out;
+  for (int r = 0; r < static_cast<int>(votes.size()); ++r) {
+    if (votes[static_cast<std::size_t>(r)] == vote) out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* to_string(BackendKind kind) {
+  return kind == BackendKind::Nccl ? "nccl" : "mpi";
+}
+
+BackendChoice choose_backend(const BackendFacts& facts) {
+  if (facts.requested == CommBackend::Mpi) {
+    return {BackendKind::Mpi, ::tnt::detail::concat(env::kCommBackend, "=mpi")};
+  }
+  const std::string obstacle = nccl_obstacle(facts);
+  if (facts.requested == CommBackend::Nccl) {
+    TNT_CHECK(obstacle.empty(), env::kCommBackend, "=nccl, but ", obstacle, ": ",
+              nccl_fix(facts));
+    return {BackendKind::Nccl, ::tnt::detail::concat(env::kCommBackend, "=nccl")};
+  }
+  if (!obstacle.empty()) return {BackendKind::Mpi, obstacle};
+  return {BackendKind::Nccl, ::tnt::detail::concat(
+                                 "the model is on CUDA and each of the ",
+                                 plural(facts.local_ranks, "rank", "ranks"),
+                                 " on this host has a GPU of its own")};
+}
+
+}  // namespace tnt::comm
+
+namespace tnt::comm {
+
+BackendChoice settle_backend(const std::vector<BackendVote>& votes, const BackendChoice& mine) {
+  const std::vector<int> failed = ranks_voting(votes, BackendVote::Failed);
+  TNT_CHECK(failed.empty(), env::kCommBackend, "=nccl cannot work on ", ranks_text(failed),
+            " (see the error there), so no rank uses it: fix that, or use ", env::kCommBackend,
+            "=mpi");
+  const std::vector<int> mpi = ranks_voting(votes, BackendVote::Mpi);
+  if (mpi.empty()) return mine;
+  if (mine.kind == BackendKind::Mpi) return mine;
+  return {BackendKind::Mpi, ::tnt::detail::concat(ranks_text(mpi),
+                                                  " cannot use NCCL, and a group has one "
+                                                  "transport (run with TNT_LOG_LEVEL=INFO to "
+                                                  "see why there)")};
+}
+
+}  // namespace tnt::comm

@@ -10,7 +10,7 @@
 #include <tarantella/train/callback.h>
 #include <tarantella/train/step_times.h>
 
-#include "train/engine.h"
+#include "train/driver.h"
 
 namespace tnt::train {
 

@@ -1,4 +1,5 @@
-// The engine's public face: each call is one of EngineState's, except the
+// The engine's public face: the loops run over the contexts its state hands
+// out, the accessors are EngineState's, except the
 // two that persistence uses, which are written here so that what a
 // checkpoint reads and writes of the engine is in one place: snapshot()
 // copies the state to host memory, restore() loads state read on the
@@ -23,6 +24,8 @@
 #include "io/pickle_rewrite.h"
 #include "train/compile_config.h"
 #include "train/engine_state.h"
+#include "train/evaluate_loop.h"
+#include "train/fit_loop.h"
 
 namespace tnt::train {
 namespace {
@@ -115,16 +118,16 @@ const CompileOptions* Engine::compiled() const {
 
 callbacks::History Engine::fit(const data::Dataset& train, const FitOptions& options,
                                Driver driver) {
-  return state_->fit(train, options, driver);
+  return train::fit(state_->loop_context("fit()"), train, options, driver);
 }
 
 Logs Engine::evaluate(const data::Dataset& dataset, const EvaluateOptions& options, Driver driver) {
-  return state_->evaluate(dataset, options, driver);
+  return train::evaluate(state_->loop_context("evaluate()"), dataset, options, driver);
 }
 
 torch::Tensor Engine::predict(const data::Dataset& dataset, const PredictOptions& options,
                               Driver driver) {
-  return state_->predict(dataset, options, driver);
+  return train::predict(state_->predict_context(), dataset, options, driver);
 }
 
 torch::Tensor Engine::run(const std::vector<torch::Tensor>& inputs) { return state_->run(inputs); }
@@ -135,8 +138,10 @@ ModuleAdapter& Engine::net() const { return state_->net(); }
 torch::optim::Optimizer& Engine::optimizer() const { return state_->optimizer(); }
 double Engine::learning_rate() const { return state_->learning_rate(); }
 void Engine::set_learning_rate(double rate) { state_->set_learning_rate(rate); }
-const TrainingPosition& Engine::position() const { return state_->position(); }
-void Engine::resume_from(const TrainingPosition& position) { state_->resume_from(position); }
+const TrainingPosition& Engine::position() const { return state_->position().current(); }
+void Engine::resume_from(const TrainingPosition& position) {
+  state_->position().resume_from(position);
+}
 const Counters& Engine::counters() const { return state_->counters(); }
 
 std::optional<LossScaleState> Engine::loss_scale() const {

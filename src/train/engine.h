@@ -12,10 +12,11 @@
 // train/engine_host.h, serves both). It never runs a loop of its own. The
 // engine is given its process group; every collective below uses it.
 //
-// This face is deliberately small (twenty methods). The loops work on the
-// engine's internal state (train/engine_state.h), which they are handed by
-// fit/evaluate/predict, and the steps on a StepContext made from it
-// (train/step_context.h); nothing above train/ includes either header. Persistence (train/persistence.h) goes through snapshot()
+// This face is deliberately small (twenty methods). It owns the engine's
+// state (train/engine_state.h) and drives the loops over the contexts that
+// the state hands out: the loops over a LoopContext
+// (train/loop_context.h), the steps over a StepContext
+// (train/step_context.h); nothing above train/ includes those headers. Persistence (train/persistence.h) goes through snapshot()
 // and restore() below, never through the optimizer shards or the counters'
 // storage, so that a snapshot taken at a step boundary can be written
 // while training goes on.
@@ -39,34 +40,16 @@
 #include <tarantella/train/options.h>
 #include <tarantella/train/training_host.h>
 
+#include "train/counters.h"
+#include "train/driver.h"
+
 namespace torch::optim {
 class Optimizer;
 }
 
-namespace tnt {
-class Model;
-}  // namespace tnt
-
 namespace tnt::train {
 
 using Logs = callbacks::Logs;
-
-/// What checkpoints keep besides weights and optimizer state, so that a
-/// resumed run continues exactly: completed epochs, optimizer steps (the
-/// schedule's clock) and deterministic mode's seed and predicted exponents.
-struct Counters {
-  std::int64_t epochs_done = 0;
-  std::int64_t optimizer_steps = 0;
-  std::optional<std::uint64_t> deterministic_seed;
-  std::vector<int> deterministic_exponents;
-};
-
-/// Dynamic loss scaling's state (mixed precision with float16).
-struct LossScaleState {
-  double scale = 1.0;
-  std::int64_t good_steps = 0;
-  std::int64_t skipped_steps = 0;
-};
 
 /// The engine's state as a checkpoint keeps it, copied to host memory: it
 /// no longer shares storage with the training tensors, so it can be
@@ -109,13 +92,6 @@ struct RestoredState {
   std::optional<std::string> optimizer;
   /// The file, for error messages.
   std::string source;
-};
-
-/// Who runs a loop: the callbacks' host, and the C++ model if the C++
-/// facade drives it (Callback::model(); null otherwise).
-struct Driver {
-  TrainingHost* host = nullptr;
-  Model* model = nullptr;
 };
 
 class EngineState;

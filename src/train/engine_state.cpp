@@ -14,7 +14,6 @@
 #include <tarantella/keras/sync_batchnorm.h>
 
 #include "dp/optimizer_shards.h"
-#include "train/host_reads.h"
 #include "train/timeline.h"
 
 namespace tnt::train {
@@ -30,7 +29,7 @@ torch::Device pick_device(const EngineOptions& options, const comm::ProcessGroup
             "on the CPU, or run on a node with a GPU and a CUDA build of LibTorch");
   if (options.use_gpu().value_or(true) && torch::cuda::is_available()) {
     // The world's local rank, not the group's: a subgroup's communicator
-    // keeps the GPU its process got in the world (comm/nccl_backend.cpp).
+    // keeps the GPU its process got in the world (comm/nccl/nccl_backend.cpp).
     return torch::Device(torch::kCUDA,
                          static_cast<c10::DeviceIndex>(group.world_local_rank() %
                                                        torch::cuda::device_count()));
@@ -96,13 +95,6 @@ EngineOptions EngineOptions::from_config(const Config& config) {
       .use_gpu(config.use_gpu)
       .output_on_all_ranks(config.output_on_all_devices)
       .stdout_is_terminal(config.stdout_is_terminal);
-}
-
-std::vector<double> allreduce_state(const comm::ProcessGroup& group,
-                                    const std::vector<double>& local) {
-  torch::Tensor t = torch::tensor(local, torch::kFloat64);
-  group.allreduce(t);
-  return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());  // host-only: a host tensor
 }
 
 EngineState::EngineState(std::shared_ptr<ModuleAdapter> net, comm::ProcessGroup group,
@@ -188,14 +180,6 @@ const MetricsAccumulator& EngineState::metrics() const {
   return *metrics_;
 }
 
-const TrainingPosition& EngineState::position() const {
-  if (position_state_.defined()) {
-    position_.state = read_state(position_state_);
-    position_state_ = torch::Tensor();
-  }
-  return position_;
-}
-
 void EngineState::synchronize_state() {
   const NamedTensorList params = net_->named_parameters();
   const NamedTensorList buffers = net_->named_buffers();
@@ -216,8 +200,6 @@ Timeline* EngineState::timeline() {
   }
   return timeline_.get();
 }
-
-std::optional<TrainingPosition> EngineState::take_resume() { return std::exchange(resume_, std::nullopt); }
 
 torch::Tensor EngineState::forward(const std::vector<torch::Tensor>& inputs) {
   const bool empty = !inputs.empty() && inputs[0].dim() > 0 && inputs[0].size(0) == 0;
@@ -268,6 +250,29 @@ StepContext EngineState::step_context() {
                      metrics_->size(),
                      device_,
                      c.deterministic()};
+}
+
+LoopContext EngineState::loop_context(const char* caller) {
+  require_compiled(caller);
+  return LoopContext{group_,
+                     device_,
+                     *net_,
+                     collective_layers_,
+                     options_,
+                     *compiled_,
+                     step_model(),
+                     *metrics_,
+                     timeline(),
+                     counters_,
+                     position_,
+                     gradients_,
+                     [this] { synchronize_state(); },
+                     [this] { return step_context(); }};
+}
+
+PredictContext EngineState::predict_context() {
+  return PredictContext{group_, device_, *net_,
+                        [this](const data::Element& x) { return run(inputs_of(x)); }};
 }
 
 void EngineState::bind_collective_layers() {

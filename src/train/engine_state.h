@@ -1,11 +1,11 @@
-// Private: the training engine's state and the operations the loops need
-// of it (train/fit_loop.cpp, train/evaluate_loop.cpp). It owns the parts
-// (the network, the optimizer, the gradient exchange, the metrics
-// accumulator, the counters, the timeline) and makes the StepContext that
-// a training step works on (train/step_context.h). The front ends and
+// Private: the training engine's state. It owns the parts (the network,
+// the optimizer, the gradient exchange, the metrics accumulator, the
+// counters, the position, the timeline), compiles them, and hands out the
+// contexts that the loops and steps work on (train/loop_context.h,
+// train/step_context.h); it runs no loop itself. The front ends and
 // persistence see the narrow train::Engine (train/engine.h), which owns one
-// of these; only the loops, the engine itself and the tests include this
-// header.
+// of these and drives the loops over its contexts; only the engine and the
+// tests include this header.
 #pragma once
 
 #include <cstdint>
@@ -26,16 +26,16 @@
 #include <tarantella/train/options.h>
 #include <tarantella/train/training_host.h>
 
-#include "train/engine.h"
+#include "train/counters.h"
 #include "train/gradient_exchange.h"
+#include "train/loop_context.h"
 #include "train/metrics_accumulator.h"
 #include "train/mixed_precision.h"
+#include "train/position_keeper.h"
 #include "train/step_context.h"  // declares torch::optim::Optimizer and tnt::Timeline
 #include "train/step_model.h"
 
 namespace tnt::train {
-
-class CallbackList;
 
 class EngineState {
  public:
@@ -53,15 +53,12 @@ class EngineState {
   bool is_compiled() const { return compiled_.has_value(); }
   void require_compiled(const char* caller) const;
 
-  /// The loops (collective over group()).
-  callbacks::History fit(const data::Dataset& train, const FitOptions& options, Driver driver);
-  Logs evaluate(const data::Dataset& dataset, const EvaluateOptions& options, Driver driver);
-  /// fit()'s validation: evaluate() reporting to the fit's callbacks (their
-  /// on_test_* hooks run, as in Keras) instead of a list of its own.
-  Logs validate(const data::Dataset& dataset, const EvaluateOptions& options,
-                CallbackList& fit_callbacks);
-  torch::Tensor predict(const data::Dataset& dataset, const PredictOptions& options,
-                        Driver driver);
+  /// What fit and evaluate work on (after compile(); `caller` names the
+  /// loop in the error before it). Collective the first time with a
+  /// timeline (it opens it).
+  LoopContext loop_context(const char* caller);
+  /// What predict works on, compiled or not.
+  PredictContext predict_context();
 
   /// The network's output, always (predict, Model::forward); inputs on device.
   torch::Tensor run(const std::vector<torch::Tensor>& inputs);
@@ -83,48 +80,34 @@ class EngineState {
   const Counters& counters() const { return counters_; }
   /// Dynamic loss scaling, or null.
   const std::shared_ptr<LossScaler>& scaler() const { return scaler_; }
-  /// fit()'s position (TrainingHost::position()); a state given to
-  /// set_position as a device tensor is read on the host here, when asked
-  /// (a backup), not at every step.
-  const TrainingPosition& position() const;
-  /// Where the next fit() starts (TrainingHost::resume_from()).
-  void resume_from(const TrainingPosition& position) { resume_ = position; }
+  /// fit()'s position and where the next fit() starts
+  /// (TrainingHost::position(), resume_from()).
+  PositionKeeper& position() { return position_; }
+  const PositionKeeper& position() const { return position_; }
   /// Learning rate of the optimizer's first group / of every group.
   double learning_rate() const;
   void set_learning_rate(double rate);
 
-  /// Used by the loops (train/fit_loop.cpp, train/evaluate_loop.cpp).
-  std::vector<torch::Tensor> inputs_of(const data::Element& e) const;
-  torch::Tensor target_of(const data::Element& e) const;
-  /// The loss and metrics' state vector (after compile()).
-  const MetricsAccumulator& metrics() const;
-  /// The output of a training or evaluation micro-batch: undefined for an
-  /// empty one unless the network has collective layers (every rank must
-  /// join their collectives).
-  torch::Tensor forward(const std::vector<torch::Tensor>& inputs);
-  bool collective_layers() const { return collective_layers_; }
-  /// What the step needs of the model (forward, target, loss, state), as
-  /// functions over this engine.
-  StepModel step_model();
   /// What a training step works on (after compile()). Collective the
   /// first time with a timeline (it opens it).
   StepContext step_context();
   /// The gradient exchange (synchroniser, shards, auto-tuner).
   GradientExchange& gradients() { return gradients_; }
+
+ private:
+  std::vector<torch::Tensor> inputs_of(const data::Element& e) const;
+  torch::Tensor target_of(const data::Element& e) const;
+  const MetricsAccumulator& metrics() const;
+  /// The output of a training or evaluation micro-batch: undefined for an
+  /// empty one unless the network has collective layers (every rank must
+  /// join their collectives).
+  torch::Tensor forward(const std::vector<torch::Tensor>& inputs);
+  /// What the step needs of the model (forward, target, loss, state), as
+  /// functions over this engine.
+  StepModel step_model();
   /// The network's buffers (BatchNorm's running statistics).
   std::vector<torch::Tensor> buffers() const;
   Timeline* timeline();
-  void set_position(TrainingPosition position, torch::Tensor state = {}) {
-    position_ = std::move(position);
-    position_state_ = std::move(state);
-  }
-  std::optional<TrainingPosition> take_resume();
-
- private:
-  // evaluate() and validate(): make_callbacks(steps) gives the callback list.
-  template <typename MakeCallbacks>
-  Logs evaluate_with(const data::Dataset& dataset, const EvaluateOptions& options,
-                     MakeCallbacks make_callbacks);
 
   comm::ProcessGroup group_;
   EngineOptions options_;
@@ -139,14 +122,8 @@ class EngineState {
   Counters counters_;
   std::shared_ptr<LossScaler> scaler_;
   std::unique_ptr<Timeline> timeline_;
-  mutable TrainingPosition position_;
-  mutable torch::Tensor position_state_;  // position_.state, not yet read from the device
-  std::optional<TrainingPosition> resume_;
+  PositionKeeper position_;
   bool collective_layers_ = false;
 };
-
-/// Sums a float64 state vector over the group's ranks (blocking).
-std::vector<double> allreduce_state(const comm::ProcessGroup& group,
-                                    const std::vector<double>& local);
 
 }  // namespace tnt::train

@@ -1,8 +1,10 @@
-// EngineState::evaluate and EngineState::predict: each rank runs its micro-batches of
+// evaluate and predict over the loops' contexts: each rank runs its micro-batches of
 // every global batch (evaluate: of the first `steps`, when given). evaluate() sums the loss/metric state locally and
 // reduces it once at the end (exact global metrics, one collective; in
 // deterministic mode an exact sum of every chunk's state); predict()
 // gathers the outputs once at the end and puts them back into dataset order.
+#include "train/evaluate_loop.h"
+
 #include <torch/torch.h>
 
 #include <tarantella/base/argument_error.h>
@@ -14,7 +16,6 @@
 #include "dp/exact_sum.h"
 #include "train/callback_list.h"
 #include "train/deterministic_step.h"
-#include "train/engine_state.h"
 #include "train/fit_checks.h"
 #include "train/host_reads.h"
 #include "train/skipped_samples.h"
@@ -99,36 +100,17 @@ torch::Tensor in_dataset_order(const torch::Tensor& all, const torch::Tensor& al
   return torch::cat(ordered);
 }
 
-}  // namespace
-
-Logs EngineState::evaluate(const data::Dataset& dataset, const EvaluateOptions& options, Driver driver) {
-  std::optional<CallbackList> own;
-  return evaluate_with(dataset, options, [&](std::int64_t steps) -> CallbackList& {
-    // One progress path: the bar is the ProgbarLogger callback, as in fit().
-    std::vector<callbacks::CallbackPtr> list = options.callbacks();
-    if (options.verbose() > 0) list.push_back(progress_bar(options_, options.verbose()));
-    return own.emplace(list, driver, callbacks::Params{1, steps, options.verbose()},
-                       group_.is_master());
-  });
-}
-
-Logs EngineState::validate(const data::Dataset& dataset, const EvaluateOptions& options,
-                      CallbackList& fit_callbacks) {
-  return evaluate_with(dataset, options,
-                       [&](std::int64_t) -> CallbackList& { return fit_callbacks; });
-}
-
+// evaluate() and validate(): make_callbacks(steps) gives the callback list.
 template <typename MakeCallbacks>
-Logs EngineState::evaluate_with(const data::Dataset& dataset, const EvaluateOptions& options,
-                           MakeCallbacks make_callbacks) {
-  require_compiled("evaluate()");
+Logs evaluate_with(const LoopContext& c, const data::Dataset& dataset,
+                   const EvaluateOptions& options, MakeCallbacks make_callbacks) {
   TNT_CHECK_ARG(options.steps().value_or(0) >= 0, "evaluate(): steps=", options.steps().value_or(0),
                 " is negative: give the number of batches to evaluate, or None (0) for all");
   // 0 is Keras's None: every batch.
   const std::optional<std::int64_t> cap =
       options.steps().value_or(0) > 0 ? options.steps() : std::nullopt;
   // Deterministic mode: each chunk forwarded on its own, states summed exactly.
-  const std::optional<std::int64_t> chunk = compiled_->deterministic();
+  const std::optional<std::int64_t> chunk = c.compiled.deterministic();
   TNT_CHECK(!chunk || options.distribute_dataset(), "evaluate(): deterministic mode needs "
             "distribute_dataset(true): it gives each rank whole chunks of the global batch");
   SkippedSamples skipped(dataset);
@@ -136,40 +118,61 @@ Logs EngineState::evaluate_with(const data::Dataset& dataset, const EvaluateOpti
             "evaluate(): deterministic mode cannot skip bad samples (its chunks of the global ",
             "batch are fixed): read the images with OnBadSample::raise (the default) after ",
             "removing the bad files, or compile without deterministic");
-  const auto dist = distribute_for(group_, dataset, options.distribute_dataset(),
-                                   options.micro_batch_size(), device_, chunk.value_or(1));
+  const auto dist = distribute_for(c.group, dataset, options.distribute_dataset(),
+                                   options.micro_batch_size(), c.device, chunk.value_or(1));
   std::optional<SingleThreadScope> one_thread;
   if (chunk) one_thread.emplace();
   CallbackList& cbs = make_callbacks(steps_per_epoch(dist.cardinality(), cap));
   cbs.test_begin();
   torch::NoGradGuard no_grad;
-  net_->train(false);
-  EvaluationState state(step_model(), group_, metrics().size(), device_, chunk);
+  c.net.train(false);
+  EvaluationState state(c.model, c.group, c.metrics.size(), c.device, chunk);
   auto it = dist.iterate(0);
   std::int64_t step = 0;
   Logs local;
   const ReadLogs read_local = [&](bool) -> const Logs& {
-    return local = metrics().logs(read_state(state.local()));
+    return local = c.metrics.logs(read_state(state.local()));
   };
   for (std::optional<data::MicroBatch> mb; (!cap || step < *cap) && (mb = it.next()); ++step) {
     cbs.test_batch_begin(step);
     state.add(*mb);
     cbs.test_batch_end(step, read_local);  // read only for a callback that asks
   }
-  const Logs logs = metrics().logs(state.global());
-  skipped.report(group_, "evaluate");
+  const Logs logs = c.metrics.logs(state.global());
+  skipped.report(c.group, "evaluate");
   cbs.test_end(logs, read_local(false));
   return logs;
 }
 
-torch::Tensor EngineState::predict(const data::Dataset& dataset, const PredictOptions& options,
-                              Driver driver) {
-  const auto dist = distribute_for(group_, dataset, true, options.micro_batch_size(), device_);
+}  // namespace
+
+Logs evaluate(const LoopContext& context, const data::Dataset& dataset,
+              const EvaluateOptions& options, Driver driver) {
+  std::optional<CallbackList> own;
+  return evaluate_with(context, dataset, options, [&](std::int64_t steps) -> CallbackList& {
+    // One progress path: the bar is the ProgbarLogger callback, as in fit().
+    std::vector<callbacks::CallbackPtr> list = options.callbacks();
+    if (options.verbose() > 0) list.push_back(progress_bar(context.options, options.verbose()));
+    return own.emplace(list, driver, callbacks::Params{1, steps, options.verbose()},
+                       context.group.is_master());
+  });
+}
+
+Logs validate(const LoopContext& context, const data::Dataset& dataset,
+              const EvaluateOptions& options, CallbackList& fit_callbacks) {
+  return evaluate_with(context, dataset, options,
+                       [&](std::int64_t) -> CallbackList& { return fit_callbacks; });
+}
+
+torch::Tensor predict(const PredictContext& c, const data::Dataset& dataset,
+                      const PredictOptions& options, Driver driver) {
+  const comm::ProcessGroup& group = c.group;
+  const auto dist = distribute_for(group, dataset, true, options.micro_batch_size(), c.device);
   SkippedSamples skipped(dataset);
-  CallbackList cbs(options.callbacks(), driver, {1, dist.cardinality(), 0}, group_.is_master());
+  CallbackList cbs(options.callbacks(), driver, {1, dist.cardinality(), 0}, group.is_master());
   cbs.predict_begin();
   torch::NoGradGuard no_grad;
-  net_->train(false);
+  c.net.train(false);
   std::vector<torch::Tensor> outputs;
   std::vector<std::int64_t> sizes;
   auto it = dist.iterate(0);
@@ -178,17 +181,17 @@ torch::Tensor EngineState::predict(const data::Dataset& dataset, const PredictOp
     cbs.predict_batch_begin(step);
     // Empty micro-batches run too: they give the output's trailing shape
     // (all but one without tensors: every sample dropped as bad so far).
-    if (!mb->tensors.empty()) outputs.push_back(run(inputs_of(mb->tensors)).cpu().contiguous());  // host-sync: predict returns host tensors
+    if (!mb->tensors.empty()) outputs.push_back(c.output(mb->tensors).cpu().contiguous());  // host-sync: predict returns host tensors
     sizes.push_back(mb->local_size);
     cbs.predict_batch_end(step);
   }
   TNT_CHECK(!outputs.empty(), "predict() on an empty dataset: there is nothing to predict");
-  const torch::Tensor all = group_.allgatherv(torch::cat(outputs));
-  const torch::Tensor all_sizes = group_.allgather(torch::tensor(sizes));
-  skipped.report(group_, "predict");
+  const torch::Tensor all = group.allgatherv(torch::cat(outputs));
+  const torch::Tensor all_sizes = group.allgather(torch::tensor(sizes));
+  skipped.report(group, "predict");
   cbs.predict_end();
-  if (!group_.is_master() && !options.on_all_ranks()) return torch::Tensor();
-  return in_dataset_order(all, all_sizes, group_.size(), static_cast<std::int64_t>(sizes.size()));
+  if (!group.is_master() && !options.on_all_ranks()) return torch::Tensor();
+  return in_dataset_order(all, all_sizes, group.size(), static_cast<std::int64_t>(sizes.size()));
 }
 
 }  // namespace tnt::train

@@ -1,4 +1,4 @@
-// The epoch loop of EngineState::fit around the training step of
+// The epoch loop of fit around the training step of
 // train/train_step.h (forward, armed backward, summed gradients, clip,
 // learning rate, optimizer): distribution of the dataset over the engine's
 // group, accumulation cycles, auto-tuning between cycles, the timeline and
@@ -20,6 +20,7 @@
 #include <tarantella/train/progbar_logger.h>
 
 #include "train/autotune.h"
+#include "train/evaluate_loop.h"
 #include "train/fit_checks.h"
 #include "train/host_reads.h"
 
@@ -34,9 +35,9 @@ bool sets_learning_rate(const std::vector<callbacks::CallbackPtr>& list) {
 
 }  // namespace
 
-FitLoop::FitLoop(EngineState& engine, const data::Dataset& train, const FitOptions& options,
+FitLoop::FitLoop(LoopContext context, const data::Dataset& train, const FitOptions& options,
                  Driver driver)
-    : e_(engine), train_(train), options_(options), driver_(driver), skipped_(train) {}
+    : c_(std::move(context)), train_(train), options_(options), driver_(driver), skipped_(train) {}
 
 FitLoop::~FitLoop() = default;
 
@@ -50,41 +51,39 @@ callbacks::History FitLoop::run() {
 }
 
 void FitLoop::begin() {
-  e_.require_compiled("fit()");
-  const CompileOptions& compiled = e_.compiled();
-  check_fit_options(options_, compiled, e_.collective_layers());
+  const CompileOptions& compiled = c_.compiled;
+  check_fit_options(options_, compiled, c_.collective_layers);
   const std::optional<std::int64_t> chunk = compiled.deterministic();
   TNT_CHECK(!chunk || !skipped_.may_skip(),
             "fit(): deterministic mode cannot skip bad samples (its chunks of the global batch ",
             "are fixed): read the images with OnBadSample::raise (the default) after removing ",
             "the bad files, or compile without deterministic");
-  dist_.emplace(data::distribute(train_, distribute_options(e_.group(), options_, chunk, e_.device())));
-  e_.synchronize_state();
+  dist_.emplace(data::distribute(train_, distribute_options(c_.group, options_, chunk, c_.device)));
+  c_.synchronize_state();
   if (chunk) one_thread_.emplace();
-  if (e_.options().autotune() && !chunk) e_.gradients().start_autotuner();
-  e_.timeline();  // collective when it is made
+  if (c_.options.autotune() && !chunk) c_.gradients.start_autotuner();
   // With distribute_dataset(false) the dataset's batch is already this rank's.
-  warn_small_batchnorm(e_.net(), options_.distribute_dataset()
-                                     ? dist_->global_batch_size() / e_.group().size()
+  warn_small_batchnorm(c_.net, options_.distribute_dataset()
+                                     ? dist_->global_batch_size() / c_.group.size()
                                      : dist_->global_batch_size());
   steps_total_ = steps_per_epoch(dist_->cardinality(), options_.steps_per_epoch());
   history_ = std::make_shared<callbacks::History>();
   std::vector<callbacks::CallbackPtr> list = options_.callbacks();
-  if (options_.verbose() > 0) list.push_back(progress_bar(e_.options(), options_.verbose()));
+  if (options_.verbose() > 0) list.push_back(progress_bar(c_.options, options_.verbose()));
   list.push_back(history_);
   callbacks_.emplace(list, driver_, callbacks::Params{options_.epochs(), steps_total_, options_.verbose()},
-                     e_.group().is_master());
-  e_.take_resume();
+                     c_.group.is_master());
+  c_.position.take_resume();
   callbacks_->train_begin();
   // A callback (BackupAndRestore) may have given a position to continue from.
-  resume_ = e_.take_resume();
+  resume_ = c_.position.take_resume();
   if (resume_) check_resume(*resume_, dist_->global_batch_size(), steps_total_);
   // After train_begin: a restored backup brings deterministic mode's seed
   // and exponents.
-  step_ = make_step(e_.step_context());
+  step_ = make_step(c_.step_context());
   // One rank cannot straggle behind others.
-  if (e_.options().straggler_window() > 0 && e_.group().size() > 1) {
-    stragglers_.emplace(e_.group(), e_.options().straggler_window(), e_.timeline());
+  if (c_.options.straggler_window() > 0 && c_.group.size() > 1) {
+    stragglers_.emplace(c_.group, c_.options.straggler_window(), c_.timeline);
   }
 }
 
@@ -95,16 +94,16 @@ std::int64_t FitLoop::first_epoch() const {
 bool FitLoop::run_epoch(std::int64_t epoch) {
   if (driver_.host->stop_requested()) return false;
   callbacks_->epoch_begin(epoch);
-  e_.net().train(true);
-  const auto on_device = torch::TensorOptions().dtype(torch::kFloat64).device(e_.device());
-  global_state_ = torch::zeros({e_.metrics().size()}, on_device);
-  local_state_ = torch::zeros({e_.metrics().size()}, on_device);
+  c_.net.train(true);
+  const auto on_device = torch::TensorOptions().dtype(torch::kFloat64).device(c_.device);
+  global_state_ = torch::zeros({c_.metrics.size()}, on_device);
+  local_state_ = torch::zeros({c_.metrics.size()}, on_device);
   logs_stale_ = true;
   auto it = dist_->iterate(epoch);
   std::int64_t step = 0;
   if (resume_ && resume_->step > 0) {  // mid-epoch: the batches done are passed unread
     step = it.skip(resume_->step);
-    global_state_ = torch::tensor(resume_->state, torch::kFloat64).to(e_.device());
+    global_state_ = torch::tensor(resume_->state, torch::kFloat64).to(c_.device);
   }
   resume_.reset();
   step_->take_overlap();
@@ -130,14 +129,14 @@ bool FitLoop::run_step(data::DistributedDataset::Iterator& it, std::int64_t epoc
   // an allreduce, whose time is wait for the straggler report.
   const std::int64_t global = options_.distribute_dataset() && !skipped_.may_skip()
                                   ? mb->global_size
-                                  : global_sample_count(e_.group(), mb->local_size);
+                                  : global_sample_count(c_.group, mb->local_size);
   const auto counted = Clock::now();
   if (global == 0) return skip_empty_step(step);  // on every rank alike
-  TNT_CHECK(!mb->tensors.empty(), "fit(): rank ", e_.group().rank(),
+  TNT_CHECK(!mb->tensors.empty(), "fit(): rank ", c_.group.rank(),
             " lost every sample of its first batch as bad, so the shapes of an empty batch are "
             "unknown: remove the bad files, or let tarantella distribute the dataset");
   callbacks_->train_batch_begin(step);
-  const CyclePoint cycle = cycle_at(step, e_.compiled().aggregation_frequency(), steps_total_);
+  const CyclePoint cycle = cycle_at(step, c_.compiled.aggregation_frequency(), steps_total_);
   const StepResult r = step_->run({*mb, epoch, step, cycle, global, data_begin, data_end});
   // Every micro-step counts, on every rank alike (a window ends on the same
   // step everywhere); the figures reach callbacks after this step's batch
@@ -160,7 +159,7 @@ void FitLoop::end_batch(std::int64_t epoch, std::int64_t step, const StepResult&
   accumulate(global_state_, r.global_state);
   accumulate(local_state_, r.local_state);
   logs_stale_ = true;
-  e_.set_position({epoch, step + 1, {}, dist_->global_batch_size(), e_.group().size()},
+  c_.position.set({epoch, step + 1, {}, dist_->global_batch_size(), c_.group.size()},
                   global_state_.clone());
   // A callback that stops training here stops every rank at this step
   // when it decides from global logs (the default).
@@ -174,17 +173,17 @@ void FitLoop::refresh_logs() {
   if (!logs_stale_) return;
   const std::vector<double> both = read_state(torch::cat({global_state_, local_state_}));
   const auto half = static_cast<std::ptrdiff_t>(both.size() / 2);
-  logs_ = e_.metrics().logs({both.begin(), both.begin() + half});
-  local_logs_ = e_.metrics().logs({both.begin() + half, both.end()});
+  logs_ = c_.metrics.logs({both.begin(), both.begin() + half});
+  local_logs_ = c_.metrics.logs({both.begin() + half, both.end()});
   logs_stale_ = false;
 }
 
 // A global batch whose samples were all skipped as bad: no step, no
 // callbacks (the serial run has no batch there either).
 bool FitLoop::skip_empty_step(std::int64_t step) {
-  TNT_CHECK(e_.compiled().aggregation_frequency() == 1, "fit(): every sample of global batch ",
+  TNT_CHECK(c_.compiled.aggregation_frequency() == 1, "fit(): every sample of global batch ",
             step, " was skipped as bad while gradients are accumulated over ",
-            e_.compiled().aggregation_frequency(),
+            c_.compiled.aggregation_frequency(),
             " steps: remove the bad files, or use aggregation_frequency 1");
   return true;
 }
@@ -200,11 +199,12 @@ void FitLoop::end_epoch(std::int64_t epoch) {
   }
   // Buffers (BatchNorm statistics) are local during the epoch; the
   // master's are shared so that every rank evaluates the same model.
-  std::vector<torch::Tensor> buffers = e_.buffers();
-  if (!buffers.empty()) dp::broadcast_tensors(e_.group(), buffers);
+  std::vector<torch::Tensor> buffers;
+  for (const auto& [name, b] : c_.net.named_buffers()) buffers.push_back(b);
+  if (!buffers.empty()) dp::broadcast_tensors(c_.group, buffers);
   if (skipped_.may_skip()) {  // before validation, which may read the same source
     const auto n =
-        static_cast<double>(skipped_.report(e_.group(), fmt::format("epoch {}", epoch + 1)));
+        static_cast<double>(skipped_.report(c_.group, fmt::format("epoch {}", epoch + 1)));
     logs_["skipped_samples"] = n;  // summed over ranks: the same on every rank
     local_logs_["skipped_samples"] = n;
   }
@@ -215,7 +215,7 @@ void FitLoop::end_epoch(std::int64_t epoch) {
     if (options_.validation_micro_batch_size()) {
       eval.micro_batch_size(*options_.validation_micro_batch_size());
     }
-    for (const auto& [name, value] : e_.validate(*options_.validation_data(), eval, *callbacks_)) {
+    for (const auto& [name, value] : validate(c_, *options_.validation_data(), eval, *callbacks_)) {
       logs_["val_" + name] = value;
       local_logs_["val_" + name] = value;  // evaluation logs are global
     }
@@ -228,8 +228,8 @@ void FitLoop::end_epoch(std::int64_t epoch) {
     logs_["lr"] = lr;
     local_logs_["lr"] = lr;
   }
-  e_.counters().epochs_done = epoch + 1;
-  e_.set_position({epoch + 1, 0, {}, dist_->global_batch_size(), e_.group().size()});
+  c_.counters.epochs_done = epoch + 1;
+  c_.position.set({epoch + 1, 0, {}, dist_->global_batch_size(), c_.group.size()});
   callbacks_->epoch_end(epoch, logs_, local_logs_);
 }
 
@@ -237,7 +237,7 @@ void FitLoop::end_epoch(std::int64_t epoch) {
 // the loop alone.
 bool FitLoop::stop_vote() {
   torch::Tensor stop = torch::tensor({driver_.host->stop_requested() ? 1 : 0}, torch::kInt32);
-  e_.group().allreduce(stop, comm::ReduceOp::Max);
+  c_.group.allreduce(stop, comm::ReduceOp::Max);
   const bool stopped = stop.item<int>() != 0;  // host-only: a host tensor
   if (stopped) driver_.host->request_stop();
   return stopped;
@@ -249,12 +249,12 @@ void FitLoop::end() {
   // disk before fit() returns.
   driver_.host->wait_for_backups();
   driver_.host->wait_for_checkpoints();
-  if (Timeline* timeline = e_.timeline()) timeline->write();
+  if (c_.timeline != nullptr) c_.timeline->write();
 }
 
-callbacks::History EngineState::fit(const data::Dataset& train, const FitOptions& options,
-                               Driver driver) {
-  return FitLoop(*this, train, options, driver).run();
+callbacks::History fit(LoopContext context, const data::Dataset& train, const FitOptions& options,
+                       Driver driver) {
+  return FitLoop(std::move(context), train, options, driver).run();
 }
 
 }  // namespace tnt::train

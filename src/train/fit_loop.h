@@ -1,5 +1,5 @@
-// Private: EngineState::fit as a loop in parts, each of which tests can drive on
-// the in-process backend:
+// Private: fit as a loop in parts over a LoopContext (train/loop_context.h),
+// each of which tests can drive on the in-process backend:
 //   begin()        checks, distribution of the dataset over the group, the
 //                  initial broadcast, the tuner/timeline, the step strategy
 //                  (chosen once), callbacks' train_begin and a resume point
@@ -18,9 +18,10 @@
 
 #include <tarantella/data/distribute.h>
 
-#include "train/engine_state.h"
 #include "train/callback_list.h"
 #include "train/deterministic_step.h"
+#include "train/driver.h"
+#include "train/loop_context.h"
 #include "train/skipped_samples.h"
 #include "train/straggler_monitor.h"
 #include "train/train_step.h"
@@ -29,7 +30,8 @@ namespace tnt::train {
 
 class FitLoop {
  public:
-  FitLoop(EngineState& engine, const data::Dataset& train, const FitOptions& options, Driver driver);
+  FitLoop(LoopContext context, const data::Dataset& train, const FitOptions& options,
+          Driver driver);
   ~FitLoop();
 
   /// The whole fit: begin, the epochs until done or stopped, end.
@@ -52,7 +54,7 @@ class FitLoop {
   void end_epoch(std::int64_t epoch);
   bool stop_vote();
 
-  EngineState& e_;
+  LoopContext c_;
   const data::Dataset& train_;
   const FitOptions& options_;
   Driver driver_;
@@ -73,5 +75,9 @@ class FitLoop {
   torch::Tensor global_state_, local_state_;  // float64, on the training device
   bool logs_stale_ = false;
 };
+
+/// The whole fit (collective over context.group).
+callbacks::History fit(LoopContext context, const data::Dataset& train, const FitOptions& options,
+                       Driver driver);
 
 }  // namespace tnt::train

@@ -49,4 +49,11 @@ callbacks::Logs MetricsAccumulator::logs(const std::vector<double>& state) const
   return logs;
 }
 
+std::vector<double> allreduce_state(const comm::ProcessGroup& group,
+                                    const std::vector<double>& local) {
+  torch::Tensor t = torch::tensor(local, torch::kFloat64);
+  group.allreduce(t);
+  return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());  // host-only: a host tensor
+}
+
 }  // namespace tnt::train

@@ -13,6 +13,7 @@
 
 #include <torch/types.h>
 
+#include <tarantella/comm/process_group.h>
 #include <tarantella/train/callback.h>
 #include <tarantella/keras/metrics.h>
 
@@ -35,5 +36,9 @@ class MetricsAccumulator {
  private:
   const std::vector<metrics::Metric>* metrics_;
 };
+
+/// Sums a float64 state vector over the group's ranks (blocking).
+std::vector<double> allreduce_state(const comm::ProcessGroup& group,
+                                    const std::vector<double>& local);
 
 }  // namespace tnt::train

@@ -13,7 +13,7 @@
 
 #include <tarantella/comm/process_group.h>
 
-#include "train/engine.h"
+#include "train/counters.h"
 #include "train/gradient_exchange.h"
 #include "train/step_model.h"
 

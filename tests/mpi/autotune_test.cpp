@@ -14,6 +14,7 @@
 #include "tiny_training.h"
 #include "train/autotune.h"
 #include "train/engine_state.h"
+#include "train/fit_loop.h"
 
 namespace {
 
@@ -38,7 +39,7 @@ std::vector<torch::Tensor> trained(const std::function<void(EngineState&)>& setu
   if (threshold) options.fusion_threshold_bytes(*threshold);
   e->compile(options);
   setup(*e);
-  e->fit(tnt_test::train_set(8, true), tnt::FitOptions().epochs(4).verbose(0), {&host, nullptr});
+  tnt::train::fit(e->loop_context("fit()"), tnt_test::train_set(8, true), tnt::FitOptions().epochs(4).verbose(0), {&host, nullptr});
   return tnt_test::TestHostOf<EngineState>::weights_of(*e);
 }
 
@@ -101,7 +102,7 @@ TEST(AutoTune, TheChosenSettingIsTheEngineInUseAndAlikeOnEveryRank) {
   tnt_test::TestHostOf<EngineState> host(*e);
   e->compile(tnt_test::options());
   tuned(*e, true, {0, 300, 1 << 20});
-  e->fit(tnt_test::train_set(8, true), tnt::FitOptions().epochs(1).verbose(0), {&host, nullptr});
+  tnt::train::fit(e->loop_context("fit()"), tnt_test::train_set(8, true), tnt::FitOptions().epochs(1).verbose(0), {&host, nullptr});
   const tnt::train::GradientExchange& s = e->gradients();
   ASSERT_TRUE(s.autotuner()->done());
   EXPECT_EQ(s.autotuner()->steps(), 5);  // 2 trials of overlap, 3 of thresholds

@@ -1,5 +1,5 @@
 // A TrainingHost for tests that drive the engine directly (its public face
-// train::Engine, or train::EngineState that the loops run on): stop,
+// train::Engine, or train::EngineState, whose contexts the loops run on): stop,
 // learning rate, weights and position through the engine; no files.
 #pragma once
 
@@ -27,13 +27,13 @@ class TestHostOf final : public tnt::train::TrainingHost {
   void save(const std::string&) override { unsupported(); }
   void save_weights(const std::string&) override { unsupported(); }
   const tnt::comm::ProcessGroup& group() const override { return e_.group(); }
-  const tnt::train::TrainingPosition& position() const override { return e_.position(); }
+  const tnt::train::TrainingPosition& position() const override { return current(e_.position()); }
   void save_backup(const std::string&) override { unsupported(); }
   tnt::train::TrainingPosition restore_backup(const std::string&) override {
     unsupported();
     return {};
   }
-  void resume_from(const tnt::train::TrainingPosition& p) override { e_.resume_from(p); }
+  void resume_from(const tnt::train::TrainingPosition& p) override { resume(e_, p); }
 
   static std::vector<torch::Tensor> weights_of(const E& e) {
     std::vector<torch::Tensor> out;
@@ -42,6 +42,24 @@ class TestHostOf final : public tnt::train::TrainingHost {
   }
 
  private:
+  // train::Engine gives the position itself; EngineState its keeper
+  // (train/position_keeper.h).
+  static const tnt::train::TrainingPosition& current(const tnt::train::TrainingPosition& p) {
+    return p;
+  }
+  template <typename Keeper>
+  static auto current(const Keeper& k) -> decltype(k.current()) {
+    return k.current();
+  }
+  template <typename T>
+  static auto resume(T& e, const tnt::train::TrainingPosition& p) -> decltype(e.resume_from(p)) {
+    return e.resume_from(p);
+  }
+  template <typename T>
+  static auto resume(T& e, const tnt::train::TrainingPosition& p)
+      -> decltype(e.position().resume_from(p)) {
+    return e.position().resume_from(p);
+  }
   static void unsupported() { throw tnt::Error("not part of this test"); }
   E& e_;
   bool stop_ = false;

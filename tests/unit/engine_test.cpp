@@ -408,7 +408,7 @@ TEST(EngineOptions, EverySwitchTakesEffectThroughTheStruct) {
     EngineState tuned(fresh_net(), g, quiet().autotune(true).timeline_path(timeline.string()));
     TestHostOf<EngineState> host(tuned);
     tuned.compile(sgd());
-    tuned.fit(samples().batch(8), epochs(1), {&host, nullptr});
+    tnt::train::fit(tuned.loop_context("fit()"), samples().batch(8), epochs(1), {&host, nullptr});
     EXPECT_NE(tuned.gradients().autotuner(), nullptr);
   });
   EXPECT_TRUE(std::filesystem::exists(timeline));

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The training step's files read no device value on the host except
-through train/host_reads.h (read_state, read_flag), whose reads a test
+through train/observe/host_reads.h (read_state, read_flag), whose reads a test
 counts (tests/unit/host_sync_test.cpp).
 
 A read of a tensor that may live on a GPU (.item(), .cpu(), .to(kCPU),
@@ -20,14 +20,14 @@ import sys
 
 # The step, the loops around it and what they call every step.
 FILES = [
-    "src/train/train_step.cpp",
-    "src/train/fit_loop.cpp",
-    "src/train/evaluate_loop.cpp",
-    "src/train/callback_list.cpp",
-    "src/train/progbar_logger.cpp",
-    "src/train/progress_bar.cpp",
-    "src/train/mixed_precision.cpp",
-    "src/train/engine_state.cpp",
+    "src/train/step/train_step.cpp",
+    "src/train/loop/fit_loop.cpp",
+    "src/train/loop/evaluate_loop.cpp",
+    "src/train/loop/callback_list.cpp",
+    "src/train/observe/progbar_logger.cpp",
+    "src/train/observe/progress_bar.cpp",
+    "src/train/step/mixed_precision.cpp",
+    "src/train/engine/engine_state.cpp",
     "src/dp/gradient_sync.cpp",
     "src/keras/losses.cpp",
     "src/keras/metrics.cpp",
@@ -44,7 +44,7 @@ def problems(text, name):
         match = READ.search(code)
         if match and not ALLOWED.search(line):
             out.append(f"{name}:{number}: '{match.group(0).strip()}' reads a tensor on the host "
-                       "outside train/host_reads.h: use read_state()/read_flag(), or mark the "
+                       "outside train/observe/host_reads.h: use read_state()/read_flag(), or mark the "
                        "line '// host-only: <why>' or '// host-sync: <where documented>'")
     return out
 

@@ -26,7 +26,7 @@ Loss described(Loss loss, std::string config) {
 constexpr double kRangeTolerance = 1e-6;
 
 // On a GPU, a value check reads the batch on the host: the host waits for
-// the GPU, once per step (train/host_reads.h). There the checks run on the
+// the GPU, once per step (train/observe/host_reads.h). There the checks run on the
 // first few batches of the process only, so that a wrong dataset or model
 // still shows at once with the messages below; a bad label later makes
 // LibTorch's own device-side assertion fail (an error, never a silent one).

@@ -1,5 +1,5 @@
 // tnt::Model's whole-model checkpoints: calls into the persistence
-// component (train/persistence.h), which Python's tnt.Model uses too, so
+// component (train/persist/persistence.h), which Python's tnt.Model uses too, so
 // a checkpoint written by one front end loads in the other.
 #include <tarantella/model/checkpoints.h>
 

@@ -1,6 +1,6 @@
-// tnt::Model's loops: each a call into the training engine (train/engine.h),
+// tnt::Model's loops: each a call into the training engine (train/engine/engine.h),
 // with the model as the callbacks' host. The loops themselves live in
-// train/fit_loop.cpp and train/evaluate_loop.cpp, shared with every other
+// train/loop/fit_loop.cpp and train/loop/evaluate_loop.cpp, shared with every other
 // front end.
 #include <tarantella/data/dataset.h>
 

@@ -1,7 +1,7 @@
 // Private: the state behind tnt::Model, shared by model.cpp (construction,
 // compile, weights), fit.cpp (the loops' entry points), checkpoint.cpp and
-// weights_io.cpp (persistence, each a call into train/persistence.h) and
-// models.cpp: the engine with its callbacks' host (train/engine_host.h,
+// weights_io.cpp (persistence, each a call into train/persist/persistence.h) and
+// models.cpp: the engine with its callbacks' host (train/persist/engine_host.h,
 // the same one Python's tnt.Model holds), whose stop request is the
 // model's public stop_training.
 #pragma once
@@ -15,8 +15,8 @@
 #include <tarantella/train/training_host.h>
 
 #include "runtime/default_group.h"
-#include "train/engine_host.h"
-#include "train/persistence.h"
+#include "train/persist/engine_host.h"
+#include "train/persist/persistence.h"
 
 namespace tnt {
 

@@ -17,7 +17,7 @@
 #include <tarantella/base/error.h>
 
 #include "model/model_impl.h"
-#include "train/compile_config.h"
+#include "train/engine/compile_config.h"
 
 namespace tnt {
 namespace {

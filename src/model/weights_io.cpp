@@ -1,5 +1,5 @@
 // tnt::Model's weight files (the format of Python's torch.save of a dict of
-// tensors): calls into the persistence component (train/persistence.h).
+// tensors): calls into the persistence component (train/persist/persistence.h).
 #include "model/model_impl.h"
 
 namespace tnt {

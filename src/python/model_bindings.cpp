@@ -1,5 +1,5 @@
 // The Model facade for Python: tnt.Model over a torch.nn.Module drives the
-// same training engine as the C++ tnt::Model (train/engine.h: the epoch
+// same training engine as the C++ tnt::Model (train/engine/engine.h: the epoch
 // loop, validation, the stop vote, callbacks, checkpoints, resume). What is
 // Python's is adapted at the edges, each in a file of its own:
 //  * the network: py_module.h;
@@ -12,9 +12,9 @@
 // This file holds PyModel, which puts them together, and its binding. The
 // loops run with the GIL released; Python is entered only from the thread
 // that called fit/evaluate/predict, which holds it again there. PyModel
-// holds the engine with its callbacks' host (train/engine_host.h), as
+// holds the engine with its callbacks' host (train/persist/engine_host.h), as
 // tnt::Model does; persistence is the component both use
-// (train/persistence.h), so a checkpoint written from Python loads in C++
+// (train/persist/persistence.h), so a checkpoint written from Python loads in C++
 // and the reverse.
 #include <map>
 #include <optional>
@@ -32,8 +32,8 @@
 #include "python/py_module.h"
 #include "python/py_object.h"
 #include "runtime/default_group.h"
-#include "train/engine_host.h"
-#include "train/persistence.h"
+#include "train/persist/engine_host.h"
+#include "train/persist/persistence.h"
 
 namespace tnt::python {
 namespace {

@@ -36,7 +36,7 @@ trap 'rm -f "$log"' EXIT
 "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 # The runtime's words when LibTorch cannot use a GPU (src/comm/world/backend_choice.cpp,
-# src/train/engine_state.cpp), and CUDA's when it finds no usable device.
+# src/train/engine/engine_state.cpp), and CUDA's when it finds no usable device.
 if [ "$status" -ne 0 ] &&
    grep -qE "this rank trains on the CPU|LibTorch sees (no|none)|no CUDA-capable device|CUDA driver version is insufficient|cudaErrorNoDevice|cudaErrorInsufficientDriver" "$log"; then
   echo "FAIL: this machine has a GPU device ($device), but torch/CUDA cannot use it:" \

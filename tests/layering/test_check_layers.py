@@ -51,7 +51,8 @@ class CheckLayersTest(unittest.TestCase):
             "src/cli/main.cpp": "#include <tarantella/model/model.h>\n#include \"launch_plan.h\"\n",
         })
         self.assertEqual(rc, 0, out)
-        self.assertIn("layering: 6 files checked, no upward includes", out)
+        self.assertIn("layering: 6 files checked, no upward includes, no folders that "
+                      "include each other, none over 25 files", out)
 
     def test_sub_folders_belong_to_their_folders_layer(self):
         rc, out = self.run_checker({
@@ -96,6 +97,41 @@ class CheckLayersTest(unittest.TestCase):
             "include/tarantella/tarantella.h": "#include <tarantella/model/model.h>\n",
         })
         self.assertEqual(rc, 0, out)
+
+    def test_sibling_folders_that_include_each_other_fail(self):
+        # Same layer, so the layer check passes; the map does not. src/cli's
+        # includes are relative to src/cli ("plan/x.h" is src/cli/plan/x.h).
+        rc, out = self.run_checker({
+            "src/cli/plan/launch.cpp": "#include \"probe/facts.h\"\n",
+            "src/cli/probe/facts.h": "#pragma once\n",
+            "src/cli/probe/facts.cpp": "#include \"probe/facts.h\"\n#include \"plan/launch.h\"\n",
+            "src/cli/plan/launch.h": "#pragma once\n",
+        })
+        self.assertEqual(rc, 1, out)
+        self.assertIn("folders cli/plan, cli/probe include each other: "
+                      "cli/plan -> cli/probe (src/cli/plan/launch.cpp:1); "
+                      "cli/probe -> cli/plan (src/cli/probe/facts.cpp:2)", out)
+
+    def test_a_cycle_through_a_public_header_and_three_folders_fails(self):
+        rc, out = self.run_checker({
+            "include/tarantella/train/a.h": "#pragma once\n",
+            "src/train/step/s.h": "#include <tarantella/train/a.h>\n#include \"train/loop/l.h\"\n",
+            "src/train/loop/l.h": "#include \"train/engine/e.h\"\n",
+            "src/train/engine/e.h": "#include \"train/step/s.h\"\n",
+        })
+        self.assertEqual(rc, 1, out)
+        self.assertIn("folders train/engine, train/loop, train/step include each other", out)
+        self.assertNotIn("folders train,", out)
+
+    def test_a_folder_over_the_file_limit_fails_and_one_at_it_passes(self):
+        at_limit = {f"src/comm/f{i}.h": "#pragma once\n" for i in range(25)}
+        rc, out = self.run_checker(at_limit)
+        self.assertEqual(rc, 0, out)
+        over = dict(at_limit, **{"src/comm/f25.cpp": "#include \"comm/f0.h\"\n"})
+        rc, out = self.run_checker(over)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("src/comm holds 26 source files directly, more than 25: "
+                      "split it into sub-folders by role", out)
 
     def test_empty_tree_is_an_error_not_a_pass(self):
         rc, out = self.run_checker({"README.md": "nothing here\n"})

@@ -12,9 +12,9 @@
 
 #include "../support/test_host.h"
 #include "tiny_training.h"
-#include "train/autotune.h"
-#include "train/engine_state.h"
-#include "train/fit_loop.h"
+#include "train/step/autotune.h"
+#include "train/engine/engine_state.h"
+#include "train/loop/fit_loop.h"
 
 namespace {
 

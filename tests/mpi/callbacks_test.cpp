@@ -223,8 +223,8 @@ DropMlp make_drop_net(int seed) {
 // Why the bitwise tests with dropout cannot hold on `device` ("" where they
 // can). On a GPU, dropout draws from CUDA's generator, which backups and
 // checkpoints do not keep (the CPU generator's state only:
-// src/train/checkpoint_entries.cpp) and deterministic mode's chunk seeds do
-// not set (src/train/deterministic_step.cpp): a resumed run draws other masks.
+// src/train/persist/checkpoint_entries.cpp) and deterministic mode's chunk seeds do
+// not set (src/train/step/deterministic_step.cpp): a resumed run draws other masks.
 std::string dropout_not_reproducible_on(const torch::Device& device) {
   if (!device.is_cuda()) return "";
   return "dropout on " + device.str() +

@@ -43,7 +43,7 @@ class TestHostOf final : public tnt::train::TrainingHost {
 
  private:
   // train::Engine gives the position itself; EngineState its keeper
-  // (train/position_keeper.h).
+  // (train/loop/position_keeper.h).
   static const tnt::train::TrainingPosition& current(const tnt::train::TrainingPosition& p) {
     return p;
   }

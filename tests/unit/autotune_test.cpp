@@ -1,4 +1,4 @@
-// The auto-tuner's search (train/autotune.h) on made-up step times: which
+// The auto-tuner's search (train/step/autotune.h) on made-up step times: which
 // (threshold, overlap) it picks, in how many steps, that the slowest rank
 // decides and every rank picks alike (threads as ranks), and that a plan
 // differing between ranks is refused. That the choice leaves the trained
@@ -13,7 +13,7 @@
 #include <tarantella/base/error.h>
 #include <tarantella/comm/in_process.h>
 
-#include "train/autotune.h"
+#include "train/step/autotune.h"
 
 namespace {
 

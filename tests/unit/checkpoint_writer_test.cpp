@@ -1,4 +1,4 @@
-// The background checkpoint writer (train/checkpoint_writer.h): the file it
+// The background checkpoint writer (train/persist/checkpoint_writer.h): the file it
 // writes is the one a synchronous write makes, byte for byte; the snapshot
 // is independent of the training tensors it was taken from; at most one
 // write is in flight; a failed write is rethrown on the caller's thread
@@ -24,8 +24,8 @@
 
 #include "../support/weights.h"
 #include "dp/optimizer_state.h"
-#include "train/checkpoint_writer.h"
-#include "train/persistence.h"
+#include "train/persist/checkpoint_writer.h"
+#include "train/persist/persistence.h"
 
 namespace {
 

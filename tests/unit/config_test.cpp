@@ -56,7 +56,7 @@ TEST(Config, ReadsEveryVariable) {
 }
 
 // What the launcher exports when it found GPUs: the rank's LibTorch decides.
-// Only an explicit true is a demand (train/engine.cpp refuses it without CUDA).
+// Only an explicit true is a demand (train/engine/engine.cpp refuses it without CUDA).
 TEST(Config, UseGpuAutoMeansUnset) {
   EXPECT_FALSE(resolve({{"TNT_USE_GPU", "auto"}}).use_gpu.has_value());
   EXPECT_FALSE(resolve({{"TNT_USE_GPU", " AUTO "}}).use_gpu.has_value());

@@ -1,4 +1,4 @@
-// The training engine's loop (train/engine.h, train/fit_loop.h) driven
+// The training engine's loop (train/engine/engine.h, train/loop/fit_loop.h) driven
 // directly on the in-process backend, 1 to 4 ranks as threads, no MPI and no
 // tnt::Model: its control paths (resume at a step and at an epoch, the stop
 // vote when one rank asks, validation frequency, accumulation) and its step
@@ -23,10 +23,10 @@
 
 #include "../support/test_host.h"
 #include "../support/weights.h"
-#include "train/engine.h"
-#include "train/engine_state.h"
-#include "train/fit_loop.h"
-#include "train/train_step.h"
+#include "train/engine/engine.h"
+#include "train/engine/engine_state.h"
+#include "train/loop/fit_loop.h"
+#include "train/step/train_step.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // A training step makes no host synchronisation at the defaults (fp32, no
 // clipping, not deterministic): every read of a device value by the loop
-// goes through train/host_reads.h (scripts/check_host_sync.py keeps it so),
+// goes through train/observe/host_reads.h (scripts/check_host_sync.py keeps it so),
 // which counts them. On the CPU a read costs nothing, but the count is the
 // same as on a GPU, where each one makes the host wait for the device.
 //   - verbose 0: no read in any step; one per epoch, for its logs;
@@ -24,11 +24,11 @@
 #include <tarantella/train/progbar_logger.h>
 
 #include "../support/weights.h"
-#include "train/engine.h"
-#include "train/engine_host.h"
-#include "train/host_reads.h"
-#include "train/mixed_precision.h"
-#include "train/progress_bar.h"
+#include "train/engine/engine.h"
+#include "train/persist/engine_host.h"
+#include "train/observe/host_reads.h"
+#include "train/step/mixed_precision.h"
+#include "train/observe/progress_bar.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 
 #include <torch/torch.h>
 
-#include "train/mixed_precision.h"
+#include "train/step/mixed_precision.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
-// The straggler detector (train/straggler.h): which rank it names, against
+// The straggler detector (train/observe/straggler.h): which rank it names, against
 // which reference, with which cause, when it says it again and when it
 // stays silent; the window's length; and the monitor
-// (train/straggler_monitor.h) on in-process ranks.
+// (train/observe/straggler_monitor.h) on in-process ranks.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -20,11 +20,11 @@
 
 #include <torch/cuda.h>
 
-#include "train/device_clock.h"
-#include "train/straggler.h"
-#include "train/straggler_monitor.h"
-#include "train/timeline.h"
-#include "train/train_step.h"
+#include "train/observe/device_clock.h"
+#include "train/observe/straggler.h"
+#include "train/observe/straggler_monitor.h"
+#include "train/observe/timeline.h"
+#include "train/step/train_step.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // tests/mpi/check_timeline.py).
 #include <gtest/gtest.h>
 
-#include "train/timeline.h"
+#include "train/observe/timeline.h"
 
 namespace {
 

@@ -32,7 +32,7 @@ struct EngineOptions {
   TNT_ARG(std::string, autotune_log_path);
   /// A Chrome-trace timeline of every rank's steps; empty: none.
   TNT_ARG(std::string, timeline_path);
-  /// Training steps per straggler window (train/straggler_monitor.h); 0: off.
+  /// Training steps per straggler window (train/observe/straggler_monitor.h); 0: off.
   TNT_ARG(std::int64_t, straggler_window) = 20;
   /// false forces the CPU; unset: a GPU when LibTorch has one.
   TNT_ARG(std::optional<bool>, use_gpu);

@@ -1,5 +1,5 @@
 // The Keras progress bar as a callback; the engine adds one to fit() and
-// evaluate() for verbose > 0 (train/progress_bar.h draws it).
+// evaluate() for verbose > 0 (train/observe/progress_bar.h draws it).
 #pragma once
 
 #include <chrono>

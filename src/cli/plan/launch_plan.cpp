@@ -111,7 +111,7 @@ void export_tarantella_settings(MpirunCommand& command, const LaunchOptions& opt
                                 const NodeFacts& facts, bool use_gpu) {
   // "auto", not "true": the launcher saw GPUs, but only the rank's LibTorch
   // knows whether it can use them; "true" is the user's demand (-x), which
-  // a rank without a usable GPU refuses (train/engine.cpp).
+  // a rank without a usable GPU refuses (train/engine/engine.cpp).
   command.export_value(env::kUseGpu, use_gpu ? "auto" : "false");
   if (options.log_level()) command.export_value(env::kLogLevel, *options.log_level());
   command.export_value(env::kLogOnAllDevices, bool_text(options.log_on_all_devices()));

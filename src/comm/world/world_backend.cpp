@@ -23,7 +23,7 @@ BackendFacts local_facts(const Config& config, const Backend& world) {
   facts.local_ranks = world.local_size();
   facts.visible_gpus = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count())
                                                    : 0;
-  // The engine's device rule (train/engine.cpp, pick_device).
+  // The engine's device rule (train/engine/engine.cpp, pick_device).
   facts.model_on_cuda = config.use_gpu.value_or(true) && facts.visible_gpus > 0;
   return facts;
 }

@@ -1,0 +1,255 @@
+// The engine's public face: the loops run over the contexts its state hands
+// out, the accessors are EngineState's, except the
+// two that persistence uses, which are written here so that what a
+// checkpoint reads and writes of the engine is in one place: snapshot()
+// copies the state to host memory, restore() loads state read on the
+// master into every rank.
+#include "train/engine/engine.h"
+
+#include <chrono>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <c10/core/Event.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <tarantella/base/error.h>
+
+#include "dp/optimizer_state.h"
+#include "io/master_checked.h"
+#include "io/pickle_rewrite.h"
+#include "train/engine/compile_config.h"
+#include "train/engine/engine_state.h"
+#include "train/loop/evaluate_loop.h"
+#include "train/loop/fit_loop.h"
+
+namespace tnt::train {
+namespace {
+
+// `expected`: the state's size, if known, so that the bytes are made in one
+// allocation (a growing stream would copy and fault in twice the memory).
+std::string optimizer_bytes(const torch::optim::Optimizer& optimizer, std::size_t expected = 0) {
+  torch::serialize::OutputArchive archive;
+  optimizer.save(archive);
+  std::string out;
+  out.reserve(expected);
+  archive.save_to([&](const void* data, std::size_t size) {
+    out.append(static_cast<const char*>(data), size);
+    return size;
+  });
+  return out;
+}
+
+void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::string& bytes,
+                          const std::string& path, const torch::Device& device) {
+  std::istringstream in(bytes);
+  torch::serialize::InputArchive archive;
+  try {
+    // Onto the model's device: a snapshot keeps host copies, and a file
+    // saved on a GPU may be loaded on a CPU (or the other way round).
+    archive.load_from(in, device);
+  } catch (const std::exception& e) {
+    throw Error(
+        fmt::format("checkpoint '{}': entry 'optimizer' is not a readable optimizer "
+                    "state (the file is damaged): {}",
+                    path, std::string(e.what()).substr(0, 200)));
+  }
+  try {
+    optimizer.load(archive);
+  } catch (const std::exception& e) {
+    throw Error(
+        fmt::format("the optimizer state in '{}' does not fit this model's optimizer "
+                    "(compile with the optimizer it was saved with): {}",
+                    path, std::string(e.what()).substr(0, 200)));
+  }
+}
+
+NamedTensorList all_weights(ModuleAdapter& net) {
+  NamedTensorList all = net.named_parameters();
+  for (auto& b : net.named_buffers()) all.push_back(b);
+  return all;
+}
+
+// Checks every entry before it copies any, so a bad file leaves the model as
+// it was.
+void copy_weights(ModuleAdapter& net, const c10::impl::GenericDict& dict, const std::string& path) {
+  const NamedTensorList targets = all_weights(net);
+  std::vector<torch::Tensor> sources;
+  std::set<std::string> used;
+  for (const auto& [name, t] : targets) {
+    auto it = dict.find(name);
+    TNT_CHECK(it != dict.end(), "weight file '", path, "' has no entry '", name,
+              "' (the model's tensors are named as in named_parameters())");
+    TNT_CHECK(it->value().isTensor(), "weight file '", path, "': entry '", name, "' is ",
+              detail::kind_of(it->value()), ", expected a tensor");
+    const torch::Tensor source = it->value().toTensor();
+    TNT_CHECK(source.sizes() == t.sizes(), "entry '", name, "' of '", path, "' has shape ",
+              source.sizes(), " but the model's is ", t.sizes());
+    sources.push_back(source);
+    used.insert(name);
+  }
+  for (const auto& item : dict) {
+    TNT_CHECK(item.key().isString(), "weight file '", path, "' has a key that is ",
+              detail::kind_of(item.key()), ", expected a str (a tensor's name)");
+    TNT_CHECK(used.count(item.key().toStringRef()) == 1, "weight file '", path, "' has an entry '",
+              item.key().toStringRef(),
+              "' that the model does not have: it was saved from a different model");
+  }
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < targets.size(); ++i) targets[i].second.copy_(sources[i]);
+}
+
+}  // namespace
+
+Engine::Engine(std::shared_ptr<ModuleAdapter> net, comm::ProcessGroup group, EngineOptions options)
+    : state_(std::make_unique<EngineState>(std::move(net), std::move(group), std::move(options))) {}
+
+Engine::~Engine() = default;
+
+void Engine::compile(CompileOptions options) { state_->compile(std::move(options)); }
+
+const CompileOptions* Engine::compiled() const {
+  return state_->is_compiled() ? &state_->compiled() : nullptr;
+}
+
+callbacks::History Engine::fit(const data::Dataset& train, const FitOptions& options,
+                               Driver driver) {
+  return train::fit(state_->loop_context("fit()"), train, options, driver);
+}
+
+Logs Engine::evaluate(const data::Dataset& dataset, const EvaluateOptions& options, Driver driver) {
+  return train::evaluate(state_->loop_context("evaluate()"), dataset, options, driver);
+}
+
+torch::Tensor Engine::predict(const data::Dataset& dataset, const PredictOptions& options,
+                              Driver driver) {
+  return train::predict(state_->predict_context(), dataset, options, driver);
+}
+
+torch::Tensor Engine::run(const std::vector<torch::Tensor>& inputs) { return state_->run(inputs); }
+
+const comm::ProcessGroup& Engine::group() const { return state_->group(); }
+torch::Device Engine::device() const { return state_->device(); }
+ModuleAdapter& Engine::net() const { return state_->net(); }
+torch::optim::Optimizer& Engine::optimizer() const { return state_->optimizer(); }
+double Engine::learning_rate() const { return state_->learning_rate(); }
+void Engine::set_learning_rate(double rate) { state_->set_learning_rate(rate); }
+const TrainingPosition& Engine::position() const { return state_->position().current(); }
+void Engine::resume_from(const TrainingPosition& position) {
+  state_->position().resume_from(position);
+}
+const Counters& Engine::counters() const { return state_->counters(); }
+
+std::optional<LossScaleState> Engine::loss_scale() const {
+  const auto& scaler = state_->scaler();
+  if (!scaler) return std::nullopt;
+  return LossScaleState{scaler->scale(), scaler->good_steps(), scaler->skipped()};
+}
+
+void Engine::set_weights(const std::vector<torch::Tensor>& weights) {
+  const NamedTensorList all = all_weights(state_->net());
+  TNT_CHECK(weights.size() == all.size(), "set_weights() got ", weights.size(),
+            " tensors, the model has ", all.size(), " (parameters, then buffers)");
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    TNT_CHECK(weights[i].sizes() == all[i].second.sizes(), "set_weights(): tensor ", i, " ('",
+              all[i].first, "') has shape ", weights[i].sizes(), ", the model's has ",
+              all[i].second.sizes());
+  }
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < all.size(); ++i) all[i].second.copy_(weights[i]);
+  state_->synchronize_state();
+}
+
+std::optional<EngineSnapshot> Engine::snapshot(bool keep, SnapshotUse use) {
+  EngineState& s = *state_;
+  // A sharded optimizer's state is on every rank in parts: gathered by all.
+  std::optional<std::string> gathered;
+  if (s.gradients().shards()) gathered = s.gradients().shards()->full_state_bytes();
+  if (!keep) return std::nullopt;
+  // For a later write, host copies, so that training can change its
+  // tensors while these are written. From a GPU: into pinned memory, on the
+  // device's stream, without waiting here; the writer waits
+  // (wait_for_copies). Training's next kernels on that stream run after the
+  // copies. A write before training goes on needs no copy in host memory.
+  const bool later = use == SnapshotUse::write_later;
+  bool from_gpu = false;
+  const auto host_copy = [&](const torch::Tensor& t) {
+    if (t.is_cuda()) {
+      from_gpu = true;
+      torch::Tensor out = torch::empty(
+          t.sizes(), t.options().device(torch::kCPU).pinned_memory(true).requires_grad(false));
+      out.copy_(t.detach(), /*non_blocking=*/true);
+      return out;
+    }
+    return later ? t.detach().clone(at::MemoryFormat::Contiguous) : t.detach().contiguous();
+  };
+  EngineSnapshot out;
+  for (const auto& [name, t] : all_weights(s.net())) out.weights.emplace_back(name, host_copy(t));
+  if (s.is_compiled()) {
+    if (gathered) {
+      out.optimizer = std::move(gathered);
+    } else if (auto copy = later ? dp::state_copy(s.optimizer(), host_copy) : nullptr) {
+      out.optimizer_copy = std::move(copy);
+    } else {
+      out.optimizer = optimizer_bytes(s.optimizer());  // a type state_copy does not know
+    }
+    out.compile = compile_config(s.compiled()).dump();
+  }
+  if (from_gpu) {
+    const torch::Device device = s.device();
+    auto copied = std::make_shared<c10::Event>(device.type());
+    copied->record(c10::impl::VirtualGuardImpl(device.type()).getStream(device));
+    out.wait_for_copies = [copied] {
+      while (!copied->query()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    };
+  }
+  out.counters = s.counters();
+  out.loss_scale = loss_scale();
+  out.architecture = s.net().config_json();
+  out.torchscript = s.net().torchscript_bytes();
+  return out;
+}
+
+std::optional<std::string> optimizer_bytes(const EngineSnapshot& snapshot) {
+  if (const auto& copy = snapshot.optimizer_copy) {
+    // The tensors' bytes, and room for the archive's records and headers.
+    const auto tensors = static_cast<std::size_t>(dp::optimizer_state_bytes(*copy));
+    return optimizer_bytes(*copy, tensors + tensors / 64 + (1 << 20));
+  }
+  return snapshot.optimizer;
+}
+
+void Engine::restore(const std::function<RestoredState()>& read_on_master) {
+  EngineState& s = *state_;
+  // The file holds the full optimizer state: it is loaded in full form.
+  s.gradients().unshard();
+  run_on_master_checked(s.group(), [&] {
+    const RestoredState r = read_on_master();
+    std::optional<std::string> previous;
+    if (r.optimizer) {
+      previous = optimizer_bytes(s.optimizer());
+      load_optimizer_state(s.optimizer(), *r.optimizer, r.source, s.device());
+    }
+    try {
+      copy_weights(s.net(), r.weights, r.source);  // checks every entry before it copies one
+    } catch (...) {
+      if (previous) load_optimizer_state(s.optimizer(), *previous, r.source, s.device());
+      throw;
+    }
+  });
+  s.synchronize_state();  // weights, buffers and optimizer state to all ranks
+}
+
+void Engine::restore_counters(const Counters& counters,
+                              const std::optional<LossScaleState>& loss_scale) {
+  state_->counters() = counters;
+  if (loss_scale && state_->scaler()) {
+    state_->scaler()->restore(loss_scale->scale, loss_scale->good_steps, loss_scale->skipped_steps);
+  }
+}
+
+}  // namespace tnt::train

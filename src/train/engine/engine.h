@@ -1,0 +1,161 @@
+// Private: the training engine that every front end drives, as the front
+// ends and the persistence component see it. It owns the state that
+// training changes (the network's adapter, the compiled settings, the
+// optimizer, the gradient engine and its shards, the counters that
+// checkpoints keep, the auto-tuner and the timeline) and runs the loops:
+// fit, evaluate and predict.
+//
+// A front end (model/ for C++, python/ for Python) adapts the user's
+// network to a ModuleAdapter, fills CompileOptions/FitOptions, passes the
+// engine switches explicitly (EngineOptions: nothing here reads the
+// environment) and gives its callbacks a TrainingHost (EngineHost,
+// train/persist/engine_host.h, serves both). It never runs a loop of its own. The
+// engine is given its process group; every collective below uses it.
+//
+// This face is deliberately small (twenty methods). It owns the engine's
+// state (train/engine/engine_state.h) and drives the loops over the contexts that
+// the state hands out: the loops over a LoopContext
+// (train/loop/loop_context.h), the steps over a StepContext
+// (train/step/step_context.h); nothing above train/ includes those headers. Persistence (train/persist/persistence.h) goes through snapshot()
+// and restore() below, never through the optimizer shards or the counters'
+// storage, so that a snapshot taken at a step boundary can be written
+// while training goes on.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Dict.h>
+#include <ATen/core/ivalue.h>
+#include <torch/types.h>
+
+#include <tarantella/comm/process_group.h>
+#include <tarantella/keras/module_adapter.h>
+#include <tarantella/train/callback.h>
+#include <tarantella/train/engine_options.h>
+#include <tarantella/train/options.h>
+#include <tarantella/train/training_host.h>
+
+#include "train/step/counters.h"
+#include "train/loop/driver.h"
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace tnt::train {
+
+using Logs = callbacks::Logs;
+
+/// The engine's state as a checkpoint keeps it, copied to host memory: it
+/// no longer shares storage with the training tensors, so it can be
+/// written while training changes them.
+struct EngineSnapshot {
+  NamedTensorList weights;  ///< parameters, then buffers, in host memory (pinned from a GPU)
+  /// The optimizer state, if compiled, in one of two forms: torch::optim's
+  /// bytes (full form), or, for the built-in optimizers, a copy of the
+  /// optimizer with its own state tensors, serialized only when written
+  /// (optimizer_bytes below), so that the training thread does not.
+  std::optional<std::string> optimizer;
+  std::shared_ptr<const torch::optim::Optimizer> optimizer_copy;
+  /// For a GPU model: waits until the device-to-host copies of the tensors
+  /// above are done (they run on the device's stream, while the host goes
+  /// on). Empty where there is nothing to wait for.
+  std::function<void()> wait_for_copies;
+  Counters counters;
+  std::optional<LossScaleState> loss_scale;  ///< with dynamic loss scaling
+  std::string architecture;  ///< the network's config JSON (layer-registry models) or empty
+  std::string torchscript;   ///< a TorchScript module's bytes or empty
+  std::string compile;       ///< the compile configuration's JSON, if compiled
+};
+
+/// What a snapshot is for: written before training goes on (it may share
+/// the training tensors' memory: no copy is made), or later, beside
+/// training (host copies of every tensor).
+enum class SnapshotUse { write_now, write_later };
+
+/// The snapshot's optimizer state as torch::optim's bytes (serialized here
+/// from optimizer_copy if that is the form), or none if not compiled. Call
+/// wait_for_copies first. Any thread.
+std::optional<std::string> optimizer_bytes(const EngineSnapshot& snapshot);
+
+/// What a load hands to the engine, read and checked on the master alone.
+struct RestoredState {
+  /// {name: tensor} for every parameter and buffer; each is checked for
+  /// presence and shape before any is copied.
+  c10::impl::GenericDict weights{c10::StringType::get(), c10::AnyType::get()};
+  /// torch::optim's bytes in full form, or none to keep the optimizer state.
+  std::optional<std::string> optimizer;
+  /// The file, for error messages.
+  std::string source;
+};
+
+class EngineState;
+
+class Engine {
+ public:
+  /// Moves `net` to the device (a GPU when LibTorch has one, unless
+  /// options.use_gpu() is false). `group` must contain this rank.
+  Engine(std::shared_ptr<ModuleAdapter> net, comm::ProcessGroup group, EngineOptions options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// Checks `options`, makes the optimizer over the trainable parameters
+  /// and resets the optimizer's counters (not the epochs done).
+  void compile(CompileOptions options);
+  /// The compiled settings, or null before compile().
+  const CompileOptions* compiled() const;
+
+  /// The loops (collective over group()).
+  callbacks::History fit(const data::Dataset& train, const FitOptions& options, Driver driver);
+  Logs evaluate(const data::Dataset& dataset, const EvaluateOptions& options, Driver driver);
+  torch::Tensor predict(const data::Dataset& dataset, const PredictOptions& options, Driver driver);
+  /// The network's output (predict, Model::forward); inputs on device().
+  torch::Tensor run(const std::vector<torch::Tensor>& inputs);
+
+  const comm::ProcessGroup& group() const;
+  torch::Device device() const;
+  ModuleAdapter& net() const;
+  torch::optim::Optimizer& optimizer() const;
+  /// Learning rate of the optimizer's first group / of every group.
+  double learning_rate() const;
+  void set_learning_rate(double rate);
+  /// Parameters, then buffers: checked against the model's shapes, copied,
+  /// then the master's on every rank. Collective.
+  void set_weights(const std::vector<torch::Tensor>& weights);
+  /// fit()'s position (TrainingHost::position()).
+  const TrainingPosition& position() const;
+  /// Where the next fit() starts (TrainingHost::resume_from()).
+  void resume_from(const TrainingPosition& position);
+  const Counters& counters() const;
+  /// Dynamic loss scaling's state, or none without it.
+  std::optional<LossScaleState> loss_scale() const;
+
+  /// Persistence. snapshot(): the state a checkpoint keeps, in host memory
+  /// (copied there for `write_later`, or from a GPU); collective (a sharded
+  /// optimizer's state is gathered from every rank); the snapshot is made
+  /// where `keep` is true, elsewhere the rank only takes part in the
+  /// collectives and gets none.
+  std::optional<EngineSnapshot> snapshot(bool keep, SnapshotUse use);
+  /// Loads the state that `read_on_master` returns on the master into
+  /// every rank. Collective. A sharded optimizer is put back in full form
+  /// first (the next fit() shards again); on the master the optimizer state
+  /// is loaded, then the weights (all checked before one is copied; if
+  /// they do not fit, the previous optimizer state is put back), and errors
+  /// there reach every rank; then the master's weights, buffers and
+  /// optimizer state go to every rank.
+  void restore(const std::function<RestoredState()>& read_on_master);
+  /// Sets the counters and, where the engine scales the loss, its state
+  /// (every rank, with the same values: after restore()).
+  void restore_counters(const Counters& counters, const std::optional<LossScaleState>& loss_scale);
+
+ private:
+  std::unique_ptr<EngineState> state_;
+};
+
+}  // namespace tnt::train

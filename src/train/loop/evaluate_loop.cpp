@@ -1,0 +1,197 @@
+// evaluate and predict over the loops' contexts: each rank runs its micro-batches of
+// every global batch (evaluate: of the first `steps`, when given). evaluate() sums the loss/metric state locally and
+// reduces it once at the end (exact global metrics, one collective; in
+// deterministic mode an exact sum of every chunk's state); predict()
+// gathers the outputs once at the end and puts them back into dataset order.
+#include "train/loop/evaluate_loop.h"
+
+#include <torch/torch.h>
+
+#include <tarantella/base/argument_error.h>
+#include <tarantella/base/error.h>
+#include <tarantella/data/dataset.h>
+#include <tarantella/data/distribute.h>
+#include <tarantella/train/progbar_logger.h>
+
+#include "dp/exact_sum.h"
+#include "train/loop/callback_list.h"
+#include "train/step/deterministic_step.h"
+#include "train/loop/fit_checks.h"
+#include "train/observe/host_reads.h"
+#include "train/observe/skipped_samples.h"
+#include "train/step/train_step.h"
+
+namespace tnt::train {
+namespace {
+
+data::DistributedDataset distribute_for(const comm::ProcessGroup& group,
+                                        const data::Dataset& dataset, bool enabled,
+                                        const std::optional<std::int64_t>& micro_batch,
+                                        torch::Device device, std::int64_t granularity = 1) {
+  data::DistributeOptions d;
+  // On a GPU: batches collated into pinned memory ahead of the forward.
+  d.group(group).enabled(enabled).granularity(granularity).pin_memory(device.is_cuda());
+  if (micro_batch) d.micro_batch_size(*micro_batch);
+  return data::distribute(dataset, d);
+}
+
+// The loss/metric state of an evaluation: summed locally per micro-batch,
+// or per chunk in deterministic mode (summed exactly over all ranks later).
+// It sees the model as a step does (StepModel) and the group, nothing else
+// of the engine.
+class EvaluationState {
+ public:
+  EvaluationState(StepModel model, const comm::ProcessGroup& group, std::int64_t state_size,
+                  torch::Device device, std::optional<std::int64_t> chunk)
+      : model_(std::move(model)), group_(group), chunk_(chunk),
+        local_(torch::zeros({state_size},
+                            torch::TensorOptions().dtype(torch::kFloat64).device(device))) {}
+
+  void add(const data::MicroBatch& mb) {
+    if (chunk_) {
+      const std::size_t before = parts_.size();
+      evaluate_chunks(model_, mb, *chunk_, parts_);
+      for (std::size_t j = before; j < parts_.size(); ++j) accumulate(local_, parts_[j][0]);
+      total_parts_ += chunk_count(mb.global_size, *chunk_);
+    } else if (mb.local_size > 0) {
+      const torch::Tensor output = model_.forward(mb.tensors);
+      const torch::Tensor target = model_.target(mb.tensors);
+      accumulate(local_,
+                 model_.state(output, target, model_.loss(output, target), mb.local_size));
+    }
+  }
+  /// This rank's state so far, on the device.
+  const torch::Tensor& local() const { return local_; }
+  /// The global state. Collective.
+  std::vector<double> global() const {
+    if (!chunk_) return allreduce_state(group_, read_state(local_));
+    const torch::Tensor like = torch::zeros({local_.numel()}, torch::kFloat64);
+    return read_state(dp::exact_sum(group_, parts_, {like}, total_parts_).front());
+  }
+
+ private:
+  StepModel model_;
+  const comm::ProcessGroup& group_;
+  std::optional<std::int64_t> chunk_;
+  torch::Tensor local_;  // float64, on the device
+  std::vector<std::vector<torch::Tensor>> parts_;  // deterministic: a state per chunk
+  std::int64_t total_parts_ = 0;
+};
+
+// predict()'s gathered outputs hold rank 0's outputs for every step, then
+// rank 1's, ...; the dataset order is step 0 of ranks 0..N-1, then step 1, ...
+torch::Tensor in_dataset_order(const torch::Tensor& all, const torch::Tensor& all_sizes, int n,
+                               std::int64_t steps) {
+  const auto* sz = all_sizes.data_ptr<std::int64_t>();  // host-only: allgathered host sizes
+  std::vector<std::int64_t> cursor(static_cast<std::size_t>(n), 0);
+  for (int r = 1; r < n; ++r) {
+    std::int64_t total = 0;
+    for (std::int64_t t = 0; t < steps; ++t) total += sz[(r - 1) * steps + t];
+    cursor[static_cast<std::size_t>(r)] = cursor[static_cast<std::size_t>(r - 1)] + total;
+  }
+  std::vector<torch::Tensor> ordered;
+  for (std::int64_t t = 0; t < steps; ++t) {
+    for (int r = 0; r < n; ++r) {
+      const std::int64_t len = sz[r * steps + t];
+      ordered.push_back(all.narrow(0, cursor[static_cast<std::size_t>(r)], len));
+      cursor[static_cast<std::size_t>(r)] += len;
+    }
+  }
+  return torch::cat(ordered);
+}
+
+// evaluate() and validate(): make_callbacks(steps) gives the callback list.
+template <typename MakeCallbacks>
+Logs evaluate_with(const LoopContext& c, const data::Dataset& dataset,
+                   const EvaluateOptions& options, MakeCallbacks make_callbacks) {
+  TNT_CHECK_ARG(options.steps().value_or(0) >= 0, "evaluate(): steps=", options.steps().value_or(0),
+                " is negative: give the number of batches to evaluate, or None (0) for all");
+  // 0 is Keras's None: every batch.
+  const std::optional<std::int64_t> cap =
+      options.steps().value_or(0) > 0 ? options.steps() : std::nullopt;
+  // Deterministic mode: each chunk forwarded on its own, states summed exactly.
+  const std::optional<std::int64_t> chunk = c.compiled.deterministic();
+  TNT_CHECK(!chunk || options.distribute_dataset(), "evaluate(): deterministic mode needs "
+            "distribute_dataset(true): it gives each rank whole chunks of the global batch");
+  SkippedSamples skipped(dataset);
+  TNT_CHECK(!chunk || !skipped.may_skip(),
+            "evaluate(): deterministic mode cannot skip bad samples (its chunks of the global ",
+            "batch are fixed): read the images with OnBadSample::raise (the default) after ",
+            "removing the bad files, or compile without deterministic");
+  const auto dist = distribute_for(c.group, dataset, options.distribute_dataset(),
+                                   options.micro_batch_size(), c.device, chunk.value_or(1));
+  std::optional<SingleThreadScope> one_thread;
+  if (chunk) one_thread.emplace();
+  CallbackList& cbs = make_callbacks(steps_per_epoch(dist.cardinality(), cap));
+  cbs.test_begin();
+  torch::NoGradGuard no_grad;
+  c.net.train(false);
+  EvaluationState state(c.model, c.group, c.metrics.size(), c.device, chunk);
+  auto it = dist.iterate(0);
+  std::int64_t step = 0;
+  Logs local;
+  const ReadLogs read_local = [&](bool) -> const Logs& {
+    return local = c.metrics.logs(read_state(state.local()));
+  };
+  for (std::optional<data::MicroBatch> mb; (!cap || step < *cap) && (mb = it.next()); ++step) {
+    cbs.test_batch_begin(step);
+    state.add(*mb);
+    cbs.test_batch_end(step, read_local);  // read only for a callback that asks
+  }
+  const Logs logs = c.metrics.logs(state.global());
+  skipped.report(c.group, "evaluate");
+  cbs.test_end(logs, read_local(false));
+  return logs;
+}
+
+}  // namespace
+
+Logs evaluate(const LoopContext& context, const data::Dataset& dataset,
+              const EvaluateOptions& options, Driver driver) {
+  std::optional<CallbackList> own;
+  return evaluate_with(context, dataset, options, [&](std::int64_t steps) -> CallbackList& {
+    // One progress path: the bar is the ProgbarLogger callback, as in fit().
+    std::vector<callbacks::CallbackPtr> list = options.callbacks();
+    if (options.verbose() > 0) list.push_back(progress_bar(context.options, options.verbose()));
+    return own.emplace(list, driver, callbacks::Params{1, steps, options.verbose()},
+                       context.group.is_master());
+  });
+}
+
+Logs validate(const LoopContext& context, const data::Dataset& dataset,
+              const EvaluateOptions& options, CallbackList& fit_callbacks) {
+  return evaluate_with(context, dataset, options,
+                       [&](std::int64_t) -> CallbackList& { return fit_callbacks; });
+}
+
+torch::Tensor predict(const PredictContext& c, const data::Dataset& dataset,
+                      const PredictOptions& options, Driver driver) {
+  const comm::ProcessGroup& group = c.group;
+  const auto dist = distribute_for(group, dataset, true, options.micro_batch_size(), c.device);
+  SkippedSamples skipped(dataset);
+  CallbackList cbs(options.callbacks(), driver, {1, dist.cardinality(), 0}, group.is_master());
+  cbs.predict_begin();
+  torch::NoGradGuard no_grad;
+  c.net.train(false);
+  std::vector<torch::Tensor> outputs;
+  std::vector<std::int64_t> sizes;
+  auto it = dist.iterate(0);
+  std::int64_t step = 0;
+  for (std::optional<data::MicroBatch> mb; (mb = it.next()); ++step) {
+    cbs.predict_batch_begin(step);
+    // Empty micro-batches run too: they give the output's trailing shape
+    // (all but one without tensors: every sample dropped as bad so far).
+    if (!mb->tensors.empty()) outputs.push_back(c.output(mb->tensors).cpu().contiguous());  // host-sync: predict returns host tensors
+    sizes.push_back(mb->local_size);
+    cbs.predict_batch_end(step);
+  }
+  TNT_CHECK(!outputs.empty(), "predict() on an empty dataset: there is nothing to predict");
+  const torch::Tensor all = group.allgatherv(torch::cat(outputs));
+  const torch::Tensor all_sizes = group.allgather(torch::tensor(sizes));
+  skipped.report(group, "predict");
+  cbs.predict_end();
+  if (!group.is_master() && !options.on_all_ranks()) return torch::Tensor();
+  return in_dataset_order(all, all_sizes, group.size(), static_cast<std::int64_t>(sizes.size()));
+}
+
+}  // namespace tnt::train

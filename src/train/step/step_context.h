@@ -1,0 +1,56 @@
+// Private: what a training step works on, each part named for what it
+// gives, handed to the step by whoever drives it (the fit loop today; a
+// pipelined schedule, one context per stage, next). The step sees nothing
+// else of the engine: not its loops, its position, its persistence or its
+// options.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <torch/types.h>
+
+#include <tarantella/comm/process_group.h>
+
+#include "train/step/counters.h"
+#include "train/step/gradient_exchange.h"
+#include "train/step/step_model.h"
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace tnt {
+class Timeline;
+}  // namespace tnt
+
+namespace tnt::train {
+
+struct StepContext {
+  /// The network as the step uses it: forward, target, loss, state increment.
+  StepModel model;
+  torch::optim::Optimizer& optimizer;
+  /// The gradients' synchroniser, the optimizer's shards or per-bucket
+  /// steps, the auto-tuner.
+  GradientExchange& gradients;
+  /// After the gradients are summed: clipping, the schedule, the loss scaler.
+  StepRules rules;
+  const comm::ProcessGroup& group;
+  /// Where the step's phases are recorded, or null.
+  Timeline* timeline;
+  /// Optimizer steps (the schedule's clock); deterministic mode's seed and
+  /// exponents.
+  Counters& counters;
+  /// The optimizer's parameters, and the network's buffers (deterministic
+  /// mode resets and averages them).
+  std::vector<torch::Tensor> trainable;
+  std::vector<torch::Tensor> buffers;
+  /// Values in the loss/metric state (train/step/metrics_accumulator.h).
+  std::int64_t state_size;
+  torch::Device device;
+  /// Deterministic mode's chunk size in samples, or none.
+  std::optional<std::int64_t> deterministic_chunk;
+};
+
+}  // namespace tnt::train

@@ -1,0 +1,285 @@
+#include "train/step/train_step.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <tarantella/base/error.h>
+
+#include "dp/bucket_steps.h"
+#include "dp/optimizer_shards.h"
+#include "train/step/autotune.h"
+#include "train/step/deterministic_step.h"
+
+namespace tnt::train {
+
+CyclePoint cycle_at(std::int64_t step, int k, std::int64_t steps_total) {
+  CyclePoint c;
+  c.start = step - step % k;
+  c.length = steps_total > 0 ? std::min<std::int64_t>(k, steps_total - c.start) : k;
+  c.reduce = (step + 1) % k == 0 || (steps_total > 0 && step + 1 == steps_total);
+  return c;
+}
+
+Step::Step(std::size_t state_size, torch::Device device)
+    : pending_(torch::zeros({static_cast<std::int64_t>(state_size)},
+                            torch::TensorOptions().dtype(torch::kFloat64).device(device))) {}
+
+OverlapMeter Step::take_overlap() { return std::exchange(overlap_, OverlapMeter()); }
+
+void Step::add_pending(const torch::Tensor& increment) { accumulate(pending_, increment); }
+
+torch::Tensor Step::take_pending() {
+  torch::Tensor out = torch::zeros_like(pending_);
+  std::swap(out, pending_);
+  return out;
+}
+
+std::unique_ptr<Step> make_step(StepContext context) {
+  if (context.deterministic_chunk) return std::make_unique<DeterministicStep>(std::move(context));
+  return std::make_unique<TrainStep>(std::move(context));
+}
+
+TrainStep::TrainStep(StepContext context)
+    : Step(static_cast<std::size_t>(context.state_size), context.device),
+      c_(std::move(context)),
+      update_(c_.gradients.updates_per_bucket() && !c_.rules.needs_all_gradients()
+                  ? Update::kPerBucket
+                  : Update::kAfterSync),
+      device_clock_(c_.device) {}
+
+StepResult TrainStep::run(const StepInput& in) {
+  // A new auto-tuned setting only between cycles.
+  AutoTuner* tuner = c_.gradients.autotuner();
+  dp::GradientSynchronizer& sync =
+      tuner && in.step == in.cycle.start ? c_.gradients.retune() : c_.gradients.synchronizer();
+  StepResult result;
+  forward_backward(in, sync, result.times);
+  if (in.cycle.reduce && update_ == Update::kPerBucket) {
+    update_per_bucket(sync, result);
+  } else {
+    update_after_sync(sync, in.cycle.reduce, result);
+  }
+  StepTimes& t = result.times;
+  t.step_end = Clock::now();
+  device_clock_.mark(DeviceStepClock::kStepEnd);
+  t.device_compute = device_clock_.end_step();
+  record_step(c_.timeline, overlap_, sync, in.cycle.reduce, t);
+  if (in.cycle.reduce) {
+    result.local_state = take_pending();
+    if (tuner) tuner->record(std::chrono::duration<double>(t.step_end - t.forward_begin).count());
+  }
+  return result;
+}
+
+void TrainStep::forward_backward(const StepInput& in, dp::GradientSynchronizer& sync,
+                                 StepTimes& t) {
+  const data::MicroBatch& mb = in.mb;
+  t.data_begin = in.data_begin;
+  t.data_end = in.data_end;
+  t.forward_begin = Clock::now();
+  device_clock_.mark(DeviceStepClock::kForwardBegin);
+  // A rank with an empty micro-batch (a short last batch smaller than the
+  // number of ranks) contributes zeros, so every rank runs the same
+  // collectives. The model decides whether its network runs on the empty
+  // batch (StepModel::forward): one whose layers communicate must, and then
+  // backward runs too, from the empty output, for those layers'
+  // collectives; there is no loss or state to add.
+  torch::Tensor loss, empty_output;
+  if (mb.local_size > 0) {
+    const torch::Tensor output = forward_checked(mb);
+    const torch::Tensor target = c_.model.target(mb.tensors);
+    loss = c_.model.loss(output, target);
+    add_pending(c_.model.state(output, target, loss, mb.local_size));
+  } else {
+    empty_output = forward_checked(mb);
+  }
+  const double weight = static_cast<double>(mb.local_size) /
+                        static_cast<double>(in.global_size * in.cycle.length);
+  sync.begin_step(weight, in.cycle.reduce, pending());
+  t.backward_begin = Clock::now();
+  if (loss.defined()) {
+    (c_.rules.scaler ? loss * c_.rules.scaler->scale() : loss).backward();
+  } else if (empty_output.defined() && empty_output.requires_grad()) {
+    empty_output.sum().backward();
+  }
+  t.backward_end = Clock::now();
+  device_clock_.mark(DeviceStepClock::kBackwardEnd);
+}
+
+void TrainStep::update_after_sync(dp::GradientSynchronizer& sync, bool reduce, StepResult& r) {
+  r.global_state = sync.finish();
+  r.times.sync_end = Clock::now();
+  device_clock_.mark(DeviceStepClock::kSyncEnd);
+  // finish() is the wait for the buckets (and the copy out of the last ones).
+  r.times.waited = r.times.sync_end - r.times.backward_end;
+  if (!reduce) return;
+  dp::OptimizerShards* shards = c_.gradients.shards();
+  if (shards) shards->set_gradients(sync.reduced_slices());
+  r.stepped =
+      apply_update(c_.trainable, c_.optimizer, c_.rules, c_.counters.optimizer_steps, shards);
+}
+
+// Each bucket's step as soon as it is reduced; a sharded bucket's slice
+// leaves for the allgather right after its step.
+void TrainStep::update_per_bucket(dp::GradientSynchronizer& sync, StepResult& r) {
+  std::int64_t& optimizer_steps = c_.counters.optimizer_steps;
+  set_learning_rate(c_.optimizer, c_.rules, optimizer_steps);
+  dp::OptimizerShards* shards = c_.gradients.shards();
+  dp::BucketSteps* bucket_steps = c_.gradients.bucket_steps();
+  TNT_CHECK(shards || bucket_steps,
+            "internal error: a per-bucket update without sharded or per-bucket optimizer steps");
+  std::size_t stepped = 0;
+  // finish() waits for the buckets and runs their optimizer steps: the wait
+  // is its time less the steps'.
+  Clock::duration stepping{};
+  r.global_state = sync.finish([&](std::size_t b) {
+    const auto begin = Clock::now();
+    if (shards) {
+      shards->set_gradient(b, sync.reduced_slices()[b]);
+      shards->step_bucket(b);
+      shards->start_gather(b);
+    } else {
+      bucket_steps->step(b);
+    }
+    ++stepped;
+    stepping += Clock::now() - begin;
+  });
+  r.times.sync_end = Clock::now();
+  device_clock_.mark(DeviceStepClock::kSyncEnd);
+  r.times.waited = r.times.sync_end - r.times.backward_end - stepping;
+  if (stepped == 0) {
+    // No bucket went out (nothing to reduce): .grad is the answer.
+    if (shards) shards->set_gradients(sync.reduced_slices());
+    r.stepped = apply_update(c_.trainable, c_.optimizer, c_.rules, optimizer_steps, shards);
+    return;
+  }
+  if (shards) {
+    const auto begin = Clock::now();
+    shards->finish_gather();
+    r.times.waited += Clock::now() - begin;
+  }
+  ++optimizer_steps;
+  r.stepped = true;
+}
+
+void set_learning_rate(torch::optim::Optimizer& optimizer, const StepRules& rules,
+                       std::int64_t optimizer_steps) {
+  if (!rules.schedule) return;
+  const double lr = rules.schedule(optimizer_steps);
+  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+}
+
+namespace {
+
+// clip_grad_norm_ over gradients that are split over the ranks: the norm is
+// of all of them (one allreduce), the scaling as torch::nn::utils does it.
+void clip_sharded_norm(std::vector<torch::Tensor>& pieces, double max_norm,
+                       const comm::ProcessGroup& group) {
+  double local = 0.0;
+  for (const auto& p : pieces) {
+    if (p.grad().defined()) local += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();  // host-sync: clipping by norm (docs/performance.md)
+  }
+  torch::Tensor total = torch::tensor({local}, torch::kFloat64);
+  group.allreduce(total, comm::ReduceOp::Sum);
+  const double norm = std::sqrt(total.item<double>());  // host-only: the allreduced host value
+  const double coef = max_norm / (norm + 1e-6);
+  if (coef >= 1.0) return;
+  torch::NoGradGuard no_grad;
+  for (auto& p : pieces) {
+    if (p.grad().defined()) p.mutable_grad().mul_(coef);
+  }
+}
+
+}  // namespace
+
+bool apply_update(std::vector<torch::Tensor>& trainable, torch::optim::Optimizer& optimizer,
+                  const StepRules& rules, std::int64_t& optimizer_steps,
+                  dp::OptimizerShards* shards) {
+  std::vector<torch::Tensor> pieces;
+  if (shards) pieces = shards->pieces();
+  std::vector<torch::Tensor>& grads_of = shards ? pieces : trainable;
+  if (rules.scaler) {
+    std::function<bool(bool)> agree;
+    if (shards) {
+      agree = [shards](bool finite) {
+        torch::Tensor flag = torch::tensor({finite ? 1 : 0}, torch::kInt32);
+        shards->group().allreduce(flag, comm::ReduceOp::Min);
+        return flag.item<int>() != 0;  // host-only: a host tensor
+      };
+    }
+    if (!rules.scaler->unscale_or_skip(grads_of, agree)) return false;
+  }
+  // Gradients are the global ones here, identical on every rank, so
+  // clipping agrees everywhere (as in serial training).
+  if (rules.clip_norm) {
+    if (shards) {
+      clip_sharded_norm(pieces, *rules.clip_norm, shards->group());
+    } else {
+      torch::nn::utils::clip_grad_norm_(trainable, *rules.clip_norm);
+    }
+  }
+  if (rules.clip_value) torch::nn::utils::clip_grad_value_(grads_of, *rules.clip_value);
+  set_learning_rate(optimizer, rules, optimizer_steps);
+  optimizer.step();
+  if (shards) shards->gather_parameters();
+  ++optimizer_steps;
+  return true;
+}
+
+torch::Tensor TrainStep::forward_checked(const data::MicroBatch& mb) {
+  try {
+    return c_.model.forward(mb.tensors);
+  } catch (const c10::Error& e) {
+    // LibTorch's message alone ("mat1 and mat2 shapes cannot be
+    // multiplied") does not say that the data is the likely culprit.
+    std::string shapes;
+    for (const auto& x : mb.tensors) {
+      shapes += (shapes.empty() ? "" : ", ") + ::tnt::detail::concat(x.sizes());
+    }
+    ::tnt::detail::throw_error(::tnt::detail::concat(
+        "the model's forward() failed on a micro-batch of ", mb.local_size,
+        " samples with element tensors of shapes ", shapes, ": ", e.what_without_backtrace(),
+        ": check that the dataset's elements have the shape the model's input expects"));
+  }
+  return {};
+}
+
+void record_step(Timeline* timeline, OverlapMeter& overlap, const dp::GradientSynchronizer& sync,
+                 bool reduce, const StepTimes& t) {
+  const auto& handles = sync.last_handles();
+  const auto& enqueued = sync.last_enqueued();
+  if (reduce) {
+    for (std::size_t b = 0; b < handles.size(); ++b) {
+      if (!handles[b].valid()) continue;
+      const auto started = handles[b].started();
+      const auto finished = handles[b].finished();
+      if (!started || !finished) continue;
+      overlap.add(t.backward_begin, t.backward_end, *started, *finished);
+      if (timeline) {
+        const std::string name = fmt::format("allreduce bucket {}", b);
+        timeline->instant(Timeline::kAllreduce, "enqueue bucket " + std::to_string(b),
+                          enqueued[b]);
+        timeline->slice(Timeline::kAllreduce, name, *started, *finished);
+      }
+    }
+  }
+  if (!timeline) return;
+  timeline->slice(Timeline::kCompute, "wait for data", t.data_begin, t.data_end);
+  timeline->slice(Timeline::kCompute, "forward", t.forward_begin, t.backward_begin);
+  timeline->slice(Timeline::kCompute, "backward", t.backward_begin, t.backward_end);
+  timeline->slice(Timeline::kCompute, "wait for gradients", t.backward_end, t.sync_end);
+  if (reduce) timeline->slice(Timeline::kCompute, "optimizer step", t.sync_end, t.step_end);
+}
+
+void accumulate(torch::Tensor& into, const torch::Tensor& values) {
+  TNT_CHECK(into.numel() == values.numel(), "state of ", values.numel(), " values does not fit ",
+            into.numel());
+  // A metric may compute its state on the CPU: a small copy to the device,
+  // which queues without waiting (host to device).
+  into.add_(values.detach().reshape({-1}).to(into.device(), torch::kFloat64));
+}
+
+}  // namespace tnt::train

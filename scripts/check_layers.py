@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Keeps the source folders layered: a folder includes only folders below it.
+"""Keeps the source folders layered: a folder includes only folders below it,
+no two folders include each other at any depth, and no folder of src/ holds
+more than MAX_FILES source files directly.
 
 Why: once data/ can include model/, or comm/ can include dp/, nothing keeps
 the lower layer buildable, testable or understandable on its own, and
@@ -24,8 +26,18 @@ Includes that count:
 Everything else (<torch/torch.h>, "plan/launch_plan.h" inside src/cli,
 "proto/foo.pb.h", <tarantella/tarantella.h>) is ignored.
 
-    check_layers.py [--root REPO]   check (exit 1 on an upward include or
-                                    an unknown folder, 2 on a bad root)
+The folder map (why: a folder is a map of its roles only while it is
+small, and two folders that include each other are one folder in two
+places): every folder at any depth is a node (src/comm/mpi is "comm/mpi";
+include/tarantella/X/... is folder X, as src/X is); an include names the
+file it resolves to (<tarantella/...> under include/, "a/b.h" under src/,
+else under the including file's top folder, as src/cli's "plan/x.h").
+Folders whose includes form a cycle are reported with one include of each
+edge. Counted: .h .hpp .cpp .cc files directly in a folder of src/.
+
+    check_layers.py [--root REPO]   check (exit 1 on an upward include, an
+                                    unknown folder, a cycle of folders or an
+                                    overfull folder, 2 on a bad root)
     check_layers.py --list          print the layer table
 
 Python 3 standard library only.
@@ -61,6 +73,8 @@ LAYERS = [
 ]
 
 EXTENSIONS = {".h", ".hpp", ".cpp", ".cc"}
+# Source files a folder of src/ may hold directly.
+MAX_FILES = 25
 # Folders under the root whose first subfolder is a file's own folder.
 SCAN_ROOTS = ("src", "include/tarantella")
 
@@ -139,8 +153,10 @@ def check(root, out):
     problems = []
     unlayered = set()
     checked = 0
+    scanned = []
     for path, folder in source_files(root):
         checked += 1
+        scanned.append(path)
         own_level = levels.get(folder) if folder is not None else None
         if folder is not None and own_level is None:
             unlayered.add(folder)
@@ -170,6 +186,7 @@ def check(root, out):
         print(f"layering: no .h/.hpp/.cpp/.cc files under {root}/src or "
               f"{root}/include/tarantella: wrong --root?", file=out)
         return 2
+    problems.extend(check_map(root, scanned))
     for folder in sorted(unlayered):
         print(f"layering: note: folder '{folder}' is not in the layer table in "
               f"{table}; its own includes are not checked", file=out)
@@ -178,8 +195,113 @@ def check(root, out):
     if problems:
         print(f"layering: {len(problems)} problem(s) in {checked} files", file=out)
         return 1
-    print(f"layering: {checked} files checked, no upward includes", file=out)
+    print(f"layering: {checked} files checked, no upward includes, no folders that "
+          f"include each other, none over {MAX_FILES} files", file=out)
     return 0
+
+
+def folder_path(root, path):
+    """The folder a file sits in, as the map names it: "comm/mpi" for
+    src/comm/mpi/x.h and for include/tarantella/comm/mpi/x.h."""
+    for scan in SCAN_ROOTS:
+        base = root / scan
+        try:
+            rel = path.relative_to(base).parts
+        except ValueError:
+            continue
+        return "/".join(rel[:-1]) or "."
+    return None
+
+
+def resolve_include(root, path, kind, name):
+    """The file under root that an include names, or None (not ours)."""
+    name = name.strip()
+    if kind == "<":
+        if not name.startswith("tarantella/"):
+            return None
+        candidates = [root / "include" / name]
+    else:
+        candidates = [root / "src" / name]
+        rel = path.relative_to(root).parts
+        if len(rel) >= 3 and rel[0] == "src":
+            candidates.append(root / "src" / rel[1] / name)
+        candidates.append(path.parent / name)
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def strongly_connected(graph):
+    """The cycles of a {node: {node, ...}} graph: Tarjan's components of
+    more than one node, each sorted."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(node):
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def check_map(root, files):
+    """Problems of the folder map: overfull folders, folders in a cycle."""
+    problems = []
+    counts = {}
+    edges = {}  # (from folder, to folder) -> first "file:line"
+    for path in files:
+        own = folder_path(root, path)
+        if path.is_relative_to(root / "src"):
+            counts[own] = counts.get(own, 0) + 1
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for number, line in strip_block_comments(text.splitlines()):
+            match = INCLUDE.match(line)
+            if not match:
+                continue
+            target = resolve_include(root, path, match.group(1), match.group(2))
+            if target is None:
+                continue
+            other = folder_path(root, target)
+            if other is not None and other != own:
+                shown = path.relative_to(root).as_posix()
+                edges.setdefault((own, other), f"{shown}:{number}")
+    for folder, count in sorted(counts.items()):
+        if count > MAX_FILES:
+            problems.append(f"src/{folder} holds {count} source files directly, more than "
+                            f"{MAX_FILES}: split it into sub-folders by role")
+    graph = {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
+    for component in strongly_connected(graph):
+        members = set(component)
+        shown = [f"{a} -> {b} ({where})" for (a, b), where in sorted(edges.items())
+                 if a in members and b in members]
+        problems.append(f"folders {', '.join(component)} include each other: "
+                        f"{'; '.join(shown)}: move what both need into one of them "
+                        f"or a folder below both")
+    return problems
 
 
 def print_table(out):

@@ -70,6 +70,11 @@ class MpiBackend final : public Backend {
 
   // ---- for a backend that moves its payloads itself (NCCL) over this one ----
 
+  /// GPU tensors' point-to-point data goes over `payload` (mpi_p2p.h).
+  void set_device_payload(std::shared_ptr<DevicePayload> payload) {
+    p2p_->set_device_payload(std::move(payload));
+  }
+
   /// The consistency check alone, as every collective here runs it before
   /// its payload: returns every rank's descriptor where the full handshake
   /// ran (always for allgatherv, whose counts it carries), else an empty

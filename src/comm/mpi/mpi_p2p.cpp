@@ -5,6 +5,7 @@
 #include "comm/mpi/mpi_p2p.h"
 
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -87,21 +88,35 @@ struct P2pOp : P2pWork {
   torch::Tensor host;  ///< the bytes sent, or where they land (t.tensor on the CPU)
   std::vector<MPI_Request> reqs;  ///< the data's pieces (and a send's header)
   std::vector<int> indices;       ///< MPI_Testsome's scratch
+  std::shared_ptr<DeviceTransfer> dev;  ///< the data's transfer on the device transport
   bool started = false;           ///< some data has moved
   bool done = false;
   std::exception_ptr error;
 };
 
+// Whether `op`'s device work (if any) is over; its failure becomes the op's.
+bool device_done(P2pOp& op) {
+  if (!op.dev) return true;
+  try {
+    if (!op.dev->test()) return false;
+  } catch (...) {
+    op.error = std::current_exception();
+  }
+  op.dev.reset();
+  return true;
+}
+
 struct SendOp : P2pOp {
   using P2pOp::P2pOp;
   P2pHeader header;
+  std::shared_ptr<void> ready;  ///< a GPU tensor's ready mark
   bool sent = false;
   bool acked = false;
 };
 
 struct RecvOp : P2pOp {
   using P2pOp::P2pOp;
-  enum class Stage { Header, Data, Done } stage = Stage::Header;
+  enum class Stage { Header, Data, Device, Done } stage = Stage::Header;
   P2pHeader mine, theirs;
   MPI_Request header_req = MPI_REQUEST_NULL;
   std::vector<char> scratch;  ///< a mismatched transfer's data, thrown away
@@ -130,6 +145,7 @@ struct MpiP2p::Core {
   std::vector<std::string> hosts;
   Locator where;
   int max_tag = 16382;
+  std::shared_ptr<DevicePayload> device;  ///< GPU tensors' transport, if any
   bool broken = false;
   bool closed = false;
   std::vector<Peer> peers;
@@ -179,6 +195,9 @@ struct MpiP2p::Core {
       if (!peer.ack_in.agreed) {
         op.error = std::make_exception_ptr(MismatchError(prefixed(
             rank, mismatch_text(op.header, rank, peer.ack_in.receiver, p, op.t.tag))));
+      } else if (op.header.device) {
+        // The receiver has issued its receive: the send goes next, in ack order.
+        op.dev = device->send(p, op.host, op.ready);
       }
       peer.awaiting.erase(it);
     }
@@ -193,7 +212,7 @@ struct MpiP2p::Core {
         op->sent = tested.all;
         moved |= tested.moved;
       }
-      if (op->sent && op->acked) {
+      if (op->sent && op->acked && device_done(*op)) {
         op->done = true;
         moved = true;
       }
@@ -220,9 +239,15 @@ struct MpiP2p::Core {
         op->started |= tested.moved;
         moved |= tested.moved;
         if (tested.all) {
-          finish_recv(p, tag, *op);
+          send_ack(p, tag, *op);
+          if (op->agreed && !op->t.tensor.device().is_cpu()) op->t.tensor.copy_(op->host);
+          finish(*op);
           moved = true;
         }
+      }
+      if (op->stage == RecvOp::Stage::Device && device_done(*op)) {
+        finish(*op);
+        moved = true;
       }
     }
     while (!stream.empty() && stream.front()->stage == RecvOp::Stage::Done) stream.pop_front();
@@ -230,6 +255,9 @@ struct MpiP2p::Core {
   }
 
   void take_header(int p, int tag, RecvOp& op) {
+    if (op.theirs.opens && device) {
+      device->join_from(p, std::string(op.theirs.channel, kMaxChannelToken));
+    }
     if (op.theirs.failed) {
       op.error = std::make_exception_ptr(Error(sender_failed_text(op.t, rank)));
       op.stage = RecvOp::Stage::Done;
@@ -239,18 +267,28 @@ struct MpiP2p::Core {
     const std::string verdict = mismatch_text(op.theirs, p, op.mine, rank, tag);
     char* into = static_cast<char*>(op.host.data_ptr());
     if (!verdict.empty()) {
-      // Take the sender's bytes anyway, so that the next transfer on this
-      // tag starts with its own.
+      // Take the sender's bytes anyway (data sent over MPI), so that the
+      // next transfer on this tag starts with its own.
       op.agreed = false;
       op.error = std::make_exception_ptr(MismatchError(prefixed(rank, verdict)));
       op.scratch.resize(static_cast<std::size_t>(op.theirs.nbytes));
       into = op.scratch.data();
+    } else if (op.mine.device) {
+      op.dev = device->recv(p, op.t.tensor);
+      send_ack(p, tag, op);  // now: the sender issues its send on it
+      op.stage = RecvOp::Stage::Device;
+      return;
     }
-    post_pieces(true, into, op.theirs.nbytes, p, data_tag(tag), comm, op.reqs);
+    if (!op.theirs.device) post_pieces(true, into, op.theirs.nbytes, p, data_tag(tag), comm, op.reqs);
     op.stage = RecvOp::Stage::Data;
   }
 
-  void finish_recv(int p, int tag, RecvOp& op) {
+  void finish(RecvOp& op) {
+    op.stage = RecvOp::Stage::Done;
+    op.done = true;
+  }
+
+  void send_ack(int p, int tag, RecvOp& op) {
     auto ack = std::make_shared<P2pAck>();
     ack->tag = tag;
     ack->seq = op.theirs.seq;
@@ -260,9 +298,6 @@ struct MpiP2p::Core {
     check_mpi(MPI_Isend(ack.get(), sizeof(P2pAck), MPI_BYTE, p, kAckTag, comm, &req),
               "MPI_Isend (ack)");
     outgoing.push_back({req, ack});
-    if (op.agreed && !op.t.tensor.device().is_cpu()) op.t.tensor.copy_(op.host);
-    op.stage = RecvOp::Stage::Done;
-    op.done = true;
   }
 
   /// Throws the TimeoutError of `op`, whose wait ran out; the transfers
@@ -273,6 +308,7 @@ struct MpiP2p::Core {
       std::lock_guard<std::mutex> lock(mutex);
       broken = true;
       started = op.started;
+      if (device) device->abort();
       if (op.receiving) {
         auto& r = static_cast<RecvOp&>(op);
         std::vector<MPI_Request> header{r.header_req};
@@ -398,16 +434,27 @@ std::shared_ptr<P2pWork> MpiP2p::send(const Transfer& t) {
   Core& c = *core_;
   c.check(t, false);
   auto op = std::make_shared<SendOp>(core_, t, false);
-  op->host = t.tensor.device().is_cpu() ? t.tensor : t.tensor.cpu();
+  const bool on_device = c.device && c.device->takes(t.tensor);
+  op->host = on_device || t.tensor.device().is_cpu() ? t.tensor : t.tensor.cpu();
   Core::Peer& peer = c.peers[static_cast<std::size_t>(t.peer)];
   op->header = header_of(op->host, peer.sent[t.tag]++, t.what);
+  if (on_device) {
+    op->header.device = 1;
+    const std::string token = c.device->open_to(t.peer);
+    op->header.opens = token.empty() ? 0 : 1;
+    std::memcpy(op->header.channel, token.data(),
+                std::min<std::size_t>(token.size(), kMaxChannelToken));
+    op->ready = c.device->ready_mark(t.tensor);
+  }
   MPI_Request req = MPI_REQUEST_NULL;
   check_mpi(MPI_Isend(&op->header, sizeof(P2pHeader), MPI_BYTE, t.peer, header_tag(t.tag), c.comm,
                       &req),
             "MPI_Isend (header)");
   op->reqs.push_back(req);
-  post_pieces(false, static_cast<char*>(op->host.data_ptr()), op->header.nbytes, t.peer,
-              data_tag(t.tag), c.comm, op->reqs);
+  if (!on_device) {
+    post_pieces(false, static_cast<char*>(op->host.data_ptr()), op->header.nbytes, t.peer,
+                data_tag(t.tag), c.comm, op->reqs);
+  }
   peer.awaiting[{t.tag, op->header.seq}] = op;
   c.sending.push_back(op);
   return op;
@@ -418,11 +465,13 @@ std::shared_ptr<P2pWork> MpiP2p::recv(const Transfer& t) {
   Core& c = *core_;
   c.check(t, true);
   auto op = std::make_shared<RecvOp>(core_, t, true);
-  op->host = t.tensor.device().is_cpu()
+  const bool on_device = c.device && c.device->takes(t.tensor);
+  op->host = on_device || t.tensor.device().is_cpu()
                  ? t.tensor
                  : torch::empty(t.tensor.sizes(), t.tensor.options().device(torch::kCPU));
   Core::Peer& peer = c.peers[static_cast<std::size_t>(t.peer)];
   op->mine = header_of(t.tensor, peer.received[t.tag]++, t.what);
+  op->mine.device = on_device ? 1 : 0;
   check_mpi(MPI_Irecv(&op->theirs, sizeof(P2pHeader), MPI_BYTE, t.peer, header_tag(t.tag), c.comm,
                       &op->header_req),
             "MPI_Irecv (header)");
@@ -436,5 +485,10 @@ bool MpiP2p::broken() const {
 }
 
 int MpiP2p::max_tag() const { return core_->max_tag; }
+
+void MpiP2p::set_device_payload(std::shared_ptr<DevicePayload> payload) {
+  std::lock_guard<std::mutex> lock(core_->mutex);
+  core_->device = std::move(payload);
+}
 
 }  // namespace tnt::comm

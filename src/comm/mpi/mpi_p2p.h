@@ -27,6 +27,15 @@
 // transfers in order, after their headers: so the n-th send on a tag meets
 // the n-th recv.
 //
+// A device transport (NCCL, given by the NCCL backend layered on this one:
+// DevicePayload) moves the data of GPU tensors instead of MPI. Its sends
+// and receives have no tags and must be issued in the same order at both
+// ends, so the receiver issues its receive when it takes the header (in
+// its order), then acks at once; the sender issues its send when the ack
+// arrives, and the acks from one rank arrive in the order they were sent.
+// Header, ack and the checks stay on MPI. A sender's first header to a
+// peer carries the token that opens the pair's channel (NCCL's unique id).
+//
 // Waiting: NeighbourWait (poll.h), restarted whenever a piece arrives. A
 // wait that lasts TNT_COMM_TIMEOUT raises a TimeoutError naming the peer
 // and the transfer's label, with where the peer is (its stack, as for a
@@ -46,6 +55,38 @@
 
 namespace tnt::comm {
 
+/// The device side of one transfer posted on a DevicePayload.
+class DeviceTransfer {
+ public:
+  virtual ~DeviceTransfer() = default;
+  /// Issues what may be issued and returns whether the transfer's device
+  /// work has completed; throws on an asynchronous error of the transport.
+  virtual bool test() = 0;
+};
+
+/// A transport for the data of GPU tensors (NCCL). Called under MpiP2p's
+/// lock, so it needs none of its own.
+class DevicePayload {
+ public:
+  virtual ~DevicePayload() = default;
+  /// Whether `tensor`'s data goes this way (a tensor on this rank's GPU).
+  virtual bool takes(const torch::Tensor& tensor) const = 0;
+  /// The token that opens the channel to `peer`, on the first send there
+  /// (at most kMaxChannelToken bytes); empty once it is open.
+  virtual std::string open_to(int peer) = 0;
+  /// Joins the channel that `peer` opened with `token`.
+  virtual void join_from(int peer, const std::string& token) = 0;
+  /// The moment `tensor` is ready on the calling thread's stream.
+  virtual std::shared_ptr<void> ready_mark(const torch::Tensor& tensor) = 0;
+  /// Sends `tensor` (once `ready` has passed) / receives into `tensor`.
+  /// Issued in call order per peer and direction.
+  virtual std::shared_ptr<DeviceTransfer> send(int peer, const torch::Tensor& tensor,
+                                               std::shared_ptr<void> ready) = 0;
+  virtual std::shared_ptr<DeviceTransfer> recv(int peer, const torch::Tensor& tensor) = 0;
+  /// Ends every channel's pending work (after a timeout).
+  virtual void abort() noexcept = 0;
+};
+
 class MpiP2p {
  public:
   /// Where a rank of the group is, in words (the backend's stack service);
@@ -64,6 +105,9 @@ class MpiP2p {
   bool broken() const;
   /// The largest tag a caller may pass.
   int max_tag() const;
+  /// Moves GPU tensors' data over `payload` from now on (the NCCL backend
+  /// sets it before any transfer).
+  void set_device_payload(std::shared_ptr<DevicePayload> payload);
 
   struct Core;
 

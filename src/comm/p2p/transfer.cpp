@@ -32,6 +32,7 @@ std::string shape_text(const P2pHeader& h) {
   for (int i = 0; i < h.ndim && i < kMaxDims; ++i) out << (i ? ", " : "") << h.sizes[i];
   if (h.ndim > kMaxDims) out << ", ...";
   out << "]";
+  if (h.device) out << " on the GPU";
   return out.str();
 }
 
@@ -98,7 +99,8 @@ std::string transfer_text(const Transfer& t, bool receiving) {
 
 std::string mismatch_text(const P2pHeader& sent, int sender, const P2pHeader& expected,
                           int receiver, int tag) {
-  bool same = sent.dtype == expected.dtype && sent.ndim == expected.ndim;
+  bool same = sent.dtype == expected.dtype && sent.ndim == expected.ndim &&
+              sent.device == expected.device;
   for (int i = 0; same && i < sent.ndim && i < kMaxDims; ++i) {
     same = sent.sizes[i] == expected.sizes[i];
   }
@@ -112,6 +114,10 @@ std::string mismatch_text(const P2pHeader& sent, int sender, const P2pHeader& ex
       << receiver << "): rank " << sender << " sent " << shape_text(sent) << ", rank " << receiver
       << " expected " << shape_text(expected);
   if (label_r != label) out << " (its recv is labelled '" << label_r << "')";
+  if (sent.device != expected.device) {
+    out << ". On an NCCL group both ends of a transfer must hold the tensor on the GPU, or both "
+           "in host memory";
+  }
   out << ". A recv must be given a tensor of the sender's dtype and shape, and each pair of "
          "ranks must send and receive on a tag in the same order";
   return out.str();

@@ -22,6 +22,9 @@ namespace tnt::comm {
 
 /// The longest label a header carries (longer ones are cut).
 constexpr int kMaxLabel = 64;
+/// What a first header to a peer may carry to open a channel of the
+/// device transport (NCCL's unique id, 128 bytes).
+constexpr int kMaxChannelToken = 128;
 
 /// A transfer as its sender describes it. Trivially copyable: sent as bytes.
 struct P2pHeader {
@@ -32,8 +35,11 @@ struct P2pHeader {
   std::int32_t dtype = -1;  ///< DType
   std::int32_t ndim = 0;
   std::int32_t failed = 0;  ///< 1: the sender rejected its own arguments
-  std::int32_t device = 0;  ///< 1: the payload goes over NCCL (a CUDA tensor on an NCCL group)
+  std::int32_t device = 0;  ///< 1: the payload goes over the device transport (NCCL)
+  std::int32_t opens = 0;   ///< 1: `channel` opens the device transport's channel to the receiver
+  std::int32_t pad = 0;
   char what[kMaxLabel] = {};
+  char channel[kMaxChannelToken] = {};
 };
 
 /// The receiver's answer to a header.
@@ -68,8 +74,8 @@ bool peer_is_valid(const Transfer& t, int rank, int size, int max_tag);
 std::string transfer_text(const Transfer& t, bool receiving);
 
 /// The sentence both ranks raise when `sent` (by rank `sender`) and
-/// `expected` (by rank `receiver`) differ in dtype or shape; empty when
-/// they agree.
+/// `expected` (by rank `receiver`) differ in dtype, shape, or in whether
+/// the device transport carries them; empty when they agree.
 std::string mismatch_text(const P2pHeader& sent, int sender, const P2pHeader& expected,
                           int receiver, int tag);
 

@@ -19,8 +19,11 @@ std::optional<Handle::Clock::time_point> as_time(std::int64_t ns) {
 }  // namespace
 
 Handle::Handle(std::shared_future<torch::Tensor> result, std::string name,
-               std::shared_ptr<const Times> times)
-    : result_(std::move(result)), name_(std::move(name)), times_(std::move(times)) {}
+               std::shared_ptr<const Times> times, Drive drive)
+    : result_(std::move(result)),
+      name_(std::move(name)),
+      times_(std::move(times)),
+      drive_(std::move(drive)) {}
 
 std::optional<Handle::Clock::time_point> Handle::started() const {
   return times_ ? as_time(times_->started_ns.load()) : std::nullopt;
@@ -32,10 +35,12 @@ std::optional<Handle::Clock::time_point> Handle::finished() const {
 
 torch::Tensor Handle::wait() const {
   TNT_CHECK(result_.valid(), "wait() on an empty Handle: use the Handle an *_async call returned");
+  if (drive_) drive_(true);
   return result_.get();
 }
 
 bool Handle::ready() const {
+  if (result_.valid() && drive_) drive_(false);
   return result_.valid() &&
          result_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
 }

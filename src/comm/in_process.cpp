@@ -6,6 +6,9 @@
 // longer than the timeout names the ranks that did not arrive and marks the
 // hub broken, so a missing rank is an error, never a hang.
 //
+// Point-to-point transfers go through the hub's Mailbox (p2p/mailbox.h),
+// apart from the rounds.
+//
 // Results are computed in rank order (rank 0's tensor, then + rank 1's,
 // ...), so they are deterministic; they may differ in the last bit from
 // MPI's, whose summation order depends on the algorithm.
@@ -23,6 +26,7 @@
 #include <tarantella/base/error.h>
 
 #include "comm/descriptor.h"
+#include "comm/p2p/mailbox.h"
 
 namespace tnt::comm {
 namespace {
@@ -73,13 +77,15 @@ class Hub {
         table_(static_cast<std::size_t>(size)),
         inputs_(static_cast<std::size_t>(size)),
         colors_(static_cast<std::size_t>(size), -1),
-        keys_(static_cast<std::size_t>(size), 0) {}
+        keys_(static_cast<std::size_t>(size), 0),
+        mailbox_(size, timeout_seconds) {}
 
   int size() const { return size_; }
   bool broken() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return broken_;
   }
+  Mailbox& mailbox() { return mailbox_; }
 
   std::shared_ptr<const Round> exchange(int rank, const Descriptor& d, torch::Tensor input,
                                         int color, int key) {
@@ -204,6 +210,7 @@ class Hub {
   std::vector<int> keys_;
   std::shared_ptr<const Round> result_;
   std::string missing_;  // after a timeout: who did not arrive
+  Mailbox mailbox_;
 };
 
 class InProcessBackend final : public Backend {
@@ -215,7 +222,7 @@ class InProcessBackend final : public Backend {
   int size() const override { return hub_->size(); }
   int local_rank() const override { return rank_; }
   int local_size() const override { return hub_->size(); }
-  bool broken() const override { return hub_->broken(); }
+  bool broken() const override { return hub_->broken() || hub_->mailbox().broken(); }
 
   torch::Tensor allreduce(torch::Tensor tensor, ReduceOp op) override {
     const auto round = run(Collective::Allreduce, &tensor, op, -1, validate(tensor, op));
@@ -261,6 +268,13 @@ class InProcessBackend final : public Backend {
     const auto r = static_cast<std::size_t>(rank_);
     if (!round->hubs[r]) return nullptr;
     return std::make_unique<InProcessBackend>(round->hubs[r], round->new_ranks[r]);
+  }
+
+  std::shared_ptr<P2pWork> send(const Transfer& transfer) override {
+    return hub_->mailbox().send(rank_, transfer);
+  }
+  std::shared_ptr<P2pWork> recv(const Transfer& transfer) override {
+    return hub_->mailbox().recv(rank_, transfer);
   }
 
  private:

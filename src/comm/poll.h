@@ -98,6 +98,52 @@ bool wait_on_peers(Done done, PollClock::time_point deadline, PollClock::time_po
                     slow_after, on_slow);
 }
 
+/// How a rank waits on a neighbour (a point-to-point transfer: a pipeline
+/// stage waiting for the previous stage's activations, for as long as that
+/// stage computes). Unlike a collective's wait (wait_on_peers), whose peers
+/// are usually a few microseconds away, this one is often long, and it
+/// must give its core up: on a shared or oversubscribed node the rank it
+/// waits for may need that very core. Between tries:
+/// * nothing for the first 20 us: a small message's round trip over shared
+///   memory (1-3 us) is caught at once;
+/// * a yield up to 200 us: the core goes to anyone who wants it, and comes
+///   back at once otherwise;
+/// * then naps doubling from 10 us up to kMaxNeighbourNap (500 us): a long
+///   wait costs about 2,000 wake-ups a second, and sees its message at most
+///   that much late.
+/// `progress()` starts the policy again: a piece of a large message has
+/// arrived, so the rest follows at the link's speed and is polled closely
+/// (MPI moves a message only while it is polled).
+class NeighbourWait {
+ public:
+  static constexpr std::chrono::microseconds kSpin{20};
+  static constexpr std::chrono::microseconds kYield{200};
+  static constexpr std::chrono::microseconds kFirstNap{10};
+  static constexpr std::chrono::microseconds kMaxNeighbourNap{500};
+
+  NeighbourWait() : start_(PollClock::now()) { lower_timer_slack(); }
+  /// Call after a try that found something done: the policy starts again.
+  void progress() {
+    start_ = PollClock::now();
+    nap_ = kFirstNap;
+  }
+  /// Call between tries: spins, yields or naps, by how long this has waited.
+  void pause() {
+    const auto waited = PollClock::now() - start_;
+    if (waited < kSpin) return;
+    if (waited < kYield) {
+      std::this_thread::yield();
+      return;
+    }
+    std::this_thread::sleep_for(nap_);
+    nap_ = std::min(nap_ * 2, kMaxNeighbourNap);
+  }
+
+ private:
+  PollClock::time_point start_;
+  std::chrono::microseconds nap_ = kFirstNap;
+};
+
 /// The stall warning's moment: half the timeout, at most a minute (Horovod's
 /// stall inspector warns after 60 s).
 inline double stall_warning_seconds(double timeout_seconds) {

@@ -4,11 +4,13 @@
 // first agrees on every rank's (color, key) through a checked allgather, so
 // a rank that calls split while another calls something else gets the usual
 // mismatch error, and every rank can compute the new group's world ranks
-// itself.
+// itself. Point-to-point transfers skip the engine: the backend posts them
+// at once and the Handle's waiter drives them (p2p_handle).
 #include <tarantella/comm/process_group.h>
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <sstream>
@@ -182,6 +184,72 @@ torch::Tensor ProcessGroup::reduce_scatter(torch::Tensor tensor, ReduceOp op) co
                  reduce_scatter_work(tensor, op));
 }
 void ProcessGroup::barrier() const { run_now(member("barrier"), "barrier", barrier_work); }
+
+namespace {
+
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             Handle::Clock::now().time_since_epoch())
+      .count();
+}
+
+// A point-to-point transfer's Handle. Its result is set once, by the first
+// thread that finds the transfer finished (wait(), or ready() when the
+// transfer has finished); later callers get the same result or error.
+Handle p2p_handle(std::shared_ptr<P2pWork> work, torch::Tensor tensor, std::string name) {
+  struct Completion {
+    std::promise<torch::Tensor> promise;
+    std::once_flag once;
+  };
+  auto completion = std::make_shared<Completion>();
+  auto times = std::make_shared<Handle::Times>();
+  times->started_ns = steady_ns();
+  std::shared_future<torch::Tensor> result = completion->promise.get_future().share();
+  Handle::Drive drive = [completion, work, tensor, times](bool block) {
+    if (!block && !work->test()) return;
+    std::call_once(completion->once, [&] {
+      try {
+        work->wait();
+        completion->promise.set_value(tensor);
+      } catch (...) {
+        completion->promise.set_exception(std::current_exception());
+      }
+      times->finished_ns = steady_ns();
+    });
+  };
+  return Handle(std::move(result), std::move(name), std::move(times), std::move(drive));
+}
+
+std::string p2p_name(const char* call, const Transfer& t) {
+  std::ostringstream out;
+  out << call << (std::strcmp(call, "send") == 0 ? " to rank " : " from rank ") << t.peer
+      << " (tag " << t.tag;
+  if (!t.what.empty()) out << ", '" << t.what << "'";
+  out << ")";
+  return out.str();
+}
+
+}  // namespace
+
+Handle ProcessGroup::isend(torch::Tensor tensor, int peer, int tag, std::string what) const {
+  Transfer t{std::move(tensor), peer, tag, std::move(what)};
+  std::shared_ptr<P2pWork> work = member("send").backend->send(t);
+  return p2p_handle(std::move(work), t.tensor, p2p_name("send", t));
+}
+
+Handle ProcessGroup::irecv(torch::Tensor tensor, int peer, int tag, std::string what) const {
+  Transfer t{std::move(tensor), peer, tag, std::move(what)};
+  std::shared_ptr<P2pWork> work = member("recv").backend->recv(t);
+  return p2p_handle(std::move(work), t.tensor, p2p_name("recv", t));
+}
+
+void ProcessGroup::send(torch::Tensor tensor, int peer, int tag, std::string what) const {
+  isend(std::move(tensor), peer, tag, std::move(what)).wait();
+}
+
+torch::Tensor ProcessGroup::recv(torch::Tensor tensor, int peer, int tag, std::string what) const {
+  return irecv(std::move(tensor), peer, tag, std::move(what)).wait();
+}
 
 void ProcessGroup::finalize_check() const {
   run_now(member("runtime shutdown"), "runtime shutdown", [](Backend& b) {

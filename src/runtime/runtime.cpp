@@ -107,7 +107,9 @@ Runtime::~Runtime() {
         "printed");
   }
   if (impl.world.broken()) {
-    impl.fail("a collective timed out earlier, so this rank cannot shut down with the others");
+    impl.fail(
+        "a collective or point-to-point transfer timed out earlier, so this rank cannot shut "
+        "down with the others");
   }
   try {
     impl.world.finalize_check();

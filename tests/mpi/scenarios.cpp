@@ -4,6 +4,9 @@
 //   timeout       rank 1 arrives late; the others must fail naming rank 1
 //   throw         rank 1 throws; the others wait in an allreduce
 //   exit          rank 1 exits with code 3 without shutting down
+//   p2p-exit      rank 1, a pipeline stage, exits with code 3 before it
+//                 sends its activations to rank 2; rank 0 waits in a barrier
+//   p2p-hang      the same, but rank 1 hangs (sleeps) instead
 //   early-return  rank 1 leaves main normally while the others still
 //                 call a collective: the shutdown check must catch it
 //   library-error rank 2 (its host lacks the data set) gets a tnt::Error
@@ -99,13 +102,21 @@ int main(int argc, char** argv) {
     } else if (mode == "exit") {
       if (culprit) std::exit(3);
       tnt::comm::allreduce(torch::ones({10}));
+    } else if (mode == "p2p-exit" || mode == "p2p-hang") {
+      // Rank 2 waits for rank 1's activations, as the next stage does.
+      if (culprit && mode == "p2p-exit") std::exit(3);
+      if (culprit) std::this_thread::sleep_for(std::chrono::seconds(30));
+      if (tnt::get_rank() == 2) {
+        tnt::world().recv(torch::zeros({4, 8}), 1, 0, "stage 1 activations");
+      }
+      tnt::comm::barrier();
     } else if (mode == "early-return") {
       if (culprit) return 0;
       tnt::comm::allreduce(torch::ones({10}));
     } else {
       std::fprintf(stderr,
-                   "unknown mode '%s': use timeout, timeout-cached, throw, exit, early-return, library-error or "
-                   "library-error-caught\n",
+                   "unknown mode '%s': use timeout, timeout-cached, throw, exit, p2p-exit, p2p-hang, "
+                   "early-return, library-error or library-error-caught\n",
                    mode.c_str());
       return 2;
     }

@@ -42,9 +42,14 @@ class Handle {
     std::atomic<std::int64_t> finished_ns{0};
   };
 
+  /// Drives a request that no engine thread runs (a point-to-point
+  /// transfer, posted at once): wait() calls it with `block` true and it
+  /// returns once the result is set; ready() calls it with false.
+  using Drive = std::function<void(bool block)>;
+
   Handle() = default;
   Handle(std::shared_future<torch::Tensor> result, std::string name,
-         std::shared_ptr<const Times> times);
+         std::shared_ptr<const Times> times, Drive drive = {});
   /// Blocks until the request has run; returns its result tensor, or
   /// rethrows the exception it raised on the engine thread.
   torch::Tensor wait() const;
@@ -63,6 +68,7 @@ class Handle {
   std::shared_future<torch::Tensor> result_;
   std::string name_;
   std::shared_ptr<const Handle::Times> times_;
+  Drive drive_;
 };
 
 /// Runs requests on one owned thread, in enqueue order.

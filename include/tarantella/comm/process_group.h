@@ -18,6 +18,13 @@
 // Tensors must be contiguous. Supported dtypes: float32, float64, float16,
 // bfloat16, int32, int64, uint8 and bool (bool: Min = logical and, Max =
 // logical or). Tensors on a GPU are staged through host memory.
+//
+// Point-to-point transfers (send/recv, isend/irecv, as in c10d) connect two
+// ranks of a group, e.g. the stages of a pipeline. They do not go through
+// the engine's queue, so they never wait behind queued collectives nor hold
+// them up; they are checked too (dtype and shape against the receiver's
+// buffer, the peer's arrival within TNT_COMM_TIMEOUT, both naming the
+// transfer's label). docs/communication.md, "Point-to-point", has the rules.
 #pragma once
 
 #include <memory>
@@ -98,6 +105,33 @@ class ProcessGroup {
   void barrier() const;
   /// `root`'s bytes on every rank (a size, then the bytes). Collective.
   std::string broadcast_string(const std::string& text, int root = 0) const;
+
+  // ---- point-to-point: posted at once, outside the engine's queue ----
+
+  /// Sends `tensor` to group rank `peer`. A send completes when the peer
+  /// has received it (as with gloo and NCCL, MPI_Ssend in MPI's terms);
+  /// leave `tensor` unchanged until then. Between one pair of ranks,
+  /// transfers with the same `tag` (0 or more) are received in the order
+  /// they were sent; different tags are independent streams. `what` names
+  /// the transfer in every error ("stage 1 activations"). The receiver must
+  /// pass a tensor of the same dtype and shape: otherwise both raise a
+  /// tnt::MismatchError naming both ranks, both shapes and the label. A
+  /// peer that does not take part within TNT_COMM_TIMEOUT seconds of
+  /// waiting gives a tnt::TimeoutError naming it (the group is broken
+  /// afterwards: the job must end). Bad arguments throw at once.
+  ///
+  /// Example (a two-stage pipeline):
+  ///   if (g.rank() == 0) g.send(activations, 1, 0, "stage 0 activations");
+  ///   else g.recv(buffer, 0, 0, "stage 0 activations");
+  Handle isend(torch::Tensor tensor, int peer, int tag = 0, std::string what = "") const;
+  /// Receives into `tensor` (preallocated, contiguous, the sender's dtype
+  /// and shape) from group rank `peer`; wait() returns `tensor` filled. On
+  /// an error its contents are undefined.
+  Handle irecv(torch::Tensor tensor, int peer, int tag = 0, std::string what = "") const;
+  /// isend(...).wait().
+  void send(torch::Tensor tensor, int peer, int tag = 0, std::string what = "") const;
+  /// irecv(...).wait(): returns `tensor`, filled.
+  torch::Tensor recv(torch::Tensor tensor, int peer, int tag = 0, std::string what = "") const;
 
   // ---- process sets ----
 

@@ -138,6 +138,10 @@ MpiBackend::MpiBackend(MPI_Comm comm, double timeout_seconds, bool threads_multi
   if (stacks_ != nullptr) {
     handshake_.set_locator([this](const std::vector<int>& missing) { return where_are(missing); });
   }
+  p2p_ = std::make_unique<MpiP2p>(data_, timeout_seconds, threads_multiple, handshake_.hosts(),
+                                  [this](int rank) {
+                                    return stacks_ != nullptr ? where_are({rank}) : std::string();
+                                  });
 }
 
 // The sentences for the ranks of this group that did not arrive, asked of

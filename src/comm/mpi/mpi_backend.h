@@ -28,6 +28,7 @@
 #include "comm/check/handshake.h"
 #include "comm/mpi/host_staging.h"
 #include "comm/check/payload_watchdog.h"
+#include "comm/mpi/mpi_p2p.h"
 #include "comm/mpi/mpi_types.h"
 #include "comm/mpi/response_cache.h"
 #include "comm/check/stack_service.h"
@@ -53,7 +54,7 @@ class MpiBackend final : public Backend {
   int size() const override { return size_; }
   int local_rank() const override { return local_rank_; }
   int local_size() const override { return local_size_; }
-  bool broken() const override { return handshake_.broken(); }
+  bool broken() const override { return handshake_.broken() || p2p_->broken(); }
 
   torch::Tensor allreduce(torch::Tensor tensor, ReduceOp op) override;
   torch::Tensor broadcast(torch::Tensor tensor, int root) override;
@@ -63,8 +64,16 @@ class MpiBackend final : public Backend {
   void barrier() override;
   void finalize_check() override;
   std::unique_ptr<Backend> split(int color, int key) override;
+  /// Point-to-point: mpi_p2p.h, on a communicator of its own.
+  std::shared_ptr<P2pWork> send(const Transfer& transfer) override { return p2p_->send(transfer); }
+  std::shared_ptr<P2pWork> recv(const Transfer& transfer) override { return p2p_->recv(transfer); }
 
   // ---- for a backend that moves its payloads itself (NCCL) over this one ----
+
+  /// GPU tensors' point-to-point data goes over `payload` (mpi_p2p.h).
+  void set_device_payload(std::shared_ptr<DevicePayload> payload) {
+    p2p_->set_device_payload(std::move(payload));
+  }
 
   /// The consistency check alone, as every collective here runs it before
   /// its payload: returns every rank's descriptor where the full handshake
@@ -128,6 +137,7 @@ class MpiBackend final : public Backend {
   HostStaging device_staging_;  ///< GPU tensors' pinned host copies
   std::vector<char> incoming_;  ///< ExchangeContext::incoming
   std::vector<char> reduced_;  ///< ExchangeContext::reduced
+  std::unique_ptr<MpiP2p> p2p_;  ///< point-to-point transfers
   PayloadWatchdog watchdog_;  // last: its thread stops before the rest goes
 };
 

@@ -96,7 +96,8 @@ if(TNT_HAVE_NCCL)
   target_sources(tarantella PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/nccl_factory.cpp
     ${CMAKE_CURRENT_LIST_DIR}/nccl_comm.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/nccl_backend.cpp)
+    ${CMAKE_CURRENT_LIST_DIR}/nccl_backend.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/nccl_p2p.cpp)
   target_include_directories(tarantella SYSTEM PRIVATE "${TNT_NCCL_INCLUDE_DIR}")
   target_link_libraries(tarantella PRIVATE "${TNT_NCCL_LIBRARY}")
   if(SKBUILD AND TNT_NCCL_LIBRARY MATCHES "/nvidia/nccl/lib/")

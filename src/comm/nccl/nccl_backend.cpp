@@ -12,6 +12,7 @@
 #include <tarantella/base/logging.h>
 
 #include "comm/descriptor.h"
+#include "comm/p2p/transfer.h"
 #include "comm/poll.h"
 #include "comm/ready_mark.h"
 
@@ -89,7 +90,10 @@ NcclBackend::NcclBackend(std::unique_ptr<MpiBackend> host, c10::DeviceIndex devi
     : host_(std::move(host)),
       device_(device),
       comm_(*host_, device),
-      stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/true, device)) {}
+      stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/true, device)),
+      p2p_(std::make_shared<NcclP2p>(device)) {
+  host_->set_device_payload(p2p_);
+}
 
 NcclBackend::~NcclBackend() {
   // After a failure peers may never join a clean shutdown: abort instead.
@@ -302,6 +306,25 @@ torch::Tensor NcclBackend::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
   });
   if (plan.divide_by_size && size() > 1) out.div_(size());
   return out;
+}
+
+void NcclBackend::check_device(const Transfer& t, bool receiving) const {
+  if (!t.tensor.defined() || !t.tensor.is_cuda() || t.tensor.device().index() == device_) return;
+  ::tnt::detail::throw_error(::tnt::detail::concat(
+      transfer_text(t, receiving), ": the tensor is on ", t.tensor.device(),
+      ", but this group's NCCL transfers are on ", torch::Device(torch::kCUDA, device_),
+      " (one GPU per rank, chosen by the local rank): move it there, or use "
+      "TNT_COMM_BACKEND=mpi"));
+}
+
+std::shared_ptr<P2pWork> NcclBackend::send(const Transfer& transfer) {
+  check_device(transfer, false);
+  return host_->send(transfer);
+}
+
+std::shared_ptr<P2pWork> NcclBackend::recv(const Transfer& transfer) {
+  check_device(transfer, true);
+  return host_->recv(transfer);
 }
 
 std::unique_ptr<Backend> NcclBackend::split(int color, int key) {

@@ -23,6 +23,9 @@
 // split()'s colors, metric states) go over the host MpiBackend unchanged.
 // Every collective of a group thus goes through one handshake and one
 // sequence of collective numbers, whichever transport moves its payload.
+// Point-to-point transfers go through the host's transfers too (headers,
+// acks, checks, timeouts), with the data of GPU tensors over ncclSend and
+// ncclRecv on channels of their own (nccl_p2p.h).
 #pragma once
 
 #include <memory>
@@ -37,6 +40,7 @@
 
 #include "comm/mpi/mpi_backend.h"
 #include "comm/nccl/nccl_comm.h"
+#include "comm/nccl/nccl_p2p.h"
 #include "comm/nccl/nccl_plan.h"
 
 namespace tnt::comm {
@@ -65,8 +69,12 @@ class NcclBackend final : public Backend {
   void barrier() override { host_->barrier(); }
   void finalize_check() override { host_->finalize_check(); }
   std::unique_ptr<Backend> split(int color, int key) override;
+  std::shared_ptr<P2pWork> send(const Transfer& transfer) override;
+  std::shared_ptr<P2pWork> recv(const Transfer& transfer) override;
 
  private:
+  /// Throws when the tensor is on another GPU than this backend's.
+  void check_device(const Transfer& transfer, bool receiving) const;
   /// Why this rank's `tensor` cannot go over NCCL (validate(), a scalar
   /// where collective `needs_rows` splits dimension 0, or a GPU other than
   /// this backend's), or nullopt.
@@ -86,6 +94,7 @@ class NcclBackend final : public Backend {
   at::cuda::CUDAEvent ready_;  ///< recorded on the caller's stream
   at::cuda::CUDAEvent done_;   ///< recorded on stream_ after the payload
   bool broken_ = false;
+  std::shared_ptr<NcclP2p> p2p_;  ///< GPU tensors' transfers; shared with the host's
 };
 
 }  // namespace tnt::comm

@@ -19,6 +19,7 @@
 
 #include <tarantella/base/error.h>
 
+#include "dp/optimizer_shards.h"
 #include "dp/optimizer_state.h"
 #include "io/master_checked.h"
 #include "io/pickle_rewrite.h"

@@ -1,0 +1,186 @@
+// ncclSend/ncclRecv for an NCCL group's transfers: channels per peer and
+// direction, opened lazily, transfers issued in order (nccl_p2p.h).
+#include "comm/nccl/nccl_p2p.h"
+
+#include <cstring>
+
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include <tarantella/base/error.h>
+
+#include "comm/nccl/nccl_comm.h"
+#include "comm/p2p/transfer.h"
+
+namespace tnt::comm {
+
+// One transfer on a channel: queued until the channel is ready, then issued.
+struct NcclItem final : DeviceTransfer {
+  bool test() override;
+
+  std::shared_ptr<NcclP2p::Channel> channel;
+  torch::Tensor tensor;
+  bool sending = false;
+  std::shared_ptr<void> ready;  ///< an at::cuda::CUDAEvent on the sender's stream
+  at::cuda::CUDAEvent done;
+  bool issued = false;
+};
+
+struct NcclP2p::Channel {
+  Channel(c10::DeviceIndex d, int p)
+      : device(d), peer(p), stream(c10::cuda::getStreamFromPool(/*isHighPriority=*/true, d)) {}
+
+  /// Joins the two-rank communicator as `rank` (0: sender, 1: receiver).
+  void join(const ncclUniqueId& id, int rank) {
+    const c10::cuda::CUDAGuard guard(device);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    const ncclResult_t rc = ncclCommInitRankConfig(&comm, 2, id, rank, &config);
+    if (rc != ncclSuccess && rc != ncclInProgress) {
+      comm = nullptr;
+      check_nccl(rc, "ncclCommInitRankConfig (point-to-point)");
+    }
+    other = 1 - rank;
+  }
+
+  /// Whether the communicator has joined; throws on its asynchronous error.
+  bool joined() const {
+    TNT_CHECK(comm != nullptr, "the NCCL point-to-point channel with rank ", peer,
+              " was aborted after an earlier failure: the job must end");
+    ncclResult_t state = ncclInProgress;
+    const ncclResult_t rc = ncclCommGetAsyncError(comm, &state);
+    if (rc != ncclSuccess) check_nccl(rc, "ncclCommGetAsyncError", comm);
+    if (state == ncclInProgress) return false;
+    check_nccl(state, "the NCCL point-to-point channel", comm);
+    return true;
+  }
+
+  /// Issues the queued transfers, in order, once the communicator is ready.
+  void issue_queued() {
+    while (!queued.empty() && joined()) {
+      issue(*queued.front());
+      queued.pop_front();
+    }
+  }
+
+  void issue(NcclItem& item) {
+    const c10::cuda::CUDAGuard guard(device);
+    if (item.ready) static_cast<at::cuda::CUDAEvent*>(item.ready.get())->block(stream);
+    const std::size_t n = item.tensor.nbytes();
+    if (n > 0) {
+      void* data = item.tensor.data_ptr();
+      if (item.sending) {
+        check_nccl(ncclSend(data, n, ncclUint8, other, comm, stream.stream()), "ncclSend", comm);
+      } else {
+        check_nccl(ncclRecv(data, n, ncclUint8, other, comm, stream.stream()), "ncclRecv", comm);
+      }
+      // The caching allocator must not hand the memory out again before
+      // this stream is done with it.
+      c10::cuda::CUDACachingAllocator::recordStream(item.tensor.storage().data_ptr(), stream);
+    }
+    item.done.record(stream);
+    item.issued = true;
+  }
+
+  void abort() noexcept {
+    if (comm != nullptr) ncclCommAbort(comm);
+    comm = nullptr;
+  }
+
+  ~Channel() {
+    if (comm == nullptr) return;
+    ncclResult_t state = ncclInProgress;
+    // Joined and idle: destroy; a peer that never joined: abort, which does not wait for it.
+    if (ncclCommGetAsyncError(comm, &state) == ncclSuccess && state == ncclSuccess) {
+      ncclCommDestroy(comm);
+    } else {
+      ncclCommAbort(comm);
+    }
+  }
+
+  c10::DeviceIndex device;
+  int peer;  ///< the group rank at the other end
+  c10::cuda::CUDAStream stream;
+  ncclComm_t comm = nullptr;
+  int other = 1;  ///< the other end's rank in the two-rank communicator
+  std::deque<std::shared_ptr<NcclItem>> queued;
+};
+
+bool NcclItem::test() {
+  channel->issue_queued();
+  if (!issued) return false;
+  if (done.query()) return true;
+  channel->joined();  // throws on an asynchronous error
+  return false;
+}
+
+NcclP2p::NcclP2p(c10::DeviceIndex device) : device_(device) {}
+
+NcclP2p::~NcclP2p() = default;
+
+bool NcclP2p::takes(const torch::Tensor& tensor) const {
+  return tensor.defined() && tensor.is_cuda() && tensor.device().index() == device_;
+}
+
+std::string NcclP2p::open_to(int peer) {
+  if (out_.count(peer) != 0) return "";
+  ncclUniqueId id;
+  check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId (point-to-point)");
+  auto channel = std::make_shared<Channel>(device_, peer);
+  channel->join(id, 0);
+  out_[peer] = channel;
+  static_assert(NCCL_UNIQUE_ID_BYTES <= kMaxChannelToken, "a header carries NCCL's unique id");
+  return std::string(id.internal, NCCL_UNIQUE_ID_BYTES);
+}
+
+void NcclP2p::join_from(int peer, const std::string& token) {
+  ncclUniqueId id;
+  std::memcpy(id.internal, token.data(), NCCL_UNIQUE_ID_BYTES);
+  auto channel = std::make_shared<Channel>(device_, peer);
+  channel->join(id, 1);
+  in_[peer] = channel;
+}
+
+std::shared_ptr<void> NcclP2p::ready_mark(const torch::Tensor& tensor) {
+  auto mark = std::make_shared<at::cuda::CUDAEvent>();
+  mark->record(c10::cuda::getCurrentCUDAStream(tensor.device().index()));
+  return mark;
+}
+
+std::shared_ptr<NcclP2p::Channel> NcclP2p::channel(
+    std::map<int, std::shared_ptr<Channel>>& channels, int peer, const char* direction) const {
+  const auto it = channels.find(peer);
+  TNT_CHECK(it != channels.end(), "no NCCL point-to-point channel ", direction, " rank ", peer,
+            " was opened: the first transfer's header should have opened it (a bug: report it)");
+  return it->second;
+}
+
+std::shared_ptr<DeviceTransfer> NcclP2p::send(int peer, const torch::Tensor& tensor,
+                                              std::shared_ptr<void> ready) {
+  auto item = std::make_shared<NcclItem>();
+  item->channel = channel(out_, peer, "to");
+  item->tensor = tensor;
+  item->sending = true;
+  item->ready = std::move(ready);
+  item->channel->queued.push_back(item);
+  item->channel->issue_queued();
+  return item;
+}
+
+std::shared_ptr<DeviceTransfer> NcclP2p::recv(int peer, const torch::Tensor& tensor) {
+  auto item = std::make_shared<NcclItem>();
+  item->channel = channel(in_, peer, "from");
+  item->tensor = tensor;
+  item->channel->queued.push_back(item);
+  item->channel->issue_queued();
+  return item;
+}
+
+void NcclP2p::abort() noexcept {
+  for (auto& [peer, channel] : out_) channel->abort();
+  for (auto& [peer, channel] : in_) channel->abort();
+}
+
+}  // namespace tnt::comm

@@ -26,7 +26,7 @@
 #include <tarantella/base/error.h>
 
 #include "comm/descriptor.h"
-#include "comm/p2p/mailbox.h"
+#include "comm/mailbox.h"
 
 namespace tnt::comm {
 namespace {

@@ -17,7 +17,7 @@
 #include "comm/descriptor.h"
 #include "comm/mpi/exchange.h"
 #include "comm/mpi_check.h"
-#include "comm/p2p/transfer.h"
+#include "comm/transfer.h"
 #include "comm/poll.h"
 
 namespace tnt::comm {

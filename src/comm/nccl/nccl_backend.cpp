@@ -12,7 +12,7 @@
 #include <tarantella/base/logging.h>
 
 #include "comm/descriptor.h"
-#include "comm/p2p/transfer.h"
+#include "comm/transfer.h"
 #include "comm/poll.h"
 #include "comm/ready_mark.h"
 

@@ -12,7 +12,7 @@
 #include <tarantella/base/error.h>
 
 #include "comm/nccl/nccl_comm.h"
-#include "comm/p2p/transfer.h"
+#include "comm/transfer.h"
 
 namespace tnt::comm {
 

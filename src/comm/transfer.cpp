@@ -1,7 +1,7 @@
 // The pure half of point-to-point transfers, shared by every backend: the
 // argument checks, the header, the mismatch verdict and the sentences of
 // the errors (transfer.h says why they live in one place).
-#include "comm/p2p/transfer.h"
+#include "comm/transfer.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,6 +1,6 @@
 // The in-process point-to-point transfers of mailbox.h: letters matched by
 // number in their stream, delivered by whichever side comes second.
-#include "comm/p2p/mailbox.h"
+#include "comm/mailbox.h"
 
 #include <chrono>
 #include <climits>
@@ -8,7 +8,7 @@
 #include <tarantella/base/error.h>
 
 #include "comm/descriptor.h"
-#include "comm/p2p/transfer.h"
+#include "comm/transfer.h"
 
 namespace tnt::comm {
 

@@ -55,7 +55,8 @@ LAYERS = [
     ("comm",),
     ("runtime",),
     ("data",),
-    ("dp",),
+    # Data parallelism, and pipeline stages' layout, schedules and cuts.
+    ("dp", "stages"),
     # File formats: atomic writes, torch.save reading (no Model knowledge).
     ("io",),
     # The Keras collection: layers, losses, metrics, optimizers, schedules,

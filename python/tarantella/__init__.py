@@ -25,7 +25,7 @@ from .optimizer import DistributedOptimizer  # noqa: E402
 init()
 
 from . import metrics  # noqa: E402
-from .model import Model  # noqa: E402
+from .model import Model, PipelinePosition  # noqa: E402
 from . import callbacks  # noqa: E402
 from . import nn  # noqa: E402
 
@@ -36,7 +36,8 @@ __all__ = [
     "init", "shutdown", "is_initialized", "get_rank", "get_size", "get_master_rank",
     "is_master_rank", "get_local_rank", "get_local_size", "set_seed", "world",
     "allreduce", "broadcast", "allgather", "barrier", "broadcast_object", "sum_over_ranks",
-    "data", "DistributedOptimizer", "metrics", "Model", "callbacks", "nn", "__version__"]
+    "data", "DistributedOptimizer", "metrics", "Model", "PipelinePosition", "callbacks", "nn",
+    "__version__"]
 
 __version__ = "0.1.0"
 try:

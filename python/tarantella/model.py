@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Literal, Mapping, Optional
-from typing import Sequence, Tuple, Union, overload
+from typing import NamedTuple, Sequence, Tuple, Union, overload
 
 import torch
 
@@ -116,11 +116,18 @@ def _params_of(g: Mapping[str, object]) -> List[torch.Tensor]:
     return [p for p in params if isinstance(p, torch.Tensor)]
 
 
-def _from_torch_optimizer(optimizer: torch.optim.Optimizer,
-                          module: torch.nn.Module) -> _t.OptimizerFactory:
+def _from_torch_optimizer(optimizer: torch.optim.Optimizer, module: torch.nn.Module,
+                          whole: torch.nn.Module) -> _t.OptimizerFactory:
+    """`module`: what this rank trains; `whole`: the module wrapped. With
+    pipeline stages they differ, and this rank keeps the part of the
+    optimizer over its stage's parameters."""
     trainable = [p for p in module.parameters() if p.requires_grad]
     position = {id(p): i for i, p in enumerate(trainable)}
-    indices = [[position.get(id(p), -1) for p in _params_of(g)] for g in optimizer.param_groups]
+    elsewhere = {id(p) for p in whole.parameters()} - set(position)  # other stages'
+    groups = [g for g in optimizer.param_groups
+              if any(id(p) not in elsewhere for p in _params_of(g))]
+    indices = [[position.get(id(p), -1) for p in _params_of(g) if id(p) not in elsewhere]
+               for g in groups]
     flat = [i for group in indices for i in group]
     if -1 in flat or sorted(flat) != list(range(len(trainable))):
         raise ValueError(
@@ -128,19 +135,20 @@ def _from_torch_optimizer(optimizer: torch.optim.Optimizer,
             "(each exactly once): build it over the wrapped module's parameters, e.g. "
             "torch.optim.SGD(module.parameters(), lr=0.1), or over model.parameters(), or "
             "give parameter groups that together hold each trainable parameter once")
-    factories = [_group_factory(optimizer, g) for g in optimizer.param_groups]
+    factories = [_group_factory(optimizer, g) for g in groups]
     if len(factories) == 1:
         return factories[0]  # saved with the model's compile configuration
     return _t.optimizer_grouped(factories, indices)
 
 
-def _optimizer(optimizer: object, module: torch.nn.Module) -> _t.OptimizerFactory:
+def _optimizer(optimizer: object, module: torch.nn.Module,
+               whole: torch.nn.Module) -> _t.OptimizerFactory:
     if isinstance(optimizer, str):
         # Keras's names and the class names, with the C++ defaults; an
         # unknown name: ValueError listing the known ones.
         return _t.optimizer_by_name(optimizer)
     if isinstance(optimizer, torch.optim.Optimizer):
-        return _from_torch_optimizer(optimizer, module)
+        return _from_torch_optimizer(optimizer, module, whole)
     raise TypeError(f"compile(): optimizer must be a torch.optim optimizer or a name such as "
                     f"'sgd', got {optimizer!r} (a {type(optimizer).__name__})")
 
@@ -173,6 +181,15 @@ def _samples(x: object) -> Optional[int]:
     return None
 
 
+class PipelinePosition(NamedTuple):
+    """Where a rank sits in a pipelined tnt.Model (Model.pipeline)."""
+
+    stage: int
+    stages: int
+    replica: int
+    replicas: int
+
+
 class Model:
     """A torch.nn.Module trained data-parallel over a process group.
 
@@ -185,22 +202,51 @@ class Model:
         module: The wrapped torch.nn.Module (its parameters are trained in place).
     """
 
-    def __init__(self, module: torch.nn.Module, group: Optional[_t.ProcessGroup] = None) -> None:
+    def __init__(self, module: torch.nn.Module, group: Optional[_t.ProcessGroup] = None, *,
+                 pipeline_stages: int = 1, micro_batches: Optional[int] = None,
+                 schedule: str = "1f1b") -> None:
         """Wraps `module`.
 
         Args:
-            module: Any torch.nn.Module.
+            module: Any torch.nn.Module; with pipeline_stages > 1, a torch.nn.Sequential.
             group: The ranks to train over (default: every rank, tnt.world()).
+            pipeline_stages: P: the Sequential is cut into P stages over the ranks
+                (at its tnt.nn.SplitPoints, else by parameter count), and the group's N
+                ranks run N / P replicas of the pipeline (docs/guide/pipelining.md).
+            micro_batches: M: micro-batches per replica and global batch (default
+                4 * (P - 1), at least 1).
+            schedule: "1f1b" (the default: a stage holds at most P micro-batches'
+                activations) or "gpipe".
 
         Raises:
-            TypeError: `module` is not a torch.nn.Module, or `group` not a ProcessGroup.
+            TypeError: `module` is not a torch.nn.Module (a Sequential with stages), or
+                `group` not a ProcessGroup, or a count not an int.
+            ValueError: the ranks are not a multiple of the stages, the SplitPoints do
+                not make P stages, or a count or the schedule is out of range.
         """
         if group is not None and not isinstance(group, _t.ProcessGroup):
             raise TypeError(f"tnt.Model: group must be a tnt.ProcessGroup or None, got "
                             f"{group!r} (a {type(group).__name__})")
-        self._impl = _t.Model(module, group)
+        stages = check_int("tnt.Model", "pipeline_stages", pipeline_stages)
+        micro = check_optional_int("tnt.Model", "micro_batches", micro_batches)
+        for name, value in (("pipeline_stages", stages), ("micro_batches", micro)):
+            if value is not None and value < 1:
+                raise ValueError(f"tnt.Model: {name}={value}: it must be at least 1")
+        self._impl = _t.Model(module, group, stages, micro,
+                              check_str("tnt.Model", "schedule", schedule))
         self.module = module
         self._metric_names: List[str] = []
+
+    @property
+    def pipeline(self) -> Optional[PipelinePosition]:
+        """Where this rank sits in a pipelined model, or None without stages.
+
+        Returns:
+            (stage, stages, replica, replicas), e.g. PipelinePosition(stage=1, stages=2,
+            replica=0, replicas=2) on rank 1 of 4 with pipeline_stages=2.
+        """
+        position = self._impl.pipeline
+        return None if position is None else PipelinePosition(*position)
 
     # -- the wrapped module --------------------------------------------
     def __call__(self, *inputs: torch.Tensor) -> torch.Tensor:
@@ -295,7 +341,8 @@ class Model:
         if compression is not None:
             options.compression = check_str(where, "compression", compression)
         metric_list = _metrics(metrics)
-        self._impl.compile(_optimizer(optimizer, self.module), _loss(loss), metric_list, options)
+        self._impl.compile(_optimizer(optimizer, self._impl.trained_module, self.module),
+                           _loss(loss), metric_list, options)
         self._metric_names = [m.name for m in metric_list]
 
     # -- the loops -----------------------------------------------------

@@ -1,4 +1,4 @@
-"""tnt.nn: SyncBatchNorm for Python modules.
+"""tnt.nn: SyncBatchNorm for Python modules, and SplitPoint for pipeline stages.
 
     net = tnt.nn.convert_sync_batchnorm(net)   # every BatchNorm{1,2,3}d, recursively
     model = tnt.Model(net)                     # normalizes over the model's group
@@ -27,7 +27,22 @@ from . import _tarantella as _t
 
 M = TypeVar("M", bound=torch.nn.Module)
 
-__all__ = ["SyncBatchNorm", "convert_sync_batchnorm"]
+__all__ = ["SplitPoint", "SyncBatchNorm", "convert_sync_batchnorm"]
+
+
+class SplitPoint(torch.nn.Identity):
+    """Marks a stage boundary in a torch.nn.Sequential cut into pipeline stages.
+
+    The layers before it and after it go to different stages of
+    `tnt.Model(net, pipeline_stages=P)`; a model cut into P stages has P - 1
+    of them, or none (it is then cut into stages of about equal parameter
+    count). Everywhere else, and with one stage, it is an identity::
+
+        net = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
+                                  tnt.nn.SplitPoint(),
+                                  torch.nn.Linear(512, 10))
+        model = tnt.Model(net, pipeline_stages=2, micro_batches=8)
+    """
 
 
 def _check_group(group: object, what: str) -> None:

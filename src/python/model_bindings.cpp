@@ -32,6 +32,7 @@
 #include "python/py_module.h"
 #include "python/py_object.h"
 #include "runtime/default_group.h"
+#include "stages/groups.h"
 #include "train/persist/engine_host.h"
 #include "train/persist/persistence.h"
 
@@ -49,8 +50,12 @@ py::dict to_dict(const std::map<std::string, double>& logs) {
 // lists, options.h) and the objects beside them.
 class PyModel {
  public:
-  PyModel(const py::object& module, std::optional<comm::ProcessGroup> group)
-      : module_(module), host_(make(module, std::move(group))) {}
+  PyModel(const py::object& module, std::optional<comm::ProcessGroup> group,
+          int pipeline_stages, std::optional<int> micro_batches, const std::string& schedule)
+      : module_(module),
+        trained_(module),
+        host_(make(module, std::move(group), pipeline_stages, micro_batches, schedule,
+                   trained_)) {}
 
   void compile(const optimizers::Factory& optimizer, const losses::Loss& loss,
                const std::vector<metrics::Metric>& metric_list, CompileOptions options) {
@@ -100,10 +105,13 @@ class PyModel {
   train::EngineHost& host() { return host_; }
   train::Engine& engine() { return host_.engine(); }
   const py::object& module() const { return module_; }
+  const py::object& trained() const { return trained_; }
 
  private:
   static std::unique_ptr<train::Engine> make(const py::object& module,
-                                             std::optional<comm::ProcessGroup> group) {
+                                             std::optional<comm::ProcessGroup> group,
+                                             int pipeline_stages, std::optional<int> micro_batches,
+                                             const std::string& schedule, py::object& trained) {
     const py::object nn_module = py::module_::import("torch.nn").attr("Module");
     if (!py::isinstance(module, nn_module)) {
       throw py::type_error(detail::concat(
@@ -111,12 +119,24 @@ class PyModel {
           ": wrap the network in a torch.nn.Module subclass (or pass the module itself, not its "
           "output or state_dict)"));
     }
-    std::shared_ptr<ModuleAdapter> adapter = module_adapter(module);
     // The engine's switches from the run's configuration, as tnt::Model does.
-    return std::make_unique<train::Engine>(adapter, group ? *group : default_group(),
-                                           train::EngineOptions::from_config(current_config()));
+    const auto options = train::EngineOptions::from_config(current_config());
+    comm::ProcessGroup g = group ? *group : default_group();
+    if (pipeline_stages == 1) {  // SplitPoints are identities
+      return std::make_unique<train::Engine>(module_adapter(module), std::move(g), options);
+    }
+    stages::PipelineSettings settings;
+    settings.stages = pipeline_stages;
+    settings.micro_batches = micro_batches.value_or(stages::default_micro_batches(pipeline_stages));
+    settings.schedule = stages::schedule_from_name(schedule);
+    stages::StageGroups groups = stages::split_into_stages(g, settings);
+    trained = stage_of(module, groups.layout, g.is_master());
+    comm::ProcessGroup stage_group = groups.stage;
+    return std::make_unique<train::Engine>(module_adapter(trained), std::move(stage_group),
+                                           options, std::move(groups));
   }
   py::object module_;
+  py::object trained_;  // what this rank trains: the module, or its stage
   train::EngineHost host_;
 };
 
@@ -129,8 +149,17 @@ void bind_model(py::module_& m) {
   bind_options_class<EvaluateOptions>(m, "EvaluateOptions");
   bind_options_class<PredictOptions>(m, "PredictOptions");
   py::class_<PyModel>(m, "Model")
-      .def(py::init<const py::object&, std::optional<comm::ProcessGroup>>(), py::arg("module"),
-           py::arg("group") = py::none())
+      .def(py::init<const py::object&, std::optional<comm::ProcessGroup>, int,
+                    std::optional<int>, const std::string&>(),
+           py::arg("module"), py::arg("group") = py::none(), py::arg("pipeline_stages") = 1,
+           py::arg("micro_batches") = py::none(), py::arg("schedule") = "1f1b")
+      .def_property_readonly("trained_module", &PyModel::trained)
+      .def_property_readonly("pipeline",
+                             [](PyModel& s) -> py::object {
+                               const stages::StageLayout* l = s.engine().stage_layout();
+                               if (l == nullptr) return py::none();
+                               return py::make_tuple(l->stage, l->stages, l->replica, l->replicas);
+                             })
       .def("compile", &PyModel::compile)
       .def("fit", &PyModel::fit)
       .def("evaluate", &PyModel::evaluate)

@@ -10,9 +10,11 @@
 #include <vector>
 
 #include <tarantella/base/error.h>
+#include <tarantella/base/logging.h>
 
 #include "python/py_collective.h"
 #include "python/py_object.h"
+#include "stages/partition.h"
 
 namespace tnt::python {
 namespace {
@@ -84,6 +86,56 @@ class PyModule final : public ModuleAdapter {
 
 std::shared_ptr<ModuleAdapter> module_adapter(py::object module) {
   return std::make_shared<PyModule>(std::move(module));
+}
+
+py::object stage_of(const py::object& module, const stages::StageLayout& layout, bool master) {
+  const py::module_ nn = py::module_::import("torch.nn");
+  if (!py::isinstance(module, nn.attr("Sequential"))) {
+    throw py::type_error(detail::concat(
+        "tnt.Model(..., pipeline_stages=", layout.stages, ") cuts a torch.nn.Sequential into "
+        "stages, got a ", py::str(module.get_type().attr("__name__")).cast<std::string>(),
+        ": write the network as a torch.nn.Sequential of its blocks, with tnt.nn.SplitPoint() "
+        "where a stage ends (or none: it is then cut by parameter count)"));
+  }
+  const py::object split_point_type = py::module_::import("tarantella.nn").attr("SplitPoint");
+  std::vector<std::pair<std::string, py::object>> children;
+  std::vector<bool> split_point;
+  std::vector<std::int64_t> parameters;
+  for (const py::handle item : module.attr("named_children")()) {
+    const auto pair = item.cast<py::tuple>();
+    const py::object child = pair[1];
+    children.emplace_back(pair[0].cast<std::string>(), child);
+    split_point.push_back(py::isinstance(child, split_point_type));
+    std::int64_t n = 0;
+    for (const py::handle p : child.attr("parameters")()) n += p.attr("numel")().cast<std::int64_t>();
+    parameters.push_back(n);
+  }
+  std::vector<std::int64_t> per_stage;
+  const auto ranges = stages::stage_ranges(split_point, parameters, layout.stages, &per_stage);
+  if (master) log::info(stages::describe_cut(ranges, per_stage, split_point));
+  const auto [begin, end] = ranges[static_cast<std::size_t>(layout.stage)];
+  const py::object ordered = py::module_::import("collections").attr("OrderedDict")();
+  const py::object torch = py::module_::import("torch");
+  for (int i = 0; i < static_cast<int>(children.size()); ++i) {
+    const auto& [name, child] = children[static_cast<std::size_t>(i)];
+    if (i >= begin && i < end) {
+      if (!split_point[static_cast<std::size_t>(i)]) ordered[py::str(name)] = child;
+      continue;
+    }
+    // Another stage's layer: its tensors are freed (the structure stays).
+    const py::object no_grad = torch.attr("no_grad")();
+    no_grad.attr("__enter__")();
+    for (const py::handle t : child.attr("parameters")()) {
+      t.attr("data") = torch.attr("empty")(0, py::arg("dtype") = t.attr("dtype"),
+                                          py::arg("device") = t.attr("device"));
+    }
+    for (const py::handle t : child.attr("buffers")()) {
+      t.attr("data") = torch.attr("empty")(0, py::arg("dtype") = t.attr("dtype"),
+                                          py::arg("device") = t.attr("device"));
+    }
+    no_grad.attr("__exit__")(py::none(), py::none(), py::none());
+  }
+  return nn.attr("Sequential")(ordered);
 }
 
 }  // namespace tnt::python

@@ -14,10 +14,12 @@
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
+#include <torch/nn/modules/container/sequential.h>
 
 #include <tarantella/train/callback.h>
 #include <tarantella/comm/process_group.h>
 #include <tarantella/keras/module_adapter.h>
+#include <tarantella/model/pipeline.h>
 #include <tarantella/train/options.h>
 
 namespace tnt {
@@ -47,6 +49,15 @@ class Model {
       : Model(make_adapter(std::move(module)), std::move(group)) {}
   explicit Model(std::shared_ptr<ModuleAdapter> adapter);
   Model(std::shared_ptr<ModuleAdapter> adapter, comm::ProcessGroup group);
+  /// A Sequential cut into pipeline stages over the ranks (pipeline.h):
+  /// N ranks run N / P replicas of a P-stage pipeline. Each rank keeps its
+  /// stage's layers; the other stages' parameters and buffers in `net` are
+  /// freed. Collective over the group.
+  ///
+  /// Example:
+  ///   tnt::Model model(net, tnt::PipelineOptions().stages(2).micro_batches(8));
+  Model(torch::nn::Sequential net, PipelineOptions pipeline);
+  Model(torch::nn::Sequential net, PipelineOptions pipeline, comm::ProcessGroup group);
   ~Model();
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;

@@ -106,8 +106,10 @@ void copy_weights(ModuleAdapter& net, const c10::impl::GenericDict& dict, const 
 
 }  // namespace
 
-Engine::Engine(std::shared_ptr<ModuleAdapter> net, comm::ProcessGroup group, EngineOptions options)
-    : state_(std::make_unique<EngineState>(std::move(net), std::move(group), std::move(options))) {}
+Engine::Engine(std::shared_ptr<ModuleAdapter> net, comm::ProcessGroup group, EngineOptions options,
+               std::optional<stages::StageGroups> stages)
+    : state_(std::make_unique<EngineState>(std::move(net), std::move(group), std::move(options),
+                                           std::move(stages))) {}
 
 Engine::~Engine() = default;
 
@@ -133,7 +135,9 @@ torch::Tensor Engine::predict(const data::Dataset& dataset, const PredictOptions
 
 torch::Tensor Engine::run(const std::vector<torch::Tensor>& inputs) { return state_->run(inputs); }
 
-const comm::ProcessGroup& Engine::group() const { return state_->group(); }
+const comm::ProcessGroup& Engine::group() const { return state_->everyone(); }
+
+const stages::StageLayout* Engine::stage_layout() const { return state_->stage_layout(); }
 torch::Device Engine::device() const { return state_->device(); }
 ModuleAdapter& Engine::net() const { return state_->net(); }
 torch::optim::Optimizer& Engine::optimizer() const { return state_->optimizer(); }
@@ -151,6 +155,19 @@ std::optional<LossScaleState> Engine::loss_scale() const {
   return LossScaleState{scaler->scale(), scaler->good_steps(), scaler->skipped()};
 }
 
+namespace {
+
+// What pipeline stages do not combine with yet: refused, never silently
+// wrong (a stage's file would hold a part of the model).
+void refuse_with_stages(const EngineState& s, const char* what) {
+  const stages::StageLayout* layout = s.stage_layout();
+  TNT_CHECK(layout == nullptr, what, " with pipeline stages (this rank: ", layout ? layout->describe() : "",
+            ") is not supported yet: train with pipeline_stages=1 to save or load, or keep the "
+            "weights with get_weights() on each stage");
+}
+
+}  // namespace
+
 void Engine::set_weights(const std::vector<torch::Tensor>& weights) {
   const NamedTensorList all = all_weights(state_->net());
   TNT_CHECK(weights.size() == all.size(), "set_weights() got ", weights.size(),
@@ -167,6 +184,7 @@ void Engine::set_weights(const std::vector<torch::Tensor>& weights) {
 
 std::optional<EngineSnapshot> Engine::snapshot(bool keep, SnapshotUse use) {
   EngineState& s = *state_;
+  refuse_with_stages(s, "saving a model or its weights");
   // A sharded optimizer's state is on every rank in parts: gathered by all.
   std::optional<std::string> gathered;
   if (s.gradients().shards()) gathered = s.gradients().shards()->full_state_bytes();
@@ -226,6 +244,7 @@ std::optional<std::string> optimizer_bytes(const EngineSnapshot& snapshot) {
 
 void Engine::restore(const std::function<RestoredState()>& read_on_master) {
   EngineState& s = *state_;
+  refuse_with_stages(s, "loading a model or its weights");
   // The file holds the full optimizer state: it is loaded in full form.
   s.gradients().unshard();
   run_on_master_checked(s.group(), [&] {

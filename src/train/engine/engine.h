@@ -40,6 +40,7 @@
 #include <tarantella/train/options.h>
 #include <tarantella/train/training_host.h>
 
+#include "stages/groups.h"
 #include "train/step/counters.h"
 #include "train/loop/driver.h"
 
@@ -99,8 +100,11 @@ class EngineState;
 class Engine {
  public:
   /// Moves `net` to the device (a GPU when LibTorch has one, unless
-  /// options.use_gpu() is false). `group` must contain this rank.
-  Engine(std::shared_ptr<ModuleAdapter> net, comm::ProcessGroup group, EngineOptions options);
+  /// options.use_gpu() is false). `group` must contain this rank. With
+  /// pipeline `stages`, `net` is this rank's stage and `group` its stage's
+  /// replicas (stages.stage).
+  Engine(std::shared_ptr<ModuleAdapter> net, comm::ProcessGroup group, EngineOptions options,
+         std::optional<stages::StageGroups> stages = std::nullopt);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -118,7 +122,11 @@ class Engine {
   /// The network's output (predict, Model::forward); inputs on device().
   torch::Tensor run(const std::vector<torch::Tensor>& inputs);
 
+  /// The model's group: every rank it trains on (with stages, every stage
+  /// of every replica).
   const comm::ProcessGroup& group() const;
+  /// With pipeline stages, where this rank sits; null without.
+  const stages::StageLayout* stage_layout() const;
   torch::Device device() const;
   ModuleAdapter& net() const;
   torch::optim::Optimizer& optimizer() const;

@@ -80,6 +80,25 @@ void check_compile_options(const CompileOptions& options, torch::Device device) 
   }
 }
 
+// What pipeline stages combine with so far. The rest is refused with the
+// way out, never run with a silently different meaning.
+void check_stage_options(const CompileOptions& options, const stages::StageLayout& layout) {
+  const std::string stages = std::to_string(layout.stages) + " pipeline stages";
+  TNT_CHECK(options.num_inputs() == 1, "a model cut into ", stages, " takes one input (the ",
+            "first stage's), got num_inputs=", options.num_inputs(),
+            ": combine the inputs into one tensor, or train with pipeline_stages=1");
+  TNT_CHECK(!options.deterministic(), "deterministic training with ", stages,
+            " is not supported yet: compile without deterministic, or train with "
+            "pipeline_stages=1");
+  TNT_CHECK(options.mixed_precision() == MixedPrecision::None, "mixed precision with ", stages,
+            " is not supported yet: compile without mixed_precision, or train with "
+            "pipeline_stages=1");
+  TNT_CHECK(!options.clip_norm(), "clip_norm with ", stages, " is not supported yet (the norm "
+            "is over every stage's gradients): use clip_value, or train with pipeline_stages=1");
+  TNT_CHECK(!options.loss_scaling().value_or(false), "loss scaling with ", stages,
+            " is not supported yet: compile without it, or train with pipeline_stages=1");
+}
+
 }  // namespace
 
 EngineOptions EngineOptions::from_config(const Config& config) {
@@ -98,8 +117,9 @@ EngineOptions EngineOptions::from_config(const Config& config) {
 }
 
 EngineState::EngineState(std::shared_ptr<ModuleAdapter> net, comm::ProcessGroup group,
-               EngineOptions options)
-    : group_(std::move(group)), options_(std::move(options)), net_(std::move(net)) {
+               EngineOptions options, std::optional<stages::StageGroups> stages)
+    : group_(std::move(group)), options_(std::move(options)), net_(std::move(net)),
+      stages_(std::move(stages)) {
   TNT_CHECK(net_ != nullptr, "tnt::Model needs a network, got a null pointer");
   TNT_CHECK(group_.valid(), "tnt::Model needs a process group, got an empty handle: pass "
                             "tnt::world() or a group made by split()/subgroup()");
@@ -108,12 +128,14 @@ EngineState::EngineState(std::shared_ptr<ModuleAdapter> net, comm::ProcessGroup 
   device_ = pick_device(options_, group_);
   net_->to(device_);
   bind_collective_layers();
+  if (stages_) link_ = std::make_shared<StageLink>(stages_->pipeline, stages_->layout, device_);
 }
 
 EngineState::~EngineState() = default;
 
 void EngineState::compile(CompileOptions options) {
   check_compile_options(options, device_);
+  if (stages_) check_stage_options(options, stages_->layout);
   bind_collective_layers();
   trainable_.clear();
   for (const auto& [name, p] : net_->named_parameters()) {
@@ -249,12 +271,18 @@ StepContext EngineState::step_context() {
                      buffers(),
                      metrics_->size(),
                      device_,
-                     c.deterministic()};
+                     c.deterministic(),
+                     link_,
+                     stages_ ? stages_->settings.micro_batches : 1,
+                     stages_ ? stages_->settings.schedule : stages::Schedule::one_f_one_b};
 }
 
 LoopContext EngineState::loop_context(const char* caller) {
   require_compiled(caller);
   return LoopContext{group_,
+                     everyone(),
+                     link_.get(),
+                     stages_ ? stages_->settings.micro_batches : 1,
                      device_,
                      *net_,
                      collective_layers_,
@@ -271,8 +299,9 @@ LoopContext EngineState::loop_context(const char* caller) {
 }
 
 PredictContext EngineState::predict_context() {
-  return PredictContext{group_, device_, *net_,
-                        [this](const data::Element& x) { return run(inputs_of(x)); }};
+  return PredictContext{group_, everyone(), device_, *net_,
+                        [this](const data::Element& x) { return run(inputs_of(x)); },
+                        link_.get(), stages_ ? stages_->settings.micro_batches : 1};
 }
 
 void EngineState::bind_collective_layers() {

@@ -26,6 +26,7 @@
 #include <tarantella/train/options.h>
 #include <tarantella/train/training_host.h>
 
+#include "stages/groups.h"
 #include "train/step/counters.h"
 #include "train/step/gradient_exchange.h"
 #include "train/loop/loop_context.h"
@@ -33,6 +34,7 @@
 #include "train/step/mixed_precision.h"
 #include "train/loop/position_keeper.h"
 #include "train/step/step_context.h"  // declares torch::optim::Optimizer and tnt::Timeline
+#include "train/step/stage_link.h"
 #include "train/step/step_model.h"
 
 namespace tnt::train {
@@ -42,7 +44,7 @@ class EngineState {
   /// Moves `net` to the device (a GPU when LibTorch has one, unless
   /// options.use_gpu() is false). `group` must contain this rank.
   EngineState(std::shared_ptr<ModuleAdapter> net, comm::ProcessGroup group,
-              EngineOptions options);
+              EngineOptions options, std::optional<stages::StageGroups> stages = std::nullopt);
   ~EngineState();
   EngineState(const EngineState&) = delete;
   EngineState& operator=(const EngineState&) = delete;
@@ -70,7 +72,12 @@ class EngineState {
   /// construction: called again by compile()).
   void bind_collective_layers();
 
+  /// The engine's collectives' group: with stages, this stage's replicas.
   const comm::ProcessGroup& group() const { return group_; }
+  /// The model's group: with stages, every stage of every replica.
+  const comm::ProcessGroup& everyone() const { return stages_ ? stages_->whole : group_; }
+  /// With stages, where this rank sits; null without.
+  const stages::StageLayout* stage_layout() const { return stages_ ? &stages_->layout : nullptr; }
   const EngineOptions& options() const { return options_; }
   ModuleAdapter& net() const { return *net_; }
   torch::Device device() const { return device_; }
@@ -124,6 +131,8 @@ class EngineState {
   std::unique_ptr<Timeline> timeline_;
   PositionKeeper position_;
   bool collective_layers_ = false;
+  std::optional<stages::StageGroups> stages_;
+  std::shared_ptr<StageLink> link_;  // with stages
 };
 
 }  // namespace tnt::train

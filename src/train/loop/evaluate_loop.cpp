@@ -16,6 +16,7 @@
 #include "dp/exact_sum.h"
 #include "train/loop/callback_list.h"
 #include "train/step/deterministic_step.h"
+#include "train/step/stage_forward.h"
 #include "train/loop/fit_checks.h"
 #include "train/observe/host_reads.h"
 #include "train/observe/skipped_samples.h"
@@ -42,8 +43,10 @@ data::DistributedDataset distribute_for(const comm::ProcessGroup& group,
 class EvaluationState {
  public:
   EvaluationState(StepModel model, const comm::ProcessGroup& group, std::int64_t state_size,
-                  torch::Device device, std::optional<std::int64_t> chunk)
-      : model_(std::move(model)), group_(group), chunk_(chunk),
+                  torch::Device device, std::optional<std::int64_t> chunk, StageLink* stage,
+                  int micro_batches)
+      : model_(std::move(model)), group_(group), chunk_(chunk), stage_(stage),
+        micro_batches_(micro_batches),
         local_(torch::zeros({state_size},
                             torch::TensorOptions().dtype(torch::kFloat64).device(device))) {}
 
@@ -53,27 +56,47 @@ class EvaluationState {
       evaluate_chunks(model_, mb, *chunk_, parts_);
       for (std::size_t j = before; j < parts_.size(); ++j) accumulate(local_, parts_[j][0]);
       total_parts_ += chunk_count(mb.global_size, *chunk_);
-    } else if (mb.local_size > 0) {
-      const torch::Tensor output = model_.forward(mb.tensors);
-      const torch::Tensor target = model_.target(mb.tensors);
-      accumulate(local_,
-                 model_.state(output, target, model_.loss(output, target), mb.local_size));
+      return;
     }
+    if (mb.local_size == 0) return;  // on every stage of the pipeline alike
+    // With stages, the replica's share runs through them as micro-batches;
+    // the last stage has the loss and metrics.
+    const auto parts = micro_batches_of(mb, micro_batches_);
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const StageForward f = forward_on_stage(model_, stage_, parts[i], static_cast<int>(i), false);
+      if (stage_ != nullptr && !stage_->layout().last_stage()) continue;
+      const torch::Tensor target = model_.target(parts[i].tensors);
+      accumulate(local_, model_.state(f.output, target, model_.loss(f.output, target),
+                                      parts[i].local_size));
+    }
+    if (stage_ == nullptr) return;
+    stage_->finish_sends();
+    // Every stage reports the last stage's state; shared after each batch
+    // (a small broadcast), since a callback may read it on any rank.
+    reported_ = stage_->from_last_stage(local_.clone());
   }
-  /// This rank's state so far, on the device.
-  const torch::Tensor& local() const { return local_; }
+  /// This rank's state so far, on the device (with stages, its pipeline's
+  /// last stage's).
+  const torch::Tensor& local() const { return reported_.defined() ? reported_ : local_; }
   /// The global state. Collective.
   std::vector<double> global() const {
-    if (!chunk_) return allreduce_state(group_, read_state(local_));
-    const torch::Tensor like = torch::zeros({local_.numel()}, torch::kFloat64);
-    return read_state(dp::exact_sum(group_, parts_, {like}, total_parts_).front());
+    if (chunk_) {
+      const torch::Tensor like = torch::zeros({local_.numel()}, torch::kFloat64);
+      return read_state(dp::exact_sum(group_, parts_, {like}, total_parts_).front());
+    }
+    std::vector<double> sum = allreduce_state(group_, read_state(local_));
+    if (stage_ == nullptr) return sum;
+    return read_state(stage_->from_last_stage(torch::tensor(sum, torch::kFloat64)));
   }
 
  private:
   StepModel model_;
   const comm::ProcessGroup& group_;
   std::optional<std::int64_t> chunk_;
+  StageLink* stage_;
+  int micro_batches_;
   torch::Tensor local_;  // float64, on the device
+  torch::Tensor reported_;  // with stages: the last stage's local_
   std::vector<std::vector<torch::Tensor>> parts_;  // deterministic: a state per chunk
   std::int64_t total_parts_ = 0;
 };
@@ -126,7 +149,8 @@ Logs evaluate_with(const LoopContext& c, const data::Dataset& dataset,
   cbs.test_begin();
   torch::NoGradGuard no_grad;
   c.net.train(false);
-  EvaluationState state(c.model, c.group, c.metrics.size(), c.device, chunk);
+  EvaluationState state(c.model, c.group, c.metrics.size(), c.device, chunk, c.stage,
+                        c.micro_batches);
   auto it = dist.iterate(0);
   std::int64_t step = 0;
   Logs local;
@@ -154,7 +178,7 @@ Logs evaluate(const LoopContext& context, const data::Dataset& dataset,
     std::vector<callbacks::CallbackPtr> list = options.callbacks();
     if (options.verbose() > 0) list.push_back(progress_bar(context.options, options.verbose()));
     return own.emplace(list, driver, callbacks::Params{1, steps, options.verbose()},
-                       context.group.is_master());
+                       context.everyone.is_master());
   });
 }
 
@@ -164,12 +188,27 @@ Logs validate(const LoopContext& context, const data::Dataset& dataset,
                        [&](std::int64_t) -> CallbackList& { return fit_callbacks; });
 }
 
+namespace {
+
+// Micro-batch `micro`'s outputs on this stage: the previous stage's
+// outputs in, this stage's out to the next one; on the last stage, kept.
+torch::Tensor predict_on_stage(const PredictContext& c, const data::MicroBatch& part, int micro) {
+  data::Element element = part.tensors;
+  if (!c.stage->layout().first_stage()) element.at(0) = c.stage->recv_activation(micro);
+  torch::Tensor out = c.output(element);
+  if (!c.stage->layout().last_stage()) c.stage->send_activation(out, micro);
+  return out;
+}
+
+}  // namespace
+
 torch::Tensor predict(const PredictContext& c, const data::Dataset& dataset,
                       const PredictOptions& options, Driver driver) {
   const comm::ProcessGroup& group = c.group;
   const auto dist = distribute_for(group, dataset, true, options.micro_batch_size(), c.device);
   SkippedSamples skipped(dataset);
-  CallbackList cbs(options.callbacks(), driver, {1, dist.cardinality(), 0}, group.is_master());
+  CallbackList cbs(options.callbacks(), driver, {1, dist.cardinality(), 0},
+                   c.everyone.is_master());
   cbs.predict_begin();
   torch::NoGradGuard no_grad;
   c.net.train(false);
@@ -181,17 +220,33 @@ torch::Tensor predict(const PredictContext& c, const data::Dataset& dataset,
     cbs.predict_batch_begin(step);
     // Empty micro-batches run too: they give the output's trailing shape
     // (all but one without tensors: every sample dropped as bad so far).
-    if (!mb->tensors.empty()) outputs.push_back(c.output(mb->tensors).cpu().contiguous());  // host-sync: predict returns host tensors
+    if (c.stage != nullptr) {  // the last stage keeps the outputs
+      const auto parts = mb->local_size > 0 ? micro_batches_of(*mb, c.micro_batches)
+                                            : std::vector<data::MicroBatch>{};
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        const torch::Tensor out = predict_on_stage(c, parts[i], static_cast<int>(i));
+        if (c.stage->layout().last_stage()) outputs.push_back(out.cpu().contiguous());  // host-sync: predict returns host tensors
+      }
+      c.stage->finish_sends();
+    } else if (!mb->tensors.empty()) {
+      outputs.push_back(c.output(mb->tensors).cpu().contiguous());  // host-sync: predict returns host tensors
+    }
     sizes.push_back(mb->local_size);
     cbs.predict_batch_end(step);
   }
-  TNT_CHECK(!outputs.empty(), "predict() on an empty dataset: there is nothing to predict");
-  const torch::Tensor all = group.allgatherv(torch::cat(outputs));
-  const torch::Tensor all_sizes = group.allgather(torch::tensor(sizes));
+  const bool has_outputs = c.stage == nullptr || c.stage->layout().last_stage();
+  torch::Tensor result;
+  if (has_outputs) {  // with stages, the last stage's replicas
+    TNT_CHECK(!outputs.empty(), "predict() on an empty dataset: there is nothing to predict");
+    const torch::Tensor all = group.allgatherv(torch::cat(outputs));
+    const torch::Tensor all_sizes = group.allgather(torch::tensor(sizes));
+    result = in_dataset_order(all, all_sizes, group.size(), static_cast<std::int64_t>(sizes.size()));
+  }
   skipped.report(group, "predict");
+  if (c.stage != nullptr) result = c.stage->share_from_last_stage(result);
   cbs.predict_end();
-  if (!group.is_master() && !options.on_all_ranks()) return torch::Tensor();
-  return in_dataset_order(all, all_sizes, group.size(), static_cast<std::int64_t>(sizes.size()));
+  if (!c.everyone.is_master() && !options.on_all_ranks()) return torch::Tensor();
+  return result;
 }
 
 }  // namespace tnt::train

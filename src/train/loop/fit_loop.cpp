@@ -20,6 +20,7 @@
 #include <tarantella/train/progbar_logger.h>
 
 #include "train/step/autotune.h"
+#include "stages/schedule.h"
 #include "train/loop/evaluate_loop.h"
 #include "train/loop/fit_checks.h"
 #include "train/observe/host_reads.h"
@@ -60,6 +61,10 @@ void FitLoop::begin() {
             "the bad files, or compile without deterministic");
   dist_.emplace(data::distribute(train_, distribute_options(c_.group, options_, chunk, c_.device)));
   c_.synchronize_state();
+  // A replica's share of a full global batch fills every micro-batch.
+  if (c_.stage != nullptr && options_.distribute_dataset()) {
+    stages::check_micro_batches(c_.micro_batches, dist_->global_batch_size() / c_.group.size());
+  }
   if (chunk) one_thread_.emplace();
   if (c_.options.autotune() && !chunk) c_.gradients.start_autotuner();
   // With distribute_dataset(false) the dataset's batch is already this rank's.
@@ -72,7 +77,7 @@ void FitLoop::begin() {
   if (options_.verbose() > 0) list.push_back(progress_bar(c_.options, options_.verbose()));
   list.push_back(history_);
   callbacks_.emplace(list, driver_, callbacks::Params{options_.epochs(), steps_total_, options_.verbose()},
-                     c_.group.is_master());
+                     c_.everyone.is_master());
   c_.position.take_resume();
   callbacks_->train_begin();
   // A callback (BackupAndRestore) may have given a position to continue from.
@@ -237,7 +242,7 @@ void FitLoop::end_epoch(std::int64_t epoch) {
 // the loop alone.
 bool FitLoop::stop_vote() {
   torch::Tensor stop = torch::tensor({driver_.host->stop_requested() ? 1 : 0}, torch::kInt32);
-  c_.group.allreduce(stop, comm::ReduceOp::Max);
+  c_.everyone.allreduce(stop, comm::ReduceOp::Max);
   const bool stopped = stop.item<int>() != 0;  // host-only: a host tensor
   if (stopped) driver_.host->request_stop();
   return stopped;

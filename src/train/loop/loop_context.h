@@ -20,6 +20,7 @@
 #include "train/step/gradient_exchange.h"
 #include "train/step/metrics_accumulator.h"
 #include "train/loop/position_keeper.h"
+#include "train/step/stage_link.h"
 #include "train/step/step_context.h"
 #include "train/step/step_model.h"
 
@@ -31,7 +32,15 @@ namespace tnt::train {
 
 /// fit's and evaluate's view of a compiled engine.
 struct LoopContext {
+  /// The engine's collectives: with pipeline stages, this stage's replicas.
   const comm::ProcessGroup& group;
+  /// The model's group: every rank it trains on. Its master logs, and its
+  /// ranks vote on stopping. Without stages, `group`.
+  const comm::ProcessGroup& everyone;
+  /// With stages: the links to the neighbour stages, and the micro-batches
+  /// per replica and global batch. Null and 1 without.
+  StageLink* stage;
+  int micro_batches;
   torch::Device device;
   /// Training or inference mode, BatchNorm's batch-size check.
   ModuleAdapter& net;
@@ -66,10 +75,14 @@ struct LoopContext {
 /// predict's view of an engine, compiled or not: the outputs of the
 /// network for a micro-batch's inputs.
 struct PredictContext {
+  /// As in LoopContext.
   const comm::ProcessGroup& group;
+  const comm::ProcessGroup& everyone;
   torch::Device device;
   ModuleAdapter& net;
   std::function<torch::Tensor(const data::Element&)> output;
+  StageLink* stage = nullptr;
+  int micro_batches = 1;
 };
 
 }  // namespace tnt::train

@@ -1,11 +1,13 @@
 // Private: what a training step works on, each part named for what it
-// gives, handed to the step by whoever drives it (the fit loop today; a
-// pipelined schedule, one context per stage, next). The step sees nothing
-// else of the engine: not its loops, its position, its persistence or its
+// gives, handed to the step by the fit loop. With pipeline stages it is
+// one stage's context: its part of the model, its replicas' gradient
+// exchange, its links to the neighbour stages. The step sees nothing else
+// of the engine: not its loops, its position, its persistence or its
 // options.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -13,6 +15,7 @@
 
 #include <tarantella/comm/process_group.h>
 
+#include "stages/schedule.h"
 #include "train/step/counters.h"
 #include "train/step/gradient_exchange.h"
 #include "train/step/step_model.h"
@@ -26,6 +29,8 @@ class Timeline;
 }  // namespace tnt
 
 namespace tnt::train {
+
+class StageLink;
 
 struct StepContext {
   /// The network as the step uses it: forward, target, loss, state increment.
@@ -51,6 +56,12 @@ struct StepContext {
   torch::Device device;
   /// Deterministic mode's chunk size in samples, or none.
   std::optional<std::int64_t> deterministic_chunk;
+  /// With pipeline stages: this rank's links to its neighbour stages, the
+  /// micro-batches per replica and global batch, and the schedule. Null,
+  /// 1 and 1F1B without: one forward and one backward per step.
+  std::shared_ptr<StageLink> stage;
+  int micro_batches = 1;
+  stages::Schedule schedule = stages::Schedule::one_f_one_b;
 };
 
 }  // namespace tnt::train

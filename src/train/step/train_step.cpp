@@ -12,6 +12,7 @@
 #include "dp/optimizer_shards.h"
 #include "train/step/autotune.h"
 #include "train/step/deterministic_step.h"
+#include "train/step/stage_forward.h"
 
 namespace tnt::train {
 
@@ -67,46 +68,113 @@ StepResult TrainStep::run(const StepInput& in) {
   device_clock_.mark(DeviceStepClock::kStepEnd);
   t.device_compute = device_clock_.end_step();
   record_step(c_.timeline, overlap_, sync, in.cycle.reduce, t);
+  if (c_.stage) t.waited += c_.stage->take_waited();  // on a neighbour stage
   if (in.cycle.reduce) {
     result.local_state = take_pending();
+    if (c_.stage) from_last_stage(result);
     if (tuner) tuner->record(std::chrono::duration<double>(t.step_end - t.forward_begin).count());
   }
   return result;
 }
 
+// The step as its stage's schedule of micro-batch forwards and backwards
+// (stages/schedule.h). Without stages that is one micro-batch: forward,
+// then backward, whose hooks send the buckets to the allreduce. With P
+// stages and M micro-batches, the forwards take their inputs from the
+// previous stage and send their outputs on; the backwards take the output's
+// gradient from the next stage and send the input's back. Every backward
+// arms the gradient engine with its micro-batch's weight n_i / (B * cycle);
+// only the last one of the step reduces (as the last micro-step of an
+// accumulation cycle does), so the allreduce of each stage's gradients over
+// its replicas overlaps the last backward.
 void TrainStep::forward_backward(const StepInput& in, dp::GradientSynchronizer& sync,
                                  StepTimes& t) {
-  const data::MicroBatch& mb = in.mb;
   t.data_begin = in.data_begin;
   t.data_end = in.data_end;
   t.forward_begin = Clock::now();
   device_clock_.mark(DeviceStepClock::kForwardBegin);
-  // A rank with an empty micro-batch (a short last batch smaller than the
-  // number of ranks) contributes zeros, so every rank runs the same
-  // collectives. The model decides whether its network runs on the empty
-  // batch (StepModel::forward): one whose layers communicate must, and then
-  // backward runs too, from the empty output, for those layers'
-  // collectives; there is no loss or state to add.
-  torch::Tensor loss, empty_output;
-  if (mb.local_size > 0) {
-    const torch::Tensor output = forward_checked(mb);
-    const torch::Tensor target = c_.model.target(mb.tensors);
-    loss = c_.model.loss(output, target);
-    add_pending(c_.model.state(output, target, loss, mb.local_size));
+  StageLink* link = c_.stage.get();
+  // A pipeline whose replica got no sample (a short last batch) skips the
+  // work on every stage alike; it still joins its stage's allreduce.
+  const std::vector<data::MicroBatch> parts =
+      link != nullptr && in.mb.local_size == 0 ? std::vector<data::MicroBatch>{}
+                                               : micro_batches_of(in.mb, c_.micro_batches);
+  std::vector<InFlight> flights(parts.size());
+  bool backward_started = false;
+  const int stage = link != nullptr ? link->layout().stage : 0;
+  const int stage_count = link != nullptr ? link->layout().stages : 1;
+  if (!parts.empty()) {
+    for (const stages::Action& a : stages::stage_actions(c_.schedule, stage, stage_count,
+                                                          static_cast<int>(parts.size()))) {
+      const auto i = static_cast<std::size_t>(a.micro_batch);
+      if (a.kind == stages::Action::forward) {
+        flights[i] = forward_part(parts[i], a.micro_batch);
+        continue;
+      }
+      if (!backward_started) {
+        t.backward_begin = Clock::now();
+        backward_started = true;
+      }
+      const bool last = i + 1 == parts.size();
+      backward_part(in, parts[i], flights[i], a.micro_batch, in.cycle.reduce && last, sync);
+      flights[i] = InFlight();  // the micro-batch's activations are freed
+    }
   } else {
-    empty_output = forward_checked(mb);
+    sync.begin_step(0.0, in.cycle.reduce, pending());
+    t.backward_begin = Clock::now();
   }
-  const double weight = static_cast<double>(mb.local_size) /
-                        static_cast<double>(in.global_size * in.cycle.length);
-  sync.begin_step(weight, in.cycle.reduce, pending());
-  t.backward_begin = Clock::now();
-  if (loss.defined()) {
-    (c_.rules.scaler ? loss * c_.rules.scaler->scale() : loss).backward();
-  } else if (empty_output.defined() && empty_output.requires_grad()) {
-    empty_output.sum().backward();
-  }
+  if (link != nullptr) link->finish_sends();
   t.backward_end = Clock::now();
   device_clock_.mark(DeviceStepClock::kBackwardEnd);
+}
+
+// A rank with an empty micro-batch (a short last batch smaller than the
+// number of ranks) contributes zeros, so every rank runs the same
+// collectives. The model decides whether its network runs on the empty
+// batch (StepModel::forward): one whose layers communicate must, and then
+// backward runs too, from the empty output, for those layers'
+// collectives; there is no loss or state to add. Only the last stage has a
+// loss.
+TrainStep::InFlight TrainStep::forward_part(const data::MicroBatch& part, int micro) {
+  InFlight f;
+  f.stage = forward_checked(part, micro);
+  const bool last_stage = !c_.stage || c_.stage->layout().last_stage();
+  if (!last_stage) return f;
+  if (part.local_size > 0) {
+    const torch::Tensor target = c_.model.target(part.tensors);
+    f.loss = c_.model.loss(f.stage.output, target);
+    add_pending(c_.model.state(f.stage.output, target, f.loss, part.local_size));
+  }
+  return f;
+}
+
+void TrainStep::backward_part(const StepInput& in, const data::MicroBatch& part, InFlight& f,
+                              int micro, bool reduce, dp::GradientSynchronizer& sync) {
+  const double weight = static_cast<double>(part.local_size) /
+                        static_cast<double>(in.global_size * in.cycle.length);
+  sync.begin_step(weight, reduce, pending());
+  StageLink* link = c_.stage.get();
+  if (link != nullptr && !link->layout().last_stage()) {
+    const torch::Tensor grad = link->recv_gradient(f.stage.output, micro);
+    torch::autograd::backward({f.stage.output}, {grad});
+  } else if (f.loss.defined()) {
+    (c_.rules.scaler ? f.loss * c_.rules.scaler->scale() : f.loss).backward();
+  } else if (f.stage.output.defined() && f.stage.output.requires_grad()) {
+    f.stage.output.sum().backward();
+  }
+  if (link != nullptr && !link->layout().first_stage()) {
+    const torch::Tensor& g = f.stage.input.grad();
+    link->send_gradient(g.defined() ? g : torch::zeros_like(f.stage.input), micro);
+  }
+}
+
+// The loss and metrics are the last stage's: every stage reports them.
+void TrainStep::from_last_stage(StepResult& r) const {
+  const auto n = r.local_state.numel();
+  const torch::Tensor both = c_.stage->from_last_stage(
+      torch::cat({r.global_state.to(torch::kFloat64), r.local_state}));
+  r.global_state = both.narrow(0, 0, n);
+  r.local_state = both.narrow(0, n, n);
 }
 
 void TrainStep::update_after_sync(dp::GradientSynchronizer& sync, bool reduce, StepResult& r) {
@@ -229,9 +297,9 @@ bool apply_update(std::vector<torch::Tensor>& trainable, torch::optim::Optimizer
   return true;
 }
 
-torch::Tensor TrainStep::forward_checked(const data::MicroBatch& mb) {
+StageForward TrainStep::forward_checked(const data::MicroBatch& mb, int micro) {
   try {
-    return c_.model.forward(mb.tensors);
+    return forward_on_stage(c_.model, c_.stage.get(), mb, micro, /*training=*/true);
   } catch (const c10::Error& e) {
     // LibTorch's message alone ("mat1 and mat2 shapes cannot be
     // multiplied") does not say that the data is the likely culprit.

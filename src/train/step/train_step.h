@@ -29,6 +29,7 @@
 #include <tarantella/dp/gradient_sync.h>
 
 #include "train/observe/device_clock.h"
+#include "train/step/stage_forward.h"
 #include "train/step/step_context.h"
 #include "train/step/step_model.h"
 #include "train/observe/timeline.h"
@@ -145,12 +146,23 @@ class TrainStep final : public Step {
   Update update() const { return update_; }
 
  private:
-  /// Forward, the gradient engine armed, backward; the times recorded.
+  /// A micro-batch between its forward and its backward.
+  struct InFlight {
+    StageForward stage;
+    torch::Tensor loss;  ///< on the last stage, with samples
+  };
+  /// The stage's schedule of forwards and backwards (one of each without
+  /// stages), the gradient engine armed before each backward; the times
+  /// recorded.
   void forward_backward(const StepInput& in, dp::GradientSynchronizer& sync, StepTimes& t);
+  InFlight forward_part(const data::MicroBatch& part, int micro);
+  void backward_part(const StepInput& in, const data::MicroBatch& part, InFlight& f, int micro,
+                     bool reduce, dp::GradientSynchronizer& sync);
+  void from_last_stage(StepResult& r) const;
   void update_after_sync(dp::GradientSynchronizer& sync, bool reduce, StepResult& r);
   void update_per_bucket(dp::GradientSynchronizer& sync, StepResult& r);
-  /// model_.forward, its LibTorch errors explained.
-  torch::Tensor forward_checked(const data::MicroBatch& mb);
+  /// The stage's forward, its LibTorch errors explained.
+  StageForward forward_checked(const data::MicroBatch& mb, int micro);
 
   StepContext c_;
   Update update_;

@@ -1,0 +1,36 @@
+// Private: the process groups of a pipelined model, split from the group
+// it trains on (layout.h has the rule): the stage group (this stage's D
+// replicas, which reduce its gradients together, as data parallelism does)
+// and the pipeline group (this replica's P stages, stage s its rank s, for
+// the sends between neighbours).
+#pragma once
+
+#include <tarantella/comm/process_group.h>
+
+#include "stages/layout.h"
+#include "stages/schedule.h"
+
+namespace tnt::stages {
+
+/// What a pipelined model is asked for (tnt::PipelineOptions, or Python's
+/// keywords), checked.
+struct PipelineSettings {
+  int stages = 1;
+  int micro_batches = 1;
+  Schedule schedule = Schedule::one_f_one_b;
+};
+
+struct StageGroups {
+  StageLayout layout;
+  comm::ProcessGroup stage;     ///< this stage's replicas (the engine's group)
+  comm::ProcessGroup pipeline;  ///< this replica's stages
+  comm::ProcessGroup whole;     ///< every stage of every replica: the model's group
+  PipelineSettings settings;
+};
+
+/// Splits `group` for `settings.stages` stages. Collective over `group`.
+/// Throws tnt::ArgumentError (on every rank alike) when the group's size is
+/// not a multiple of the stages.
+StageGroups split_into_stages(const comm::ProcessGroup& group, const PipelineSettings& settings);
+
+}  // namespace tnt::stages

@@ -1,0 +1,39 @@
+// Private: the parts of a step that pipeline stages change, shared by the
+// training step and evaluation: a replica's share cut into micro-batches,
+// and one micro-batch's forward on this rank's stage (its input from the
+// data or from the previous stage, its output to the next stage). Without
+// stages (no link) both are the plain case: one micro-batch, the data in,
+// the output kept.
+#pragma once
+
+#include <vector>
+
+#include <torch/types.h>
+
+#include <tarantella/data/distribute.h>
+
+#include "train/step/stage_link.h"
+#include "train/step/step_model.h"
+
+namespace tnt::train {
+
+/// `mb`'s samples as `micro_batches` micro-batches by the data's rule
+/// (the first ones one sample larger where they do not divide), fewer when
+/// the share has fewer samples, none when it is empty. One: `mb` itself.
+std::vector<data::MicroBatch> micro_batches_of(const data::MicroBatch& mb, int micro_batches);
+
+struct StageForward {
+  /// What came from the previous stage (requires grad when training), or
+  /// undefined on the first stage.
+  torch::Tensor input;
+  torch::Tensor output;
+};
+
+/// Micro-batch `micro`'s forward on this rank's stage (`link` null: the
+/// whole model). A stage after the first replaces the micro-batch's inputs
+/// by the previous stage's output; a stage before the last sends its output
+/// on.
+StageForward forward_on_stage(const StepModel& model, StageLink* link,
+                              const data::MicroBatch& part, int micro, bool training);
+
+}  // namespace tnt::train

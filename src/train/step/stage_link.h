@@ -1,0 +1,69 @@
+// Private: a pipeline stage's links to its neighbours, over the pipeline's
+// group (stage s is rank s of it): activations go forward, their gradients
+// come back. Each tensor travels as a small header (dtype and shape, which
+// the receiver needs to allocate) and then its data, each on a tag of its
+// own, so that the receiver knows the shape of what it takes. Sends are
+// posted and left to finish on their own (a send completes when the
+// neighbour takes it); a stage waits for them before the step ends, so
+// that 1F1B's crossing sends (an activation forward while a gradient comes
+// back) never wait on each other. Within one tag, transfers arrive in the
+// order they were sent: micro-batch order.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include <tarantella/comm/process_group.h>
+
+#include "stages/layout.h"
+
+namespace tnt::train {
+
+class StageLink {
+ public:
+  /// `pipeline`: the P ranks of this rank's pipeline, stage order.
+  StageLink(comm::ProcessGroup pipeline, stages::StageLayout layout, torch::Device device);
+
+  const stages::StageLayout& layout() const { return layout_; }
+  const comm::ProcessGroup& pipeline() const { return pipeline_; }
+
+  /// Sends micro-batch `micro`'s output to the next stage (posted).
+  void send_activation(const torch::Tensor& output, int micro);
+  /// Receives micro-batch `micro`'s input from the previous stage, on the
+  /// training device.
+  torch::Tensor recv_activation(int micro);
+  /// Sends the gradient of micro-batch `micro`'s input to the previous
+  /// stage (posted).
+  void send_gradient(const torch::Tensor& grad, int micro);
+  /// Receives the gradient of micro-batch `micro`'s output from the next
+  /// stage, shaped like `output`.
+  torch::Tensor recv_gradient(const torch::Tensor& output, int micro);
+  /// Waits for every posted send (the end of a step).
+  void finish_sends();
+  /// Broadcasts `values` from the last stage to the whole pipeline.
+  torch::Tensor from_last_stage(torch::Tensor values) const;
+  /// `t` of the last stage, whatever its shape, on every stage of the
+  /// pipeline (host memory). Collective over the pipeline.
+  torch::Tensor share_from_last_stage(const torch::Tensor& t) const;
+  /// The time spent waiting on the neighbours since the last call (their
+  /// tensors, the end of the sends): a step's wait, not its compute.
+  std::chrono::steady_clock::duration take_waited();
+
+ private:
+  void post(const torch::Tensor& t, int peer, int header_tag, int data_tag,
+            const std::string& what);
+  torch::Tensor take(int peer, int header_tag, int data_tag, const std::string& what);
+  std::string label(const char* kind, int from, int micro) const;
+
+  comm::ProcessGroup pipeline_;
+  stages::StageLayout layout_;
+  torch::Device device_;
+  std::vector<comm::Handle> sends_;
+  std::vector<torch::Tensor> in_flight_;  // kept alive until their sends finish
+  std::chrono::steady_clock::duration waited_{};
+};
+
+}  // namespace tnt::train

@@ -1,0 +1,101 @@
+"""Pipeline stages in Python: tnt.Model(net, pipeline_stages=P) trains a
+torch.nn.Sequential as plain serial PyTorch does. At every layout the job's
+size allows (P = 2, 3 or 4 dividing it), after one epoch the weights, the
+loss evaluate gives and predict's outputs are within 1e-5 of a plain torch
+loop on one process; each rank holds its stage's parameters and only those;
+and the mistakes a user can make are named. Run as python.pipeline.nN."""
+import pytest
+import torch
+
+import tarantella as tnt
+
+
+def make_net(split_point):
+    torch.manual_seed(7)
+    layers = [torch.nn.Linear(6, 24), torch.nn.ReLU(), torch.nn.Linear(24, 24)]
+    if split_point:
+        layers.append(tnt.nn.SplitPoint())
+    layers += [torch.nn.Tanh(), torch.nn.Linear(24, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)]
+    return torch.nn.Sequential(*layers)
+
+
+def samples():
+    g = torch.Generator().manual_seed(5)
+    return torch.randn(40, 6, generator=g), torch.randint(0, 4, (40,), generator=g)
+
+
+def serial():
+    """Plain PyTorch, one process: the same batches of 16 in order."""
+    net = make_net(False)
+    x, y = samples()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.5)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for start in range(0, 40, 16):
+        opt.zero_grad()
+        loss_fn(net(x[start:start + 16]), y[start:start + 16]).backward()
+        opt.step()
+    with torch.no_grad():
+        out = net(x)
+    return dict(net.state_dict()), loss_fn(out, y).item(), out
+
+
+def relative(a, b):
+    return ((a.double() - b.double()).abs().max() / max(a.abs().max().item(), 1e-12)).item()
+
+
+def stage_layouts(size):
+    return [p for p in (2, 3, 4) if size % p == 0]
+
+
+def test_every_layout_trains_as_serial_pytorch(size, rank):
+    if not stage_layouts(size):
+        pytest.skip(f"no pipeline layout for {size} ranks")
+    weights, loss, outputs = serial()
+    for p in stage_layouts(size):
+        net = make_net(split_point=p == 2)  # P = 2 at the SplitPoint, else by parameter count
+        model = tnt.Model(net, pipeline_stages=p, micro_batches=4)
+        model.compile(optimizer=torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.5),
+                      loss=torch.nn.CrossEntropyLoss())
+        x, y = samples()
+        model.fit((x, y), batch_size=16, epochs=1, shuffle=False, verbose=0)
+        assert model.pipeline == tnt.PipelinePosition(rank % p, p, rank // p, size // p)
+        mine = model._impl.trained_module.state_dict()
+        assert mine and set(mine) < set(weights)
+        for name, w in mine.items():
+            assert relative(weights[name], w) < 1e-5, f"P={p}: {name}"
+        got = model.evaluate((x, y), batch_size=16, verbose=0)
+        assert got == pytest.approx(loss, rel=1e-5), f"P={p}"
+        predicted = model.predict(x, batch_size=16)
+        assert relative(outputs, predicted) < 1e-5, f"P={p}"
+
+
+def test_each_rank_holds_its_stage_and_the_others_are_freed(size, rank):
+    if size % 2:
+        pytest.skip("two stages need an even number of ranks")
+    net = make_net(split_point=True)
+    tnt.Model(net, pipeline_stages=2)
+    held = {name for name, p in net.named_parameters() if p.numel() > 0}
+    first, second = {"0.weight", "0.bias", "2.weight", "2.bias"}, {"5.weight", "5.bias",
+                                                                  "7.weight", "7.bias"}
+    assert held == (first if rank % 2 == 0 else second)
+
+
+def test_mistakes_are_named(size):
+    with pytest.raises(TypeError, match="cuts a torch.nn.Sequential into stages, got a Net"):
+        class Net(torch.nn.Module):
+            def forward(self, x):
+                return x
+        tnt.Model(Net(), pipeline_stages=size)
+    with pytest.raises(ValueError, match="cannot run .* pipeline stages: the number of ranks "
+                                         "must be a multiple of"):
+        tnt.Model(make_net(False), pipeline_stages=size + 1)
+    with pytest.raises(TypeError, match="pipeline_stages must be an int"):
+        tnt.Model(make_net(False), pipeline_stages="2")
+    with pytest.raises(ValueError, match="micro_batches=0: it must be at least 1"):
+        tnt.Model(make_net(False), micro_batches=0)
+    with pytest.raises(ValueError, match="schedule='zz' is not a pipeline schedule"):
+        tnt.Model(make_net(False), pipeline_stages=size, schedule="zz")
+    if size > 2:  # the net's one SplitPoint makes 2 stages
+        with pytest.raises(ValueError, match="1 SplitPoint, which make 2 stages, but "
+                                             f"pipeline_stages={size}"):
+            tnt.Model(make_net(True), pipeline_stages=size)

@@ -24,9 +24,10 @@ def samples():
     return torch.randn(40, 6, generator=g), torch.randint(0, 4, (40,), generator=g)
 
 
-def serial():
-    """Plain PyTorch, one process: the same batches of 16 in order."""
-    net = make_net(False)
+def serial(split_point):
+    """Plain PyTorch, one process: the same batches of 16 in order (the
+    SplitPoint, an identity here, only shifts the names after it)."""
+    net = make_net(split_point)
     x, y = samples()
     opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.5)
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -50,9 +51,9 @@ def stage_layouts(size):
 def test_every_layout_trains_as_serial_pytorch(size, rank):
     if not stage_layouts(size):
         pytest.skip(f"no pipeline layout for {size} ranks")
-    weights, loss, outputs = serial()
     for p in stage_layouts(size):
         net = make_net(split_point=p == 2)  # P = 2 at the SplitPoint, else by parameter count
+        weights, loss, outputs = serial(split_point=p == 2)
         model = tnt.Model(net, pipeline_stages=p, micro_batches=4)
         model.compile(optimizer=torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.5),
                       loss=torch.nn.CrossEntropyLoss())

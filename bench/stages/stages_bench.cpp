@@ -1,10 +1,12 @@
 // Pipeline stages' throughput against the same model on one rank, side by
 // side in one job (tarantella -n P -- bench_stages): a balanced MLP of
 // `layers` Linear+ReLU blocks of `width`, trained first on rank 0 alone
-// (the other ranks wait), then cut into P stages over the P ranks with M
-// micro-batches. One thread per rank in both. Prints samples per second,
-// their ratio, and the ceiling 2M/(M+P-1)·P/2 that the bubble
-// (P-1)/(M+P-1) leaves: P·M/(M+P-1).
+// (the other ranks wait), whole batches and then the same M micro-batches
+// accumulated (what micro-batching alone costs: M passes over the weight
+// gradients instead of one), then cut into P stages over the P ranks with M
+// micro-batches. One thread per rank in all three. Prints samples per
+// second, the ratios, and the ceiling that the bubble (P-1)/(M+P-1) leaves:
+// P·M/(M+P-1) over the micro-batched run.
 //
 //   tarantella -n 2 -- build/bench/stages/bench_stages --width 1024 --layers 8 \
 //       --batch 256 --micro-batches 8 --steps 20
@@ -50,14 +52,19 @@ tnt::data::Dataset batches(const Settings& s, int count) {
 
 // Samples per second of `steps` steps after `warmup` (two fits: the first
 // warms up, the second is timed).
-double throughput(tnt::Model& model, const Settings& s) {
+// With `accumulate` > 1, each global batch as that many smaller batches
+// whose gradients are accumulated.
+double throughput(tnt::Model& model, const Settings& s, int accumulate = 1) {
   model.compile(tnt::CompileOptions()
                     .optimizer(tnt::optimizers::SGD(0.001))
-                    .loss(tnt::losses::MeanSquaredError()));
-  model.fit(batches(s, s.warmup), tnt::FitOptions().epochs(1).verbose(0));
+                    .loss(tnt::losses::MeanSquaredError())
+                    .aggregation_frequency(accumulate));
+  Settings part = s;
+  part.batch = s.batch / accumulate;
+  model.fit(batches(part, s.warmup * accumulate), tnt::FitOptions().epochs(1).verbose(0));
   model.group().barrier();
   const auto begin = std::chrono::steady_clock::now();
-  model.fit(batches(s, s.steps), tnt::FitOptions().epochs(1).verbose(0));
+  model.fit(batches(part, s.steps * accumulate), tnt::FitOptions().epochs(1).verbose(0));
   model.group().barrier();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
@@ -79,12 +86,15 @@ int main(int argc, char** argv) {
   torch::set_num_threads(1);
   const int p = tnt::get_size();
   double alone = 0;
+  double micro_batched = 0;
   {
     // Rank 0 alone; the others take part only in the split.
     const tnt::comm::ProcessGroup own = tnt::world().split(tnt::get_rank() == 0 ? 0 : -1);
     if (tnt::get_rank() == 0) {
       tnt::Model model(mlp(s), own);
       alone = throughput(model, s);
+      tnt::Model accumulating(mlp(s), own);
+      micro_batched = throughput(accumulating, s, s.micro_batches);
     }
     tnt::world().barrier();
   }
@@ -94,11 +104,15 @@ int main(int argc, char** argv) {
     const double m = s.micro_batches;
     std::printf("MLP %d x %d, batch %d, %d steps, one thread per rank\n", s.layers, s.width,
                 s.batch, s.steps);
-    std::printf("1 rank:                         %10.1f samples/s\n", alone);
-    std::printf("%d stages x %d micro-batches:    %10.1f samples/s\n", p, s.micro_batches,
+    std::printf("1 rank, whole batches:          %10.1f samples/s\n", alone);
+    std::printf("1 rank, %2d micro-batches:       %10.1f samples/s\n", s.micro_batches,
+                micro_batched);
+    std::printf("%d stages x %2d micro-batches:   %10.1f samples/s\n", p, s.micro_batches,
                 pipelined);
-    std::printf("speed-up %.3f; ceiling P*M/(M+P-1) = %.3f (bubble (P-1)/(M+P-1) = %.3f)\n",
-                pipelined / alone, p * m / (m + p - 1), (p - 1) / (m + p - 1));
+    std::printf("speed-up over whole batches %.3f, over the same micro-batches %.3f; "
+                "ceiling P*M/(M+P-1) = %.3f (bubble (P-1)/(M+P-1) = %.3f)\n",
+                pipelined / alone, pipelined / micro_batched, p * m / (m + p - 1),
+                (p - 1) / (m + p - 1));
   }
   return 0;
 }

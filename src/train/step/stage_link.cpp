@@ -2,6 +2,7 @@
 // stages over the pipeline's group.
 #include "train/step/stage_link.h"
 
+#include <algorithm>
 #include <utility>
 
 #include <fmt/format.h>
@@ -35,7 +36,46 @@ torch::Tensor header_of(const torch::Tensor& t, const std::string& what) {
 
 StageLink::StageLink(comm::ProcessGroup pipeline, stages::StageLayout layout,
                      torch::Device device)
-    : pipeline_(std::move(pipeline)), layout_(std::move(layout)), device_(device) {}
+    : pipeline_(std::move(pipeline)), layout_(std::move(layout)), device_(device),
+      driver_([this] { drive_sends(); }) {}
+
+StageLink::~StageLink() {
+  {
+    std::lock_guard<std::mutex> lock(driving_mutex_);
+    stopping_ = true;
+  }
+  driving_cv_.notify_all();
+  driver_.join();
+}
+
+// Tries every posted send, naps (20 us, doubling to 200 us) while some are
+// left, sleeps while none are. Errors are the training thread's to see, in
+// finish_sends().
+void StageLink::drive_sends() {
+  std::chrono::microseconds nap{20};
+  std::unique_lock<std::mutex> lock(driving_mutex_);
+  while (!stopping_) {
+    if (driving_.empty()) {
+      nap = std::chrono::microseconds{20};
+      driving_cv_.wait(lock, [this] { return stopping_ || !driving_.empty(); });
+      continue;
+    }
+    std::vector<comm::Handle> sends = driving_;
+    lock.unlock();
+    std::vector<bool> done;
+    for (const comm::Handle& h : sends) done.push_back(h.ready());
+    lock.lock();
+    // Sends posted meanwhile were appended after these.
+    std::vector<comm::Handle> left;
+    for (std::size_t i = 0; i < driving_.size(); ++i) {
+      if (i >= done.size() || !done[i]) left.push_back(driving_[i]);
+    }
+    driving_ = std::move(left);
+    if (driving_.empty()) continue;
+    driving_cv_.wait_for(lock, nap, [this] { return stopping_; });
+    nap = std::min(nap * 2, std::chrono::microseconds{200});
+  }
+}
 
 std::string StageLink::label(const char* kind, int from, int micro) const {
   return fmt::format("pipeline {}: stage {}'s {} of micro-batch {}", layout_.replica, from, kind,
@@ -52,6 +92,11 @@ void StageLink::post(const torch::Tensor& t, int peer, int header_tag, int data_
   sends_.push_back(pipeline_.isend(data, peer, data_tag, what));
   in_flight_.push_back(header);
   in_flight_.push_back(data);
+  {
+    std::lock_guard<std::mutex> lock(driving_mutex_);
+    driving_.insert(driving_.end(), sends_.end() - 2, sends_.end());
+  }
+  driving_cv_.notify_one();
 }
 
 torch::Tensor StageLink::take(int peer, int header_tag, int data_tag, const std::string& what) {

@@ -6,12 +6,20 @@
 // posted and left to finish on their own (a send completes when the
 // neighbour takes it); a stage waits for them before the step ends, so
 // that 1F1B's crossing sends (an activation forward while a gradient comes
-// back) never wait on each other. Within one tag, transfers arrive in the
-// order they were sent: micro-batch order.
+// back) never wait on each other. A posted transfer moves only while some
+// thread of the rank drives it (comm's point-to-point has no progress
+// thread of its own), so the link has one: it drives the posted sends,
+// napping between tries, while the training thread computes the next
+// micro-batch; without it an output would reach the next stage only when
+// this stage next waits. Within one tag, transfers arrive in the order they
+// were sent: micro-batch order.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <torch/types.h>
@@ -26,6 +34,9 @@ class StageLink {
  public:
   /// `pipeline`: the P ranks of this rank's pipeline, stage order.
   StageLink(comm::ProcessGroup pipeline, stages::StageLayout layout, torch::Device device);
+  ~StageLink();
+  StageLink(const StageLink&) = delete;
+  StageLink& operator=(const StageLink&) = delete;
 
   const stages::StageLayout& layout() const { return layout_; }
   const comm::ProcessGroup& pipeline() const { return pipeline_; }
@@ -57,6 +68,7 @@ class StageLink {
             const std::string& what);
   torch::Tensor take(int peer, int header_tag, int data_tag, const std::string& what);
   std::string label(const char* kind, int from, int micro) const;
+  void drive_sends();
 
   comm::ProcessGroup pipeline_;
   stages::StageLayout layout_;
@@ -64,6 +76,12 @@ class StageLink {
   std::vector<comm::Handle> sends_;
   std::vector<torch::Tensor> in_flight_;  // kept alive until their sends finish
   std::chrono::steady_clock::duration waited_{};
+  // The progress thread's sends still to drive, and its stop.
+  std::mutex driving_mutex_;
+  std::condition_variable driving_cv_;
+  std::vector<comm::Handle> driving_;
+  bool stopping_ = false;
+  std::thread driver_;
 };
 
 }  // namespace tnt::train

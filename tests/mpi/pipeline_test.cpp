@@ -17,27 +17,13 @@
 #include <tarantella/model/pipeline.h>
 #include <tarantella/runtime/runtime.h>
 
+#include "../support/stages_net.h"
+
 namespace {
 
-tnt::data::Dataset examples() {
-  torch::Generator g = at::detail::createCPUGenerator(5);
-  return tnt::data::Dataset::from_tensor_slices(
-      {torch::randn({48, 6}, g), torch::randint(0, 4, {48}, g)});
-}
+tnt::data::Dataset examples() { return tnt_test::stages_samples(48); }
 
-torch::nn::Sequential mlp(bool split_point) {
-  torch::manual_seed(7);
-  torch::nn::Sequential net;
-  net->push_back(torch::nn::Linear(6, 24));
-  net->push_back(torch::nn::ReLU());
-  net->push_back(torch::nn::Linear(24, 24));
-  if (split_point) net->push_back(tnt::nn::SplitPoint());
-  net->push_back(torch::nn::Tanh());
-  net->push_back(torch::nn::Linear(24, 16));
-  net->push_back(torch::nn::ReLU());
-  net->push_back(torch::nn::Linear(16, 4));
-  return net;
-}
+torch::nn::Sequential mlp(bool split_point) { return tnt_test::stages_net(split_point); }
 
 struct Run {
   std::map<std::string, torch::Tensor> weights;

@@ -48,7 +48,7 @@ def stage_layouts(size):
     return [p for p in (2, 3, 4) if size % p == 0]
 
 
-def test_every_layout_trains_as_serial_pytorch(size, rank):
+def test_every_layout_trains_as_serial_pytorch(size, rank, tmp_path_factory):
     if not stage_layouts(size):
         pytest.skip(f"no pipeline layout for {size} ranks")
     for p in stage_layouts(size):
@@ -68,6 +68,14 @@ def test_every_layout_trains_as_serial_pytorch(size, rank):
         assert got == pytest.approx(loss, rel=1e-5), f"P={p}"
         predicted = model.predict(x, batch_size=16)
         assert relative(outputs, predicted) < 1e-5, f"P={p}"
+        # The whole model's state_dict, written by the master: plain torch reads it.
+        path = tnt.broadcast_object(str(tmp_path_factory.mktemp("stages") / "weights.pt"))
+        model.save_weights(path)
+        if tnt.is_master_rank():
+            saved = torch.load(path)
+            assert list(saved) == list(weights), f"P={p}"
+            for name, w in saved.items():
+                assert relative(weights[name], w) < 1e-5, f"P={p}: {name}"
 
 
 def test_each_rank_holds_its_stage_and_the_others_are_freed(size, rank):

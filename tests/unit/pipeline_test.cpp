@@ -3,8 +3,10 @@
 // epoch the weights, evaluate's loss and predict's outputs agree within
 // 1e-5 (max |difference| / max |value|) at (P, D) = (2, 1), (2, 2) and
 // (4, 1), with either schedule, with SplitPoints and with the automatic
-// cut. And each rank keeps only its stage's parameters; the errors name
-// the counts involved.
+// cut; save_weights writes the whole model's weights under the
+// Sequential's names. And each rank keeps only its stage's parameters; the
+// errors name the counts involved.
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <string>
@@ -21,6 +23,8 @@
 #include <tarantella/model/model.h>
 #include <tarantella/model/pipeline.h>
 
+#include "../support/stages_net.h"
+
 namespace {
 
 using tnt::comm::ProcessGroup;
@@ -28,28 +32,9 @@ using tnt::comm::run_in_process;
 
 // 40 samples in global batches of 16: 16, 16, 8 (a short last batch, and
 // uneven micro-batches of replicas' shares).
-tnt::data::Dataset pipeline_samples() {
-  torch::Generator g = at::detail::createCPUGenerator(5);
-  return tnt::data::Dataset::from_tensor_slices(
-      {torch::randn({40, 6}, g), torch::randint(0, 4, {40}, g)});
-}
+tnt::data::Dataset pipeline_samples() { return tnt_test::stages_samples(40); }
 
-std::mutex g_pipeline_seed;
-// Five layers with parameters, ReLUs between, SplitPoints optional.
-torch::nn::Sequential pipeline_net(bool split_points) {
-  std::lock_guard<std::mutex> lock(g_pipeline_seed);
-  torch::manual_seed(7);
-  torch::nn::Sequential net;
-  net->push_back(torch::nn::Linear(6, 24));
-  net->push_back(torch::nn::ReLU());
-  net->push_back(torch::nn::Linear(24, 24));
-  if (split_points) net->push_back(tnt::nn::SplitPoint());
-  net->push_back(torch::nn::Tanh());
-  net->push_back(torch::nn::Linear(24, 16));
-  net->push_back(torch::nn::ReLU());
-  net->push_back(torch::nn::Linear(16, 4));
-  return net;
-}
+torch::nn::Sequential pipeline_net(bool split_points) { return tnt_test::stages_net(split_points); }
 
 tnt::CompileOptions pipeline_compile() {
   return tnt::CompileOptions()
@@ -60,6 +45,7 @@ tnt::CompileOptions pipeline_compile() {
 
 struct Outcome {
   std::map<std::string, torch::Tensor> weights;  // by the Sequential's names
+  std::map<std::string, torch::Tensor> saved;    // save_weights's file, read by one rank
   double loss = 0;
   torch::Tensor predicted;
   std::map<int, std::int64_t> parameters_per_rank;
@@ -75,6 +61,9 @@ Outcome run(int ranks, const tnt::PipelineOptions& pipeline, bool split_points) 
     const auto logs = model.evaluate(pipeline_samples().batch(16));
     const torch::Tensor predicted =
         model.predict(pipeline_samples().batch(16), tnt::PredictOptions().on_all_ranks(true));
+    const std::string file = std::filesystem::temp_directory_path() /
+                             ("tnt_pipeline_" + std::to_string(ranks) + ".pt");
+    model.save_weights(file);  // the master writes every stage's weights
     std::lock_guard<std::mutex> lock(m);
     std::int64_t count = 0;
     for (const auto& [name, t] : model.named_parameters()) {
@@ -87,6 +76,13 @@ Outcome run(int ranks, const tnt::PipelineOptions& pipeline, bool split_points) 
       out.predicted = predicted;
     }
   });
+  // Read by the same Sequential on one rank, all of it.
+  run_in_process(1, [&](const ProcessGroup& g) {
+    tnt::Model whole(pipeline_net(split_points), g);
+    whole.load_weights(std::filesystem::temp_directory_path() /
+                       ("tnt_pipeline_" + std::to_string(ranks) + ".pt"));
+    for (const auto& [name, t] : whole.named_parameters()) out.saved[name] = t.detach().clone();
+  });
   return out;
 }
 
@@ -97,9 +93,11 @@ double relative_difference(const torch::Tensor& a, const torch::Tensor& b) {
 
 void expect_as_serial(const Outcome& serial, const Outcome& staged, const std::string& what) {
   ASSERT_EQ(serial.weights.size(), staged.weights.size()) << what;
+  ASSERT_EQ(serial.weights.size(), staged.saved.size()) << what << ": the saved file";
   for (const auto& [name, w] : serial.weights) {
     ASSERT_TRUE(staged.weights.count(name)) << what << ": no " << name;
     EXPECT_LT(relative_difference(w, staged.weights.at(name)), 1e-5) << what << ": " << name;
+    EXPECT_LT(relative_difference(w, staged.saved.at(name)), 1e-5) << what << ": saved " << name;
   }
   EXPECT_NEAR(serial.loss, staged.loss, 1e-5 * std::abs(serial.loss)) << what;
   ASSERT_TRUE(staged.predicted.defined()) << what;

@@ -138,6 +138,14 @@ torch::Tensor Engine::run(const std::vector<torch::Tensor>& inputs) { return sta
 const comm::ProcessGroup& Engine::group() const { return state_->everyone(); }
 
 const stages::StageLayout* Engine::stage_layout() const { return state_->stage_layout(); }
+
+NamedTensorList Engine::whole_model_weights() {
+  const NamedTensorList mine = all_weights(state_->net());
+  StageLink* link = state_->stage_link();
+  if (link == nullptr) return mine;
+  if (link->layout().replica != 0) return {};  // the first replica's stages hold them all
+  return link->gather_on_first_stage(mine);
+}
 torch::Device Engine::device() const { return state_->device(); }
 ModuleAdapter& Engine::net() const { return state_->net(); }
 torch::optim::Optimizer& Engine::optimizer() const { return state_->optimizer(); }
@@ -161,9 +169,9 @@ namespace {
 // wrong (a stage's file would hold a part of the model).
 void refuse_with_stages(const EngineState& s, const char* what) {
   const stages::StageLayout* layout = s.stage_layout();
-  TNT_CHECK(layout == nullptr, what, " with pipeline stages (this rank: ", layout ? layout->describe() : "",
-            ") is not supported yet: train with pipeline_stages=1 to save or load, or keep the "
-            "weights with get_weights() on each stage");
+  TNT_CHECK(layout == nullptr, what, " with pipeline stages (this rank: ",
+            layout ? layout->describe() : "", ") is not supported yet: save_weights() writes the "
+            "whole model's weights, or train with pipeline_stages=1");
 }
 
 }  // namespace
@@ -184,7 +192,7 @@ void Engine::set_weights(const std::vector<torch::Tensor>& weights) {
 
 std::optional<EngineSnapshot> Engine::snapshot(bool keep, SnapshotUse use) {
   EngineState& s = *state_;
-  refuse_with_stages(s, "saving a model or its weights");
+  refuse_with_stages(s, "a checkpoint of the whole training state");
   // A sharded optimizer's state is on every rank in parts: gathered by all.
   std::optional<std::string> gathered;
   if (s.gradients().shards()) gathered = s.gradients().shards()->full_state_bytes();
@@ -244,7 +252,7 @@ std::optional<std::string> optimizer_bytes(const EngineSnapshot& snapshot) {
 
 void Engine::restore(const std::function<RestoredState()>& read_on_master) {
   EngineState& s = *state_;
-  refuse_with_stages(s, "loading a model or its weights");
+  refuse_with_stages(s, "loading a checkpoint or weights");
   // The file holds the full optimizer state: it is loaded in full form.
   s.gradients().unshard();
   run_on_master_checked(s.group(), [&] {

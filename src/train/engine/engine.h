@@ -127,6 +127,11 @@ class Engine {
   const comm::ProcessGroup& group() const;
   /// With pipeline stages, where this rank sits; null without.
   const stages::StageLayout* stage_layout() const;
+  /// The whole model's parameters, then buffers: this rank's without
+  /// stages; with stages, every stage's (under the Sequential's names) on
+  /// the model group's master and none elsewhere. Collective over the first
+  /// replica's stages.
+  NamedTensorList whole_model_weights();
   torch::Device device() const;
   ModuleAdapter& net() const;
   torch::optim::Optimizer& optimizer() const;

@@ -78,6 +78,8 @@ class EngineState {
   const comm::ProcessGroup& everyone() const { return stages_ ? stages_->whole : group_; }
   /// With stages, where this rank sits; null without.
   const stages::StageLayout* stage_layout() const { return stages_ ? &stages_->layout : nullptr; }
+  /// With stages, the links to the neighbour stages; null without.
+  StageLink* stage_link() const { return link_.get(); }
   const EngineOptions& options() const { return options_; }
   ModuleAdapter& net() const { return *net_; }
   torch::Device device() const { return device_; }

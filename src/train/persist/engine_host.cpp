@@ -55,6 +55,8 @@ void EngineHost::save_in_background(const std::string& path, bool weights_only) 
   wait_for_checkpoints();  // at most one write in flight; its failure on every rank
   if (!group().is_master()) {
     if (!weights_only) snapshot_checkpoint(*engine_, /*all_ranks=*/false);  // collective
+    // With pipeline stages, the master gathers every stage's weights.
+    if (weights_only && engine_->stage_layout()) snapshot_weights(*engine_, SnapshotUse::write_now);
     return;
   }
   if (!checkpoint_writer_) checkpoint_writer_ = std::make_unique<CheckpointWriter>();

@@ -182,8 +182,7 @@ void load_weights_of_checkpoint(Engine& engine, const std::string& path) {
 }
 
 NamedTensorList snapshot_weights(Engine& engine, SnapshotUse use) {
-  NamedTensorList all = engine.net().named_parameters();
-  for (auto& b : engine.net().named_buffers()) all.push_back(b);
+  NamedTensorList all = engine.whole_model_weights();
   const bool later = use == SnapshotUse::write_later;
   for (auto& [name, t] : all) {
     t = later && !t.is_cuda() ? t.detach().clone(at::MemoryFormat::Contiguous)
@@ -198,6 +197,15 @@ void write_weights(const NamedTensorList& weights, const std::string& path) {
 }
 
 void save_weights(Engine& engine, const std::string& path, bool all_ranks) {
+  if (const stages::StageLayout* layout = engine.stage_layout()) {
+    // The stages send their weights to the master, which writes the whole
+    // model's, under the Sequential's names.
+    TNT_CHECK(!all_ranks, "save_weights(all_ranks=true) with pipeline stages: a rank holds its "
+              "stage's weights only (this rank: ", layout->describe(), "); save on the master");
+    const NamedTensorList all = snapshot_weights(engine, SnapshotUse::write_now);
+    run_on_master_checked(engine.group(), [&] { write_weights(all, path); });
+    return;
+  }
   // Weights only: no collective is needed to take them.
   auto write = [&] { write_weights(snapshot_weights(engine, SnapshotUse::write_now), path); };
   if (all_ranks) {

@@ -73,7 +73,9 @@ std::optional<CheckpointSnapshot> snapshot_backup(Engine& engine,
 void write_checkpoint(const CheckpointSnapshot& snapshot, const std::string& path);
 
 /// A weights file's content (parameters, then buffers) in host memory:
-/// copies for `write_later` (a write beside training); not collective.
+/// copies for `write_later` (a write beside training). Not collective
+/// without stages; with pipeline stages, collective over the first
+/// replica's stages, and the whole model's on the master only.
 /// write_weights writes it in the format of save_weights, atomically; any
 /// thread.
 NamedTensorList snapshot_weights(Engine& engine, SnapshotUse use);

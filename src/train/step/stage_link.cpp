@@ -156,6 +156,37 @@ torch::Tensor StageLink::share_from_last_stage(const torch::Tensor& t) const {
   return pipeline_.broadcast(data, root);
 }
 
+std::vector<std::pair<std::string, torch::Tensor>> StageLink::gather_on_first_stage(
+    const std::vector<std::pair<std::string, torch::Tensor>>& mine) {
+  constexpr int kNamesHeader = 4, kNames = 5, kTensorHeader = 6, kTensor = 7;
+  const std::string what = fmt::format("pipeline {}: stage {}'s weights", layout_.replica,
+                                       layout_.stage);
+  if (!layout_.first_stage()) {
+    std::string names;
+    for (const auto& [name, t] : mine) names += name + '\n';
+    const torch::Tensor bytes =
+        torch::from_blob(names.data(), {static_cast<std::int64_t>(names.size())}, torch::kUInt8)
+            .clone();
+    post(bytes, 0, kNamesHeader, kNames, what + " (names)");
+    for (const auto& [name, t] : mine) post(t, 0, kTensorHeader, kTensor, what + " (" + name + ")");
+    finish_sends();
+    return {};
+  }
+  std::vector<std::pair<std::string, torch::Tensor>> all = mine;
+  for (int s = 1; s < layout_.stages; ++s) {
+    const std::string from = fmt::format("pipeline {}: stage {}'s weights", layout_.replica, s);
+    const torch::Tensor bytes = take(s, kNamesHeader, kNames, from + " (names)").cpu();
+    const std::string names(reinterpret_cast<const char*>(bytes.data_ptr<std::uint8_t>()),
+                            static_cast<std::size_t>(bytes.numel()));
+    std::size_t begin = 0;
+    for (std::size_t end; (end = names.find('\n', begin)) != std::string::npos; begin = end + 1) {
+      const std::string name = names.substr(begin, end - begin);
+      all.emplace_back(name, take(s, kTensorHeader, kTensor, from + " (" + name + ")"));
+    }
+  }
+  return all;
+}
+
 std::chrono::steady_clock::duration StageLink::take_waited() {
   return std::exchange(waited_, std::chrono::steady_clock::duration{});
 }

@@ -20,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <torch/types.h>
@@ -59,6 +60,11 @@ class StageLink {
   /// `t` of the last stage, whatever its shape, on every stage of the
   /// pipeline (host memory). Collective over the pipeline.
   torch::Tensor share_from_last_stage(const torch::Tensor& t) const;
+  /// Every stage's named tensors on the first stage, in stage order (each
+  /// stage sends its names, then its tensors); on the other stages, none.
+  /// Collective over the pipeline.
+  std::vector<std::pair<std::string, torch::Tensor>> gather_on_first_stage(
+      const std::vector<std::pair<std::string, torch::Tensor>>& mine);
   /// The time spent waiting on the neighbours since the last call (their
   /// tensors, the end of the sends): a step's wait, not its compute.
   std::chrono::steady_clock::duration take_waited();

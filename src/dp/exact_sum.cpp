@@ -105,7 +105,8 @@ void ExactSum::add(const std::vector<torch::Tensor>& part) {
 }
 
 std::optional<std::vector<torch::Tensor>> ExactSum::finish(const comm::ProcessGroup& group,
-                                                           std::int64_t total_parts) {
+                                                           std::int64_t total_parts,
+                                                           const comm::ProcessGroup* agree) {
   TNT_CHECK(!sums_.empty(), "ExactSum::finish() before begin()");
   const std::size_t n = like_.size();
   torch::Tensor agreed = torch::zeros({2 * static_cast<std::int64_t>(n)}, torch::kFloat64);
@@ -130,6 +131,11 @@ std::optional<std::vector<torch::Tensor>> ExactSum::finish(const comm::ProcessGr
     const int bits = ceil_log2(a[t]) - exponents_[t];  // of the largest value, rounded
     if (bits > limit || bits < kMinimumBits) fits = false;
     proposed_[t] = ceil_log2(a[t]) - (limit - kRoomForGrowth);
+  }
+  if (agree != nullptr && agree->size() > 1) {
+    torch::Tensor all_fit = torch::tensor({fits ? 1 : 0}, torch::kInt32);
+    agree->allreduce(all_fit, comm::ReduceOp::Min);
+    fits = all_fit.item<int>() != 0;  // host-only: a host tensor
   }
   if (!fits) return std::nullopt;
   std::vector<std::int64_t> offsets(n + 1, 0);

@@ -45,8 +45,13 @@ class ExactSum {
   /// integer tensors), the same bits on every rank; a tensor with a value
   /// that is not finite sums to NaN. When they do not, returns nullopt and
   /// exponents() are ones that fit: begin() with them and add the parts again.
+  /// `agree` (pipeline stages: the rank's pipeline, one rank of each stage,
+  /// whose sums cover the rest of the model): the sums are taken only when
+  /// the exponents fit on every rank of `agree` too, so that the whole model
+  /// refits or none of it, as an unsplit model's single sum does.
   std::optional<std::vector<torch::Tensor>> finish(const comm::ProcessGroup& group,
-                                                   std::int64_t total_parts);
+                                                   std::int64_t total_parts,
+                                                   const comm::ProcessGroup* agree = nullptr);
   /// Exponents that fit the largest values agreed by the last finish(),
   /// with room for growth: the prediction for the next sum.
   const std::vector<int>& exponents() const { return proposed_; }

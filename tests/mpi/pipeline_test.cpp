@@ -3,9 +3,13 @@
 // torch::nn::Sequential cut into stages trains as it does alone on one
 // rank: after an epoch each rank's stage weights, evaluate's loss and
 // predict's outputs are within 1e-5 of that run, with 1F1B and GPipe, the
-// shards of a sharded optimizer within each stage, and accumulation.
+// shards of a sharded optimizer within each stage, accumulation, clipping
+// by norm and loss scaling (mixed precision: to bfloat16's precision); in
+// deterministic mode they are the same bits.
+#include <cstring>
 #include <map>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -25,16 +29,16 @@ tnt::data::Dataset examples() { return tnt_test::stages_samples(48); }
 
 torch::nn::Sequential mlp(bool split_point) { return tnt_test::stages_net(split_point); }
 
-struct Run {
+struct Trained {
   std::map<std::string, torch::Tensor> weights;
   double loss = 0;
   torch::Tensor outputs;
 };
 
-Run train(tnt::Model& model, const tnt::CompileOptions& compile, int accumulate) {
+Trained train(tnt::Model& model, const tnt::CompileOptions& compile, int accumulate) {
   model.compile(tnt::CompileOptions(compile).aggregation_frequency(accumulate));
   model.fit(examples().batch(24 / accumulate), tnt::FitOptions().epochs(1).verbose(0));
-  Run r;
+  Trained r;
   for (const auto& [name, t] : model.named_parameters()) r.weights[name] = t.detach().clone();
   r.loss = model.evaluate(examples().batch(24)).at("loss");
   r.outputs = model.predict(examples().batch(24), tnt::PredictOptions().on_all_ranks(true));
@@ -52,24 +56,69 @@ tnt::CompileOptions sgd() {
 }
 
 void expect_alone_equals_staged(const tnt::CompileOptions& compile, int accumulate,
-                                const std::string& schedule) {
+                                const std::string& schedule, double tolerance = 1e-5) {
   const int n = tnt::get_size();
   for (int p : {2, 3, 4}) {
     if (n % p != 0) continue;
     // The reference: the whole Sequential alone on this rank (with the
     // SplitPoint, an identity there, that shifts the names after it).
     tnt::Model alone(mlp(p == 2), tnt::world().split(tnt::get_rank()));
-    const Run serial = train(alone, compile, accumulate);
+    const Trained serial = train(alone, compile, accumulate);
     tnt::Model staged(mlp(p == 2), tnt::PipelineOptions().stages(p).micro_batches(4).schedule(schedule));
-    const Run run = train(staged, compile, accumulate);
+    const Trained run = train(staged, compile, accumulate);
     const std::string what = std::to_string(p) + " stages x " + std::to_string(n / p) +
                              " replicas, " + schedule;
     ASSERT_FALSE(run.weights.empty()) << what;
     for (const auto& [name, w] : run.weights) {
-      EXPECT_LT(relative(serial.weights.at(name), w), 1e-5) << what << ": " << name;
+      EXPECT_LT(relative(serial.weights.at(name), w), tolerance) << what << ": " << name;
     }
-    EXPECT_NEAR(serial.loss, run.loss, 1e-5 * serial.loss) << what;
-    EXPECT_LT(relative(serial.outputs, run.outputs), 1e-5) << what;
+    EXPECT_NEAR(serial.loss, run.loss, tolerance * serial.loss) << what;
+    EXPECT_LT(relative(serial.outputs, run.outputs), tolerance) << what;
+  }
+}
+
+bool same_bits(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.sizes() == b.sizes() && a.dtype() == b.dtype() &&
+         std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), a.nbytes()) == 0;
+}
+
+// Deterministic mode: at every layout, the bits of the whole model on one
+// rank without stages. The network draws random numbers before and after
+// every cut (Dropout: a chunk's random stream travels with its activations)
+// and has running statistics (BatchNorm: each stage averages its own); the
+// first step refits the exponents (the prediction starts empty), which
+// replays it through every stage.
+// Clipping by norm and loss scaling too: the norm is over every stage's
+// gradients, an overflow skips the step on every stage.
+TEST(Pipeline, DeterministicEveryLayoutIsBitwiseOneRank) {
+  const int n = tnt::get_size();
+  for (const auto& [schedule, compile] :
+       {std::pair{"1f1b", sgd().deterministic(4)},
+        std::pair{"gpipe", sgd().deterministic(4).clip_norm(0.05).loss_scaling(true)}}) {
+    for (int p : {2, 3, 4}) {
+      if (n % p != 0) continue;
+      tnt::Model alone(tnt_test::stages_net(p == 2, true), tnt::world().split(tnt::get_rank()));
+      const Trained serial = train(alone, compile, 1);
+      tnt::Model staged(tnt_test::stages_net(p == 2, true),
+                        tnt::PipelineOptions().stages(p).schedule(schedule));
+      const Trained run = train(staged, compile, 1);
+      const std::string what = std::to_string(p) + " stages x " + std::to_string(n / p) +
+                               " replicas, " + schedule + ", deterministic" +
+                               (compile.clip_norm() ? ", clip_norm, loss scaling" : "");
+      ASSERT_FALSE(run.weights.empty()) << what;
+      for (const auto& [name, w] : run.weights) {
+        EXPECT_TRUE(same_bits(serial.weights.at(name), w))
+            << what << ": " << name << " differs by " << relative(serial.weights.at(name), w);
+      }
+      std::map<std::string, torch::Tensor> alone_buffers;
+      for (const auto& [name, b] : alone.named_buffers()) alone_buffers[name] = b;
+      for (const auto& [name, b] : staged.named_buffers()) {
+        ASSERT_EQ(alone_buffers.count(name), 1u) << what << ": buffer " << name;
+        EXPECT_TRUE(same_bits(alone_buffers[name], b)) << what << ": buffer " << name;
+      }
+      EXPECT_EQ(serial.loss, run.loss) << what;
+      EXPECT_TRUE(same_bits(serial.outputs, run.outputs)) << what;
+    }
   }
 }
 
@@ -78,6 +127,21 @@ TEST(Pipeline, EveryLayoutTrainsAsOneRankDoes) { expect_alone_equals_staged(sgd(
 TEST(Pipeline, GPipeAccumulationAndShardsWithinAStage) {
   expect_alone_equals_staged(sgd(), 2, "gpipe");
   expect_alone_equals_staged(sgd().shard_optimizer(true), 1, "1f1b");
+}
+
+// clip_norm's norm is the whole model's (every stage's gradients), with and
+// without shards; loss scaling skips or takes a step on every stage alike.
+TEST(Pipeline, ClipNormAndLossScalingCoverEveryStage) {
+  expect_alone_equals_staged(sgd().clip_norm(0.05).loss_scaling(true), 1, "1f1b");
+  expect_alone_equals_staged(sgd().clip_norm(0.05).shard_optimizer(true), 1, "1f1b");
+}
+
+// Mixed precision (bfloat16 on the CPU): each stage's forward runs under
+// autocast and its output goes on in float32, so the values differ from
+// the unsplit model's at the cut by bfloat16's rounding, no more.
+TEST(Pipeline, MixedPrecisionTrainsAsOneRankDoesToBfloat16sPrecision) {
+  expect_alone_equals_staged(sgd().mixed_precision(tnt::MixedPrecision::BFloat16), 1, "1f1b",
+                             2e-2);
 }
 
 }  // namespace

@@ -3,7 +3,8 @@ torch.nn.Sequential as plain serial PyTorch does. At every layout the job's
 size allows (P = 2, 3 or 4 dividing it), after one epoch the weights, the
 loss evaluate gives and predict's outputs are within 1e-5 of a plain torch
 loop on one process; each rank holds its stage's parameters and only those;
-and the mistakes a user can make are named. Run as python.pipeline.nN."""
+deterministic mode gives the bits of one rank without stages; and the
+mistakes a user can make are named. Run as python.pipeline.nN."""
 import pytest
 import torch
 
@@ -76,6 +77,47 @@ def test_every_layout_trains_as_serial_pytorch(size, rank, tmp_path_factory):
             assert list(saved) == list(weights), f"P={p}"
             for name, w in saved.items():
                 assert relative(weights[name], w) < 1e-5, f"P={p}: {name}"
+
+
+def make_random_net(split_point):
+    """Dropout before and after every cut, BatchNorm's running statistics."""
+    torch.manual_seed(7)
+    layers = [torch.nn.Linear(6, 24), torch.nn.ReLU(), torch.nn.Dropout(0.25),
+              torch.nn.Linear(24, 24)]
+    if split_point:
+        layers.append(tnt.nn.SplitPoint())
+    layers += [torch.nn.BatchNorm1d(24), torch.nn.Tanh(), torch.nn.Linear(24, 16),
+               torch.nn.ReLU(), torch.nn.Dropout(0.25), torch.nn.Linear(16, 4)]
+    return torch.nn.Sequential(*layers)
+
+
+def test_deterministic_every_layout_is_bitwise_one_rank(size, rank):
+    """deterministic=4: at every layout the bits of the whole model trained
+    alone on one rank, weights, buffers, evaluate's loss and predict's
+    outputs (a chunk's random stream travels with its activations)."""
+    if not stage_layouts(size):
+        pytest.skip(f"no pipeline layout for {size} ranks")
+    x, y = samples()
+
+    def trained(net, model):
+        model.compile(optimizer=torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.5),
+                      loss=torch.nn.CrossEntropyLoss(), deterministic=4)
+        model.fit((x, y), batch_size=16, epochs=1, shuffle=False, verbose=0)
+        return (model._impl.trained_module.state_dict(),
+                model.evaluate((x, y), batch_size=16, verbose=0),
+                model.predict(x, batch_size=16))
+
+    for p in stage_layouts(size):
+        alone_net = make_random_net(p == 2)
+        alone = tnt.Model(alone_net, group=tnt.world().split(rank))
+        ref, ref_loss, ref_out = trained(alone_net, alone)
+        net = make_random_net(p == 2)
+        mine, loss, out = trained(net, tnt.Model(net, pipeline_stages=p))
+        assert mine and set(mine) < set(ref)
+        for name, t in mine.items():
+            assert torch.equal(ref[name], t), f"P={p}: {name} differs by {relative(ref[name], t)}"
+        assert loss == ref_loss, f"P={p}"
+        assert torch.equal(ref_out, out), f"P={p}"
 
 
 def test_each_rank_holds_its_stage_and_the_others_are_freed(size, rank):

@@ -14,18 +14,23 @@
 
 namespace tnt_test {
 
-inline torch::nn::Sequential stages_net(bool split_point) {
+/// `random_layers`: with Dropout in the first and the last layers and a
+/// BatchNorm1d (running statistics) in between, whatever the cut.
+inline torch::nn::Sequential stages_net(bool split_point, bool random_layers = false) {
   static std::mutex seed;  // the global generator: one net at a time
   std::lock_guard<std::mutex> lock(seed);
   torch::manual_seed(7);
   torch::nn::Sequential net;
   net->push_back(torch::nn::Linear(6, 24));
   net->push_back(torch::nn::ReLU());
+  if (random_layers) net->push_back(torch::nn::Dropout(0.25));
   net->push_back(torch::nn::Linear(24, 24));
   if (split_point) net->push_back(tnt::nn::SplitPoint());
+  if (random_layers) net->push_back(torch::nn::BatchNorm1d(24));
   net->push_back(torch::nn::Tanh());
   net->push_back(torch::nn::Linear(24, 16));
   net->push_back(torch::nn::ReLU());
+  if (random_layers) net->push_back(torch::nn::Dropout(0.25));
   net->push_back(torch::nn::Linear(16, 4));
   return net;
 }

@@ -87,16 +87,6 @@ void check_stage_options(const CompileOptions& options, const stages::StageLayou
   TNT_CHECK(options.num_inputs() == 1, "a model cut into ", stages, " takes one input (the ",
             "first stage's), got num_inputs=", options.num_inputs(),
             ": combine the inputs into one tensor, or train with pipeline_stages=1");
-  TNT_CHECK(!options.deterministic(), "deterministic training with ", stages,
-            " is not supported yet: compile without deterministic, or train with "
-            "pipeline_stages=1");
-  TNT_CHECK(options.mixed_precision() == MixedPrecision::None, "mixed precision with ", stages,
-            " is not supported yet: compile without mixed_precision, or train with "
-            "pipeline_stages=1");
-  TNT_CHECK(!options.clip_norm(), "clip_norm with ", stages, " is not supported yet (the norm "
-            "is over every stage's gradients): use clip_value, or train with pipeline_stages=1");
-  TNT_CHECK(!options.loss_scaling().value_or(false), "loss scaling with ", stages,
-            " is not supported yet: compile without it, or train with pipeline_stages=1");
 }
 
 }  // namespace
@@ -138,8 +128,11 @@ void EngineState::compile(CompileOptions options) {
   if (stages_) check_stage_options(options, stages_->layout);
   bind_collective_layers();
   trainable_.clear();
+  trainable_names_.clear();
   for (const auto& [name, p] : net_->named_parameters()) {
-    if (p.requires_grad()) trainable_.push_back(p);
+    if (!p.requires_grad()) continue;
+    trainable_.push_back(p);
+    trainable_names_.push_back(name);
   }
   gradients_.drop();  // shards belong to the optimizer replaced here
   optimizer_ = options.optimizer()(trainable_);
@@ -241,12 +234,6 @@ torch::Tensor EngineState::run(const std::vector<torch::Tensor>& inputs) {
   return output.is_floating_point() ? output.to(torch::kFloat32) : output;
 }
 
-std::vector<torch::Tensor> EngineState::buffers() const {
-  std::vector<torch::Tensor> buffers;
-  for (const auto& [name, b] : net_->named_buffers()) buffers.push_back(b);
-  return buffers;
-}
-
 StepModel EngineState::step_model() {
   return {[this](const data::Element& x) { return forward(inputs_of(x)); },
           [this](const data::Element& x) { return target_of(x); },
@@ -260,15 +247,24 @@ StepModel EngineState::step_model() {
 
 StepContext EngineState::step_context() {
   const CompileOptions& c = compiled();
+  std::vector<torch::Tensor> buffers;
+  std::vector<std::string> buffer_names;
+  for (const auto& [name, b] : net_->named_buffers()) {
+    buffers.push_back(b);
+    buffer_names.push_back(name);
+  }
   return StepContext{step_model(),
                      *optimizer_,
                      gradients_,
-                     StepRules{c.clip_norm(), c.clip_value(), c.schedule().fn, scaler_},
+                     StepRules{c.clip_norm(), c.clip_value(), c.schedule().fn, scaler_,
+                               stages_ ? &stages_->pipeline : nullptr},
                      group_,
                      timeline(),
                      counters_,
                      trainable_,
-                     buffers(),
+                     std::move(buffers),
+                     trainable_names_,
+                     std::move(buffer_names),
                      metrics_->size(),
                      device_,
                      c.deterministic(),
@@ -301,7 +297,8 @@ LoopContext EngineState::loop_context(const char* caller) {
 PredictContext EngineState::predict_context() {
   return PredictContext{group_, everyone(), device_, *net_,
                         [this](const data::Element& x) { return run(inputs_of(x)); },
-                        link_.get(), stages_ ? stages_->settings.micro_batches : 1};
+                        link_.get(), stages_ ? stages_->settings.micro_batches : 1,
+                        compiled_ ? compiled_->deterministic() : std::nullopt};
 }
 
 void EngineState::bind_collective_layers() {

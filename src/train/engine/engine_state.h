@@ -114,8 +114,6 @@ class EngineState {
   /// What the step needs of the model (forward, target, loss, state), as
   /// functions over this engine.
   StepModel step_model();
-  /// The network's buffers (BatchNorm's running statistics).
-  std::vector<torch::Tensor> buffers() const;
   Timeline* timeline();
 
   comm::ProcessGroup group_;
@@ -128,6 +126,7 @@ class EngineState {
   /// Declared after the optimizer: destroyed first (its shards hold it).
   GradientExchange gradients_{group_, options_};
   std::vector<torch::Tensor> trainable_;
+  std::vector<std::string> trainable_names_;  // the state_dict keys of trainable_
   Counters counters_;
   std::shared_ptr<LossScaler> scaler_;
   std::unique_ptr<Timeline> timeline_;

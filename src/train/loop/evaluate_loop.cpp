@@ -51,11 +51,12 @@ class EvaluationState {
                             torch::TensorOptions().dtype(torch::kFloat64).device(device))) {}
 
   void add(const data::MicroBatch& mb) {
-    if (chunk_) {
+    if (chunk_) {  // with stages, the chunks are the micro-batches
       const std::size_t before = parts_.size();
-      evaluate_chunks(model_, mb, *chunk_, parts_);
+      evaluate_chunks(model_, mb, *chunk_, parts_, stage_);
       for (std::size_t j = before; j < parts_.size(); ++j) accumulate(local_, parts_[j][0]);
       total_parts_ += chunk_count(mb.global_size, *chunk_);
+      if (stage_ != nullptr) reported_ = stage_->from_last_stage(local_.clone());
       return;
     }
     if (mb.local_size == 0) return;  // on every stage of the pipeline alike
@@ -80,11 +81,13 @@ class EvaluationState {
   const torch::Tensor& local() const { return reported_.defined() ? reported_ : local_; }
   /// The global state. Collective.
   std::vector<double> global() const {
+    std::vector<double> sum;
     if (chunk_) {
       const torch::Tensor like = torch::zeros({local_.numel()}, torch::kFloat64);
-      return read_state(dp::exact_sum(group_, parts_, {like}, total_parts_).front());
+      sum = read_state(dp::exact_sum(group_, parts_, {like}, total_parts_).front());
+    } else {
+      sum = allreduce_state(group_, read_state(local_));
     }
-    std::vector<double> sum = allreduce_state(group_, read_state(local_));
     if (stage_ == nullptr) return sum;
     return read_state(stage_->from_last_stage(torch::tensor(sum, torch::kFloat64)));
   }
@@ -205,7 +208,8 @@ torch::Tensor predict_on_stage(const PredictContext& c, const data::MicroBatch& 
 torch::Tensor predict(const PredictContext& c, const data::Dataset& dataset,
                       const PredictOptions& options, Driver driver) {
   const comm::ProcessGroup& group = c.group;
-  const auto dist = distribute_for(group, dataset, true, options.micro_batch_size(), c.device);
+  const auto dist = distribute_for(group, dataset, true, options.micro_batch_size(), c.device,
+                                   c.chunk.value_or(1));
   SkippedSamples skipped(dataset);
   CallbackList cbs(options.callbacks(), driver, {1, dist.cardinality(), 0},
                    c.everyone.is_master());
@@ -221,13 +225,18 @@ torch::Tensor predict(const PredictContext& c, const data::Dataset& dataset,
     // Empty micro-batches run too: they give the output's trailing shape
     // (all but one without tensors: every sample dropped as bad so far).
     if (c.stage != nullptr) {  // the last stage keeps the outputs
-      const auto parts = mb->local_size > 0 ? micro_batches_of(*mb, c.micro_batches)
-                                            : std::vector<data::MicroBatch>{};
+      const auto parts = mb->local_size == 0 ? std::vector<data::MicroBatch>{}
+                         : c.chunk           ? chunks_of(*mb, *c.chunk)
+                                             : micro_batches_of(*mb, c.micro_batches);
       for (std::size_t i = 0; i < parts.size(); ++i) {
         const torch::Tensor out = predict_on_stage(c, parts[i], static_cast<int>(i));
         if (c.stage->layout().last_stage()) outputs.push_back(out.cpu().contiguous());  // host-sync: predict returns host tensors
       }
       c.stage->finish_sends();
+    } else if (c.chunk && mb->local_size > 0) {
+      for (const data::MicroBatch& part : chunks_of(*mb, *c.chunk)) {
+        outputs.push_back(c.output(part.tensors).cpu().contiguous());  // host-sync: predict returns host tensors
+      }
     } else if (!mb->tensors.empty()) {
       outputs.push_back(c.output(mb->tensors).cpu().contiguous());  // host-sync: predict returns host tensors
     }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 
 #include <torch/types.h>
 
@@ -83,6 +84,10 @@ struct PredictContext {
   std::function<torch::Tensor(const data::Element&)> output;
   StageLink* stage = nullptr;
   int micro_batches = 1;
+  /// Deterministic mode's chunk size (when compiled with it): each chunk
+  /// is forwarded on its own, so the outputs do not depend on the ranks or
+  /// the stages either.
+  std::optional<std::int64_t> chunk;
 };
 
 }  // namespace tnt::train

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -53,9 +54,15 @@ c10::impl::GenericDict checkpoint_entries(const CheckpointSnapshot& snapshot,
   if (!s.compile.empty()) dict.insert("compile", s.compile);
   if (s.counters.deterministic_seed) {
     dict.insert("deterministic_seed", static_cast<std::int64_t>(*s.counters.deterministic_seed));
-    const std::vector<std::int64_t> exponents(s.counters.deterministic_exponents.begin(),
-                                              s.counters.deterministic_exponents.end());
+    // By name (one per line), so that another layout of stages finds its own.
+    std::vector<std::int64_t> exponents;
+    std::string names;
+    for (const auto& [name, e] : s.counters.deterministic_exponents) {
+      exponents.push_back(e);
+      names += name + '\n';
+    }
     dict.insert("deterministic_exponents", torch::tensor(exponents, torch::kInt64));
+    dict.insert("deterministic_exponent_names", names);
   }
   if (s.loss_scale) {
     dict.insert("loss_scale", s.loss_scale->scale);
@@ -73,6 +80,26 @@ c10::impl::GenericDict checkpoint_entries(const CheckpointSnapshot& snapshot,
   return dict;
 }
 
+// Deterministic mode's exponents from a file: keyed by the names it has
+// (one per line), or, in files from before the names, by position ("#i").
+std::map<std::string, int> exponents_by_name(const std::vector<std::int64_t>& exponents,
+                                             const std::optional<std::string>& names) {
+  std::map<std::string, int> out;
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i < exponents.size(); ++i) {
+    std::string name = "#" + std::to_string(i);
+    if (names) {
+      const std::size_t end = names->find('\n', begin);
+      TNT_CHECK(end != std::string::npos, "a checkpoint has ", exponents.size(),
+                " deterministic exponents but fewer names: the file is damaged");
+      name = names->substr(begin, end - begin);
+      begin = end + 1;
+    }
+    out[name] = static_cast<int>(exponents[i]);
+  }
+  return out;
+}
+
 // The counters and loss scale a checkpoint holds, over the engine's own
 // where the file has none (deterministic mode's state is optional).
 void restore_counters_from(Engine& engine, const Entries& e) {
@@ -80,7 +107,9 @@ void restore_counters_from(Engine& engine, const Entries& e) {
   if (e.has("deterministic_seed")) {
     c.deterministic_seed = static_cast<std::uint64_t>(e.count("deterministic_seed"));
     const std::vector<std::int64_t> exponents = e.integers("deterministic_exponents");
-    c.deterministic_exponents.assign(exponents.begin(), exponents.end());
+    c.deterministic_exponents = exponents_by_name(
+        exponents, e.has("deterministic_exponent_names") ? e.str("deterministic_exponent_names")
+                                                         : std::optional<std::string>());
   }
   c.epochs_done = e.count("epochs_done");
   c.optimizer_steps = e.count("optimizer_steps");
@@ -148,6 +177,7 @@ std::int64_t load(Engine& engine, const std::string& path) {
     if (entries.has("deterministic_seed")) {
       entries.count("deterministic_seed");
       entries.integers("deterministic_exponents");
+      if (entries.has("deterministic_exponent_names")) entries.str("deterministic_exponent_names");
     }
     if (entries.has("loss_scale")) {
       entries.positive("loss_scale");
@@ -155,8 +185,8 @@ std::int64_t load(Engine& engine, const std::string& path) {
       entries.count("skipped_steps");
     }
     small = entries.subset({"epochs_done", "optimizer_steps", "rng_state", "deterministic_seed",
-                            "deterministic_exponents", "loss_scale", "loss_scale_good_steps",
-                            "skipped_steps"});
+                            "deterministic_exponents", "deterministic_exponent_names",
+                            "loss_scale", "loss_scale_good_steps", "skipped_steps"});
     return r;
   });
   const Entries e = broadcast_entries(engine.group(), small, path);

@@ -23,7 +23,8 @@
 //   architecture: str            (the network's config, layer-registry models)
 //   torchscript: uint8 tensor    (the module's bytes, TorchScript models)
 //   compile: str                 (the compile configuration, if compiled)
-//   deterministic_seed, deterministic_exponents   (deterministic mode)
+//   deterministic_seed, deterministic_exponents, deterministic_exponent_names
+//                                (deterministic mode; names one per line)
 //   loss_scale, loss_scale_good_steps, skipped_steps   (loss scaling)
 // and, in a backup, backup_epoch, backup_step, backup_state,
 // backup_global_batch_size, backup_ranks, backup_rng_states (every rank's

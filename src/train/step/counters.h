@@ -3,20 +3,30 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
-#include <vector>
+#include <string>
 
 namespace tnt::train {
 
 /// What checkpoints keep besides weights and optimizer state, so that a
 /// resumed run continues exactly: completed epochs, optimizer steps (the
 /// schedule's clock) and deterministic mode's seed and predicted exponents.
+/// The exponents are keyed by the tensor's name in the whole model
+/// (parameters and buffers by their state_dict keys, the loss/metric state
+/// as kStateExponent), so that a checkpoint written with pipeline stages
+/// resumes at another layout; files from before the names have them by
+/// position ("#0", "#1", ... over [parameters, state, buffers] of the
+/// unsplit model).
 struct Counters {
   std::int64_t epochs_done = 0;
   std::int64_t optimizer_steps = 0;
   std::optional<std::uint64_t> deterministic_seed;
-  std::vector<int> deterministic_exponents;
+  std::map<std::string, int> deterministic_exponents;
 };
+
+/// The loss/metric state's key among deterministic mode's exponents.
+inline constexpr const char* kStateExponent = "(loss and metrics)";
 
 /// Dynamic loss scaling's state (mixed precision with float16).
 struct LossScaleState {

@@ -15,13 +15,6 @@
 namespace tnt::train {
 namespace {
 
-// Rows [begin, begin + n) of every tensor of an element.
-data::Element rows(const data::Element& e, std::int64_t begin, std::int64_t n) {
-  data::Element out;
-  for (const auto& t : e) out.push_back(t.narrow(0, begin, n));
-  return out;
-}
-
 // Restores the default CPU generator's state when it goes: the per-chunk
 // seeds must not leak into what the program draws afterwards (which would
 // then depend on the chunks this rank had).
@@ -95,6 +88,8 @@ StepResult DeterministicStep::run(const StepInput& in) {
   t.data_end = in.data_end;
   t.forward_begin = Clock::now();
   const data::MicroBatch& mb = in.mb;
+  // With stages, the group is the stage's replicas: the rank's pipeline
+  // has the share of its replica.
   const auto [lo, hi] =
       data::micro_batch_range(mb.global_size, c_.group.size(), c_.group.rank(), chunk_);
   TNT_CHECK(hi - lo == mb.local_size, "deterministic training: a micro-batch of ", mb.local_size,
@@ -106,6 +101,7 @@ StepResult DeterministicStep::run(const StepInput& in) {
   t.backward_begin = t.backward_end = Clock::now();
   t.sync_end = Clock::now();
   t.waited = std::exchange(waited_, Clock::duration::zero());
+  if (c_.stage) t.waited += c_.stage->take_waited();  // on a neighbour stage
   add_sums(sums, in, base);
   if (in.cycle.reduce) {
     for (std::size_t i = 0; i < c_.trainable.size(); ++i) {
@@ -115,11 +111,31 @@ StepResult DeterministicStep::run(const StepInput& in) {
         apply_update(c_.trainable, c_.optimizer, c_.rules, c_.counters.optimizer_steps);
     result.global_state = state_;
     result.local_state = take_pending();
+    if (c_.stage) share_last_stage_state(*c_.stage, result);
     gradient_.clear();
     state_ = torch::Tensor();
   }
   t.step_end = Clock::now();
   return result;
+}
+
+std::vector<int> DeterministicStep::predicted_exponents() const {
+  std::vector<int> out;
+  for (std::size_t i = 0; i < part_names_.size(); ++i) {
+    auto it = exponents_.find(part_names_[i]);
+    // A file from before the names has them by position in the unsplit
+    // model's parts.
+    if (it == exponents_.end() && !c_.stage) it = exponents_.find("#" + std::to_string(i));
+    out.push_back(it != exponents_.end() ? it->second : 0);  // 0: refit on the first step
+  }
+  return out;
+}
+
+void DeterministicStep::keep_exponents(const std::vector<int>& exponents) {
+  for (auto it = exponents_.begin(); it != exponents_.end();) {
+    it = it->first.rfind('#', 0) == 0 ? exponents_.erase(it) : std::next(it);
+  }
+  for (std::size_t i = 0; i < part_names_.size(); ++i) exponents_[part_names_[i]] = exponents[i];
 }
 
 std::vector<torch::Tensor> DeterministicStep::sum_chunks(const StepInput& in, std::int64_t first,
@@ -130,54 +146,121 @@ std::vector<torch::Tensor> DeterministicStep::sum_chunks(const StepInput& in, st
     like.push_back(torch::zeros({static_cast<std::int64_t>(state_size())}, torch::kFloat64));
     like.insert(like.end(), c_.buffers.begin(), c_.buffers.end());
     sum_.emplace(like);
-    if (exponents_.size() != like.size()) exponents_.assign(like.size(), 0);
+    TNT_CHECK(c_.trainable_names.size() == c_.trainable.size() &&
+                  c_.buffer_names.size() == c_.buffers.size(),
+              "internal error: deterministic training without the tensors' names");
+    part_names_ = c_.trainable_names;
+    part_names_.push_back(kStateExponent);
+    part_names_.insert(part_names_.end(), c_.buffer_names.begin(), c_.buffer_names.end());
   }
   const std::uint64_t batch_key =
       (static_cast<std::uint64_t>(in.epoch) << 32) ^ static_cast<std::uint64_t>(in.step);
-  const data::MicroBatch& mb = in.mb;
+  const std::vector<data::MicroBatch> chunks = chunks_of(in.mb, chunk_);
+  std::vector<int> exponents = predicted_exponents();
+  const comm::ProcessGroup* pipeline = c_.stage ? &c_.stage->pipeline() : nullptr;
   std::optional<std::vector<torch::Tensor>> sums;
   torch::Tensor mine;  // this rank's state increment
   for (int attempt = 0; !sums; ++attempt) {
     TNT_CHECK(attempt < 3, "internal error: deterministic training found no fitting exponents");
-    sum_->begin(exponents_);
+    sum_->begin(exponents);
     mine = torch::zeros_like(pending());
     GeneratorStateGuard generator;
-    for (std::int64_t begin = 0; begin < mb.local_size; begin += chunk_) {
-      const std::int64_t n = std::min(chunk_, mb.local_size - begin);
-      const std::int64_t index = first + begin / chunk_;  // in the global batch
-      generator.seed(data::detail::mix64(
-          seed_ ^ data::detail::mix64(batch_key * 0x9E3779B97F4A7C15ULL +
-                                      static_cast<std::uint64_t>(index))));
-      {
-        torch::NoGradGuard no_grad;
-        for (std::size_t b = 0; b < c_.buffers.size(); ++b) c_.buffers[b].copy_(base[b]);
-      }
-      std::vector<torch::Tensor> part = chunk_part(rows(mb.tensors, begin, n), n);
-      accumulate(mine, part[c_.trainable.size()]);
-      sum_->add(part);
-    }
+    run_chunks(
+        chunks,
+        [&](std::int64_t i) {
+          const auto index = static_cast<std::uint64_t>(first + i);  // in the global batch
+          generator.seed(data::detail::mix64(
+              seed_ ^ data::detail::mix64(batch_key * 0x9E3779B97F4A7C15ULL + index)));
+        },
+        base, mine);
     const auto exchange_begin = Clock::now();
-    sums = sum_->finish(c_.group, chunk_count(mb.global_size, chunk_));
+    sums = sum_->finish(c_.group, chunk_count(in.mb.global_size, chunk_), pipeline);
     waited_ += Clock::now() - exchange_begin;  // the exact sum's exchange (see StepTimes)
-    exponents_ = sum_->exponents();  // the prediction for the next step
+    exponents = sum_->exponents();  // to refit now, or the prediction for the next step
   }
+  keep_exponents(exponents);
   add_pending(mine);
   return std::move(*sums);
 }
 
-std::vector<torch::Tensor> DeterministicStep::chunk_part(const data::Element& e, std::int64_t n) {
+// Without stages: forward and backward, chunk after chunk. With stages:
+// the stage's schedule; a replica without samples has no chunks, on every
+// stage alike.
+void DeterministicStep::run_chunks(const std::vector<data::MicroBatch>& chunks,
+                                   const std::function<void(std::int64_t)>& seed,
+                                   const std::vector<torch::Tensor>& base, torch::Tensor& mine) {
+  StageLink* link = c_.stage.get();
+  const int stage = link != nullptr ? link->layout().stage : 0;
+  const int stage_count = link != nullptr ? link->layout().stages : 1;
+  const auto n = static_cast<int>(chunks.size());
+  std::vector<ChunkInFlight> flights(chunks.size());
+  if (n > 0) {
+    for (const stages::Action& a : stages::stage_actions(c_.schedule, stage, stage_count, n)) {
+      const auto i = static_cast<std::size_t>(a.micro_batch);
+      if (a.kind == stages::Action::forward) {
+        flights[i] = chunk_forward(chunks[i], a.micro_batch, [&] { seed(a.micro_batch); }, base);
+        continue;
+      }
+      const std::vector<torch::Tensor> part = chunk_backward(flights[i], chunks[i], a.micro_batch);
+      accumulate(mine, part[c_.trainable.size()]);
+      sum_->add(part);
+      flights[i] = ChunkInFlight();  // the chunk's activations are freed
+    }
+  }
+  if (link != nullptr) link->finish_sends();
+}
+
+DeterministicStep::ChunkInFlight DeterministicStep::chunk_forward(
+    const data::MicroBatch& chunk, int micro, const std::function<void()>& seed,
+    const std::vector<torch::Tensor>& base) {
+  {
+    // Through variable_data(): the reset is not an in-place change that
+    // autograd tracks, so an earlier chunk whose backward is still to come
+    // (a stage's schedule) keeps its saved buffers valid (BatchNorm saves
+    // its running statistics, which its training-mode backward does not
+    // read).
+    torch::NoGradGuard no_grad;
+    for (std::size_t b = 0; b < c_.buffers.size(); ++b) {
+      c_.buffers[b].variable_data().copy_(base[b]);
+    }
+  }
+  ChunkInFlight f;
+  f.stage = forward_on_stage(c_.model, c_.stage.get(), chunk, micro, /*training=*/true, seed);
+  if (!c_.stage || c_.stage->layout().last_stage()) {
+    const torch::Tensor target = c_.model.target(chunk.tensors);
+    f.loss = c_.model.loss(f.stage.output, target);
+    f.state = c_.model.state(f.stage.output, target, f.loss, chunk.local_size).to(torch::kFloat64);
+  }
+  // The next chunk's forward starts from the step's buffers again.
+  for (const auto& b : c_.buffers) f.buffers.push_back(b.detach().clone());
+  return f;
+}
+
+std::vector<torch::Tensor> DeterministicStep::chunk_backward(ChunkInFlight& f,
+                                                             const data::MicroBatch& chunk,
+                                                             int micro) {
   for (auto& p : c_.trainable) p.mutable_grad() = torch::Tensor();
-  const torch::Tensor output = c_.model.forward(e);
-  const torch::Tensor target = c_.model.target(e);
-  const torch::Tensor loss = c_.model.loss(output, target);
-  const torch::Tensor state = c_.model.state(output, target, loss, n).to(torch::kFloat64);
-  // The chunk's summed loss (times the loss scale, with mixed precision).
-  const double factor = static_cast<double>(n) * (c_.rules.scaler ? c_.rules.scaler->scale() : 1.0);
-  (loss * factor).backward();
+  StageLink* link = c_.stage.get();
+  if (link != nullptr && !link->layout().last_stage()) {
+    torch::autograd::backward({f.stage.output}, {link->recv_gradient(f.stage.output, micro)});
+  } else {
+    // The chunk's summed loss (times the loss scale, with mixed precision).
+    const double factor = static_cast<double>(chunk.local_size) *
+                          (c_.rules.scaler ? c_.rules.scaler->scale() : 1.0);
+    (f.loss * factor).backward();
+  }
+  if (link != nullptr && !link->layout().first_stage()) {
+    const torch::Tensor& g = f.stage.input.grad();
+    link->send_gradient(g.defined() ? g : torch::zeros_like(f.stage.input), micro);
+  }
   std::vector<torch::Tensor> part;
-  for (const auto& p : c_.trainable) part.push_back(p.grad().defined() ? p.grad() : torch::zeros_like(p));
-  part.push_back(state);
-  for (const auto& b : c_.buffers) part.push_back(b);
+  for (const auto& p : c_.trainable) {
+    part.push_back(p.grad().defined() ? p.grad() : torch::zeros_like(p));
+  }
+  part.push_back(f.state.defined()
+                     ? f.state
+                     : torch::zeros({static_cast<std::int64_t>(state_size())}, torch::kFloat64));
+  part.insert(part.end(), f.buffers.begin(), f.buffers.end());
   return part;
 }
 
@@ -204,14 +287,18 @@ void DeterministicStep::add_sums(const std::vector<torch::Tensor>& sums, const S
 }
 
 void evaluate_chunks(const StepModel& model, const data::MicroBatch& mb, std::int64_t chunk,
-                     std::vector<std::vector<torch::Tensor>>& parts) {
-  for (std::int64_t begin = 0; begin < mb.local_size; begin += chunk) {
-    const std::int64_t n = std::min(chunk, mb.local_size - begin);
-    const data::Element e = rows(mb.tensors, begin, n);
-    const torch::Tensor output = model.forward(e);
-    const torch::Tensor target = model.target(e);
-    parts.push_back({model.state(output, target, model.loss(output, target), n).to(torch::kFloat64)});
+                     std::vector<std::vector<torch::Tensor>>& parts, StageLink* stage) {
+  const std::vector<data::MicroBatch> chunks = chunks_of(mb, chunk);
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const data::MicroBatch& c = chunks[i];
+    const StageForward f =
+        forward_on_stage(model, stage, c, static_cast<int>(i), /*training=*/false);
+    if (stage != nullptr && !stage->layout().last_stage()) continue;
+    const torch::Tensor target = model.target(c.tensors);
+    parts.push_back({model.state(f.output, target, model.loss(f.output, target), c.local_size)
+                         .to(torch::kFloat64)});
   }
+  if (stage != nullptr) stage->finish_sends();
 }
 
 }  // namespace tnt::train

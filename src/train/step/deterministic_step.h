@@ -19,10 +19,26 @@
 // the step's chunks with fitting ones. No overlap: the gradients are
 // exchanged after the last chunk, in one collective; the price of the mode
 // is measured in bench/train_step/modes.sh.
+//
+// With pipeline stages the chunks are the micro-batches of the stage's
+// schedule (1F1B or GPipe, as TrainStep's; without stages that is forward,
+// backward, chunk after chunk). Three things keep the bits of one rank:
+//   - a chunk's random stream runs through the whole model: the first stage
+//     seeds it, and the generator's state travels with the activations
+//     (forward_on_stage);
+//   - each stage sums its own tensors exactly over its replicas, and the
+//     decision to refit the exponents is agreed over the pipeline, so the
+//     whole model refits (and the step is replayed through every stage) or
+//     none of it, as one sum over the unsplit model would;
+//   - the exponents are kept by tensor name (Counters), so a checkpoint
+//     resumes with the same predictions at another layout.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <torch/types.h>
@@ -49,31 +65,53 @@ class DeterministicStep final : public Step {
   StepResult run(const StepInput& in) override;
 
  private:
+  /// A chunk between its forward and its backward.
+  struct ChunkInFlight {
+    StageForward stage;
+    torch::Tensor loss;                  ///< on the last stage
+    torch::Tensor state;                 ///< on the last stage, float64
+    std::vector<torch::Tensor> buffers;  ///< as its forward left them
+  };
+
   /// This rank's chunks of `in.mb`, starting at global chunk `first`,
   /// summed exactly over all ranks: [gradients..., state, buffers...].
   std::vector<torch::Tensor> sum_chunks(const StepInput& in, std::int64_t first,
                                         const std::vector<torch::Tensor>& base);
-  /// One chunk's part of the sum: forward, backward, its state added to
-  /// this rank's.
-  std::vector<torch::Tensor> chunk_part(const data::Element& e, std::int64_t n);
+  /// The stage's schedule over the chunks: each chunk's part added to the
+  /// sum, its state to `mine`. `seed(i)` seeds chunk i's random stream.
+  void run_chunks(const std::vector<data::MicroBatch>& chunks,
+                  const std::function<void(std::int64_t)>& seed,
+                  const std::vector<torch::Tensor>& base, torch::Tensor& mine);
+  ChunkInFlight chunk_forward(const data::MicroBatch& chunk, int micro,
+                              const std::function<void()>& seed,
+                              const std::vector<torch::Tensor>& base);
+  /// The chunk's part of the sum: its backward's gradients (of its summed
+  /// loss), its state, its buffers.
+  std::vector<torch::Tensor> chunk_backward(ChunkInFlight& f, const data::MicroBatch& chunk,
+                                            int micro);
   /// The sums into the cycle's gradient and state, the buffers averaged.
   void add_sums(const std::vector<torch::Tensor>& sums, const StepInput& in,
                 const std::vector<torch::Tensor>& base);
+  /// The predicted exponents of the parts' tensors, by name; and back.
+  std::vector<int> predicted_exponents() const;
+  void keep_exponents(const std::vector<int>& exponents);
 
   StepContext c_;
   std::int64_t chunk_;
   std::uint64_t seed_;
   std::optional<dp::ExactSum> sum_;      // gradients, state, buffers of a step
-  std::vector<int>& exponents_;          // predicted from the previous step
+  std::vector<std::string> part_names_;  // of the sum's tensors
+  std::map<std::string, int>& exponents_;  // predicted from the previous step
   std::vector<torch::Tensor> gradient_;  // float64, the cycle's so far
   torch::Tensor state_;                  // float64, the cycle's global state so far
   Clock::duration waited_{};             // this step's time in the exact sum's exchange
 };
 
 /// The loss/metric state of an evaluation in deterministic mode: each chunk
-/// of `mb` forwarded on its own; its state appended to `parts`.
+/// of `mb` forwarded on its own (through the stages, with `stage`: chunk i
+/// is micro-batch i); its state appended to `parts` (on the last stage).
 void evaluate_chunks(const StepModel& model, const data::MicroBatch& mb, std::int64_t chunk,
-                     std::vector<std::vector<torch::Tensor>>& parts);
+                     std::vector<std::vector<torch::Tensor>>& parts, StageLink* stage = nullptr);
 
 /// LibTorch's intra-op threads set to one while it lives (deterministic
 /// mode: a kernel's reduction order may depend on the thread count, which

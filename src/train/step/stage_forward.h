@@ -6,6 +6,7 @@
 // the output kept.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include <torch/types.h>
@@ -22,6 +23,10 @@ namespace tnt::train {
 /// the share has fewer samples, none when it is empty. One: `mb` itself.
 std::vector<data::MicroBatch> micro_batches_of(const data::MicroBatch& mb, int micro_batches);
 
+/// `mb`'s samples as chunks of `chunk` samples (deterministic mode; the
+/// last one may be shorter), none when it is empty.
+std::vector<data::MicroBatch> chunks_of(const data::MicroBatch& mb, std::int64_t chunk);
+
 struct StageForward {
   /// What came from the previous stage (requires grad when training), or
   /// undefined on the first stage.
@@ -33,7 +38,14 @@ struct StageForward {
 /// whole model). A stage after the first replaces the micro-batch's inputs
 /// by the previous stage's output; a stage before the last sends its output
 /// on.
+/// `seed` (deterministic mode's random stream, which runs through the whole
+/// model as on one rank): called before the forward where the model starts
+/// (the first stage, or no stages) to seed the CPU generator for the
+/// micro-batch; a later stage instead continues from the generator state
+/// that the previous stage had after its forward, which travels with the
+/// activations.
 StageForward forward_on_stage(const StepModel& model, StageLink* link,
-                              const data::MicroBatch& part, int micro, bool training);
+                              const data::MicroBatch& part, int micro, bool training,
+                              const std::function<void()>& seed = {});
 
 }  // namespace tnt::train

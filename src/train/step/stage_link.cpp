@@ -17,6 +17,9 @@ constexpr int kActivationHeader = 0;
 constexpr int kActivationData = 1;
 constexpr int kGradientHeader = 2;
 constexpr int kGradientData = 3;
+// 4 to 7: gather_on_first_stage.
+constexpr int kGeneratorHeader = 8;
+constexpr int kGeneratorData = 9;
 // dtype, rank of the shape, then up to kMaxDims sizes.
 constexpr int kMaxDims = 8;
 constexpr int kHeaderSize = 2 + kMaxDims;
@@ -99,14 +102,16 @@ void StageLink::post(const torch::Tensor& t, int peer, int header_tag, int data_
   driving_cv_.notify_one();
 }
 
-torch::Tensor StageLink::take(int peer, int header_tag, int data_tag, const std::string& what) {
+torch::Tensor StageLink::take(int peer, int header_tag, int data_tag, const std::string& what,
+                              std::optional<torch::Device> device) {
   const auto begin = std::chrono::steady_clock::now();
   torch::Tensor header = torch::zeros({kHeaderSize}, torch::kInt64);
   pipeline_.recv(header, peer, header_tag, what + " (shape)");
   const auto* p = header.data_ptr<std::int64_t>();
   const auto dtype = static_cast<torch::ScalarType>(p[0]);
   std::vector<std::int64_t> shape(p + 2, p + 2 + p[1]);
-  torch::Tensor data = torch::empty(shape, torch::TensorOptions().dtype(dtype).device(device_));
+  torch::Tensor data =
+      torch::empty(shape, torch::TensorOptions().dtype(dtype).device(device.value_or(device_)));
   pipeline_.recv(data, peer, data_tag, what);
   waited_ += std::chrono::steady_clock::now() - begin;
   return data;
@@ -135,6 +140,16 @@ torch::Tensor StageLink::recv_gradient(const torch::Tensor& output, int micro) {
   return g;
 }
 
+void StageLink::send_generator(const torch::Tensor& state, int micro) {
+  post(state, layout_.stage + 1, kGeneratorHeader, kGeneratorData,
+       label("random generator state", layout_.stage, micro));
+}
+
+torch::Tensor StageLink::recv_generator(int micro) {
+  return take(layout_.stage - 1, kGeneratorHeader, kGeneratorData,
+              label("random generator state", layout_.stage - 1, micro), torch::kCPU);
+}
+
 void StageLink::finish_sends() {
   const auto begin = std::chrono::steady_clock::now();
   for (auto& h : sends_) h.wait();
@@ -158,7 +173,7 @@ torch::Tensor StageLink::share_from_last_stage(const torch::Tensor& t) const {
 
 std::vector<std::pair<std::string, torch::Tensor>> StageLink::gather_on_first_stage(
     const std::vector<std::pair<std::string, torch::Tensor>>& mine) {
-  constexpr int kNamesHeader = 4, kNames = 5, kTensorHeader = 6, kTensor = 7;
+  constexpr int kNamesHeader = 4, kNames = 5, kTensorHeader = 6, kTensor = 7;  // see the top
   const std::string what = fmt::format("pipeline {}: stage {}'s weights", layout_.replica,
                                        layout_.stage);
   if (!layout_.first_stage()) {

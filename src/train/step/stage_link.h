@@ -18,6 +18,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -53,6 +54,13 @@ class StageLink {
   /// Receives the gradient of micro-batch `micro`'s output from the next
   /// stage, shaped like `output`.
   torch::Tensor recv_gradient(const torch::Tensor& output, int micro);
+  /// Deterministic mode: the CPU generator's state after micro-batch
+  /// `micro`'s forward, to the next stage (posted), so that a chunk's random
+  /// stream runs through the whole model as it does on one rank.
+  void send_generator(const torch::Tensor& state, int micro);
+  /// The previous stage's generator state after micro-batch `micro`'s
+  /// forward (host memory), taken after its activations.
+  torch::Tensor recv_generator(int micro);
   /// Waits for every posted send (the end of a step).
   void finish_sends();
   /// Broadcasts `values` from the last stage to the whole pipeline.
@@ -72,7 +80,9 @@ class StageLink {
  private:
   void post(const torch::Tensor& t, int peer, int header_tag, int data_tag,
             const std::string& what);
-  torch::Tensor take(int peer, int header_tag, int data_tag, const std::string& what);
+  /// On the training device, or on `device` where given.
+  torch::Tensor take(int peer, int header_tag, int data_tag, const std::string& what,
+                     std::optional<torch::Device> device = std::nullopt);
   std::string label(const char* kind, int from, int micro) const;
   void drive_sends();
 

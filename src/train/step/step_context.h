@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <torch/types.h>
@@ -51,6 +52,10 @@ struct StepContext {
   /// mode resets and averages them).
   std::vector<torch::Tensor> trainable;
   std::vector<torch::Tensor> buffers;
+  /// Their names in the whole model (state_dict keys; with stages, this
+  /// stage's): deterministic mode keys its exponents by them.
+  std::vector<std::string> trainable_names;
+  std::vector<std::string> buffer_names;
   /// Values in the loss/metric state (train/step/metrics_accumulator.h).
   std::int64_t state_size;
   torch::Device device;

@@ -15,6 +15,10 @@
 
 #include "train/step/mixed_precision.h"
 
+namespace tnt::comm {
+class ProcessGroup;
+}
+
 namespace tnt::train {
 
 /// What a step needs of the model.
@@ -44,6 +48,10 @@ struct StepRules {
   std::function<double(std::int64_t)> schedule;  ///< optimizer step -> rate, or empty
   /// Dynamic loss scaling (mixed precision), or null.
   std::shared_ptr<LossScaler> scaler;
+  /// With pipeline stages: this rank's pipeline (one rank of each stage),
+  /// over which clip_norm's norm and loss scaling's overflow check cover
+  /// the whole model; null without.
+  const comm::ProcessGroup* stages = nullptr;
   /// Whether the update needs every gradient before it starts (clipping,
   /// loss scaling), so it cannot run bucket by bucket.
   bool needs_all_gradients() const { return scaler || clip_norm || clip_value; }

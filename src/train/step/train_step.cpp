@@ -71,7 +71,7 @@ StepResult TrainStep::run(const StepInput& in) {
   if (c_.stage) t.waited += c_.stage->take_waited();  // on a neighbour stage
   if (in.cycle.reduce) {
     result.local_state = take_pending();
-    if (c_.stage) from_last_stage(result);
+    if (c_.stage) share_last_stage_state(*c_.stage, result);
     if (tuner) tuner->record(std::chrono::duration<double>(t.step_end - t.forward_begin).count());
   }
   return result;
@@ -168,10 +168,9 @@ void TrainStep::backward_part(const StepInput& in, const data::MicroBatch& part,
   }
 }
 
-// The loss and metrics are the last stage's: every stage reports them.
-void TrainStep::from_last_stage(StepResult& r) const {
+void share_last_stage_state(const StageLink& link, StepResult& r) {
   const auto n = r.local_state.numel();
-  const torch::Tensor both = c_.stage->from_last_stage(
+  const torch::Tensor both = link.from_last_stage(
       torch::cat({r.global_state.to(torch::kFloat64), r.local_state}));
   r.global_state = both.narrow(0, 0, n);
   r.local_state = both.narrow(0, n, n);
@@ -243,15 +242,17 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, const StepRules& rule
 namespace {
 
 // clip_grad_norm_ over gradients that are split over the ranks: the norm is
-// of all of them (one allreduce), the scaling as torch::nn::utils does it.
+// of all of them (allreduces over the shards' group, then over the other
+// stages), the scaling as torch::nn::utils does it.
 void clip_sharded_norm(std::vector<torch::Tensor>& pieces, double max_norm,
-                       const comm::ProcessGroup& group) {
+                       const comm::ProcessGroup& group, const comm::ProcessGroup* stages) {
   double local = 0.0;
   for (const auto& p : pieces) {
     if (p.grad().defined()) local += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();  // host-sync: clipping by norm (docs/performance.md)
   }
   torch::Tensor total = torch::tensor({local}, torch::kFloat64);
   group.allreduce(total, comm::ReduceOp::Sum);
+  if (stages != nullptr) stages->allreduce(total, comm::ReduceOp::Sum);
   const double norm = std::sqrt(total.item<double>());  // host-only: the allreduced host value
   const double coef = max_norm / (norm + 1e-6);
   if (coef >= 1.0) return;
@@ -259,6 +260,31 @@ void clip_sharded_norm(std::vector<torch::Tensor>& pieces, double max_norm,
   for (auto& p : pieces) {
     if (p.grad().defined()) p.mutable_grad().mul_(coef);
   }
+}
+
+// clip_grad_norm_ over a model cut into stages, in LibTorch's own arithmetic
+// (each gradient's norm, the norm of those, a coefficient of their dtype
+// clamped at 1) with every stage's gradient norms in the model's order: the
+// unsplit model's result to the bit.
+void clip_norm_over_stages(std::vector<torch::Tensor>& trainable, double max_norm,
+                           const comm::ProcessGroup& stages) {
+  std::vector<torch::Tensor> with_grad;
+  std::vector<torch::Tensor> norms;
+  for (const auto& p : trainable) {
+    if (!p.grad().defined()) continue;
+    with_grad.push_back(p);
+    norms.push_back(p.grad().norm(2).reshape({1}));
+  }
+  const torch::Tensor mine = norms.empty() ? torch::empty({0}, torch::kFloat32)
+                                           : torch::cat(norms).cpu();  // host-sync: clipping by norm (docs/performance.md)
+  // Stage order is the model's order: rank s of the pipeline is stage s.
+  const torch::Tensor all = stages.allgatherv(mine);
+  if (all.numel() == 0 || with_grad.empty()) return;
+  const torch::Tensor total = all.numel() == 1 ? all[0] : all.norm(2);
+  const torch::Tensor coef =
+      torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0).to(with_grad[0].grad().device());
+  torch::NoGradGuard no_grad;
+  for (auto& p : with_grad) p.mutable_grad().mul_(coef);
 }
 
 }  // namespace
@@ -270,11 +296,13 @@ bool apply_update(std::vector<torch::Tensor>& trainable, torch::optim::Optimizer
   if (shards) pieces = shards->pieces();
   std::vector<torch::Tensor>& grads_of = shards ? pieces : trainable;
   if (rules.scaler) {
+    // Every shard and every stage skips the step, or none.
     std::function<bool(bool)> agree;
-    if (shards) {
-      agree = [shards](bool finite) {
+    if (shards || rules.stages) {
+      agree = [shards, &rules](bool finite) {
         torch::Tensor flag = torch::tensor({finite ? 1 : 0}, torch::kInt32);
-        shards->group().allreduce(flag, comm::ReduceOp::Min);
+        if (shards) shards->group().allreduce(flag, comm::ReduceOp::Min);
+        if (rules.stages) rules.stages->allreduce(flag, comm::ReduceOp::Min);
         return flag.item<int>() != 0;  // host-only: a host tensor
       };
     }
@@ -284,7 +312,9 @@ bool apply_update(std::vector<torch::Tensor>& trainable, torch::optim::Optimizer
   // clipping agrees everywhere (as in serial training).
   if (rules.clip_norm) {
     if (shards) {
-      clip_sharded_norm(pieces, *rules.clip_norm, shards->group());
+      clip_sharded_norm(pieces, *rules.clip_norm, shards->group(), rules.stages);
+    } else if (rules.stages) {
+      clip_norm_over_stages(trainable, *rules.clip_norm, *rules.stages);
     } else {
       torch::nn::utils::clip_grad_norm_(trainable, *rules.clip_norm);
     }

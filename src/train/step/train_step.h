@@ -158,7 +158,6 @@ class TrainStep final : public Step {
   InFlight forward_part(const data::MicroBatch& part, int micro);
   void backward_part(const StepInput& in, const data::MicroBatch& part, InFlight& f, int micro,
                      bool reduce, dp::GradientSynchronizer& sync);
-  void from_last_stage(StepResult& r) const;
   void update_after_sync(dp::GradientSynchronizer& sync, bool reduce, StepResult& r);
   void update_per_bucket(dp::GradientSynchronizer& sync, StepResult& r);
   /// The stage's forward, its LibTorch errors explained.
@@ -188,6 +187,11 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, const StepRules& rule
 /// meter: how much of each bucket's allreduce ran while backward did.
 void record_step(Timeline* timeline, OverlapMeter& overlap, const dp::GradientSynchronizer& sync,
                  bool reduce, const StepTimes& t);
+
+/// With pipeline stages, the loss and metrics are the last stage's: its
+/// global and local state, in `r`, on every stage of `link`'s pipeline.
+/// Collective over the pipeline.
+void share_last_stage_state(const StageLink& link, StepResult& r);
 
 /// Adds a state tensor into `into` (sizes must match), on `into`'s device.
 void accumulate(torch::Tensor& into, const torch::Tensor& values);

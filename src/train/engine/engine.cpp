@@ -7,7 +7,6 @@
 #include "train/engine/engine.h"
 
 #include <chrono>
-#include <set>
 #include <sstream>
 #include <thread>
 
@@ -146,7 +145,8 @@ void Engine::set_weights(const std::vector<torch::Tensor>& weights) {
 
 std::optional<EngineSnapshot> Engine::snapshot(bool keep, SnapshotUse use) {
   EngineState& s = *state_;
-  if (s.stage_link() != nullptr) return snapshot_with_stages(keep);  // host copies: written now or later
+  // With stages: host copies, whatever the use.
+  if (s.stage_link() != nullptr) return snapshot_with_stages(keep);
   // A sharded optimizer's state is on every rank in parts: gathered by all.
   std::optional<std::string> gathered;
   if (s.gradients().shards()) gathered = s.gradients().shards()->full_state_bytes();

@@ -7,7 +7,7 @@
 // (every replica holds the same tensors): each sends its weights and its
 // optimizer state, as named tensors ("w\tname", "o\tname\tfield"), to the
 // first stage over the pipeline's links (StageLink::gather_on_first_stage),
-// and the master (stage 0 of replica 0) keeps the lot. The copies are made
+// and the master (stage 0 of replica 0) keeps host copies of the lot, made
 // before the step ends, so the snapshot can be written beside training.
 //
 // Note: loading. Each stage's first replica reads the file (it must be
@@ -26,6 +26,7 @@
 
 #include <tarantella/base/error.h>
 
+#include "dp/optimizer_shards.h"
 #include "train/engine/engine.h"
 #include "train/engine/compile_config.h"
 #include "train/engine/engine_state.h"
@@ -41,6 +42,8 @@ constexpr const char* kOptimizer = "o\t";
 torch::Tensor host_copy(const torch::Tensor& t) {
   return t.detach().to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true).contiguous();
 }
+
+torch::Tensor as_is(const torch::Tensor& t) { return t.detach(); }
 
 // Raises, on every rank of `group`, the error of the lowest rank that has
 // one (none if `error` is empty everywhere). Collective.
@@ -93,19 +96,29 @@ std::optional<EngineSnapshot> Engine::snapshot_with_stages(bool keep) {
   EngineState& s = *state_;
   StageLink& link = *s.stage_link();
   const stages::StageLayout& layout = link.layout();
-  // Checked on every rank alike, before any collective.
-  TNT_CHECK(!s.gradients().shards(), "a checkpoint of the whole training state with pipeline "
-            "stages and shard_optimizer=True is not supported yet (this rank: ",
-            layout.describe(), "): compile without shard_optimizer, or save_weights()");
   std::string kind;
-  if (s.is_compiled()) kind = optimizer_kind_name(s.optimizer(), "a checkpoint with pipeline stages");
-  if (layout.replica != 0) return std::nullopt;  // the first replica holds every tensor
-  NamedTensorList mine;
-  for (const auto& [name, t] : all_weights(s.net())) mine.emplace_back(kWeight + name, host_copy(t));
+  NamedOptimizerState state;
   if (s.is_compiled()) {
-    const NamedOptimizerState state =
-        optimizer_state_by_name(s.optimizer(), s.net().named_parameters(), host_copy);
-    for (auto& [name, t] : to_named_tensors(state)) mine.emplace_back(kOptimizer + name, t);
+    // Checked on every rank alike, before any collective.
+    kind = optimizer_kind_name(s.optimizer(), "a checkpoint with pipeline stages");
+    const NamedTensorList params = s.net().named_parameters();
+    if (dp::OptimizerShards* shards = s.gradients().shards()) {
+      // Sharded within the stage's replicas: gathered by all of them.
+      shards->with_full_form([&](const torch::optim::Optimizer& full) {
+        if (layout.replica == 0) state = optimizer_state_by_name(full, params, as_is);
+      });
+    } else if (layout.replica == 0) {
+      state = optimizer_state_by_name(s.optimizer(), params, as_is);
+    }
+  }
+  if (layout.replica != 0) return std::nullopt;  // the first replica holds every tensor
+  // On the training device: a GPU tensor travels as the pipeline's backend
+  // sends it, and the first stage receives onto its device. The sends end
+  // before the gather returns, so the training tensors go as they are.
+  NamedTensorList mine;
+  for (const auto& [name, t] : all_weights(s.net())) mine.emplace_back(kWeight + name, as_is(t));
+  for (auto& [name, t] : to_named_tensors(state)) {
+    mine.emplace_back(kOptimizer + name, t.to(s.device()));
   }
   const NamedTensorList all = link.gather_on_first_stage(mine);  // collective over the pipeline
   if (!keep || !layout.first_stage()) return std::nullopt;
@@ -114,7 +127,8 @@ std::optional<EngineSnapshot> Engine::snapshot_with_stages(bool keep) {
   const std::size_t prefix = std::char_traits<char>::length(kWeight);
   for (const auto& [key, t] : all) {
     const bool weight = key.compare(0, prefix, kWeight) == 0;
-    (weight ? out.weights : optimizer).emplace_back(key.substr(prefix), t.cpu());
+    // Copies: this stage's entries are the training tensors themselves.
+    (weight ? out.weights : optimizer).emplace_back(key.substr(prefix), host_copy(t));
   }
   if (s.is_compiled()) {
     out.optimizer_by_name = to_entry(from_named_tensors(optimizer));

@@ -139,3 +139,48 @@ def test_what_does_not_work_yet_is_named(size, tmp_path_factory):
     model.save(path)
     with pytest.raises(tnt.Error, match="has shape|has no entry|does not have"):
         other.load(path)
+
+
+def grouped(stages, group):
+    """Two parameter groups (the first layer at lr 0.1, the rest at 0.05)."""
+    net = make_net(split_point=False)
+    model = tnt.Model(net, group, pipeline_stages=stages,
+                      micro_batches=4 if stages > 1 else None)
+    first = [p for n, p in net.named_parameters() if n.startswith("0.")]
+    rest = [p for n, p in net.named_parameters() if not n.startswith("0.")]
+    model.compile(optimizer=torch.optim.SGD([{"params": first}, {"params": rest, "lr": 0.05}],
+                                            lr=0.1, momentum=0.5),
+                  loss=torch.nn.CrossEntropyLoss())
+    return model
+
+
+def test_a_learning_rate_set_in_training_comes_back_at_another_layout(size, tmp_path_factory):
+    if size != 4:
+        pytest.skip("the layouts (2, 2) and (4, 1) need 4 ranks")
+    folder = tmp_path_factory.mktemp("groups")
+    paths = tnt.broadcast_object({k: str(folder / f"{k}.pt") for k in ("ckpt", "end", "resumed")})
+    model = grouped(2, tnt.world())
+    fit(model, 2)
+    model.learning_rate = 0.03  # as a schedule would: every group's
+    model.save(paths["ckpt"])
+    fit(model, 1)
+    model.save_weights(paths["end"])
+    loaded = grouped(4, tnt.world())
+    loaded.load(paths["ckpt"])
+    assert loaded.learning_rate == pytest.approx(0.03)
+    fit(loaded, 1)
+    loaded.save_weights(paths["resumed"])
+    if tnt.is_master_rank():
+        end, resumed = torch.load(paths["end"]), torch.load(paths["resumed"])
+        for name in end:
+            assert relative(end[name], resumed[name]) < 1e-5, name
+
+
+def test_an_unsplit_checkpoint_of_several_groups_is_refused_by_stages(size, tmp_path_factory):
+    if size % 2:
+        pytest.skip("two stages need an even number of ranks")
+    path = tnt.broadcast_object(str(tmp_path_factory.mktemp("unsplit_groups") / "ckpt.pt"))
+    grouped(1, tnt.world()).save(path)
+    with pytest.raises(tnt.Error, match="does not fit this pipelined model: .*load it with "
+                                        "pipeline_stages=1"):
+        grouped(2, tnt.world()).load(path)

@@ -619,7 +619,8 @@ class Model:
 
     def load_weights(self, path: PathLike) -> None:
         """Reads save_weights' file (or a torch.save'd state_dict); every rank
-        then takes the master's. Collective.
+        then takes the master's. With pipeline stages, each stage takes its
+        part of the whole model's file. Collective.
 
         Args:
             path: The file.
@@ -629,16 +630,20 @@ class Model:
     def save(self, path: PathLike, tnt_save_all_devices: bool = False) -> None:
         """Writes a checkpoint of the whole training state (weights, optimizer
         state, epochs, steps, random state) in torch.save format. Collective.
+        With pipeline stages the master writes the whole model's state, which
+        load() takes at any layout (docs/guide/pipelining.md).
 
         Args:
             path: The file.
-            tnt_save_all_devices: Every rank writes; else the master.
+            tnt_save_all_devices: Every rank writes; else the master (with
+                pipeline stages, the master only).
         """
         self._impl.save(os.fspath(path),
                         check_bool("save()", "tnt_save_all_devices", tnt_save_all_devices))
 
     def load(self, path: PathLike) -> int:
-        """Restores save()'s checkpoint into this compiled model. Collective.
+        """Restores save()'s checkpoint into this compiled model, also one
+        written at another pipeline layout or without stages. Collective.
 
         Args:
             path: The file.

@@ -258,11 +258,22 @@ OptimizerShards::FullState OptimizerShards::gather_state() {
 }
 
 std::string OptimizerShards::full_state_bytes() {
+  std::ostringstream out;
+  with_full_form([&](const torch::optim::Optimizer& optimizer) {
+    torch::serialize::OutputArchive archive;
+    optimizer.save(archive);
+    archive.save_to(out);
+  });
+  return out.str();
+}
+
+void OptimizerShards::with_full_form(
+    const std::function<void(const torch::optim::Optimizer&)>& use) {
   TNT_CHECK(!released_, "OptimizerShards: used after unshard()");
   FullState full = gather_state();
   auto& state = optimizer_->state();
   auto& groups = optimizer_->param_groups();
-  // Swap the full form in for torch::optim's own serialization, then back.
+  // Swap the full form in, then back.
   std::remove_reference_t<decltype(state)> sharded;
   std::swap(sharded, state);
   std::vector<std::vector<torch::Tensor>> sharded_params;
@@ -276,17 +287,13 @@ std::string OptimizerShards::full_state_bytes() {
     std::swap(sharded, state);
     for (std::size_t g = 0; g < groups.size(); ++g) groups[g].params() = sharded_params[g];
   };
-  std::ostringstream out;
   try {
-    torch::serialize::OutputArchive archive;
-    optimizer_->save(archive);
-    archive.save_to(out);
+    use(*optimizer_);
   } catch (...) {
     restore();
     throw;
   }
   restore();
-  return out.str();
 }
 
 void OptimizerShards::unshard() {

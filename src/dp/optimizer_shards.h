@@ -92,6 +92,10 @@ class OptimizerShards {
   /// writes it for an unsharded optimizer on the parameters), on every
   /// rank. Collective.
   std::string full_state_bytes();
+  /// Calls `use` with the optimizer in full form (groups on the parameters,
+  /// the whole state), then puts the shards back: on every rank.
+  /// Collective. full_state_bytes() is this with torch::optim's save.
+  void with_full_form(const std::function<void(const torch::optim::Optimizer&)>& use);
   /// Puts the optimizer back in full form on every rank: groups on the
   /// parameters, the whole state. Collective. The object is spent after.
   void unshard();

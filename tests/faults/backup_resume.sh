@@ -9,8 +9,10 @@
 #     kill -9 one rank mid-epoch of a 2-rank job (no restarts); its backup
 #     resumed at 3 ranks and at 1 rank ends within 1e-5 (relative) of the
 #     uninterrupted 2-rank run, and at 2 ranks bitwise equal to it.
+# TNT_BACKUP_RANKS (default 2) sets the job's rank count in restart mode
+# (4 for the pipelined job tests/faults/pipeline_job.py, at 2 stages x 2).
 set -u
-python=$1 launcher=$2 lenet5=$3 mode=$4
+python=$1 launcher=$2 lenet5=$3 mode=$4 ranks=${TNT_BACKUP_RANKS:-2}
 work=$(mktemp -d "${TMPDIR:-/tmp}/tnt-backup.XXXXXX")
 job=""
 fail() { echo "FAIL: $*"; [ -n "$job" ] && kill -KILL "$job" 2>/dev/null; exit 1; }
@@ -31,12 +33,12 @@ run() {  # RANKS OUT [launcher flags...]: a run to its end
   "$launcher" -n "$n" --no-gpu "$@" -- "$lenet5" "${args[@]}" --save-weights "$work/$out.pt"
 }
 
-# Starts a 2-rank job with backups in $work/backup (extra launcher flags in
+# Starts a $ranks-rank job with backups in $work/backup (extra launcher flags in
 # "$@"), kills rank 1 with SIGKILL once the first mid-epoch backup exists,
 # and waits for the job. Sets $status; the job's output is in $work/killed.log.
 kill_mid_epoch() {
   local marker="tnt-backup-$$-$RANDOM" pid="" i
-  "$launcher" -n 2 --no-gpu -x "TNT_TEST_MARKER=$marker" "$@" -- "$lenet5" "${args[@]}" \
+  "$launcher" -n "$ranks" --no-gpu -x "TNT_TEST_MARKER=$marker" "$@" -- "$lenet5" "${args[@]}" \
     --backup-dir "$work/backup" --backup-every 50 --save-weights "$work/resumed.pt" \
     >"$work/killed.log" 2>&1 &
   job=$!
@@ -63,7 +65,7 @@ sys.exit(0 if (same if limit == 0 else worst <= limit) else 1)
 PY
 }
 
-run 2 straight >"$work/straight.log" 2>&1 || { cat "$work/straight.log"; fail "the uninterrupted run failed"; }
+run "$ranks" straight >"$work/straight.log" 2>&1 || { cat "$work/straight.log"; fail "the uninterrupted run failed"; }
 
 case $mode in
 restart)

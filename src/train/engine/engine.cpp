@@ -7,7 +7,6 @@
 #include "train/engine/engine.h"
 
 #include <chrono>
-#include <set>
 #include <sstream>
 #include <thread>
 
@@ -25,6 +24,8 @@
 #include "io/pickle_rewrite.h"
 #include "train/engine/compile_config.h"
 #include "train/engine/engine_state.h"
+#include "train/engine/optimizer_by_name.h"
+#include "train/engine/restore_parts.h"
 #include "train/loop/evaluate_loop.h"
 #include "train/loop/fit_loop.h"
 
@@ -67,41 +68,6 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::string&
                     "(compile with the optimizer it was saved with): {}",
                     path, std::string(e.what()).substr(0, 200)));
   }
-}
-
-NamedTensorList all_weights(ModuleAdapter& net) {
-  NamedTensorList all = net.named_parameters();
-  for (auto& b : net.named_buffers()) all.push_back(b);
-  return all;
-}
-
-// Checks every entry before it copies any, so a bad file leaves the model as
-// it was.
-void copy_weights(ModuleAdapter& net, const c10::impl::GenericDict& dict, const std::string& path) {
-  const NamedTensorList targets = all_weights(net);
-  std::vector<torch::Tensor> sources;
-  std::set<std::string> used;
-  for (const auto& [name, t] : targets) {
-    auto it = dict.find(name);
-    TNT_CHECK(it != dict.end(), "weight file '", path, "' has no entry '", name,
-              "' (the model's tensors are named as in named_parameters())");
-    TNT_CHECK(it->value().isTensor(), "weight file '", path, "': entry '", name, "' is ",
-              detail::kind_of(it->value()), ", expected a tensor");
-    const torch::Tensor source = it->value().toTensor();
-    TNT_CHECK(source.sizes() == t.sizes(), "entry '", name, "' of '", path, "' has shape ",
-              source.sizes(), " but the model's is ", t.sizes());
-    sources.push_back(source);
-    used.insert(name);
-  }
-  for (const auto& item : dict) {
-    TNT_CHECK(item.key().isString(), "weight file '", path, "' has a key that is ",
-              detail::kind_of(item.key()), ", expected a str (a tensor's name)");
-    TNT_CHECK(used.count(item.key().toStringRef()) == 1, "weight file '", path, "' has an entry '",
-              item.key().toStringRef(),
-              "' that the model does not have: it was saved from a different model");
-  }
-  torch::NoGradGuard no_grad;
-  for (std::size_t i = 0; i < targets.size(); ++i) targets[i].second.copy_(sources[i]);
 }
 
 }  // namespace
@@ -163,19 +129,6 @@ std::optional<LossScaleState> Engine::loss_scale() const {
   return LossScaleState{scaler->scale(), scaler->good_steps(), scaler->skipped()};
 }
 
-namespace {
-
-// What pipeline stages do not combine with yet: refused, never silently
-// wrong (a stage's file would hold a part of the model).
-void refuse_with_stages(const EngineState& s, const char* what) {
-  const stages::StageLayout* layout = s.stage_layout();
-  TNT_CHECK(layout == nullptr, what, " with pipeline stages (this rank: ",
-            layout ? layout->describe() : "", ") is not supported yet: save_weights() writes the "
-            "whole model's weights, or train with pipeline_stages=1");
-}
-
-}  // namespace
-
 void Engine::set_weights(const std::vector<torch::Tensor>& weights) {
   const NamedTensorList all = all_weights(state_->net());
   TNT_CHECK(weights.size() == all.size(), "set_weights() got ", weights.size(),
@@ -192,7 +145,8 @@ void Engine::set_weights(const std::vector<torch::Tensor>& weights) {
 
 std::optional<EngineSnapshot> Engine::snapshot(bool keep, SnapshotUse use) {
   EngineState& s = *state_;
-  refuse_with_stages(s, "a checkpoint of the whole training state");
+  // With stages: host copies, whatever the use.
+  if (s.stage_link() != nullptr) return snapshot_with_stages(keep);
   // A sharded optimizer's state is on every rank in parts: gathered by all.
   std::optional<std::string> gathered;
   if (s.gradients().shards()) gathered = s.gradients().shards()->full_state_bytes();
@@ -252,18 +206,28 @@ std::optional<std::string> optimizer_bytes(const EngineSnapshot& snapshot) {
 
 void Engine::restore(const std::function<RestoredState()>& read_on_master) {
   EngineState& s = *state_;
-  refuse_with_stages(s, "loading a checkpoint or weights");
+  if (s.stage_link() != nullptr) return restore_with_stages(read_on_master);
   // The file holds the full optimizer state: it is loaded in full form.
   s.gradients().unshard();
   run_on_master_checked(s.group(), [&] {
     const RestoredState r = read_on_master();
+    if (r.optimizer_by_name) {
+      // A pipelined model's checkpoint: the state by parameter name.
+      const NamedOptimizerState saved = from_entry(*r.optimizer_by_name, r.source);
+      const auto set_optimizer = prepare_optimizer_state(
+          s.optimizer(), s.net().named_parameters(), saved, r.optimizer_kind, r.source,
+          s.device());
+      prepare_weights(s.net(), r.weights, r.source)();  // checks every entry, then copies
+      set_optimizer();
+      return;
+    }
     std::optional<std::string> previous;
     if (r.optimizer) {
       previous = optimizer_bytes(s.optimizer());
       load_optimizer_state(s.optimizer(), *r.optimizer, r.source, s.device());
     }
     try {
-      copy_weights(s.net(), r.weights, r.source);  // checks every entry before it copies one
+      prepare_weights(s.net(), r.weights, r.source)();  // checks every entry, then copies
     } catch (...) {
       if (previous) load_optimizer_state(s.optimizer(), *previous, r.source, s.device());
       throw;

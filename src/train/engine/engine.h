@@ -63,6 +63,11 @@ struct EngineSnapshot {
   /// (optimizer_bytes below), so that the training thread does not.
   std::optional<std::string> optimizer;
   std::shared_ptr<const torch::optim::Optimizer> optimizer_copy;
+  /// With pipeline stages, the whole model's optimizer state by parameter
+  /// name instead (train/engine/optimizer_by_name.h: the entry
+  /// "optimizer_by_name"), and its optimizer's kind ("SGD", ...).
+  std::optional<c10::impl::GenericDict> optimizer_by_name;
+  std::string optimizer_kind;
   /// For a GPU model: waits until the device-to-host copies of the tensors
   /// above are done (they run on the device's stream, while the host goes
   /// on). Empty where there is nothing to wait for.
@@ -91,6 +96,10 @@ struct RestoredState {
   c10::impl::GenericDict weights{c10::StringType::get(), c10::AnyType::get()};
   /// torch::optim's bytes in full form, or none to keep the optimizer state.
   std::optional<std::string> optimizer;
+  /// Or the state by parameter name (a pipelined model's checkpoint, see
+  /// train/engine/optimizer_by_name.h) and the kind of its optimizer.
+  std::optional<c10::impl::GenericDict> optimizer_by_name;
+  std::string optimizer_kind;
   /// The file, for error messages.
   std::string source;
 };
@@ -150,13 +159,19 @@ class Engine {
   std::optional<LossScaleState> loss_scale() const;
 
   /// Persistence. snapshot(): the state a checkpoint keeps, in host memory
+  /// (with pipeline stages the whole model's: the first replica's stages
+  /// send their weights and optimizer state to the master, collective over
+  /// the model's group)
   /// (copied there for `write_later`, or from a GPU); collective (a sharded
   /// optimizer's state is gathered from every rank); the snapshot is made
   /// where `keep` is true, elsewhere the rank only takes part in the
   /// collectives and gets none.
   std::optional<EngineSnapshot> snapshot(bool keep, SnapshotUse use);
   /// Loads the state that `read_on_master` returns on the master into
-  /// every rank. Collective. A sharded optimizer is put back in full form
+  /// every rank. Collective. With pipeline stages, the first replica's rank
+  /// of each stage reads (the file must be readable there) and keeps its
+  /// stage's tensors, after every stage has checked its part; the other
+  /// replicas get them from it. A sharded optimizer is put back in full form
   /// first (the next fit() shards again); on the master the optimizer state
   /// is loaded, then the weights (all checked before one is copied; if
   /// they do not fit, the previous optimizer state is put back), and errors
@@ -168,6 +183,10 @@ class Engine {
   void restore_counters(const Counters& counters, const std::optional<LossScaleState>& loss_scale);
 
  private:
+  /// snapshot() and restore() with pipeline stages (engine_stages.cpp).
+  std::optional<EngineSnapshot> snapshot_with_stages(bool keep);
+  void restore_with_stages(const std::function<RestoredState()>& read_on_master);
+
   std::unique_ptr<EngineState> state_;
 };
 

@@ -49,6 +49,10 @@ c10::impl::GenericDict checkpoint_entries(const CheckpointSnapshot& snapshot,
   dict.insert("optimizer_steps", s.counters.optimizer_steps);
   dict.insert("rng_state", snapshot.rng_state);
   if (optimizer) dict.insert("optimizer", bytes_view(*optimizer));
+  if (s.optimizer_by_name) {  // pipeline stages: the state by parameter name
+    dict.insert("optimizer_by_name", *s.optimizer_by_name);
+    dict.insert("optimizer_kind", s.optimizer_kind);
+  }
   if (!s.architecture.empty()) dict.insert("architecture", s.architecture);
   if (!s.torchscript.empty()) dict.insert("torchscript", bytes_view(s.torchscript));
   if (!s.compile.empty()) dict.insert("compile", s.compile);
@@ -149,6 +153,11 @@ void write_checkpoint(const CheckpointSnapshot& snapshot, const std::string& pat
 }
 
 void save(Engine& engine, const std::string& path, bool all_ranks) {
+  if (const stages::StageLayout* layout = engine.stage_layout()) {
+    TNT_CHECK(!all_ranks, "save(all_ranks=true) with pipeline stages: a rank holds its stage's "
+              "state only (this rank: ", layout->describe(), "); save on the master, which "
+              "writes the whole model's");
+  }
   const std::optional<CheckpointSnapshot> snapshot =
       snapshot_checkpoint(engine, all_ranks, SnapshotUse::write_now);
   if (all_ranks) {
@@ -168,7 +177,12 @@ std::int64_t load(Engine& engine, const std::string& path) {
     const Entries entries = read_checkpoint(path);
     RestoredState r;
     r.weights = entries.dict("weights");
-    r.optimizer = entries.bytes("optimizer");
+    if (entries.has("optimizer_by_name")) {  // saved with pipeline stages
+      r.optimizer_by_name = entries.dict("optimizer_by_name");
+      r.optimizer_kind = entries.str("optimizer_kind");
+    } else {
+      r.optimizer = entries.bytes("optimizer");
+    }
     r.source = path;
     entries.count("epochs_done");
     entries.count("optimizer_steps");

@@ -20,6 +20,10 @@
 //   epochs_done, optimizer_steps: int
 //   rng_state: uint8 tensor      (the default CPU generator)
 //   optimizer: uint8 tensor      (torch::optim's own serialization; if compiled)
+//   or, with pipeline stages, optimizer_by_name and optimizer_kind: the
+//   whole model's optimizer state by parameter name, so that the file loads
+//   at any layout (train/engine/optimizer_by_name.h); "weights" is then the
+//   whole model's too, gathered from the stages
 //   architecture: str            (the network's config, layer-registry models)
 //   torchscript: uint8 tensor    (the module's bytes, TorchScript models)
 //   compile: str                 (the compile configuration, if compiled)

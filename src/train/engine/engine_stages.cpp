@@ -38,6 +38,8 @@ namespace {
 
 constexpr const char* kWeight = "w\t";
 constexpr const char* kOptimizer = "o\t";
+// Deterministic mode's predicted exponents, each stage's own (by name).
+constexpr const char* kExponent = "e\t";
 
 torch::Tensor host_copy(const torch::Tensor& t) {
   return t.detach().to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true).contiguous();
@@ -120,12 +122,23 @@ std::optional<EngineSnapshot> Engine::snapshot_with_stages(bool keep) {
   for (auto& [name, t] : to_named_tensors(state)) {
     mine.emplace_back(kOptimizer + name, t.to(s.device()));
   }
+  // Host tensors travel over MPI whatever the device.
+  for (const auto& [name, e] : s.counters().deterministic_exponents) {
+    mine.emplace_back(kExponent + name, torch::tensor({static_cast<std::int64_t>(e)}));
+  }
   const NamedTensorList all = link.gather_on_first_stage(mine);  // collective over the pipeline
   if (!keep || !layout.first_stage()) return std::nullopt;
   EngineSnapshot out;
+  out.counters = s.counters();
+  out.counters.deterministic_exponents.clear();  // every stage's, below
   NamedTensorList optimizer;
   const std::size_t prefix = std::char_traits<char>::length(kWeight);
   for (const auto& [key, t] : all) {
+    if (key.compare(0, prefix, kExponent) == 0) {
+      out.counters.deterministic_exponents[key.substr(prefix)] =
+          static_cast<int>(t.cpu().item<std::int64_t>());  // host-only: a gathered host value
+      continue;
+    }
     const bool weight = key.compare(0, prefix, kWeight) == 0;
     // Copies: this stage's entries are the training tensors themselves.
     (weight ? out.weights : optimizer).emplace_back(key.substr(prefix), host_copy(t));
@@ -135,7 +148,6 @@ std::optional<EngineSnapshot> Engine::snapshot_with_stages(bool keep) {
     out.optimizer_kind = kind;
     out.compile = compile_config(s.compiled()).dump();
   }
-  out.counters = s.counters();
   out.loss_scale = loss_scale();
   // architecture and torchscript stay empty: they would describe one stage.
   return out;

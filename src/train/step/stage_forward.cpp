@@ -27,17 +27,19 @@ StageForward forward_on_stage(const StepModel& model, StageLink* link,
                               const data::MicroBatch& part, int micro, bool training) {
   StageForward out;
   if (link == nullptr) {
+    out.began = Clock::now();
     out.output = model.forward(part.tensors);
     return out;
   }
   data::Element element = part.tensors;
   if (!link->layout().first_stage()) {
-    out.input = link->recv_activation(micro);
+    out.input = link->recv_activation(micro, part.local_size);
     if (training) out.input.requires_grad_(true);
     element.at(0) = out.input;
   }
+  out.began = Clock::now();
   out.output = model.forward(element);
-  if (!link->layout().last_stage()) link->send_activation(out.output, micro);
+  if (!link->layout().last_stage()) link->send_activation(out.output, micro, part.local_size);
   return out;
 }
 

@@ -18,12 +18,14 @@
 // stage's busy time in it (its "forward i" and "backward i" slices, the
 // last stage's loss included); a stage's bubble is 1 - busy / span, the
 // GPipe paper's idle share, printed as the mean over stages and steps next
-// to the theoretical (P-1)/(M+P-1).
+// to the theoretical (P-1)/(M+P-1), and the bubble that 1F1B would leave
+// with the measured stage times and instant transfers (Bubble).
 //
 // --memory: each rank trains its part (P > 1: the stage; P = 1: the whole
-// model) for `steps` steps and reports its parameter count and peak
-// resident memory (max RSS), and its resident memory before building the
-// model (LibTorch and MPI alone); run it at -n 4 and -n 1 to compare a
+// model) for `steps` steps and reports its parameter count, its peak
+// resident memory (max RSS; it includes the whole Sequential, built before
+// the cut), its resident memory before building the model (LibTorch and
+// MPI alone) and after training; run it at -n 4 and -n 1 to compare a
 // stage with the unsplit model.
 //
 //   tarantella -n 2 --timeline /tmp/stages.json -- build/bench/stages/bench_stages
@@ -123,6 +125,7 @@ void report_memory(const Settings& s) {
   const double before = rss_now_mib();
   std::int64_t parameters = 0;
   double peak = 0;
+  double after = 0;
   {
     torch::nn::Sequential net = mlp(s);
     tnt::Model model = p > 1 ? tnt::Model(net, tnt::PipelineOptions().stages(p).micro_batches(
@@ -135,17 +138,18 @@ void report_memory(const Settings& s) {
                       .loss(tnt::losses::MeanSquaredError()));
     model.fit(batches(s, s.steps), tnt::FitOptions().epochs(1).verbose(0));
     peak = rss_peak_mib();
+    after = rss_now_mib();
   }
   const torch::Tensor all = tnt::world().allgather(
-      torch::tensor({before, peak, static_cast<double>(parameters)}, torch::kFloat64));
+      torch::tensor({before, peak, after, static_cast<double>(parameters)}, torch::kFloat64));
   if (tnt::get_rank() != 0) return;
   std::printf("MLP %d x %d, batch %d, %d steps, SGD with momentum, %s\n", s.layers, s.width,
               s.batch, s.steps, p > 1 ? "one stage per rank" : "unsplit on 1 rank");
   for (int r = 0; r < p; ++r) {
-    const auto* v = all.data_ptr<double>() + 3 * r;
-    std::printf("rank %d: %10.0f parameters, max RSS %7.1f MiB, %7.1f MiB before the model, "
-                "%7.1f MiB for it\n",
-                r, v[2], v[1], v[0], v[1] - v[0]);
+    const auto* v = all.data_ptr<double>() + 4 * r;
+    std::printf("rank %d: %8.0f parameters, max RSS %6.1f MiB (%6.1f MiB before the model, "
+                "%6.1f MiB over it), %6.1f MiB over it after training\n",
+                r, v[3], v[1], v[0], v[1] - v[0], v[2] - v[0]);
   }
 }
 
@@ -155,6 +159,11 @@ struct Bubble {
   double mean = 0;
   std::vector<double> per_stage;
   int steps = 0;
+  /// The bubble that 1F1B leaves with these stages' own compute times
+  /// (unequal stages: the slowest sets the pace) and instant transfers:
+  /// with u_s a stage's forward and backward of one micro-batch, the span
+  /// is (M-1)·max u_s + sum u_s, and stage s is busy M·u_s of it.
+  double with_stage_times = 0;
 };
 
 Bubble measure_bubble(const std::string& path, int stages, int micro_batches, int steps) {
@@ -174,6 +183,7 @@ Bubble measure_bubble(const std::string& path, int stages, int micro_batches, in
   }
   Bubble out;
   out.per_stage.assign(stages, 0);
+  std::vector<double> unit(stages, 0);  // summed over the steps
   const auto count = by_stage[0]["forward 0"].size();
   const std::size_t first = count > static_cast<std::size_t>(steps) ? count - steps : 0;
   for (std::size_t k = first; k < count; ++k) {
@@ -191,6 +201,7 @@ Bubble measure_bubble(const std::string& path, int stages, int micro_batches, in
         }
       }
       out.per_stage[s] += 1.0 - busy / (end - begin);
+      unit[s] += busy / micro_batches;
     }
     ++out.steps;
   }
@@ -198,6 +209,11 @@ Bubble measure_bubble(const std::string& path, int stages, int micro_batches, in
     b /= std::max(out.steps, 1);
     out.mean += b / stages;
   }
+  const double slowest = *std::max_element(unit.begin(), unit.end());
+  double sum = 0;
+  for (double u : unit) sum += u;
+  const double span = (micro_batches - 1) * slowest + sum;
+  for (double u : unit) out.with_stage_times += (1.0 - micro_batches * u / span) / stages;
   return out;
 }
 
@@ -259,8 +275,9 @@ int main(int argc, char** argv) {
       const Bubble b = measure_bubble(trace, p, s.micro_batches, s.steps);
       std::printf("bubble over %d steps, from the trace: %.3f (stages:", b.steps, b.mean);
       for (double x : b.per_stage) std::printf(" %.3f", x);
-      std::printf("); theory (P-1)/(M+P-1) = %.3f; measured/theory %.2f\n",
-                  (p - 1) / (m + p - 1), b.mean / ((p - 1) / (m + p - 1)));
+      std::printf("); theory (P-1)/(M+P-1) = %.3f; measured/theory %.2f; with these stages' "
+                  "compute times and instant transfers %.3f\n",
+                  (p - 1) / (m + p - 1), b.mean / ((p - 1) / (m + p - 1)), b.with_stage_times);
     } else {
       std::printf("bubble: run under --timeline FILE to measure it from the trace; theory "
                   "(P-1)/(M+P-1) = %.3f\n",

@@ -64,7 +64,9 @@ TEST(pipeline_stage_link, UnevenMicroBatchesArriveWholeAndANewStepMayChangeTheSh
         return torch::arange(n * width, torch::kFloat32).reshape({n, width}) + 1000 * i;
       });
     }
-    step(link, {1, 1}, [](int i, std::int64_t n) { return torch::full({n, 2, 2}, i, torch::kFloat64); });
+    step(link, {1, 1}, [](int i, std::int64_t n) {
+      return torch::full({n, 2, 2}, i, torch::kFloat64);
+    });
     std::vector<std::string> names;
     for (const StageLink::Event& e : link.take_events()) names.push_back(e.name);
     const std::string expected = g.rank() == 0 ? "send activations 3 (to stage 1)"

@@ -84,10 +84,10 @@ struct Timeline::Impl {
       std::string out;
       for (const Event& e : batch) {
         if (e.track == kStageLink && !stage_link_named) {
-          out += fmt::format(
-              R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"stage link"}}}},)"
-              "\n",
-              rank, static_cast<int>(kStageLink));
+          out += fmt::format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},)"
+                             R"("args":{{"name":"stage link"}}}},)"
+                             "\n",
+                             rank, static_cast<int>(kStageLink));
           stage_link_named = true;
         }
         out += format(e);

@@ -11,10 +11,12 @@
 // ("forward 3", "backward 3"), with the waits for a neighbour between them
 // ("receive activations 3 (from stage 0)", "receive gradients 3 (from
 // stage 1)", "wait for sends"), and each send from posted to taken on a
-// third track, "stage link" (train/step/train_step.cpp, record_step). Events are handed to a writer thread
-// that formats them, so recording costs the training loop a queue push and
-// never blocks communication. At the end of fit() (a collective) the ranks' events are
-// gathered on the master, which writes one trace file (temporary name, then
+// third track, "stage link" (train/step/train_step.cpp, record_step). The
+// trace covers the model's whole group (every stage of every pipeline).
+// Events are handed to a writer thread that formats them, so recording
+// costs the training loop a queue push and never blocks communication. At
+// the end of fit() (a collective) the ranks' events are gathered on the
+// master, which writes one trace file (temporary name, then
 // rename) that chrome://tracing and ui.perfetto.dev load.
 //
 // Time stamps are microseconds of the steady clock minus an origin agreed

@@ -235,9 +235,9 @@ void StageLink::send_gradient(const torch::Tensor& grad, int micro) {
 torch::Tensor StageLink::recv_gradient(const torch::Tensor& output, int micro) {
   const int from = layout_.stage + 1;
   const auto begin = Clock::now();
-  torch::Tensor g = take_data(
-      torch::empty(output.sizes(), torch::TensorOptions().dtype(output.scalar_type()).device(device_)),
-      from, kGradientData, label("gradients", from, micro));
+  const auto options = torch::TensorOptions().dtype(output.scalar_type()).device(device_);
+  torch::Tensor g = take_data(torch::empty(output.sizes(), options), from, kGradientData,
+                              label("gradients", from, micro));
   if (tracing_) {
     events_.push_back({fmt::format("receive gradients {} (from stage {})", micro, from), begin,
                        Clock::now(), false});
@@ -269,8 +269,9 @@ torch::Tensor StageLink::share_from_last_stage(const torch::Tensor& t) const {
                                               : torch::zeros({kHeaderSize}, torch::kInt64);
   header = pipeline_.broadcast(header, root);
   const Header h = read_header(header);
-  torch::Tensor data = layout_.last_stage() ? t.contiguous()
-                                            : torch::empty(h.shape, torch::TensorOptions().dtype(h.dtype));
+  torch::Tensor data = layout_.last_stage()
+                           ? t.contiguous()
+                           : torch::empty(h.shape, torch::TensorOptions().dtype(h.dtype));
   return pipeline_.broadcast(data, root);
 }
 

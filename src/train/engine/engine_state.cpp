@@ -211,7 +211,8 @@ void EngineState::synchronize_state() {
 
 Timeline* EngineState::timeline() {
   if (!options_.timeline_path().empty() && !timeline_) {
-    timeline_ = std::make_unique<Timeline>(group_, options_.timeline_path());  // collective
+    // Over every rank (with stages, all pipelines' stages): one file.
+    timeline_ = std::make_unique<Timeline>(everyone(), options_.timeline_path());  // collective
   }
   return timeline_.get();
 }

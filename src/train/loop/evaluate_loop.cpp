@@ -197,9 +197,11 @@ namespace {
 // outputs in, this stage's out to the next one; on the last stage, kept.
 torch::Tensor predict_on_stage(const PredictContext& c, const data::MicroBatch& part, int micro) {
   data::Element element = part.tensors;
-  if (!c.stage->layout().first_stage()) element.at(0) = c.stage->recv_activation(micro);
+  if (!c.stage->layout().first_stage()) {
+    element.at(0) = c.stage->recv_activation(micro, part.local_size);
+  }
   torch::Tensor out = c.output(element);
-  if (!c.stage->layout().last_stage()) c.stage->send_activation(out, micro);
+  if (!c.stage->layout().last_stage()) c.stage->send_activation(out, micro, part.local_size);
   return out;
 }
 

@@ -53,6 +53,7 @@ struct Timeline::Impl {
   bool stopping = false;
   bool busy = false;
   std::size_t recorded = 0;
+  bool stage_link_named = false;  // the writer thread's
   std::string text;  // formatted events of this rank, each followed by ",\n"
   std::thread writer;
 
@@ -81,7 +82,16 @@ struct Timeline::Impl {
       busy = true;
       lock.unlock();
       std::string out;
-      for (const Event& e : batch) out += format(e);
+      for (const Event& e : batch) {
+        if (e.track == kStageLink && !stage_link_named) {
+          out += fmt::format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},)"
+                             R"("args":{{"name":"stage link"}}}},)"
+                             "\n",
+                             rank, static_cast<int>(kStageLink));
+          stage_link_named = true;
+        }
+        out += format(e);
+      }
       lock.lock();
       text += out;
       busy = false;

@@ -6,10 +6,17 @@
 // finished) — on two tracks per rank ("compute", "allreduce"; the process is
 // "rank R"), plus counters: the straggler report's breakdown per step of
 // each window, "step times (ms)" with the series data, compute, other and
-// wait (train/observe/straggler_monitor.h). Events are handed to a writer thread
-// that formats them, so recording costs the training loop a queue push and
-// never blocks communication. At the end of fit() (a collective) the ranks' events are
-// gathered on the master, which writes one trace file (temporary name, then
+// wait (train/observe/straggler_monitor.h). With pipeline stages, a step's
+// one forward and one backward slice become a slice per micro-batch
+// ("forward 3", "backward 3"), with the waits for a neighbour between them
+// ("receive activations 3 (from stage 0)", "receive gradients 3 (from
+// stage 1)", "wait for sends"), and each send from posted to taken on a
+// third track, "stage link" (train/step/train_step.cpp, record_step). The
+// trace covers the model's whole group (every stage of every pipeline).
+// Events are handed to a writer thread that formats them, so recording
+// costs the training loop a queue push and never blocks communication. At
+// the end of fit() (a collective) the ranks' events are gathered on the
+// master, which writes one trace file (temporary name, then
 // rename) that chrome://tracing and ui.perfetto.dev load.
 //
 // Time stamps are microseconds of the steady clock minus an origin agreed
@@ -31,7 +38,9 @@ namespace tnt {
 class Timeline {
  public:
   using Clock = std::chrono::steady_clock;
-  enum Track { kCompute = 0, kAllreduce = 1 };
+  /// kStageLink: a pipeline stage's sends, which run beside its compute
+  /// (named on a rank's first event there).
+  enum Track { kCompute = 0, kAllreduce = 1, kStageLink = 2 };
 
   /// Collective over `group` (agrees on the time origin). `path` is where
   /// the group's master writes the trace; tracks are named by world rank.

@@ -61,21 +61,23 @@ StageForward forward_on_stage(const StepModel& model, StageLink* link,
   StageForward out;
   if (link == nullptr) {
     if (seed) seed();
+    out.began = Clock::now();
     out.output = model.forward(part.tensors);
     return out;
   }
   data::Element element = part.tensors;
   if (!link->layout().first_stage()) {
-    out.input = link->recv_activation(micro);
+    out.input = link->recv_activation(micro, part.local_size);
     if (training) out.input.requires_grad_(true);
     element.at(0) = out.input;
     if (seed) set_generator_state(link->recv_generator(micro));
   } else if (seed) {
     seed();
   }
+  out.began = Clock::now();
   out.output = model.forward(element);
   if (!link->layout().last_stage()) {
-    link->send_activation(out.output, micro);
+    link->send_activation(out.output, micro, part.local_size);
     if (seed) link->send_generator(generator_state(), micro);
   }
   return out;

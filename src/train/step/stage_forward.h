@@ -32,6 +32,8 @@ struct StageForward {
   /// undefined on the first stage.
   torch::Tensor input;
   torch::Tensor output;
+  /// When the forward itself began: after the input came.
+  Clock::time_point began;
 };
 
 /// Micro-batch `micro`'s forward on this rank's stage (`link` null: the

@@ -1,11 +1,13 @@
-// StageLink (stage_link.h): header-then-data transfers between neighbouring
-// stages over the pipeline's group.
+// StageLink (stage_link.h): transfers between neighbouring stages over the
+// pipeline's group, with a header where the receiver cannot know the shape.
 #include "train/step/stage_link.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/torch.h>
 
 #include <tarantella/base/error.h>
@@ -13,26 +15,43 @@
 namespace tnt::train {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 constexpr int kActivationHeader = 0;
 constexpr int kActivationData = 1;
-constexpr int kGradientHeader = 2;
+// Tag 2 carried the gradients' headers; they go without one now.
 constexpr int kGradientData = 3;
 // 4 to 7: gather_on_first_stage.
 constexpr int kGeneratorHeader = 8;
 constexpr int kGeneratorData = 9;
-// dtype, rank of the shape, then up to kMaxDims sizes.
+// dtype, rank of the shape, the micro-batch's samples (< 0: not given),
+// then up to kMaxDims sizes.
 constexpr int kMaxDims = 8;
-constexpr int kHeaderSize = 2 + kMaxDims;
+constexpr int kHeaderSize = 3 + kMaxDims;
 
-torch::Tensor header_of(const torch::Tensor& t, const std::string& what) {
+torch::Tensor header_of(const torch::Tensor& t, const std::string& what,
+                        std::int64_t samples = -1) {
   TNT_CHECK(t.dim() <= kMaxDims, what, ": a tensor of ", t.dim(), " dimensions cannot pass ",
             "between pipeline stages (at most ", kMaxDims, ")");
   torch::Tensor h = torch::zeros({kHeaderSize}, torch::kInt64);
   auto* p = h.data_ptr<std::int64_t>();
   p[0] = static_cast<std::int64_t>(t.scalar_type());
   p[1] = t.dim();
-  for (std::int64_t d = 0; d < t.dim(); ++d) p[2 + d] = t.size(d);
+  p[2] = samples;
+  for (std::int64_t d = 0; d < t.dim(); ++d) p[3 + d] = t.size(d);
   return h;
+}
+
+struct Header {
+  torch::ScalarType dtype;
+  std::vector<std::int64_t> shape;
+  std::int64_t samples;
+};
+
+Header read_header(const torch::Tensor& h) {
+  const auto* p = h.data_ptr<std::int64_t>();
+  return {static_cast<torch::ScalarType>(p[0]), std::vector<std::int64_t>(p + 3, p + 3 + p[1]),
+          p[2]};
 }
 
 }  // namespace
@@ -86,57 +105,148 @@ std::string StageLink::label(const char* kind, int from, int micro) const {
 }
 
 void StageLink::post(const torch::Tensor& t, int peer, int header_tag, int data_tag,
-                     const std::string& what) {
+                     const std::string& what, std::int64_t samples) {
+  const torch::Tensor header = header_of(t, what, samples);
+  sends_.push_back(pipeline_.isend(header, peer, header_tag, what + " (shape)"));
+  in_flight_.push_back(header);
+  {
+    std::lock_guard<std::mutex> lock(driving_mutex_);
+    driving_.push_back(sends_.back());
+  }
+  post_data(t, peer, data_tag, what);
+}
+
+void StageLink::post_data(const torch::Tensor& t, int peer, int data_tag,
+                          const std::string& what) {
   // Host tensors travel over MPI; a GPU tensor as the group's backend
   // sends it (NCCL where it has one).
   const torch::Tensor data = t.detach().contiguous();
-  const torch::Tensor header = header_of(data, what);
-  sends_.push_back(pipeline_.isend(header, peer, header_tag, what + " (shape)"));
   sends_.push_back(pipeline_.isend(data, peer, data_tag, what));
-  in_flight_.push_back(header);
   in_flight_.push_back(data);
   {
     std::lock_guard<std::mutex> lock(driving_mutex_);
-    driving_.insert(driving_.end(), sends_.end() - 2, sends_.end());
+    driving_.push_back(sends_.back());
   }
   driving_cv_.notify_one();
 }
 
 torch::Tensor StageLink::take(int peer, int header_tag, int data_tag, const std::string& what,
                               std::optional<torch::Device> device) {
-  const auto begin = std::chrono::steady_clock::now();
+  const auto begin = Clock::now();
   torch::Tensor header = torch::zeros({kHeaderSize}, torch::kInt64);
   pipeline_.recv(header, peer, header_tag, what + " (shape)");
-  const auto* p = header.data_ptr<std::int64_t>();
-  const auto dtype = static_cast<torch::ScalarType>(p[0]);
-  std::vector<std::int64_t> shape(p + 2, p + 2 + p[1]);
-  torch::Tensor data =
-      torch::empty(shape, torch::TensorOptions().dtype(dtype).device(device.value_or(device_)));
-  pipeline_.recv(data, peer, data_tag, what);
-  waited_ += std::chrono::steady_clock::now() - begin;
+  waited_ += Clock::now() - begin;
+  const Header h = read_header(header);
+  return take_data(
+      torch::empty(h.shape, torch::TensorOptions().dtype(h.dtype).device(device.value_or(device_))),
+      peer, data_tag, what);
+}
+
+torch::Tensor StageLink::take_data(torch::Tensor buffer, int peer, int data_tag,
+                                   const std::string& what) {
+  const auto begin = Clock::now();
+  pipeline_.recv(buffer, peer, data_tag, what);
+  waited_ += Clock::now() - begin;
+  return buffer;
+}
+
+bool StageLink::headerless(int micro, std::int64_t samples, const StepShape& shape) const {
+  return micro > 0 && samples >= 0 && shape.batch_major;
+}
+
+// What micro-batch 0's header says about the rest of the step.
+StageLink::StepShape StageLink::step_shape(torch::ScalarType dtype,
+                                           const std::vector<std::int64_t>& shape,
+                                           std::int64_t samples) {
+  StepShape s;
+  s.dtype = dtype;
+  s.batch_major = samples >= 0 && !shape.empty() && shape[0] == samples;
+  if (!shape.empty()) s.rest.assign(shape.begin() + 1, shape.end());
+  return s;
+}
+
+namespace {
+
+std::vector<std::int64_t> batch_of(std::int64_t samples, const std::vector<std::int64_t>& rest) {
+  std::vector<std::int64_t> shape{samples};
+  shape.insert(shape.end(), rest.begin(), rest.end());
+  return shape;
+}
+
+}  // namespace
+
+void StageLink::send_activation(const torch::Tensor& output, int micro, std::int64_t samples) {
+  const int to = layout_.stage + 1;
+  const std::string what = label("activations", layout_.stage, micro);
+  if (headerless(micro, samples, sent_)) {
+    const std::vector<std::int64_t> expected = batch_of(samples, sent_.rest);
+    TNT_CHECK(output.scalar_type() == sent_.dtype && output.sizes().vec() == expected, what,
+              " are ", output.scalar_type(), " of shape ", output.sizes(),
+              ", but micro-batch 0 of this step sent ", sent_.dtype, " of shape [samples",
+              sent_.rest.empty() ? "" : ", ", fmt::format("{}", fmt::join(sent_.rest, ", ")),
+              "]: within a step, a stage's outputs must keep one dtype and one shape past ",
+              "the first dimension, and the first must be the micro-batch's sample count (",
+              samples, " here)");
+    post_data(output, to, kActivationData, what);
+  } else {
+    post(output, to, kActivationHeader, kActivationData, what, samples);
+    if (micro == 0) {
+      sent_ = step_shape(output.scalar_type(), output.sizes().vec(), samples);
+    }
+  }
+  if (tracing_) {
+    traced_sends_.emplace_back(fmt::format("send activations {} (to stage {})", micro, to),
+                               sends_.back());
+  }
+}
+
+torch::Tensor StageLink::recv_activation(int micro, std::int64_t samples) {
+  const int from = layout_.stage - 1;
+  const std::string what = label("activations", from, micro);
+  const auto begin = Clock::now();
+  torch::Tensor data;
+  if (headerless(micro, samples, received_)) {
+    data = take_data(torch::empty(batch_of(samples, received_.rest),
+                                  torch::TensorOptions().dtype(received_.dtype).device(device_)),
+                     from, kActivationData, what);
+  } else {
+    TNT_CHECK(micro == 0 || !received_.batch_major || samples >= 0, "internal error: ", what,
+              " taken without its sample count, which the sender gave");
+    torch::Tensor header = torch::zeros({kHeaderSize}, torch::kInt64);
+    pipeline_.recv(header, from, kActivationHeader, what + " (shape)");
+    waited_ += Clock::now() - begin;
+    const Header h = read_header(header);
+    if (micro == 0) received_ = step_shape(h.dtype, h.shape, h.samples);
+    data = take_data(torch::empty(h.shape, torch::TensorOptions().dtype(h.dtype).device(device_)),
+                     from, kActivationData, what);
+  }
+  if (tracing_) {
+    events_.push_back({fmt::format("receive activations {} (from stage {})", micro, from), begin,
+                       Clock::now(), false});
+  }
   return data;
 }
 
-void StageLink::send_activation(const torch::Tensor& output, int micro) {
-  post(output, layout_.stage + 1, kActivationHeader, kActivationData,
-       label("activations", layout_.stage, micro));
-}
-
-torch::Tensor StageLink::recv_activation(int micro) {
-  return take(layout_.stage - 1, kActivationHeader, kActivationData,
-              label("activations", layout_.stage - 1, micro));
-}
-
 void StageLink::send_gradient(const torch::Tensor& grad, int micro) {
-  post(grad, layout_.stage - 1, kGradientHeader, kGradientData,
-       label("gradients", layout_.stage, micro));
+  const int to = layout_.stage - 1;
+  post_data(grad, to, kGradientData, label("gradients", layout_.stage, micro));
+  if (tracing_) {
+    traced_sends_.emplace_back(fmt::format("send gradients {} (to stage {})", micro, to),
+                               sends_.back());
+  }
 }
 
+// The gradient has the shape and dtype of `output` (the transfer checks).
 torch::Tensor StageLink::recv_gradient(const torch::Tensor& output, int micro) {
-  torch::Tensor g = take(layout_.stage + 1, kGradientHeader, kGradientData,
-                         label("gradients", layout_.stage + 1, micro));
-  TNT_CHECK(g.sizes() == output.sizes(), label("gradients", layout_.stage + 1, micro),
-            " have shape ", g.sizes(), ", but the output they belong to has ", output.sizes());
+  const int from = layout_.stage + 1;
+  const auto begin = Clock::now();
+  const auto options = torch::TensorOptions().dtype(output.scalar_type()).device(device_);
+  torch::Tensor g = take_data(torch::empty(output.sizes(), options), from, kGradientData,
+                              label("gradients", from, micro));
+  if (tracing_) {
+    events_.push_back({fmt::format("receive gradients {} (from stage {})", micro, from), begin,
+                       Clock::now(), false});
+  }
   return g;
 }
 
@@ -151,9 +261,19 @@ torch::Tensor StageLink::recv_generator(int micro) {
 }
 
 void StageLink::finish_sends() {
-  const auto begin = std::chrono::steady_clock::now();
+  const auto begin = Clock::now();
   for (auto& h : sends_) h.wait();
-  waited_ += std::chrono::steady_clock::now() - begin;
+  const auto end = Clock::now();
+  waited_ += end - begin;
+  if (tracing_) {
+    for (const auto& [name, h] : traced_sends_) {
+      const auto started = h.started();
+      const auto finished = h.finished();
+      if (started && finished) events_.push_back({name, *started, *finished, true});
+    }
+    if (!sends_.empty()) events_.push_back({"wait for sends", begin, end, false});
+  }
+  traced_sends_.clear();
   sends_.clear();
   in_flight_.clear();
 }
@@ -163,11 +283,10 @@ torch::Tensor StageLink::share_from_last_stage(const torch::Tensor& t) const {
   torch::Tensor header = layout_.last_stage() ? header_of(t, "predict's outputs")
                                               : torch::zeros({kHeaderSize}, torch::kInt64);
   header = pipeline_.broadcast(header, root);
-  const auto* p = header.data_ptr<std::int64_t>();
-  const auto dtype = static_cast<torch::ScalarType>(p[0]);
-  const std::vector<std::int64_t> shape(p + 2, p + 2 + p[1]);
-  torch::Tensor data = layout_.last_stage() ? t.contiguous()
-                                            : torch::empty(shape, torch::TensorOptions().dtype(dtype));
+  const Header h = read_header(header);
+  torch::Tensor data = layout_.last_stage()
+                           ? t.contiguous()
+                           : torch::empty(h.shape, torch::TensorOptions().dtype(h.dtype));
   return pipeline_.broadcast(data, root);
 }
 

@@ -13,9 +13,27 @@
 // micro-batch; without it an output would reach the next stage only when
 // this stage next waits. Within one tag, transfers arrive in the order they
 // were sent: micro-batch order.
+//
+// Note: which transfers carry a header. A gradient never does: it has the
+// shape and dtype of the output it belongs to, which the receiver holds.
+// An activation does once per step, with micro-batch 0: the micro-batches
+// of a step are slices of one batch, so a stage's outputs share their dtype
+// and their shape past the first dimension, and the first is the
+// micro-batch's sample count, which every stage knows from the data
+// (uneven splits, a short last batch and deterministic mode's chunks only
+// change that count). The header of micro-batch 0 says whether its output
+// is batch-major (first dimension = its samples); when it is, micro-batches
+// 1.. go without a header, their shape [samples, rest of micro-batch 0's];
+// when it is not, or a caller does not pass the samples, every activation
+// has its header. The sender checks that an output keeps micro-batch 0's
+// dtype and shape past the first dimension (a clear error otherwise), and
+// the transfer itself checks dtype and shape against the receiver's
+// buffer. Within a step that saves one header transfer (a round trip the
+// receiver waits for) per activation and per gradient.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -44,10 +62,12 @@ class StageLink {
   const comm::ProcessGroup& pipeline() const { return pipeline_; }
 
   /// Sends micro-batch `micro`'s output to the next stage (posted).
-  void send_activation(const torch::Tensor& output, int micro);
+  /// `samples`: the micro-batch's sample count, as the receiver passes it
+  /// (< 0: unknown, the output goes with its header).
+  void send_activation(const torch::Tensor& output, int micro, std::int64_t samples = -1);
   /// Receives micro-batch `micro`'s input from the previous stage, on the
-  /// training device.
-  torch::Tensor recv_activation(int micro);
+  /// training device. `samples` as the sender passed it.
+  torch::Tensor recv_activation(int micro, std::int64_t samples = -1);
   /// Sends the gradient of micro-batch `micro`'s input to the previous
   /// stage (posted).
   void send_gradient(const torch::Tensor& grad, int micro);
@@ -77,14 +97,47 @@ class StageLink {
   /// tensors, the end of the sends): a step's wait, not its compute.
   std::chrono::steady_clock::duration take_waited();
 
+  /// A transfer as the timeline shows it: a receive (the training thread's
+  /// wait for the neighbour), a send (posted to taken), or the wait for
+  /// the sends at the end of a step.
+  struct Event {
+    std::string name;  ///< "receive activations 3 (from stage 0)"
+    std::chrono::steady_clock::time_point begin, end;
+    bool send = false;  ///< runs beside the training thread, not on it
+  };
+  /// Records the activations' and gradients' transfers from now on (or
+  /// stops), for take_events().
+  void trace(bool on) { tracing_ = on; }
+  /// The transfers recorded since the last call; the sends once finished
+  /// (after finish_sends()).
+  std::vector<Event> take_events() { return std::exchange(events_, {}); }
+
  private:
+  // The activations of this step as micro-batch 0's header gave them, on
+  // each end: sent (to the next stage) and received (from the previous).
+  struct StepShape {
+    torch::ScalarType dtype = torch::kFloat32;
+    std::vector<std::int64_t> rest;  // the shape past the first dimension
+    bool batch_major = false;
+  };
+  // `t` with its header on `header_tag` (`samples` in it, see the note),
+  // its data on `data_tag`.
   void post(const torch::Tensor& t, int peer, int header_tag, int data_tag,
-            const std::string& what);
+            const std::string& what, std::int64_t samples = -1);
   /// On the training device, or on `device` where given.
   torch::Tensor take(int peer, int header_tag, int data_tag, const std::string& what,
                      std::optional<torch::Device> device = std::nullopt);
+  // Posts `t`'s data alone, on `data_tag` (the receiver knows its shape).
+  void post_data(const torch::Tensor& t, int peer, int data_tag, const std::string& what);
+  // Receives into `buffer` on `data_tag`, timed as a wait.
+  torch::Tensor take_data(torch::Tensor buffer, int peer, int data_tag, const std::string& what);
+  // Whether micro-batch `micro`'s activation goes without a header (both
+  // ends decide alike: the note above).
+  bool headerless(int micro, std::int64_t samples, const StepShape& shape) const;
   std::string label(const char* kind, int from, int micro) const;
   void drive_sends();
+  static StepShape step_shape(torch::ScalarType dtype, const std::vector<std::int64_t>& shape,
+                              std::int64_t samples);
 
   comm::ProcessGroup pipeline_;
   stages::StageLayout layout_;
@@ -92,6 +145,10 @@ class StageLink {
   std::vector<comm::Handle> sends_;
   std::vector<torch::Tensor> in_flight_;  // kept alive until their sends finish
   std::chrono::steady_clock::duration waited_{};
+  StepShape sent_, received_;
+  bool tracing_ = false;
+  std::vector<Event> events_;
+  std::vector<std::pair<std::string, comm::Handle>> traced_sends_;
   // The progress thread's sends still to drive, and its stop.
   std::mutex driving_mutex_;
   std::condition_variable driving_cv_;

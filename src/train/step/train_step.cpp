@@ -67,7 +67,13 @@ StepResult TrainStep::run(const StepInput& in) {
   t.step_end = Clock::now();
   device_clock_.mark(DeviceStepClock::kStepEnd);
   t.device_compute = device_clock_.end_step();
-  record_step(c_.timeline, overlap_, sync, in.cycle.reduce, t);
+  if (c_.stage && c_.timeline) {
+    std::vector<StageLink::Event> link_events = c_.stage->take_events();
+    slices_.insert(slices_.end(), std::make_move_iterator(link_events.begin()),
+                   std::make_move_iterator(link_events.end()));
+  }
+  record_step(c_.timeline, overlap_, sync, in.cycle.reduce, t, c_.stage ? &slices_ : nullptr);
+  slices_.clear();
   if (c_.stage) t.waited += c_.stage->take_waited();  // on a neighbour stage
   if (in.cycle.reduce) {
     result.local_state = take_pending();
@@ -103,12 +109,20 @@ void TrainStep::forward_backward(const StepInput& in, dp::GradientSynchronizer& 
   bool backward_started = false;
   const int stage = link != nullptr ? link->layout().stage : 0;
   const int stage_count = link != nullptr ? link->layout().stages : 1;
+  // With stages, the timeline shows each micro-batch's forward and
+  // backward, and the link's transfers (record_step).
+  const bool tracing = link != nullptr && c_.timeline != nullptr;
+  if (tracing) link->trace(true);
   if (!parts.empty()) {
     for (const stages::Action& a : stages::stage_actions(c_.schedule, stage, stage_count,
                                                           static_cast<int>(parts.size()))) {
       const auto i = static_cast<std::size_t>(a.micro_batch);
       if (a.kind == stages::Action::forward) {
         flights[i] = forward_part(parts[i], a.micro_batch);
+        if (tracing) {
+          slices_.push_back({fmt::format("forward {}", a.micro_batch), flights[i].stage.began,
+                             Clock::now()});
+        }
         continue;
       }
       if (!backward_started) {
@@ -116,7 +130,11 @@ void TrainStep::forward_backward(const StepInput& in, dp::GradientSynchronizer& 
         backward_started = true;
       }
       const bool last = i + 1 == parts.size();
-      backward_part(in, parts[i], flights[i], a.micro_batch, in.cycle.reduce && last, sync);
+      const Clock::time_point began =
+          backward_part(in, parts[i], flights[i], a.micro_batch, in.cycle.reduce && last, sync);
+      if (tracing) {
+        slices_.push_back({fmt::format("backward {}", a.micro_batch), began, Clock::now()});
+      }
       flights[i] = InFlight();  // the micro-batch's activations are freed
     }
   } else {
@@ -124,6 +142,7 @@ void TrainStep::forward_backward(const StepInput& in, dp::GradientSynchronizer& 
     t.backward_begin = Clock::now();
   }
   if (link != nullptr) link->finish_sends();
+  if (tracing) link->trace(false);
   t.backward_end = Clock::now();
   device_clock_.mark(DeviceStepClock::kBackwardEnd);
 }
@@ -148,14 +167,17 @@ TrainStep::InFlight TrainStep::forward_part(const data::MicroBatch& part, int mi
   return f;
 }
 
-void TrainStep::backward_part(const StepInput& in, const data::MicroBatch& part, InFlight& f,
-                              int micro, bool reduce, dp::GradientSynchronizer& sync) {
+Clock::time_point TrainStep::backward_part(const StepInput& in, const data::MicroBatch& part,
+                                           InFlight& f, int micro, bool reduce,
+                                           dp::GradientSynchronizer& sync) {
   const double weight = static_cast<double>(part.local_size) /
                         static_cast<double>(in.global_size * in.cycle.length);
   sync.begin_step(weight, reduce, pending());
   StageLink* link = c_.stage.get();
+  Clock::time_point began = Clock::now();
   if (link != nullptr && !link->layout().last_stage()) {
     const torch::Tensor grad = link->recv_gradient(f.stage.output, micro);
+    began = Clock::now();
     torch::autograd::backward({f.stage.output}, {grad});
   } else if (f.loss.defined()) {
     (c_.rules.scaler ? f.loss * c_.rules.scaler->scale() : f.loss).backward();
@@ -166,6 +188,7 @@ void TrainStep::backward_part(const StepInput& in, const data::MicroBatch& part,
     const torch::Tensor& g = f.stage.input.grad();
     link->send_gradient(g.defined() ? g : torch::zeros_like(f.stage.input), micro);
   }
+  return began;
 }
 
 void share_last_stage_state(const StageLink& link, StepResult& r) {
@@ -346,7 +369,7 @@ StageForward TrainStep::forward_checked(const data::MicroBatch& mb, int micro) {
 }
 
 void record_step(Timeline* timeline, OverlapMeter& overlap, const dp::GradientSynchronizer& sync,
-                 bool reduce, const StepTimes& t) {
+                 bool reduce, const StepTimes& t, const std::vector<StageLink::Event>* stage) {
   const auto& handles = sync.last_handles();
   const auto& enqueued = sync.last_enqueued();
   if (reduce) {
@@ -366,8 +389,14 @@ void record_step(Timeline* timeline, OverlapMeter& overlap, const dp::GradientSy
   }
   if (!timeline) return;
   timeline->slice(Timeline::kCompute, "wait for data", t.data_begin, t.data_end);
-  timeline->slice(Timeline::kCompute, "forward", t.forward_begin, t.backward_begin);
-  timeline->slice(Timeline::kCompute, "backward", t.backward_begin, t.backward_end);
+  if (stage != nullptr) {
+    for (const StageLink::Event& e : *stage) {
+      timeline->slice(e.send ? Timeline::kStageLink : Timeline::kCompute, e.name, e.begin, e.end);
+    }
+  } else {
+    timeline->slice(Timeline::kCompute, "forward", t.forward_begin, t.backward_begin);
+    timeline->slice(Timeline::kCompute, "backward", t.backward_begin, t.backward_end);
+  }
   timeline->slice(Timeline::kCompute, "wait for gradients", t.backward_end, t.sync_end);
   if (reduce) timeline->slice(Timeline::kCompute, "optimizer step", t.sync_end, t.step_end);
 }

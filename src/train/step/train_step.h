@@ -156,8 +156,10 @@ class TrainStep final : public Step {
   /// recorded.
   void forward_backward(const StepInput& in, dp::GradientSynchronizer& sync, StepTimes& t);
   InFlight forward_part(const data::MicroBatch& part, int micro);
-  void backward_part(const StepInput& in, const data::MicroBatch& part, InFlight& f, int micro,
-                     bool reduce, dp::GradientSynchronizer& sync);
+  /// Returns when the backward itself began (after the output's gradient
+  /// came from the next stage).
+  Clock::time_point backward_part(const StepInput& in, const data::MicroBatch& part, InFlight& f,
+                                  int micro, bool reduce, dp::GradientSynchronizer& sync);
   void update_after_sync(dp::GradientSynchronizer& sync, bool reduce, StepResult& r);
   void update_per_bucket(dp::GradientSynchronizer& sync, StepResult& r);
   /// The stage's forward, its LibTorch errors explained.
@@ -166,6 +168,9 @@ class TrainStep final : public Step {
   StepContext c_;
   Update update_;
   DeviceStepClock device_clock_;
+  /// With stages and a timeline: this step's micro-batch forwards and
+  /// backwards, then the link's transfers.
+  std::vector<StageLink::Event> slices_;
 };
 
 /// The update after the global gradients are in .grad: with loss scaling,
@@ -184,9 +189,13 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, const StepRules& rule
                        std::int64_t optimizer_steps);
 
 /// Adds a step to the timeline (if any) and its allreduces to the overlap
-/// meter: how much of each bucket's allreduce ran while backward did.
+/// meter: how much of each bucket's allreduce ran while backward did. With
+/// `stage` (pipeline stages), its micro-batch slices and transfers replace
+/// the step's one forward and one backward slice: sends on the stage link
+/// track, the rest on the compute track.
 void record_step(Timeline* timeline, OverlapMeter& overlap, const dp::GradientSynchronizer& sync,
-                 bool reduce, const StepTimes& t);
+                 bool reduce, const StepTimes& t,
+                 const std::vector<StageLink::Event>* stage = nullptr);
 
 /// With pipeline stages, the loss and metrics are the last stage's: its
 /// global and local state, in `r`, on every stage of `link`'s pipeline.

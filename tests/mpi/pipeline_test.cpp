@@ -5,6 +5,7 @@
 // predict's outputs are within 1e-5 of that run, with 1F1B and GPipe, the
 // shards of a sharded optimizer within each stage, and accumulation.
 #include <map>
+#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -78,6 +79,24 @@ TEST(Pipeline, EveryLayoutTrainsAsOneRankDoes) { expect_alone_equals_staged(sgd(
 TEST(Pipeline, GPipeAccumulationAndShardsWithinAStage) {
   expect_alone_equals_staged(sgd(), 2, "gpipe");
   expect_alone_equals_staged(sgd().shard_optimizer(true), 1, "1f1b");
+}
+
+// Model::pipeline(): rank r holds stage r % P of pipeline r / P; a model
+// without stages has no position.
+TEST(Pipeline, EveryRankKnowsItsStageAndReplica) {
+  const int n = tnt::get_size(), rank = tnt::get_rank();
+  EXPECT_FALSE(tnt::Model(mlp(false)).pipeline().has_value());
+  EXPECT_FALSE(tnt::Model(mlp(true), tnt::PipelineOptions().stages(1)).pipeline().has_value());
+  for (int p : {2, 3, 4}) {
+    if (n % p != 0) continue;
+    const tnt::Model staged(mlp(p == 2), tnt::PipelineOptions().stages(p));
+    const std::optional<tnt::PipelinePosition> where = staged.pipeline();
+    ASSERT_TRUE(where.has_value()) << p << " stages";
+    EXPECT_EQ(where->stage, rank % p) << p << " stages";
+    EXPECT_EQ(where->stages, p);
+    EXPECT_EQ(where->replica, rank / p) << p << " stages";
+    EXPECT_EQ(where->replicas, n / p);
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 //
 // Run it:   tarantella -n 2 -- ./doc_snippet_pipelining
 #include <iostream>
+#include <optional>
 
 #include <torch/torch.h>
 
@@ -28,6 +29,18 @@ int main(int argc, char** argv) {
   const auto history = model.fit(train, tnt::FitOptions().epochs(1).verbose(0));
   if (tnt::is_master_rank()) {
     std::cout << "2 stages: loss " << history.history.at("loss").front() << "\n";
+  }
+  // [snippet:pipelining_position]
+  if (std::optional<tnt::PipelinePosition> where = model.pipeline()) {
+    std::cout << "rank " << tnt::get_rank() << ": stage " << where->stage << " of "
+              << where->stages << ", replica " << where->replica << " of " << where->replicas
+              << "\n";  // rank 1 of 2: stage 1 of 2, replica 0 of 1
+  }
+  // [end]
+  const std::optional<tnt::PipelinePosition> where = model.pipeline();
+  if (!where || where->stage != tnt::get_rank() % 2 || where->replica != tnt::get_rank() / 2) {
+    std::cerr << "rank " << tnt::get_rank() << ": model.pipeline() is not this rank's place\n";
+    return 1;
   }
   return 0;
 }

@@ -7,6 +7,7 @@
 //   tarantella -n 2 -- ./resnet --model resnet50 --data images --batch-size 256
 //                               --train-dir imagenet/train --val-dir imagenet/val
 //   tarantella -n 2 -- ./resnet --model resnet50 --data synthetic --image-size 224
+//   tarantella -n 2 -- ./resnet --model cifar --pipeline-stages 2   # 2 ranks, 1 pipeline
 //
 // --batch-size is the GLOBAL batch size. --learning-rate is the rate tuned
 // for ONE rank; it is scaled linearly with the number of ranks after a
@@ -41,6 +42,8 @@ struct Args {
   bool no_lr_scaling = false;
   std::string precision = "float32";
   bool sync_bn = false;
+  int pipeline_stages = 1;
+  int micro_batches = 0;  // 0: the library's default, 4 (P - 1)
   std::string lr_schedule = "piecewise";
   double warmup_epochs = 1;
   double decay_rate = 0.9;
@@ -93,6 +96,13 @@ void add_flags(CLI::App& app, Args& a) {
                "keep the base rate at any rank count (no linear scaling, no warm-up)");
   app.add_flag("--sync-bn", a.sync_bn,
                "SyncBatchNorm: normalize with the statistics of the global batch");
+  app.add_option("--pipeline-stages", a.pipeline_stages,
+                 "P: cut the network (stem, residual blocks, head) into P pipeline stages; the "
+                 "ranks run N / P replicas of the pipeline")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--micro-batches", a.micro_batches,
+                 "with --pipeline-stages: micro-batches per replica and step (default 4 (P - 1))")
+      ->check(CLI::PositiveNumber);
   app.add_option("--lr-schedule", a.lr_schedule, "exponential | piecewise (both after warm-up)")
       ->check(CLI::IsMember({"exponential", "piecewise"}));
   app.add_option("--warmup-epochs", a.warmup_epochs, "epochs of linear warm-up to the scaled rate")
@@ -221,10 +231,38 @@ void report_decoded(const Data& data) {
   std::cout << " (" << all.sum().item<std::int64_t>() << " in all)\n";
 }
 
-std::int64_t count_parameters(const tnt::Model& model) {
+std::int64_t count_parameters(const torch::nn::Module& net) {
   std::int64_t n = 0;
-  for (const auto& [name, p] : model.named_parameters()) n += p.numel();
+  for (const auto& p : net.parameters()) n += p.numel();
   return n;
+}
+
+// [snippet:resnet_pipeline]
+// Data parallelism: the ResNet on every rank. Pipeline stages: the same
+// layers as a Sequential of blocks (stem, residual blocks, head), cut into
+// P stages of about equal parameter count; each rank keeps its stage's.
+tnt::Model make_model(ResNet net, const Args& a) {
+  if (a.pipeline_stages == 1) return tnt::Model(net);
+  tnt::PipelineOptions pipeline = tnt::PipelineOptions().stages(a.pipeline_stages);
+  if (a.micro_batches > 0) pipeline.micro_batches(a.micro_batches);
+  return tnt::Model(net->blocks(), pipeline);
+}
+// [end]
+
+// "stage 1 of 2 (replica 0 of 1) holds 150794 of 272474 parameters", for
+// every rank, in rank order, on the master.
+void report_stages(const tnt::Model& model, std::int64_t whole) {
+  const std::optional<tnt::PipelinePosition> where = model.pipeline();
+  std::int64_t mine = 0;
+  for (const auto& [name, p] : model.named_parameters()) mine += p.numel();
+  const torch::Tensor all = tnt::comm::allgather(
+      torch::tensor({static_cast<std::int64_t>(where->stage), mine}, torch::kLong));
+  if (!tnt::is_master_rank()) return;
+  for (std::int64_t r = 0; r < all.size(0) / 2; ++r) {
+    std::cout << "rank " << r << ": stage " << all[2 * r].item<std::int64_t>() << " of "
+              << where->stages << ", " << all[2 * r + 1].item<std::int64_t>() << " of " << whole
+              << " parameters\n";
+  }
 }
 
 // The held-out loss and accuracy after training: from the last epoch's
@@ -281,9 +319,13 @@ int main(int argc, char** argv) {
   // [end]
   const std::int64_t steps_per_epoch = train.cardinality();
 
-  tnt::Model model{make_resnet(a.model, data.num_classes, a.sync_bn)};
+  const ResNet net = make_resnet(a.model, data.num_classes, a.sync_bn);
+  const std::int64_t parameters = count_parameters(*net);
+  tnt::Model model = make_model(net, a);
   // [snippet:resnet_compile]
-  const int scale = a.no_lr_scaling ? 1 : tnt::get_size();
+  // The data-parallel replicas: every rank, or N / P with pipeline stages.
+  const int replicas = tnt::get_size() / a.pipeline_stages;
+  const int scale = a.no_lr_scaling ? 1 : replicas;
   std::ostringstream lr_text;
   model.compile(tnt::CompileOptions()
                     .optimizer(tnt::optimizers::SGD(tnt::optimizers::SGDOptions(a.learning_rate)
@@ -296,15 +338,21 @@ int main(int argc, char** argv) {
                                                                : tnt::MixedPrecision::None));
   // [end]
   if (a.verbose > 0 && tnt::is_master_rank()) {
-    std::cout << a.model << ": " << count_parameters(model) << " parameters, input 3x"
+    std::cout << a.model << ": " << parameters << " parameters, input 3x"
               << a.data.image_size << "x" << a.data.image_size << ", " << data.num_classes
               << " classes\n"
               << "data: " << data.description << "\n"
-              << tnt::get_size() << " ranks, global batch " << a.batch_size << " ("
+              << tnt::get_size() << " ranks";
+    if (a.pipeline_stages > 1) {
+      std::cout << " (" << replicas << " replica(s) of " << a.pipeline_stages << " pipeline stages)";
+    }
+    std::cout << ", global batch " << a.batch_size << " ("
               << steps_per_epoch << " steps per epoch), " << lr_text.str() << "\n"
               << "BatchNorm statistics: "
               << (a.sync_bn ? "global batch (SyncBatchNorm)" : "each rank's micro-batch") << "\n";
   }
+
+  if (a.pipeline_stages > 1 && a.verbose > 0) report_stages(model, parameters);
 
   auto throughput = std::make_shared<Throughput>(train_samples, a.batch_size);
   std::vector<tnt::callbacks::CallbackPtr> callbacks = make_callbacks(a);

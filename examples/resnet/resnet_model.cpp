@@ -79,6 +79,37 @@ class ResidualBlockImpl : public nn::Module {
 };
 TORCH_MODULE(ResidualBlock);
 
+// blocks()' first and last block: the stem and the head, over the
+// ResNet's own layers.
+class StemImpl : public nn::Module {
+ public:
+  StemImpl(nn::Conv2d conv1, nn::AnyModule bn1, bool small_inputs)
+      : conv1_(register_module("conv1", conv1)), bn1_(bn1), small_inputs_(small_inputs) {
+    register_module("bn1", bn1_.ptr());
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = torch::relu(bn1_.forward(conv1_->forward(x)));
+    if (!small_inputs_) x = torch::max_pool2d(x, /*kernel_size=*/3, /*stride=*/2, /*padding=*/1);
+    return x;
+  }
+
+ private:
+  nn::Conv2d conv1_;
+  nn::AnyModule bn1_;
+  bool small_inputs_;
+};
+TORCH_MODULE(Stem);
+
+class HeadImpl : public nn::Module {
+ public:
+  explicit HeadImpl(nn::Linear fc) : fc_(register_module("fc", fc)) {}
+  torch::Tensor forward(torch::Tensor x) { return fc_->forward(x.mean({2, 3})); }
+
+ private:
+  nn::Linear fc_;
+};
+TORCH_MODULE(Head);
+
 }  // namespace
 
 ResNetImpl::ResNetImpl(const ResNetOptions& o) : small_inputs_(o.small_inputs_) {
@@ -115,6 +146,21 @@ ResNetImpl::ResNetImpl(const ResNetOptions& o) : small_inputs_(o.small_inputs_) 
     }
   }
 }
+
+// [snippet:resnet_blocks]
+nn::Sequential ResNetImpl::blocks() {
+  nn::Sequential net;
+  net->push_back("stem", Stem(conv1_, bn1_, small_inputs_));
+  for (std::size_t s = 0; s < stages_.size(); ++s) {
+    std::size_t b = 0;
+    for (const auto& block : *stages_[s]) {
+      net->push_back("layer" + std::to_string(s + 1) + "_" + std::to_string(b++), block);
+    }
+  }
+  net->push_back("head", Head(fc_));
+  return net;
+}
+// [end]
 
 torch::Tensor ResNetImpl::forward(torch::Tensor x) {
   x = torch::relu(bn1_.forward(conv1_->forward(x)));

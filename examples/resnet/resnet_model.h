@@ -80,6 +80,14 @@ class ResNetImpl : public torch::nn::Module {
  public:
   explicit ResNetImpl(const ResNetOptions& options);
   torch::Tensor forward(torch::Tensor x);
+  /// The same network as a Sequential of blocks, for pipeline stages
+  /// (tnt::PipelineOptions): "stem" (conv1, bn1, ReLU, max-pooling),
+  /// every residual block in order ("layer1_0", "layer1_1", ...), "head"
+  /// (global average pooling, fc). It shares this network's layers (the
+  /// same weights), under the Sequential's names ("stem.conv1.weight",
+  /// "layer2_0.downsample.0.weight", "head.fc.weight"), and computes the
+  /// same function as forward().
+  torch::nn::Sequential blocks();
 
  private:
   bool small_inputs_;

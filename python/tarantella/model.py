@@ -248,6 +248,31 @@ class Model:
         position = self._impl.pipeline
         return None if position is None else PipelinePosition(*position)
 
+    @property
+    def device(self) -> torch.device:
+        """The device this rank trains on (a GPU of its own where there is one, else the CPU).
+
+        Returns:
+            The torch.device of the model's parameters after wrapping.
+        """
+        return torch.device(self._impl.device)
+
+    @property
+    def stage_module(self) -> torch.nn.Module:
+        """What this rank trains: the wrapped module, or with pipeline stages a
+        torch.nn.Sequential of this rank's stage's layers (the same layer objects as in
+        `module`, under their names there; the other stages' tensors are freed).
+
+        A model too large for one rank is built on the meta device, wrapped, and then
+        materialised here only: ``model.stage_module.to_empty(device=model.device)``,
+        then initialised (docs/guide/pipelining.md).
+
+        Returns:
+            The module this rank trains.
+        """
+        stage: torch.nn.Module = self._impl.trained_module
+        return stage
+
     # -- the wrapped module --------------------------------------------
     def __call__(self, *inputs: torch.Tensor) -> torch.Tensor:
         """Runs the wrapped module's forward on this rank (no communication).

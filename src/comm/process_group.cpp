@@ -5,7 +5,9 @@
 // a rank that calls split while another calls something else gets the usual
 // mismatch error, and every rank can compute the new group's world ranks
 // itself. Point-to-point transfers skip the engine: the backend posts them
-// at once and the Handle's waiter drives them (p2p_handle).
+// at once and the Handle's waiter drives them (p2p_handle). An error of a
+// group's backend names ranks by their number in that group: on the way
+// out it is retold in the job's numbers (retold(), below).
 #include <tarantella/comm/process_group.h>
 
 #include <algorithm>
@@ -17,14 +19,26 @@
 
 #include <tarantella/base/error.h>
 
+#include "base/waiting_on.h"
 #include "comm/descriptor.h"
 #include "comm/ready_mark.h"
 
 namespace tnt::comm {
 
+// What an error of the group needs to name its ranks in the job's
+// numbers: shared with the work in flight, which may outlive a handle.
+struct RankNaming {
+  std::vector<int> world_ranks;
+  int group_rank = -1;
+  int world_rank = -1;
+  std::mutex mutex;
+  std::vector<std::string> roles;  // name_ranks(); empty: none given
+};
+
 struct ProcessGroup::State {
   // Members: the backend and its engine. Non-members: neither.
   std::unique_ptr<Backend> backend;
+  std::shared_ptr<RankNaming> naming = std::make_shared<RankNaming>();
   std::vector<int> world_ranks;
   int my_world_rank = -1;
   int world_local_rank = -1;  // inherited by every group split from this one
@@ -52,6 +66,85 @@ std::string with_op(const char* name, ReduceOp op) {
   return std::string(name) + "(" + to_string(op) + ")";
 }
 
+// Note: a backend numbers ranks as its group does ("[tarantella rank 0]
+// recv ... from rank 1"). On a group split from the world (a pipeline's
+// stages, a stage's replicas, a process set) those are not the ranks the
+// launcher and the logs name, so an error on its way out of the group is
+// retold: its "[tarantella rank R] " prefix names this process's world
+// rank, and a sentence says which world rank each group rank is, with its
+// role when the group's owner gave roles (name_ranks: "stage 1 of 2,
+// pipeline 1"). The world group without roles is left as it is. The
+// exception keeps its type (TimeoutError, MismatchError, Error).
+constexpr std::size_t kNamedRanks = 16;  // a longer list is cut
+
+bool needs_retelling(const RankNaming& n) {
+  if (n.world_rank != n.group_rank) return true;
+  for (std::size_t r = 0; r < n.world_ranks.size(); ++r) {
+    if (n.world_ranks[r] != static_cast<int>(r)) return true;
+  }
+  return false;
+}
+
+std::string retold_text(RankNaming& n, const std::string& text) {
+  std::lock_guard<std::mutex> lock(n.mutex);
+  if (!needs_retelling(n) && n.roles.empty()) return text;
+  std::string out = text;
+  const std::string mine = "[tarantella rank " + std::to_string(n.group_rank) + "] ";
+  if (n.world_rank != n.group_rank && out.compare(0, mine.size(), mine) == 0) {
+    out = "[tarantella rank " + std::to_string(n.world_rank) + "] " + out.substr(mine.size());
+  }
+  std::ostringstream names;
+  const std::size_t shown = std::min(n.world_ranks.size(), kNamedRanks);
+  for (std::size_t r = 0; r < shown; ++r) {
+    names << (r ? ", " : "") << "its rank " << r << " is rank " << n.world_ranks[r];
+    if (r < n.roles.size() && !n.roles[r].empty()) names << " (" << n.roles[r] << ")";
+  }
+  if (shown < n.world_ranks.size()) names << ", ...";
+  while (!out.empty() && (out.back() == '.' || out.back() == ' ')) out.pop_back();
+  return out + ". Ranks above are numbered within a group of " +
+         std::to_string(n.world_ranks.size()) + ": " + names.str();
+}
+
+// The error `e` of a group with naming `n`, retold (see the note above).
+std::exception_ptr retold(const std::shared_ptr<RankNaming>& n, std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const TimeoutError& x) {
+    return std::make_exception_ptr(TimeoutError(retold_text(*n, x.what())));
+  } catch (const MismatchError& x) {
+    return std::make_exception_ptr(MismatchError(retold_text(*n, x.what())));
+  } catch (const Error& x) {
+    return std::make_exception_ptr(Error(retold_text(*n, x.what())));
+  } catch (...) {
+    return e;
+  }
+}
+
+// Calls `fn`; an error it throws leaves retold.
+template <typename Fn>
+auto told_in_job_ranks(const std::shared_ptr<RankNaming>& n, const Fn& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const Error&) {
+    std::rethrow_exception(retold(n, std::current_exception()));
+  }
+}
+
+// "allreduce(sum) with rank 1 (stage 1 of 2, pipeline 0), rank 3 (...)":
+// what a collective in progress waits for, in the job's numbers
+// (base/waiting_on.h).
+std::string collective_waited_on(RankNaming& n, const std::string& name) {
+  std::lock_guard<std::mutex> lock(n.mutex);
+  std::string out = name + " with";
+  const std::size_t shown = std::min(n.world_ranks.size(), kNamedRanks);
+  for (std::size_t r = 0; r < shown; ++r) {
+    out += (r ? ", rank " : " rank ") + std::to_string(n.world_ranks[r]);
+    if (r < n.roles.size() && !n.roles[r].empty()) out += " (" + n.roles[r] + ")";
+  }
+  if (shown < n.world_ranks.size()) out += ", ...";
+  return out;
+}
+
 }  // namespace
 
 ProcessGroup::ProcessGroup(std::unique_ptr<Backend> backend, std::vector<int> world_ranks) {
@@ -62,6 +155,9 @@ ProcessGroup::ProcessGroup(std::unique_ptr<Backend> backend, std::vector<int> wo
   TNT_CHECK(static_cast<int>(world_ranks.size()) == n, "ProcessGroup: ", world_ranks.size(),
             " world ranks given for a backend of ", n, " ranks");
   state->my_world_rank = world_ranks[static_cast<std::size_t>(backend->rank())];
+  state->naming->world_ranks = world_ranks;
+  state->naming->group_rank = backend->rank();
+  state->naming->world_rank = state->my_world_rank;
   state->world_ranks = std::move(world_ranks);
   state->world_local_rank = backend->local_rank();
   state->backend_name = backend->name();
@@ -83,6 +179,14 @@ bool ProcessGroup::broken() const { return is_member() && state_->backend->broke
 const std::vector<int>& ProcessGroup::world_ranks() const {
   static const std::vector<int> none;
   return state_ ? state_->world_ranks : none;
+}
+
+void ProcessGroup::name_ranks(std::vector<std::string> roles) const {
+  State& s = member("name_ranks");
+  TNT_CHECK(static_cast<int>(roles.size()) == size(), "name_ranks(): ", roles.size(),
+            " roles given for a ", describe(), ": give one per rank");
+  std::lock_guard<std::mutex> lock(s.naming->mutex);
+  s.naming->roles = std::move(roles);
 }
 
 std::string ProcessGroup::describe() const {
@@ -110,9 +214,10 @@ static Handle submit(ProcessGroup::State& s, std::string name, Fn fn,
                      const torch::Tensor& tensor = {}) {
   Backend* backend = s.backend.get();
   std::shared_ptr<c10::Event> mark = ready_mark(tensor);
-  return s.engine->enqueue(std::move(name), [backend, fn, mark] {
+  return s.engine->enqueue(name, [backend, fn, mark, naming = s.naming, name] {
     const ReadyMarkScope scope(mark.get());
-    return fn(*backend);
+    const ::tnt::detail::WaitingOn waiting([&] { return collective_waited_on(*naming, name); });
+    return told_in_job_ranks(naming, [&] { return fn(*backend); });
   });
 }
 
@@ -121,7 +226,10 @@ static Handle submit(ProcessGroup::State& s, std::string name, Fn fn,
 template <typename Fn>
 static torch::Tensor run_now(ProcessGroup::State& s, std::string name, Fn fn) {
   Backend* backend = s.backend.get();
-  return s.engine->run(std::move(name), [backend, fn] { return fn(*backend); });
+  return s.engine->run(name, [backend, fn, naming = s.naming, name] {
+    const ::tnt::detail::WaitingOn waiting([&] { return collective_waited_on(*naming, name); });
+    return told_in_job_ranks(naming, [&] { return fn(*backend); });
+  });
 }
 
 // The work of each collective, shared by its blocking and async forms.
@@ -196,7 +304,19 @@ std::int64_t steady_ns() {
 // A point-to-point transfer's Handle. Its result is set once, by the first
 // thread that finds the transfer finished (wait(), or ready() when the
 // transfer has finished); later callers get the same result or error.
-Handle p2p_handle(std::shared_ptr<P2pWork> work, torch::Tensor tensor, std::string name) {
+// "recv from rank 1 (tag 2, '...') = rank 3 (stage 1 of 2, pipeline 1)":
+// what a blocked transfer waits for, in the job's numbers (waiting_on.h).
+std::string waited_on(RankNaming& n, const std::string& name, int peer) {
+  std::lock_guard<std::mutex> lock(n.mutex);
+  const auto p = static_cast<std::size_t>(peer);
+  if (peer < 0 || p >= n.world_ranks.size()) return name;
+  std::string out = name + " = rank " + std::to_string(n.world_ranks[p]);
+  if (p < n.roles.size() && !n.roles[p].empty()) out += " (" + n.roles[p] + ")";
+  return out;
+}
+
+Handle p2p_handle(std::shared_ptr<P2pWork> work, torch::Tensor tensor, std::string name,
+                  std::shared_ptr<RankNaming> naming, int peer) {
   struct Completion {
     std::promise<torch::Tensor> promise;
     std::once_flag once;
@@ -205,14 +325,16 @@ Handle p2p_handle(std::shared_ptr<P2pWork> work, torch::Tensor tensor, std::stri
   auto times = std::make_shared<Handle::Times>();
   times->started_ns = steady_ns();
   std::shared_future<torch::Tensor> result = completion->promise.get_future().share();
-  Handle::Drive drive = [completion, work, tensor, times](bool block) {
+  Handle::Drive drive = [completion, work, tensor, times, naming, name, peer](bool block) {
     if (!block && !work->test()) return;
+    std::optional<::tnt::detail::WaitingOn> waiting;
+    if (block) waiting.emplace([&] { return waited_on(*naming, name, peer); });
     std::call_once(completion->once, [&] {
       try {
         work->wait();
         completion->promise.set_value(tensor);
       } catch (...) {
-        completion->promise.set_exception(std::current_exception());
+        completion->promise.set_exception(retold(naming, std::current_exception()));
       }
       times->finished_ns = steady_ns();
     });
@@ -233,14 +355,18 @@ std::string p2p_name(const char* call, const Transfer& t) {
 
 Handle ProcessGroup::isend(torch::Tensor tensor, int peer, int tag, std::string what) const {
   Transfer t{std::move(tensor), peer, tag, std::move(what)};
-  std::shared_ptr<P2pWork> work = member("send").backend->send(t);
-  return p2p_handle(std::move(work), t.tensor, p2p_name("send", t));
+  State& s = member("send");
+  std::shared_ptr<P2pWork> work =
+      told_in_job_ranks(s.naming, [&] { return s.backend->send(t); });
+  return p2p_handle(std::move(work), t.tensor, p2p_name("send", t), s.naming, peer);
 }
 
 Handle ProcessGroup::irecv(torch::Tensor tensor, int peer, int tag, std::string what) const {
   Transfer t{std::move(tensor), peer, tag, std::move(what)};
-  std::shared_ptr<P2pWork> work = member("recv").backend->recv(t);
-  return p2p_handle(std::move(work), t.tensor, p2p_name("recv", t));
+  State& s = member("recv");
+  std::shared_ptr<P2pWork> work =
+      told_in_job_ranks(s.naming, [&] { return s.backend->recv(t); });
+  return p2p_handle(std::move(work), t.tensor, p2p_name("recv", t), s.naming, peer);
 }
 
 void ProcessGroup::send(torch::Tensor tensor, int peer, int tag, std::string what) const {

@@ -79,6 +79,12 @@ torch::nn::Sequential stage_of(torch::nn::Sequential& net, const stages::StageLa
 
 }  // namespace
 
+std::optional<PipelinePosition> Model::pipeline() const {
+  const stages::StageLayout* l = impl_->engine().stage_layout();
+  if (l == nullptr) return std::nullopt;
+  return PipelinePosition{l->stage, l->stages, l->replica, l->replicas};
+}
+
 Model::Model(torch::nn::Sequential net, PipelineOptions pipeline)
     : Model(std::move(net), std::move(pipeline), default_group()) {}
 

@@ -24,11 +24,13 @@ struct StageGroups {
   StageLayout layout;
   comm::ProcessGroup stage;     ///< this stage's replicas (the engine's group)
   comm::ProcessGroup pipeline;  ///< this replica's stages
-  comm::ProcessGroup whole;     ///< every stage of every replica: the model's group
+  comm::ProcessGroup whole;     ///< every stage of every replica: the model's group (its own copy)
   PipelineSettings settings;
 };
 
-/// Splits `group` for `settings.stages` stages. Collective over `group`.
+/// Splits `group` for `settings.stages` stages, and names the new groups'
+/// ranks by stage and pipeline (ProcessGroup::name_ranks), so that their
+/// errors say "rank 3 (stage 1 of 2, pipeline 1)". Collective over `group`.
 /// Throws tnt::ArgumentError (on every rank alike) when the group's size is
 /// not a multiple of the stages.
 StageGroups split_into_stages(const comm::ProcessGroup& group, const PipelineSettings& settings);

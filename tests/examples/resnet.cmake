@@ -82,3 +82,21 @@ tnt_resnet_test(example.resnet_sync_bn TIMEOUT 180
   COMMAND ${TNT_LAUNCHER} -n 3 -- $<TARGET_FILE:resnet> --model cifar --data fashion-mnist
           --image-size 16 --train-size 194 --val-size 64 --batch-size 32 --epochs 1 --sync-bn
           --verbose 2)
+
+# (e) --pipeline-stages 2 at 2 ranks: the stem, residual blocks and head of
+# ResNet-20 as a Sequential cut into 2 stages (1 replica); each rank holds
+# its stage's part of the 272474 parameters, and the pipeline learns
+# Fashion-MNIST as the data-parallel run (a) does (ctest -R pipeline).
+add_test(NAME example.resnet_pipeline_stages
+         COMMAND bash -c [[out=$("$@" 2>&1); status=$?; echo "$out" | tail -15
+                           [ "$status" -eq 0 ] || { echo "FAIL: exit status $status"; exit 1; }
+                           grep -qE "^rank 1: stage 1 of 2, [0-9]+ of 272474 parameters" <<<"$out" ||
+                             { echo "FAIL: no line says rank 1 holds stage 1"; exit 1; }
+                           grep -qE "test accuracy: (0\.[5-9]|1)" <<<"$out" ||
+                             { echo "FAIL: test accuracy below 0.5"; exit 1; }]]
+                 resnet_pipeline ${TNT_LAUNCHER} -n 2 -- $<TARGET_FILE:resnet> --model cifar
+                 --data fashion-mnist --image-size 16 --train-size 4096 --val-size 512
+                 --batch-size 32 --epochs 1 --learning-rate 0.05 --warmup-epochs 0.25
+                 --pipeline-stages 2 --verbose 2)
+set_tests_properties(example.resnet_pipeline_stages PROPERTIES TIMEOUT 240 LABELS example
+                     RUN_SERIAL TRUE)

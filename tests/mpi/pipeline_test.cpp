@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -223,6 +224,24 @@ TEST(Pipeline, DeterministicCheckpointResumesBitwiseAtAnotherLayout) {
   expect_resumes(two_replicas, "resumed at 1 stage x 2 replicas");
   tnt::world().barrier();  // every rank read the file
   if (tnt::get_rank() == 0) std::filesystem::remove(path);
+}
+
+// Model::pipeline(): rank r holds stage r % P of pipeline r / P; a model
+// without stages has no position.
+TEST(Pipeline, EveryRankKnowsItsStageAndReplica) {
+  const int n = tnt::get_size(), rank = tnt::get_rank();
+  EXPECT_FALSE(tnt::Model(mlp(false)).pipeline().has_value());
+  EXPECT_FALSE(tnt::Model(mlp(true), tnt::PipelineOptions().stages(1)).pipeline().has_value());
+  for (int p : {2, 3, 4}) {
+    if (n % p != 0) continue;
+    const tnt::Model staged(mlp(p == 2), tnt::PipelineOptions().stages(p));
+    const std::optional<tnt::PipelinePosition> where = staged.pipeline();
+    ASSERT_TRUE(where.has_value()) << p << " stages";
+    EXPECT_EQ(where->stage, rank % p) << p << " stages";
+    EXPECT_EQ(where->stages, p);
+    EXPECT_EQ(where->replica, rank / p) << p << " stages";
+    EXPECT_EQ(where->replicas, n / p);
+  }
 }
 
 }  // namespace

@@ -131,6 +131,50 @@ def test_each_rank_holds_its_stage_and_the_others_are_freed(size, rank):
     assert held == (first if rank % 2 == 0 else second)
 
 
+def test_a_model_built_on_the_meta_device_is_materialised_by_its_stages(size, rank):
+    """The route for a model too large for one rank (docs/guide/pipelining.md):
+    built on the meta device (no memory), wrapped, and only this rank's stage
+    materialised (to_empty, then initialised). Each rank then holds its stage's
+    parameter count and no more, and the model trains as serial PyTorch does
+    from the same initial weights."""
+    if size % 2:
+        pytest.skip("two stages need an even number of ranks")
+    reference = make_net(split_point=True)  # the same layers with memory: the initial weights
+
+    def linear(n_in, n_out):
+        return torch.nn.Linear(n_in, n_out, device="meta")
+
+    net = torch.nn.Sequential(linear(6, 24), torch.nn.ReLU(), linear(24, 24), tnt.nn.SplitPoint(),
+                              torch.nn.Tanh(), linear(24, 16), torch.nn.ReLU(), linear(16, 4))
+    assert all(p.is_meta for p in net.parameters())
+    model = tnt.Model(net, pipeline_stages=2, micro_batches=4)
+    with pytest.raises(tnt.Error, match="parameter '0.weight' of this rank's model is on the "
+                                        "meta device|parameter '5.weight' of this rank's model "
+                                        "is on the meta device"):
+        model.compile(optimizer="sgd", loss=torch.nn.CrossEntropyLoss())
+    stage = model.stage_module
+    stage.to_empty(device=model.device)
+    for layer in stage.modules():
+        if hasattr(layer, "reset_parameters"):
+            layer.reset_parameters()
+    assert not any(p.is_meta for p in stage.parameters())
+    # Stage 0: Linear(6, 24) and Linear(24, 24); stage 1: Linear(24, 16) and Linear(16, 4).
+    counts = [6 * 24 + 24 + 24 * 24 + 24, 24 * 16 + 16 + 16 * 4 + 4]
+    assert sum(p.numel() for p in stage.parameters()) == counts[rank % 2]
+    held = sum(p.numel() for p in net.parameters() if not p.is_meta)
+    assert held == counts[rank % 2], "the other stage's tensors hold memory"
+    # Initialised from a checkpoint instead: trains as serial PyTorch does.
+    stage.load_state_dict({k: v for k, v in reference.state_dict().items()
+                           if k in stage.state_dict()})
+    model.compile(optimizer=torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.5),
+                  loss=torch.nn.CrossEntropyLoss())
+    x, y = samples()
+    model.fit((x, y), batch_size=16, epochs=1, shuffle=False, verbose=0)
+    weights, _, _ = serial(split_point=True)
+    for name, w in stage.state_dict().items():
+        assert relative(weights[name], w) < 1e-5, name
+
+
 def test_mistakes_are_named(size):
     with pytest.raises(TypeError, match="cuts a torch.nn.Sequential into stages, got a Net"):
         class Net(torch.nn.Module):

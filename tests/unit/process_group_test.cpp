@@ -113,6 +113,32 @@ TEST(InProcess, SplitMakesIndependentGroupsWithWorldRanks) {
   });
 }
 
+// A group's backend words its errors in the group's numbers; on their way
+// out they name this rank by its world rank and map the group's ranks to
+// world ranks and roles (what pipeline stages give: "stage 1 of 2, ...").
+TEST(InProcess, AGroupsErrorNamesItsRanksByWorldRankAndRole) {
+  std::string message;
+  run_in_process(
+      4,
+      [&](const ProcessGroup& world) {
+        const ProcessGroup pair = world.split(world.rank() % 2, world.rank());  // {0,2}, {1,3}
+        pair.name_ranks({"first of pair " + std::to_string(world.rank() % 2),
+                         "second of pair " + std::to_string(world.rank() % 2)});
+        if (world.rank() == 3) return;  // never arrives
+        try {
+          pair.barrier();
+        } catch (const tnt::TimeoutError& e) {
+          if (world.rank() == 1) message = e.what();
+        }
+      },
+      /*timeout_seconds=*/0.5);
+  EXPECT_NE(message.find("did not arrive"), std::string::npos) << message;
+  EXPECT_NE(message.find("Ranks above are numbered within a group of 2: its rank 0 is rank 1 "
+                         "(first of pair 1), its rank 1 is rank 3 (second of pair 1)"),
+            std::string::npos)
+      << message;
+}
+
 TEST(InProcess, AGroupUsedOutsideItsRanksIsAClearError) {
   run_in_process(4, [](const ProcessGroup& world) {
     const ProcessGroup three = world.subgroup({0, 1, 2});

@@ -220,6 +220,50 @@ TEST(Straggler, MessageGivesTheBreakdownAndTheOthersWait) {
             0u);
 }
 
+// Pipeline stages: 4 ranks, 2 stages x 2 replicas, stage 1 four times the
+// work of stage 0 (a healthy, uneven cut). Against every rank, stage 1's
+// ranks would be named; against their stage's replicas, none is.
+TEST(Straggler, WithStagesARankIsComparedWithItsStagesReplicasOnly) {
+  const std::vector<int> stage_of_rank = {0, 1, 0, 1};
+  const std::vector<RankStepTimes> uneven = computes({10, 40, 10, 40});
+  EXPECT_EQ(find_stragglers(uneven, StragglerRules()).size(), 2u);  // the wrong reference
+  EXPECT_TRUE(find_stragglers(uneven, StragglerRules(), stage_of_rank).empty());
+  // Rank 3 slowed: named against rank 1 alone, whose wait is the others'.
+  const std::vector<RankStepTimes> slowed = {times(0, 10, 0, 60), times(0, 40, 0, 50),
+                                             times(0, 10, 0, 60), times(0, 90, 0, 1)};
+  const auto found = find_stragglers(slowed, StragglerRules(), stage_of_rank);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].rank, 3);
+  EXPECT_DOUBLE_EQ(found[0].others_outside_ms, 40);
+  EXPECT_DOUBLE_EQ(found[0].others_wait_ms, 50);
+}
+
+// One replica per stage: no rank has a reference, none is named however
+// different the stages are; the tracker applies the same cohorts.
+TEST(Straggler, ARankAloneInItsStageIsNeverNamed) {
+  EXPECT_TRUE(find_stragglers(computes({10, 90}), StragglerRules(), {0, 1}).empty());
+  StragglerTracker tracker(StragglerRules().windows(1), {0, 1, 0, 1});
+  EXPECT_TRUE(tracker.judge(computes({10, 40, 10, 40})).empty());
+  const auto reports = tracker.judge(computes({10, 40, 10, 90}));
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].straggler.rank, 3);
+}
+
+TEST(Straggler, MessageNamesTheStageAndItsReference) {
+  tnt::train::StragglerReport report;
+  report.straggler.rank = 3;
+  report.straggler.times = times(0.1, 90, 0.2, 1);
+  report.straggler.others_outside_ms = 40;
+  report.straggler.others_wait_ms = 50;
+  EXPECT_EQ(tnt::train::straggler_message(report, "h1", 20, "stage 1 of 2"),
+            "rank 3 (host h1, stage 1 of 2) is a straggler: 90 ms per step outside collectives "
+            "against 40 ms for the other replicas of stage 1 of 2 (data 0.1, compute 90, "
+            "callbacks and other 0.2 ms); the others wait 50 ms per step for it (last 20 steps)");
+  EXPECT_EQ(tnt::train::straggler_message(report, "", 20, "stage 1 of 2")
+                .rfind("rank 3 (stage 1 of 2) is a straggler", 0),
+            0u);
+}
+
 // The monitor on 3 in-process ranks, fed with made-up step times: rank 2's
 // callbacks take 35 ms a step (its cycle's rest), the others wait for it.
 // The warm-up step is gathered alone and not returned; then windows of at

@@ -74,6 +74,13 @@ class ProcessGroup {
   const std::vector<int>& world_ranks() const;
   /// "group of 2 ranks (world ranks 2,3) over mpi".
   std::string describe() const;
+  /// Gives each rank of the group a role, for messages: an error of this
+  /// group names its ranks by their world rank and role ("its rank 1 is
+  /// rank 3 (stage 1 of 2, pipeline 1)"). Every copy of the handle sees
+  /// them. Not collective; call it on each rank before the group is used.
+  ///
+  /// Example: stages.name_ranks({"stage 0 of 2, pipeline 1", "stage 1 of 2, pipeline 1"});
+  void name_ranks(std::vector<std::string> roles) const;
   /// True after a timeout: the job must be aborted.
   bool broken() const;
 

@@ -124,8 +124,13 @@ class Model {
 
   torch::optim::Optimizer& optimizer();
   torch::Device device() const;
-  /// The ranks this model trains on.
+  /// The ranks this model trains on (with pipeline stages: every stage of
+  /// every replica, in a group of the model's own over the same ranks).
   const comm::ProcessGroup& group() const;
+  /// This rank's stage and replica in a pipelined model (pipeline.h);
+  /// nullopt without stages (PipelineOptions().stages(1), or any other
+  /// constructor). Python's tnt.Model.pipeline is the same.
+  std::optional<PipelinePosition> pipeline() const;
   /// Set by a callback to end fit() after the current epoch, on every rank.
   bool stop_training = false;
 

@@ -52,6 +52,22 @@ class PipelineOptions {
   std::string schedule_ = "1f1b";
 };
 
+/// Where a rank sits in a pipelined tnt::Model: N ranks run `replicas`
+/// (D = N / P) copies of a `stages`-stage (P) pipeline; a pipeline is P
+/// consecutive ranks (rank r holds stage r % P of pipeline r / P), and a
+/// stage's D replicas reduce its gradients together.
+///
+/// Example (rank 3 of 4, 2 stages):
+///   if (auto where = model.pipeline()) {   // {stage 1, stages 2, replica 1, replicas 2}
+///     if (where->stage == 0) load_my_inputs();
+///   }
+struct PipelinePosition {
+  int stage = 0;     ///< this rank's stage, 0 .. stages - 1
+  int stages = 1;    ///< P
+  int replica = 0;   ///< this rank's pipeline, 0 .. replicas - 1
+  int replicas = 1;  ///< D = N / P
+};
+
 namespace nn {
 
 /// Marks a stage boundary in a torch::nn::Sequential: the layers before it

@@ -1,6 +1,8 @@
 // The stacks of missing ranks, asked over MPI (see stack_service.h).
 #include "comm/check/stack_service.h"
 
+#include "base/waiting_on.h"
+
 #include <tarantella/base/error.h>
 #include <unistd.h>
 
@@ -119,7 +121,10 @@ void StackService::answer(int requester, int budget_ms) {
     const double seconds = std::max(0.2, 0.6 * budget_ms / 1000.0);
     const ::tnt::detail::StackDumper::Dump dump = dumper_.capture(seconds);
     std::string text = ::tnt::detail::symbolize_dump(dump.text);
-    const std::string summary = dump.complete ? summarize_dump(dump, text) : std::string();
+    std::string summary = dump.complete ? summarize_dump(dump, text) : std::string();
+    // A rank that itself waits on another says on whom (waiting_on.h).
+    const std::string waits = ::tnt::detail::WaitingOn::now();
+    if (!summary.empty() && !waits.empty()) summary += "; it waits for " + waits;
     for (const auto& thread : dump.threads) {
       char id[32];
       std::snprintf(id, sizeof(id), "0x%016lx", thread.id);

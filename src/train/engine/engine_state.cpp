@@ -3,6 +3,8 @@
 // auto-tuning), state synchronization, and the loss/metric state of a batch.
 #include "train/engine/engine_state.h"
 
+#include <optional>
+#include <string>
 #include <utility>
 
 #include <fmt/format.h>
@@ -82,6 +84,28 @@ void check_compile_options(const CompileOptions& options, torch::Device device) 
 
 // What pipeline stages combine with so far. The rest is refused with the
 // way out, never run with a silently different meaning.
+// Whether any of the network's tensors is on the meta device (no memory):
+// a model too large for one rank, built there and wrapped, whose owner
+// materialises this rank's part afterwards (docs/guide/pipelining.md).
+std::optional<std::string> first_on_meta(ModuleAdapter& net) {
+  for (const auto& [name, t] : net.named_parameters()) {
+    if (t.is_meta()) return "parameter '" + name + "'";
+  }
+  for (const auto& [name, t] : net.named_buffers()) {
+    if (t.is_meta()) return "buffer '" + name + "'";
+  }
+  return std::nullopt;
+}
+
+void check_materialised(ModuleAdapter& net) {
+  const std::optional<std::string> meta = first_on_meta(net);
+  TNT_CHECK(!meta, "compile(): ", *meta, " of this rank's model is on the meta device, without ",
+            "memory: materialise this rank's part first, then initialise it (Python: ",
+            "model.stage_module.to_empty(device=model.device), then reset_parameters() of its ",
+            "layers or load_state_dict; docs/guide/pipelining.md, \"A model too large for one ",
+            "rank\")");
+}
+
 void check_stage_options(const CompileOptions& options, const stages::StageLayout& layout) {
   const std::string stages = std::to_string(layout.stages) + " pipeline stages";
   TNT_CHECK(options.num_inputs() == 1, "a model cut into ", stages, " takes one input (the ",
@@ -116,7 +140,9 @@ EngineState::EngineState(std::shared_ptr<ModuleAdapter> net, comm::ProcessGroup 
   TNT_CHECK(group_.is_member(), "tnt::Model: this rank is not a member of the ", group_.describe(),
             ": build the model only on the ranks of its group (check group.is_member())");
   device_ = pick_device(options_, group_);
-  net_->to(device_);
+  // A network on the meta device stays there: its owner materialises it
+  // on device() (compile() refuses it until then).
+  if (!first_on_meta(*net_)) net_->to(device_);
   bind_collective_layers();
   if (stages_) link_ = std::make_shared<StageLink>(stages_->pipeline, stages_->layout, device_);
 }
@@ -126,6 +152,7 @@ EngineState::~EngineState() = default;
 void EngineState::compile(CompileOptions options) {
   check_compile_options(options, device_);
   if (stages_) check_stage_options(options, stages_->layout);
+  check_materialised(*net_);
   bind_collective_layers();
   trainable_.clear();
   trainable_names_.clear();

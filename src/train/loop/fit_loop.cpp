@@ -20,6 +20,7 @@
 #include <tarantella/train/progbar_logger.h>
 
 #include "train/step/autotune.h"
+#include "stages/layout.h"
 #include "stages/schedule.h"
 #include "train/loop/evaluate_loop.h"
 #include "train/loop/fit_checks.h"
@@ -32,6 +33,15 @@ bool sets_learning_rate(const std::vector<callbacks::CallbackPtr>& list) {
   return std::any_of(list.begin(), list.end(), [](const callbacks::CallbackPtr& cb) {
     return cb->sets_learning_rate() != nullptr;
   });
+}
+
+// The straggler report's cohorts for a pipelined model of `ranks` ranks:
+// each rank's stage (the layout's rule), named "stage 1 of 2".
+StragglerCohorts stage_cohorts(int ranks, const stages::StageLayout& mine) {
+  StragglerCohorts c;
+  for (int r = 0; r < ranks; ++r) c.of_rank.push_back(stages::stage_layout(ranks, r, mine.stages).stage);
+  for (int s = 0; s < mine.stages; ++s) c.names.push_back(fmt::format("stage {} of {}", s, mine.stages));
+  return c;
 }
 
 }  // namespace
@@ -86,9 +96,15 @@ void FitLoop::begin() {
   // After train_begin: a restored backup brings deterministic mode's seed
   // and exponents.
   step_ = make_step(c_.step_context());
-  // One rank cannot straggle behind others.
+  // One rank cannot straggle behind others. With stages: over the whole
+  // model, each rank against its stage's replicas (none with 1 replica).
   if (c_.options.straggler_window() > 0 && c_.group.size() > 1) {
-    stragglers_.emplace(c_.group, c_.options.straggler_window(), c_.timeline);
+    if (c_.stage != nullptr) {
+      stragglers_.emplace(c_.everyone, c_.options.straggler_window(), c_.timeline,
+                          StragglerRules(), stage_cohorts(c_.everyone.size(), c_.stage->layout()));
+    } else {
+      stragglers_.emplace(c_.group, c_.options.straggler_window(), c_.timeline);
+    }
   }
 }
 

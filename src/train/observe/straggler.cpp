@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <tarantella/base/error.h>
+
 namespace tnt::train {
 namespace {
 
@@ -17,25 +19,36 @@ double median(std::vector<double> v) {
   return (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2;
 }
 
-// The median over the ranks other than `r` of one figure.
-template <typename Figure>
-double others_median(const std::vector<RankStepTimes>& ranks, std::size_t r, Figure figure) {
-  std::vector<double> others;
-  for (std::size_t o = 0; o < ranks.size(); ++o) {
-    if (o != r) others.push_back(figure(ranks[o]));
+// The ranks `r` is compared with: the others of its cohort.
+std::vector<std::size_t> others_of(std::size_t r, std::size_t count,
+                                   const std::vector<int>& cohorts) {
+  std::vector<std::size_t> others;
+  for (std::size_t o = 0; o < count; ++o) {
+    if (o != r && (cohorts.empty() || cohorts[o] == cohorts[r])) others.push_back(o);
   }
-  return median(std::move(others));
+  return others;
+}
+
+// The median over the ranks `others` of one figure.
+template <typename Figure>
+double others_median(const std::vector<RankStepTimes>& ranks,
+                     const std::vector<std::size_t>& others, Figure figure) {
+  std::vector<double> values;
+  for (std::size_t o : others) values.push_back(figure(ranks[o]));
+  return median(std::move(values));
 }
 
 // Of data, compute and other, the part by which rank `r` exceeds the
 // others' median most (ties: the earlier one).
-StragglerCause leading_cause(const std::vector<RankStepTimes>& ranks, std::size_t r) {
+StragglerCause leading_cause(const std::vector<RankStepTimes>& ranks, std::size_t r,
+                             const std::vector<std::size_t>& others) {
   const RankStepTimes& mine = ranks[r];
   const std::array<double, 3> excess = {
-      mine.data_ms - others_median(ranks, r, [](const RankStepTimes& t) { return t.data_ms; }),
+      mine.data_ms - others_median(ranks, others, [](const RankStepTimes& t) { return t.data_ms; }),
       mine.compute_ms -
-          others_median(ranks, r, [](const RankStepTimes& t) { return t.compute_ms; }),
-      mine.other_ms - others_median(ranks, r, [](const RankStepTimes& t) { return t.other_ms; })};
+          others_median(ranks, others, [](const RankStepTimes& t) { return t.compute_ms; }),
+      mine.other_ms -
+          others_median(ranks, others, [](const RankStepTimes& t) { return t.other_ms; })};
   const auto lead = std::max_element(excess.begin(), excess.end()) - excess.begin();
   return static_cast<StragglerCause>(lead);
 }
@@ -65,30 +78,33 @@ const char* cause_name(StragglerCause cause) {
 }
 
 std::vector<Straggler> find_stragglers(const std::vector<RankStepTimes>& ranks,
-                                       const StragglerRules& rules) {
+                                       const StragglerRules& rules,
+                                       const std::vector<int>& cohorts) {
+  TNT_CHECK(cohorts.empty() || cohorts.size() == ranks.size(), "find_stragglers: ",
+            cohorts.size(), " cohorts given for ", ranks.size(), " ranks: give one per rank");
   std::vector<Straggler> found;
-  if (ranks.size() < 2) return found;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
+    const std::vector<std::size_t> others = others_of(r, ranks.size(), cohorts);
+    if (others.empty()) continue;  // alone in its cohort: no reference
     const double reference =
-        others_median(ranks, r, [](const RankStepTimes& t) { return t.outside_ms(); });
+        others_median(ranks, others, [](const RankStepTimes& t) { return t.outside_ms(); });
     const double mine = ranks[r].outside_ms();
     if (!(reference > 0.0)) continue;
     if (mine <= reference * (1.0 + rules.margin()) || mine - reference < rules.min_gap_ms()) {
       continue;
     }
     double others_wait = 0.0;
-    for (std::size_t o = 0; o < ranks.size(); ++o) {
-      if (o != r) others_wait += ranks[o].wait_ms;
-    }
+    for (std::size_t o : others) others_wait += ranks[o].wait_ms;
     found.push_back({static_cast<int>(r), ranks[r], reference,
-                     others_wait / static_cast<double>(ranks.size() - 1), leading_cause(ranks, r)});
+                     others_wait / static_cast<double>(others.size()),
+                     leading_cause(ranks, r, others)});
   }
   return found;
 }
 
 std::vector<StragglerReport> StragglerTracker::judge(const std::vector<RankStepTimes>& ranks) {
   ranks_.resize(ranks.size());
-  const std::vector<Straggler> found = find_stragglers(ranks, rules_);
+  const std::vector<Straggler> found = find_stragglers(ranks, rules_, cohorts_);
   std::vector<int> slow_now(ranks.size(), 0);
   for (const Straggler& s : found) {
     RankState& st = ranks_[static_cast<std::size_t>(s.rank)];
@@ -138,18 +154,23 @@ std::int64_t next_window_steps(const StepTimesWindow& last, std::int64_t max_ste
 }
 
 std::string straggler_message(const StragglerReport& report, const std::string& host,
-                              std::int64_t steps) {
+                              std::int64_t steps, const std::string& cohort) {
   const Straggler& s = report.straggler;
+  std::string place = host.empty() ? "" : "host " + host;
+  if (!cohort.empty()) place += (place.empty() ? "" : ", ") + cohort;
   const std::string who =
-      fmt::format("rank {}{}", s.rank, host.empty() ? "" : fmt::format(" (host {})", host));
+      fmt::format("rank {}{}", s.rank, place.empty() ? "" : fmt::format(" ({})", place));
+  const std::string others =
+      cohort.empty() ? std::string("the others") : "the other replicas of " + cohort;
   const std::string verdict =
       report.cause_changed ? fmt::format("is still a straggler, now mostly {}", cause_name(s.cause))
                            : std::string("is a straggler");
   return fmt::format(
-      "{} {}: {} per step outside collectives against {} for the others (data {}, compute {}, "
+      "{} {}: {} per step outside collectives against {} for {} (data {}, compute {}, "
       "callbacks and other {} ms); the others wait {} per step for it (last {} steps)",
-      who, verdict, ms(s.times.outside_ms()), ms(s.others_outside_ms), part(s.times.data_ms),
-      part(s.times.compute_ms), part(s.times.other_ms), ms(s.others_wait_ms), steps);
+      who, verdict, ms(s.times.outside_ms()), ms(s.others_outside_ms), others,
+      part(s.times.data_ms), part(s.times.compute_ms), part(s.times.other_ms),
+      ms(s.others_wait_ms), steps);
 }
 
 }  // namespace tnt::train

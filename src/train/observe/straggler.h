@@ -32,11 +32,22 @@
 //
 // Windows are short and sized by time (next_window_steps): the report comes
 // within the first 2 windows of a fit in which a rank is persistently slow.
+//
+// Pipeline stages. The ranks of a pipelined model do different work: a
+// stage of heavier layers is slower than a light one however healthy both
+// are. So a rank is compared only with the ranks of its *cohort*, its
+// stage's replicas (the cohorts argument; none given: one cohort of every
+// rank), and "the others" are the rest of that cohort. A rank alone in its
+// cohort (one replica) has no reference and is never named. The time a
+// stage waits on its neighbour stages is wait, not "outside collectives"
+// (the step counts it so: train/step/train_step.h), so that the stage after
+// a slow one is not named for waiting on it.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <tarantella/base/arg.h>
@@ -69,7 +80,7 @@ enum class StragglerCause { kData, kCompute, kOther };
 /// "data", "compute", "callbacks and other".
 const char* cause_name(StragglerCause cause);
 
-/// A rank found slower than the others over one window.
+/// A rank found slower than the others of its cohort over one window.
 struct Straggler {
   int rank = 0;
   RankStepTimes times;             ///< its means per step
@@ -81,10 +92,13 @@ struct Straggler {
 
 /// The ranks slower than the median of the others' time outside collectives
 /// by the rules' margin and gap over this one window, in rank order (none
-/// with fewer than 2 ranks). The rules' `windows` is not applied here
-/// (StragglerTracker).
+/// with fewer than 2 ranks). `cohorts` (one entry per rank, or empty: all
+/// ranks are one cohort): a rank is compared with the other ranks of its
+/// cohort only (a pipeline stage's replicas). The rules' `windows` is not
+/// applied here (StragglerTracker).
 std::vector<Straggler> find_stragglers(const std::vector<RankStepTimes>& ranks,
-                                       const StragglerRules& rules);
+                                       const StragglerRules& rules,
+                                       const std::vector<int>& cohorts = {});
 
 /// A straggler to report, and whether it was named before with another cause.
 struct StragglerReport {
@@ -96,12 +110,15 @@ struct StragglerReport {
 /// is said again (see the note above).
 class StragglerTracker {
  public:
-  explicit StragglerTracker(StragglerRules rules) : rules_(rules) {}
+  /// `cohorts`: as find_stragglers takes them.
+  explicit StragglerTracker(StragglerRules rules, std::vector<int> cohorts = {})
+      : rules_(rules), cohorts_(std::move(cohorts)) {}
   /// Judges one window: what to report now, in rank order.
   std::vector<StragglerReport> judge(const std::vector<RankStepTimes>& ranks);
 
  private:
   StragglerRules rules_;
+  std::vector<int> cohorts_;
   struct RankState {
     int slow_for = 0;  // consecutive slow windows
     StragglerCause cause = StragglerCause::kCompute;
@@ -121,8 +138,11 @@ std::int64_t next_window_steps(const StepTimesWindow& last, std::int64_t max_ste
 /// collectives against 6 ms for the others (data 0.1, compute 2.6, callbacks
 /// and other 43 ms); the others wait 40 ms per step for it (last 20 steps)".
 /// With a changed cause: "rank 1 (host h1) is still a straggler, now mostly
-/// data: ...". `host` may be empty (then no host is named).
+/// data: ...". `host` may be empty (then no host is named). With a
+/// `cohort` ("stage 1 of 2"), the rank's place and its reference say so:
+/// "rank 3 (host h1, stage 1 of 2) is a straggler: 46 ms per step outside
+/// collectives against 6 ms for the other replicas of stage 1 of 2 ...".
 std::string straggler_message(const StragglerReport& report, const std::string& host,
-                              std::int64_t steps);
+                              std::int64_t steps, const std::string& cohort = "");
 
 }  // namespace tnt::train

@@ -29,14 +29,20 @@ double mean_ms(StragglerMonitor::Clock::duration total, std::int64_t steps) {
 }  // namespace
 
 StragglerMonitor::StragglerMonitor(comm::ProcessGroup group, std::int64_t max_window,
-                                   Timeline* timeline, StragglerRules rules)
+                                   Timeline* timeline, StragglerRules rules,
+                                   StragglerCohorts cohorts)
     : group_(std::move(group)),
       max_window_(max_window),
       timeline_(timeline),
       rules_(rules),
-      tracker_(rules) {
+      cohorts_(std::move(cohorts)),
+      tracker_(rules, cohorts_.of_rank) {
   TNT_CHECK(max_window_ > 0, "straggler window of ", max_window_,
             " steps: use a positive number of steps, or 0 to switch the report off");
+  TNT_CHECK(cohorts_.of_rank.empty() ||
+                static_cast<int>(cohorts_.of_rank.size()) == group_.size(),
+            "straggler cohorts: ", cohorts_.of_rank.size(), " given for a ", group_.describe(),
+            ": give one per rank");
 }
 
 void StragglerMonitor::start(Clock::time_point at) { last_ = at; }
@@ -102,8 +108,13 @@ void StragglerMonitor::report(const StepTimesWindow& w,
   const std::vector<std::string>& names = hosts();
   if (!group_.is_master()) return;
   for (const StragglerReport& r : reports) {
-    const std::string message =
-        straggler_message(r, names[static_cast<std::size_t>(r.straggler.rank)], w.steps);
+    const auto rank = static_cast<std::size_t>(r.straggler.rank);
+    std::string cohort;
+    if (!cohorts_.of_rank.empty()) {
+      const auto c = static_cast<std::size_t>(cohorts_.of_rank[rank]);
+      if (c < cohorts_.names.size()) cohort = cohorts_.names[c];
+    }
+    const std::string message = straggler_message(r, names[rank], w.steps, cohort);
     log::warning(message);
     if (timeline_) timeline_->instant(Timeline::kCompute, message, Clock::now());
   }

@@ -27,6 +27,12 @@
 // (StepTimesListener: TensorBoard). The monitor's own time at the end of a
 // window (the allgather, the report) is left out of the next step's figures.
 // Between windows a step costs a clock read and four additions.
+//
+// With pipeline stages the monitor runs over the model's whole group (every
+// stage of every replica), so that every rank holds every figure and the
+// model's master, whatever its stage, logs the report with ranks named as
+// the job numbers them; StragglerCohorts tells the detector to compare each
+// rank with its stage's replicas only (straggler.h).
 #pragma once
 
 #include <chrono>
@@ -55,13 +61,23 @@ struct StepSample {
   Clock::time_point end;      ///< when the step ended
 };
 
+/// Which ranks of the monitor's group are compared with which, and what
+/// each cohort is called in the report.
+///
+/// Example (2 stages, 2 replicas): {{0, 1, 0, 1}, {"stage 0 of 2", "stage 1 of 2"}}
+struct StragglerCohorts {
+  std::vector<int> of_rank;        ///< per rank of the group; empty: one cohort of all
+  std::vector<std::string> names;  ///< per cohort
+};
+
 class StragglerMonitor {
  public:
   using Clock = std::chrono::steady_clock;
 
   /// `max_window` > 0 steps; `timeline` may be null. Not collective.
   StragglerMonitor(comm::ProcessGroup group, std::int64_t max_window, Timeline* timeline,
-                   StragglerRules rules = StragglerRules());
+                   StragglerRules rules = StragglerRules(),
+                   StragglerCohorts cohorts = StragglerCohorts());
 
   /// The next step's "other" time is measured from `at` (the beginning of
   /// an epoch's steps); without it, the first step after a pause has none.
@@ -82,6 +98,7 @@ class StragglerMonitor {
   std::int64_t max_window_;
   Timeline* timeline_;
   StragglerRules rules_;
+  StragglerCohorts cohorts_;
   StragglerTracker tracker_;
   std::int64_t steps_ = 0;         // of this fit
   std::int64_t window_steps_ = 1;  // the open window's length: 1 for the warm-up

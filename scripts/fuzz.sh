@@ -5,7 +5,8 @@
 # crash leaves its input in build-fuzz/crashes/ and fails the script.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]    targets: hostfile shell_words idx csv torch_save tar image
 # Needs the main build's library (scripts/build.sh tarantella) and Debian's
-# clang and libfuzzer-14-dev.
+# clang and libfuzzer-14-dev. TNT_FUZZ_OPT: the targets' optimization level
+# (default -O1; the suite's smoke run, tests/fuzz/smoke.sh, uses -O0).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 main_build=${TNT_BUILD_DIR:-$root/build}
@@ -26,7 +27,7 @@ if [ -f "$out/CMakeCache.txt" ] && ! grep -qxF "Torch_DIR:UNINITIALIZED=$torch_d
 fi
 mkdir -p "$out"
 cmake -S "$root/tests/fuzz" -B "$out" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
-      -DTNT_MAIN_BUILD="$main_build" ${torch_dir:+-DTorch_DIR="$torch_dir"} \
+      -DTNT_FUZZ_OPT="${TNT_FUZZ_OPT:--O1}" -DTNT_MAIN_BUILD="$main_build" ${torch_dir:+-DTorch_DIR="$torch_dir"} \
       ${torch_dir:+-DCMAKE_PREFIX_PATH="$(dirname "$torch_dir")"} > "$out/configure.log" 2>&1 \
   || { cat "$out/configure.log"; exit 1; }
 cmake --build "$out" -j "$(nproc)" --target $(printf '%s_fuzz ' "${targets[@]}") > "$out/build.log" 2>&1 \

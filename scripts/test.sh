@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# The test command: installs dependencies, builds everything and runs the
-# whole suite (unit tests, multi-rank tests through the launcher at 1-4
-# ranks, launcher tests, install test). Extra arguments go to ctest,
-# e.g. scripts/test.sh -L unit
+# The test command: installs dependencies, builds everything the suite
+# needs (not the benchmarks) and runs the whole suite (unit tests,
+# multi-rank tests through the launcher at 1-4 ranks, launcher tests,
+# install test). Extra arguments go to ctest, e.g. scripts/test.sh -L unit
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${TNT_BUILD_DIR:-$root/build}
+# The benchmarks have no tests: a build folder that this script configures
+# leaves them out, as CI's does (TNT_BUILD_BENCHMARKS=ON builds them; so
+# does a build folder configured with them, e.g. by scripts/build.sh).
+export TNT_BUILD_BENCHMARKS=${TNT_BUILD_BENCHMARKS:-OFF}
 "$root/scripts/build.sh"
 cd "$build"
 # Inside a Slurm job the launcher would place the tests' ranks in the

@@ -8,8 +8,11 @@
 #    ~1-3 % in this network — the plain program itself differs by 3 % between
 #    1 and 2 threads — so no implementation can meet 1e-5 there (measured:
 #    3 ranks 3e-8 after 30 batches, 1.4e-5 after 50, 6e-4 after 100).
-#  * Accuracy: after one whole epoch the twin's test accuracy must reach the
-#    plain loop's (within 0.005).
+#  * Accuracy: after one whole epoch the twin's test accuracy at 3 ranks (an
+#    uneven split of every batch and of the last one) must reach the plain
+#    loop's (within 0.005). Not also at 2: the weights after 30 batches show
+#    the 2-rank split, and a second whole epoch of training added a third of
+#    this test's time for no case of its own.
 # Both on the CPU (--no-gpu for the twin's job: its tensors never leave the
 # CPU, and the world group then stays on MPI where a GPU node has GPUs).
 #   mnist_loop.sh PYTHON LAUNCHER PLAIN DISTRIBUTED WORKDIR
@@ -25,8 +28,8 @@ OMP_NUM_THREADS=1 "$plain" "$work/data" 1 "$work/plain.pt" 30 > "$work/plain30.l
 OMP_NUM_THREADS=1 "$plain" "$work/data" 1 "$work/plain_epoch.pt" | tee "$work/plain.log"
 for n in 2 3; do
   "$launcher" -n "$n" --no-gpu -- "$distributed" "$work/data" 1 "$work/n$n.pt" 30 > "$work/n${n}_30.log"
-  "$launcher" -n "$n" --no-gpu -- "$distributed" "$work/data" 1 "$work/n${n}_epoch.pt" | tee "$work/n$n.log"
 done
+"$launcher" -n 3 --no-gpu -- "$distributed" "$work/data" 1 "$work/n3_epoch.pt" | tee "$work/n3.log"
 "$python" - "$work" <<'PY'
 import re, sys, torch
 work = sys.argv[1]
@@ -41,9 +44,10 @@ for n in (2, 3):
     assert len(got) == len(plain), f"{n} ranks: {len(got)} tensors, plain loop {len(plain)}"
     worst = max(((a - b).abs().max() / max(1.0, a.abs().max().item())).item()
                 for a, b in zip(plain, got))
-    acc, ref = accuracy(f"n{n}.log"), accuracy("plain.log")
-    print(f"{n} ranks: max relative weight difference after 30 batches {worst:.3g}; "
-          f"accuracy after an epoch {acc:.4f} (plain loop {ref:.4f})")
-    ok = ok and worst <= 1e-5 and acc >= ref - 0.005
+    print(f"{n} ranks: max relative weight difference after 30 batches {worst:.3g}")
+    ok = ok and worst <= 1e-5
+acc, ref = accuracy("n3.log"), accuracy("plain.log")
+print(f"3 ranks: accuracy after an epoch {acc:.4f} (plain loop {ref:.4f})")
+ok = ok and acc >= ref - 0.005
 sys.exit(0 if ok else 1)
 PY

@@ -9,6 +9,10 @@
 #     kill -9 one rank mid-epoch of a 2-rank job (no restarts); its backup
 #     resumed at 3 ranks and at 1 rank ends within 1e-5 (relative) of the
 #     uninterrupted 2-rank run, and at 2 ranks bitwise equal to it.
+#   backup_resume.sh PYTHON LAUNCHER LENET5 both
+#     restart's checks, then ranks' on the backup the killed job left (a copy
+#     taken when it appeared): one uninterrupted run and one killed job serve
+#     both (the suite's faults.backup_resume).
 # TNT_BACKUP_RANKS (default 2) sets the job's rank count in restart mode
 # (4 for the pipelined job tests/faults/pipeline_job.py, at 2 stages x 2).
 set -u
@@ -44,6 +48,10 @@ kill_mid_epoch() {
   job=$!
   for i in $(seq 600); do [ -f "$work/backup/backup.pt" ] && break; sleep 0.05; done
   [ -f "$work/backup/backup.pt" ] || { cat "$work/killed.log"; fail "no backup appeared"; }
+  # The backup as the kill leaves it (written by rename: a whole file), for
+  # the resumes at other rank counts; a restart would go on from it and
+  # remove it at the end.
+  cp -r "$work/backup" "$work/left"
   pid=$(rank_pid "$lenet5" "$marker" 1)
   [ -n "$pid" ] || { cat "$work/killed.log"; fail "no process of rank 1 found"; }
   kill -KILL "$pid"
@@ -68,21 +76,26 @@ PY
 run "$ranks" straight >"$work/straight.log" 2>&1 || { cat "$work/straight.log"; fail "the uninterrupted run failed"; }
 
 case $mode in
-restart)
-  kill_mid_epoch --max-restarts 1
+restart | both) kill_mid_epoch --max-restarts 1 ;;
+ranks) kill_mid_epoch ;;
+*) fail "mode '$mode': use restart, ranks or both" ;;
+esac
+
+if [ "$mode" != ranks ]; then
   [ "$status" = 0 ] || fail "the job did not finish by itself (exit status $status)"
   grep -q "restarting" "$work/killed.log" || fail "the launcher did not say it restarts"
   grep -qE "resuming from '.*backup.pt' at epoch [12], after step [0-9]+" "$work/killed.log" \
     || fail "the log does not say where training resumed"
   [ ! -e "$work/backup/backup.pt" ] || fail "the backup was not removed after training completed"
   compare straight resumed 0 || fail "the restarted run's weights differ from the uninterrupted run's"
-  ;;
-ranks)
-  kill_mid_epoch
-  [ "$status" != 0 ] || fail "the job was not interrupted (exit status 0): the kill came too late"
-  grep -q "Epoch 2/2" "$work/killed.log" && echo "(the kill landed in epoch 2)"
+fi
+if [ "$mode" != restart ]; then
+  if [ "$mode" = ranks ]; then
+    [ "$status" != 0 ] || fail "the job was not interrupted (exit status 0): the kill came too late"
+    grep -q "Epoch 2/2" "$work/killed.log" && echo "(the kill landed in epoch 2)"
+  fi
   for n in 3 1 2; do
-    rm -rf "$work/backup$n"; cp -r "$work/backup" "$work/backup$n"
+    rm -rf "$work/backup$n"; cp -r "$work/left" "$work/backup$n"
     "$launcher" -n "$n" --no-gpu -- "$lenet5" "${args[@]}" --backup-dir "$work/backup$n" \
       --backup-every 50 --save-weights "$work/resumed$n.pt" >"$work/resume$n.log" 2>&1 \
       || { cat "$work/resume$n.log"; fail "resuming at $n ranks failed"; }
@@ -93,7 +106,5 @@ ranks)
   compare straight resumed3 1e-5 || fail "resumed at 3 ranks: too far from the 2-rank run"
   compare straight resumed1 1e-5 || fail "resumed at 1 rank: too far from the 2-rank run"
   compare straight resumed2 0 || fail "resumed at 2 ranks: not bitwise equal"
-  ;;
-*) fail "mode '$mode': use restart or ranks" ;;
-esac
+fi
 echo PASS

@@ -10,33 +10,9 @@
 set -u
 launcher=$1; victim=$2; lenet5=$3; shift 3
 fail() { echo "FAIL: $*"; [ -n "${pid:-}" ] && kill -KILL "$pid" 2>/dev/null; exit 1; }
-log=$(mktemp)
-marker="tnt-stall-$$-$RANDOM"
-"$launcher" -n 2 --no-gpu -x TNT_COMM_TIMEOUT=5 -x "TNT_TEST_MARKER=$marker" -- "$lenet5" "$@" \
-  > "$log" 2>&1 &
-job=$!
-for _ in $(seq 600); do grep -q "^Epoch 1/" "$log" && break; sleep 0.1; done
-grep -q "^Epoch 1/" "$log" || { cat "$log"; fail "training did not start"; }
-sleep 1
-
-# The victim: the lenet5 process (not its wrapper) of rank $victim of this job.
-# shellcheck source=rank_pid.sh
-. "$(dirname "$0")/rank_pid.sh"
-pid=$(rank_pid "$lenet5" "$marker" "$victim")
-[ -n "$pid" ] || fail "no process of rank $victim found"
-kill -STOP "$pid"
-start=$(date +%s.%N)
-while kill -0 "$job" 2>/dev/null; do
-  elapsed=$(awk -v s="$start" -v n="$(date +%s.%N)" 'BEGIN { printf "%.1f", n - s }')
-  awk -v e="$elapsed" 'BEGIN { exit !(e > 30) }' && { kill -KILL "$job"; fail "the job was still running 30 s after rank $victim stopped"; }
-  sleep 0.1
-done
-wait "$job"; status=$?
-elapsed=$(awk -v s="$start" -v n="$(date +%s.%N)" 'BEGIN { printf "%.1f", n - s }')
-kill -KILL "$pid" 2>/dev/null
-grep -v "^[0-9 ]*/[0-9]* \[" "$log" | grep -i "tarantella\|rank" | tail -6
-[ "$status" -ne 0 ] || fail "the job exited 0"
-awk -v e="$elapsed" 'BEGIN { exit !(e <= 10) }' || fail "the job took ${elapsed} s to end (limit 10 s)"
+# shellcheck source=stall_job.sh
+. "$(dirname "$0")/stall_job.sh"
+stall_job "$launcher" 2 "$victim" "$lenet5" "$@"
 grep -qE "rank(\(s\))? $victim( |,|$)|rank $victim on host|master rank 0 did not confirm" "$log" \
   || fail "no message names rank $victim"
-echo "PASS: rank $victim stopped; the job ended after ${elapsed} s (status $status), naming it"
+echo "PASS: rank $victim stopped; the job ended after ${elapsed} s (status $job_status), naming it"

@@ -14,9 +14,11 @@
 // The bubble, when the job runs under --timeline FILE: rank 0 reads the
 // trace that run 4 wrote last (its timed steps: the last `steps` of each
 // stage) and measures, per step, the pipeline's span (from the earliest
-// "forward 0" of any stage to the latest end of "backward M-1") and each
-// stage's busy time in it (its "forward i" and "backward i" slices, the
-// last stage's loss included); a stage's bubble is 1 - busy / span, the
+// "forward 0" of any stage to the latest end of "backward M-1" or "weights
+// M-1") and each stage's busy time in it (its "forward i", "backward i" and
+// "weights i" slices, the last stage's loss included; "weights i" is the
+// second half of a split backward, on the stages after the first); a
+// stage's bubble is 1 - busy / span, the
 // GPipe paper's idle share, printed as the mean over stages and steps next
 // to the theoretical (P-1)/(M+P-1), and the bubble that 1F1B would leave
 // with the measured stage times and instant transfers (Bubble).
@@ -34,6 +36,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +56,8 @@
 #include <tarantella/model/model.h>
 #include <tarantella/model/pipeline.h>
 #include <tarantella/runtime/runtime.h>
+
+#include "stages/schedule.h"
 
 namespace {
 
@@ -161,10 +166,57 @@ struct Bubble {
   int steps = 0;
   /// The bubble that 1F1B leaves with these stages' own compute times
   /// (unequal stages: the slowest sets the pace) and instant transfers:
-  /// with u_s a stage's forward and backward of one micro-batch, the span
-  /// is (M-1)·max u_s + sum u_s, and stage s is busy M·u_s of it.
+  /// the schedule (stages::stage_actions) replayed with each stage's mean
+  /// forward, backward and weights time per micro-batch (simulate_1f1b).
   double with_stage_times = 0;
 };
+
+// The mean bubble of one 1F1B step whose stage s takes t[s] = {forward,
+// backward to its input's gradient, weights} per micro-batch, with instant
+// transfers: each stage runs its actions in stages::stage_actions' order,
+// a forward once the stage before has that micro-batch's output, a
+// backward once the stage after has its input's gradient; the weights
+// follow their backward on the same stage.
+double simulate_1f1b(const std::vector<std::array<double, 3>>& t, int micro_batches) {
+  const int stages = static_cast<int>(t.size());
+  std::vector<std::vector<tnt::stages::Action>> actions;
+  for (int s = 0; s < stages; ++s) {
+    actions.push_back(tnt::stages::stage_actions(tnt::stages::Schedule::one_f_one_b, s, stages,
+                                                 micro_batches));
+  }
+  const double never = -1;
+  // [stage][micro]: when its forward's output, its input's gradient, are ready.
+  std::vector<std::vector<double>> forward_done(stages, std::vector<double>(micro_batches, never));
+  std::vector<std::vector<double>> backward_done = forward_done;
+  std::vector<std::size_t> next(stages, 0);
+  std::vector<double> clock(stages, 0);
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int s = 0; s < stages; ++s) {
+      while (next[s] < actions[s].size()) {
+        const tnt::stages::Action a = actions[s][next[s]];
+        const int i = a.micro_batch;
+        double ready = clock[s];
+        if (a.kind == tnt::stages::Action::forward) {
+          if (s > 0 && forward_done[s - 1][i] == never) break;
+          if (s > 0) ready = std::max(ready, forward_done[s - 1][i]);
+          clock[s] = forward_done[s][i] = ready + t[s][0];
+        } else {
+          if (s + 1 < stages && backward_done[s + 1][i] == never) break;
+          if (s + 1 < stages) ready = std::max(ready, backward_done[s + 1][i]);
+          backward_done[s][i] = ready + t[s][1];
+          clock[s] = backward_done[s][i] + t[s][2];
+        }
+        ++next[s];
+        moved = true;
+      }
+    }
+  }
+  const double span = *std::max_element(clock.begin(), clock.end());
+  double bubble = 0;
+  for (const auto& u : t) bubble += (1.0 - micro_batches * (u[0] + u[1] + u[2]) / span) / stages;
+  return bubble;
+}
 
 Bubble measure_bubble(const std::string& path, int stages, int micro_batches, int steps) {
   std::ifstream in(path);
@@ -183,25 +235,32 @@ Bubble measure_bubble(const std::string& path, int stages, int micro_batches, in
   }
   Bubble out;
   out.per_stage.assign(stages, 0);
-  std::vector<double> unit(stages, 0);  // summed over the steps
+  // [stage][forward, backward, weights]: summed over the steps.
+  std::vector<std::array<double, 3>> unit(stages, {0, 0, 0});
   const auto count = by_stage[0]["forward 0"].size();
   const std::size_t first = count > static_cast<std::size_t>(steps) ? count - steps : 0;
   for (std::size_t k = first; k < count; ++k) {
     double begin = 1e300, end = 0;
+    const std::string last = std::to_string(micro_batches - 1);
     for (auto& st : by_stage) {
       begin = std::min(begin, st["forward 0"].at(k).begin);
-      end = std::max(end, st["backward " + std::to_string(micro_batches - 1)].at(k).end);
+      end = std::max(end, st["backward " + last].at(k).end);
+      // A stage after the first splits its backward: the weights' last.
+      if (st.count("weights " + last) != 0) end = std::max(end, st["weights " + last].at(k).end);
     }
     for (int s = 0; s < stages; ++s) {
       double busy = 0;
       for (int i = 0; i < micro_batches; ++i) {
-        for (const char* kind : {"forward ", "backward "}) {
-          const Slice& sl = by_stage[s][kind + std::to_string(i)].at(k);
-          busy += sl.end - sl.begin;
+        const char* kinds[] = {"forward ", "backward ", "weights "};
+        for (int j = 0; j < 3; ++j) {
+          const auto it = by_stage[s].find(kinds[j] + std::to_string(i));
+          if (it == by_stage[s].end()) continue;  // no split backward on this stage
+          const double d = it->second.at(k).end - it->second.at(k).begin;
+          busy += d;
+          unit[s][j] += d / micro_batches;
         }
       }
       out.per_stage[s] += 1.0 - busy / (end - begin);
-      unit[s] += busy / micro_batches;
     }
     ++out.steps;
   }
@@ -209,11 +268,10 @@ Bubble measure_bubble(const std::string& path, int stages, int micro_batches, in
     b /= std::max(out.steps, 1);
     out.mean += b / stages;
   }
-  const double slowest = *std::max_element(unit.begin(), unit.end());
-  double sum = 0;
-  for (double u : unit) sum += u;
-  const double span = (micro_batches - 1) * slowest + sum;
-  for (double u : unit) out.with_stage_times += (1.0 - micro_batches * u / span) / stages;
+  for (auto& u : unit) {
+    for (double& x : u) x /= std::max(out.steps, 1);
+  }
+  out.with_stage_times = simulate_1f1b(unit, micro_batches);
   return out;
 }
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Where a pipeline step's time goes, from a --timeline trace of bench_stages
 (docs/perf-log/2026-11-stages-2.md): for the last STEPS steps, each stage's
-forward and backward per micro-batch, and its share of the pipeline's span
-(the earliest "forward 0" to the latest "backward M-1") spent computing,
+forward, backward (to the input's gradient) and weights (the weights'
+gradients, after the input's went back; stages after the first) per
+micro-batch, and its share of the pipeline's span (the earliest "forward 0"
+to the latest end of "backward M-1" or "weights M-1") spent computing,
 waiting for activations, for gradients, for its sends, and untraced (the
 step's other work: the optimizer step, the loss broadcast, the data);
 then how long a neighbour's output took to arrive where the stage was
@@ -25,13 +27,14 @@ n = len(by[0][(0, "forward 0")])
 tot = collections.defaultdict(float)
 for k in range(n - S, n):
     b = min(by[s][(0, "forward 0")][k][0] for s in range(P))
-    e = max(by[s][(0, f"backward {M-1}")][k][1] for s in range(P))
+    e = max(by[s][(0, f"{kind} {M-1}")][k][1] for s in range(P)
+            for kind in ("backward", "weights") if (0, f"{kind} {M-1}") in by[s])
     tot["span"] += e - b
     for s in range(P):
         for (tid, name), v in by[s].items():
             if tid != 0: continue
             kind = name.split(" ")[0]
-            if kind in ("forward", "backward"):
+            if kind in ("forward", "backward", "weights"):
                 tot[(s, kind)] += v[k][1] - v[k][0]
             elif kind == "receive":
                 tot[(s, name.split(" ")[1])] += v[k][1] - v[k][0]
@@ -40,10 +43,11 @@ for k in range(n - S, n):
 span = tot["span"]
 print(f"mean span per step {span/S/1000:.1f} ms")
 for s in range(P):
-    f, bw = tot[(s, "forward")], tot[(s, "backward")]
+    f, bw, w = tot[(s, "forward")], tot[(s, "backward")], tot[(s, "weights")]
     ra, rg, ws = tot[(s, "activations")], tot[(s, "gradients")], tot[(s, "wait sends")]
-    busy = f + bw
+    busy = f + bw + w
     print(f"stage {s}: forward {f/S/M/1000:.2f} ms/micro, backward {bw/S/M/1000:.2f} ms/micro, "
+          f"weights {w/S/M/1000:.2f} ms/micro, "
           f"busy {busy/span:.3f} of span; receive act {ra/span:.3f}, receive grad {rg/span:.3f}, "
           f"wait sends {ws/span:.3f}, untraced {1-(busy+ra+rg+ws)/span:.3f}")
 # latency: producer's slice end -> consumer's receive end (only where the consumer was waiting)

@@ -6,6 +6,7 @@
 #include "python/py_module.h"
 
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,41 @@ class PyModule final : public ModuleAdapter {
               type_name_of(out), ", tnt.Model needs one torch.Tensor: return the output tensor "
               "(a model with several outputs can return torch.cat or a stacked tensor)");
     return out.cast<torch::Tensor>();
+  }
+  // A plain torch.nn.Sequential (not a subclass, whose forward may differ),
+  // child after child as Sequential.forward runs them.
+  torch::Tensor forward_by_layer(const std::vector<torch::Tensor>& inputs,
+                                 std::vector<LayerOutput>& kept) override {
+    if (inputs.size() != 1) return {};
+    py::gil_scoped_acquire gil;
+    const py::module_ nn = py::module_::import("torch.nn");
+    if (!module_->get_type().is(nn.attr("Sequential"))) return {};
+    std::vector<py::object> children;
+    std::vector<std::vector<torch::Tensor>> parameters;
+    std::unordered_set<const void*> seen;
+    for (const py::handle child : *module_) {
+      children.push_back(py::reinterpret_borrow<py::object>(child));
+      parameters.emplace_back();
+      for (const py::handle p : child.attr("parameters")()) {
+        parameters.back().push_back(p.cast<torch::Tensor>());
+        if (!seen.insert(parameters.back().back().unsafeGetTensorImpl()).second) return {};
+      }
+    }
+    if (children.empty()) return {};
+    kept.clear();
+    std::vector<torch::Tensor> pending;
+    py::object value = py::cast(inputs[0]);
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      value = children[i](value);
+      pending.insert(pending.end(), parameters[i].begin(), parameters[i].end());
+      if (THPVariable_Check(value.ptr())) {
+        kept.push_back({value.cast<torch::Tensor>(), std::exchange(pending, {})});
+      }
+    }
+    TNT_CHECK(THPVariable_Check(value.ptr()), "the model's forward returned a ",
+              type_name_of(value), ", tnt.Model needs one torch.Tensor: return the output tensor "
+              "(a model with several outputs can return torch.cat or a stacked tensor)");
+    return value.cast<torch::Tensor>();
   }
   NamedTensorList named_parameters() override { return named("named_parameters"); }
   NamedTensorList named_buffers() override { return named("named_buffers"); }

@@ -10,7 +10,8 @@ each of the M micro-batches i (forward before backward), the receives that
 wait for a neighbour ("receive activations i (from stage r-1)", "receive
 gradients i (from stage r+1)") and the sends on the "stage link" track; the
 slices of the compute track do not overlap, and no whole-step "forward" or
-"backward" is left.
+"backward" is left. A stage after the first splits its backward: "backward
+i" to its input's gradient, which it sends, then "weights i".
 
     check_timeline.py TRACE RANKS
     check_timeline.py TRACE RANKS --stages P --micro-batches M --steps STEPS
@@ -27,6 +28,8 @@ def check_stages(events, slices, stages, micro, steps):
         expected = {(0, f"{kind} {i}") for kind in ("forward", "backward") for i in range(micro)}
         if r > 0:
             expected |= {(0, f"receive activations {i} (from stage {r - 1})") for i in range(micro)}
+            # The split backward: the input's gradient, sent, then the weights'.
+            expected |= {(0, f"weights {i}") for i in range(micro)}
             expected |= {(2, f"send gradients {i} (to stage {r - 1})") for i in range(micro)}
         if r < stages - 1:
             expected |= {(0, f"receive gradients {i} (from stage {r + 1})") for i in range(micro)}
@@ -35,7 +38,7 @@ def check_stages(events, slices, stages, micro, steps):
             assert count[key] == steps, f"stage {r}: {count[key]} slices {key}, expected {steps}"
         for name in ("forward", "backward"):
             assert count[(0, name)] == 0, f"stage {r} still has whole-step '{name}' slices"
-        unexpected = {k for k in count if k[0] == 2} - expected
+        unexpected = {k for k in count if k[0] == 2 or k[1].startswith("weights")} - expected
         assert not unexpected, f"stage {r}: unexpected stage link slices {sorted(unexpected)}"
         tracks = {(e["tid"], e["args"]["name"]) for e in events
                   if e.get("name") == "thread_name" and e["pid"] == r}
@@ -45,10 +48,27 @@ def check_stages(events, slices, stages, micro, steps):
             f = sorted(e["ts"] + e["dur"] for e in mine if e["name"] == f"forward {i}")
             b = sorted(e["ts"] for e in mine if e["name"] == f"backward {i}")
             assert all(x <= y for x, y in zip(f, b)), f"stage {r}: backward {i} before forward {i}"
+        # A stage after the first sends its input's gradient before it
+        # computes its weights' gradients: "backward i" ends where the input's
+        # gradient is done, and "weights i" begins there; the "send gradients
+        # i" is posted in between, before the weights' gradients end (1 us of
+        # rounding either way).
+        if r > 0:
+            for i in range(micro):
+                b = sorted(e["ts"] + e["dur"] for e in mine if e["name"] == f"backward {i}")
+                w = sorted((e["ts"], e["ts"] + e["dur"]) for e in mine
+                           if e["name"] == f"weights {i}")
+                sent = sorted(e["ts"] for e in mine
+                              if e["name"] == f"send gradients {i} (to stage {r - 1})")
+                for x, y, (z0, z1) in zip(b, sent, w):
+                    assert x - 1 <= z0 <= y + 1 and y <= z1 + 1, (
+                        f"stage {r}: the gradient of micro-batch {i}'s input was sent at {y}, "
+                        f"not after its backward's end {x} and before its weights' end {z1}")
         # The micro-batches' slices and the waits share one thread.
         compute = sorted((e["ts"], e["ts"] + e["dur"], e["name"]) for e in mine
                          if e["tid"] == 0 and (e["name"].split(" ")[0] in
-                                               ("forward", "backward", "receive")))
+                                               ("forward", "backward", "weights",
+                                                "receive")))
         for (b0, e0, n0), (b1, _, n1) in zip(compute, compute[1:]):
             assert b1 >= e0 - 1, f"stage {r}: '{n0}' ({b0}..{e0}) overlaps '{n1}' ({b1})"
     print(f"{stages} stages x {micro} micro-batches x {steps} steps: "

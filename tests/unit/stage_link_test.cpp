@@ -5,9 +5,14 @@
 // step may change the shape past the first dimension, outputs that are not
 // batch-major carry their shape every time, gradients take the shape of
 // the output they belong to, and an output that changes its shape within a
-// step is a clear error on the sending stage.
+// step is a clear error on the sending stage. A later stage's backward
+// (backward_on_stage) sends its input's gradient before it computes its
+// weights' gradients, with the plain backward's bits.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -15,8 +20,10 @@
 
 #include <tarantella/base/error.h>
 #include <tarantella/comm/in_process.h>
+#include <tarantella/keras/module_adapter.h>
 
 #include "stages/layout.h"
+#include "train/step/stage_forward.h"
 #include "train/step/stage_link.h"
 
 namespace {
@@ -104,6 +111,73 @@ TEST(pipeline_stage_link, AnOutputThatChangesItsShapeWithinAStepIsAClearError) {
     }
     link.finish_sends();
   });
+}
+
+torch::nn::Sequential stage_layers() {
+  torch::manual_seed(3);
+  return torch::nn::Sequential(torch::nn::Linear(6, 8), torch::nn::ReLU(),
+                               torch::nn::BatchNorm1d(8), torch::nn::Linear(8, 3));
+}
+
+// Stage 1 runs stage_layers() layer by layer and backward_on_stage; a hook
+// on its first layer's weight (whose gradient is the last one computed)
+// waits until stage 0 holds the input's gradient. A backward that computed
+// every weight's gradient before sending the input's would make the hook
+// wait in vain (5 s), and the test fail. The gradients, weights' and
+// input's, are those of a plain backward of the same layers, bit for bit.
+TEST(pipeline_stage_link, ALaterStageSendsItsInputsGradientBeforeItComputesItsWeights) {
+  // Made before the two stages' threads start (they share the generator).
+  torch::manual_seed(4);
+  const torch::Tensor x = torch::randn({5, 6});
+  torch::nn::Sequential plain = stage_layers();
+  const torch::Tensor leaf = x.clone().requires_grad_(true);
+  plain->forward(leaf).pow(2).sum().backward();
+  torch::nn::Sequential layers = stage_layers();
+  std::atomic<bool> received{false};
+  tnt::comm::run_in_process(2, [&](const ProcessGroup& g) {
+    StageLink link = link_of(g);
+    if (g.rank() == 0) {
+      link.send_activation(x, 0, 5);
+      const torch::Tensor grad = link.recv_gradient(x, 0);
+      received = true;
+      link.finish_sends();
+      EXPECT_TRUE(torch::equal(grad, leaf.grad())) << "the input's gradient";
+      return;
+    }
+    bool sent_first = false;
+    layers[0]->as<torch::nn::Linear>()->weight.register_hook([&](const torch::Tensor&) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (!received && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      sent_first = received;
+    });
+    tnt::train::StageForward f;
+    f.input = link.recv_activation(0, 5).requires_grad_(true);
+    f.output = tnt::make_adapter(layers)->forward_by_layer({f.input}, f.layers);
+    ASSERT_TRUE(f.output.defined()) << "a Sequential runs layer by layer";
+    EXPECT_EQ(f.layers.size(), 4U);
+    const tnt::train::StageBackward b =
+        tnt::train::backward_on_stage(f, f.output.pow(2).sum(), &link, 0);
+    link.finish_sends();
+    EXPECT_TRUE(b.weights.has_value()) << "the backward was not split";
+    EXPECT_TRUE(sent_first) << "the weights' gradients were computed before the input's was sent";
+    const auto mine = layers->named_parameters();
+    for (const auto& p : plain->named_parameters()) {
+      EXPECT_TRUE(torch::equal(p.value().grad(), mine[p.key()].grad())) << p.key();
+    }
+  });
+}
+
+TEST(pipeline_stage_link, ASharedLayerOrAModuleThatIsNoSequentialRunsWhole) {
+  std::vector<tnt::LayerOutput> kept;
+  torch::nn::Linear twice(4, 4);
+  torch::nn::Sequential shared(twice, torch::nn::ReLU(), twice);
+  EXPECT_FALSE(tnt::make_adapter(shared)->forward_by_layer({torch::ones({2, 4})}, kept).defined());
+  EXPECT_FALSE(tnt::make_adapter(torch::nn::Linear(4, 4))
+                   ->forward_by_layer({torch::ones({2, 4})}, kept)
+                   .defined());
+  EXPECT_TRUE(kept.empty());
 }
 
 }  // namespace

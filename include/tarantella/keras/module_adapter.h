@@ -16,6 +16,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <tarantella/base/error.h>
+#include <tarantella/keras/layer_output.h>
 
 namespace torch::jit {
 struct Module;
@@ -51,6 +52,20 @@ class ModuleAdapter {
   /// A deep copy: same architecture, weights copied (LibTorch's clone()).
   /// Throws an Error naming the reason where the network cannot be copied.
   virtual std::shared_ptr<ModuleAdapter> clone() const = 0;
+
+  /// Where the network is a chain of layers, each taking the output of the
+  /// one before (a plain Sequential's children, C++ or Python, one input):
+  /// forward() layer by layer, keeping every layer's tensor output in
+  /// `kept`, in order. Undefined (and nothing run) where it is not such a
+  /// chain, or where two layers share a parameter: then only forward()
+  /// runs it. A pipeline stage uses the kept outputs to send its input's
+  /// gradient before it computes its weights' gradients.
+  virtual torch::Tensor forward_by_layer(const std::vector<torch::Tensor>& inputs,
+                                         std::vector<LayerOutput>& kept) {
+    (void)inputs;
+    (void)kept;
+    return {};
+  }
 };
 
 namespace detail {
@@ -77,6 +92,11 @@ struct has_config_json<M, std::void_t<decltype(std::declval<const M&>().config_j
 
 NamedTensorList to_list(const torch::OrderedDict<std::string, torch::Tensor>& dict);
 std::vector<std::pair<std::string, std::string>> module_types(torch::nn::Module& module);
+/// ModuleAdapter::forward_by_layer for a torch::nn::Sequential `module`
+/// (undefined for any other module).
+torch::Tensor forward_sequential_by_layer(torch::nn::Module& module,
+                                          const std::vector<torch::Tensor>& inputs,
+                                          std::vector<LayerOutput>& kept);
 
 /// Adapter for C++ modules; dispatches on the number of inputs.
 template <typename M>
@@ -116,6 +136,10 @@ class NnModuleAdapter : public ModuleAdapter {
   }
   std::vector<std::shared_ptr<torch::nn::Module>> modules() override {
     return module_->modules(/*include_self=*/true);
+  }
+  torch::Tensor forward_by_layer(const std::vector<torch::Tensor>& inputs,
+                                 std::vector<LayerOutput>& kept) override {
+    return forward_sequential_by_layer(*module_, inputs, kept);
   }
   std::string config_json() const override {
     if constexpr (has_config_json<M>::value) {

@@ -244,19 +244,30 @@ Timeline* EngineState::timeline() {
   return timeline_.get();
 }
 
-torch::Tensor EngineState::forward(const std::vector<torch::Tensor>& inputs) {
+torch::Tensor EngineState::forward(const std::vector<torch::Tensor>& inputs,
+                                   std::vector<LayerOutput>* kept) {
   const bool empty = !inputs.empty() && inputs[0].dim() > 0 && inputs[0].size(0) == 0;
   if (empty && !collective_layers_) return {};
-  return run(inputs);
+  return run(inputs, kept);
 }
 
-torch::Tensor EngineState::run(const std::vector<torch::Tensor>& inputs) {
+torch::Tensor EngineState::run(const std::vector<torch::Tensor>& inputs,
+                               std::vector<LayerOutput>* kept) {
+  const auto call = [&] {
+    if (kept != nullptr) {
+      kept->clear();
+      torch::Tensor out = net_->forward_by_layer(inputs, *kept);
+      if (out.defined()) return out;
+      kept->clear();
+    }
+    return net_->forward(inputs);
+  };
   const MixedPrecision precision = compiled_ ? compiled_->mixed_precision() : MixedPrecision::None;
-  if (precision == MixedPrecision::None) return net_->forward(inputs);
+  if (precision == MixedPrecision::None) return call();
   torch::Tensor output;
   {
     AutocastScope autocast(precision, device_);
-    output = net_->forward(inputs);
+    output = call();
   }
   // Loss and metrics in float32, as Keras's mixed policy recommends.
   return output.is_floating_point() ? output.to(torch::kFloat32) : output;
@@ -264,6 +275,9 @@ torch::Tensor EngineState::run(const std::vector<torch::Tensor>& inputs) {
 
 StepModel EngineState::step_model() {
   return {[this](const data::Element& x) { return forward(inputs_of(x)); },
+          [this](const data::Element& x, std::vector<LayerOutput>& kept) {
+            return forward(inputs_of(x), &kept);
+          },
           [this](const data::Element& x) { return target_of(x); },
           [this](const torch::Tensor& output, const torch::Tensor& target) {
             return compiled().loss()(output, target);

@@ -63,7 +63,11 @@ class EngineState {
   PredictContext predict_context();
 
   /// The network's output, always (predict, Model::forward); inputs on device.
-  torch::Tensor run(const std::vector<torch::Tensor>& inputs);
+  /// With `kept`: layer by layer where the network is a chain of layers
+  /// (ModuleAdapter::forward_by_layer), their outputs in `kept` (left empty
+  /// where it is not one).
+  torch::Tensor run(const std::vector<torch::Tensor>& inputs,
+                    std::vector<LayerOutput>* kept = nullptr);
   /// Structure check, then the master's weights, buffers and optimizer
   /// state on every rank. Collective.
   void synchronize_state();
@@ -110,7 +114,8 @@ class EngineState {
   /// The output of a training or evaluation micro-batch: undefined for an
   /// empty one unless the network has collective layers (every rank must
   /// join their collectives).
-  torch::Tensor forward(const std::vector<torch::Tensor>& inputs);
+  torch::Tensor forward(const std::vector<torch::Tensor>& inputs,
+                        std::vector<LayerOutput>* kept = nullptr);
   /// What the step needs of the model (forward, target, loss, state), as
   /// functions over this engine.
   StepModel step_model();

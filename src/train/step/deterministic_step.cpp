@@ -240,19 +240,12 @@ std::vector<torch::Tensor> DeterministicStep::chunk_backward(ChunkInFlight& f,
                                                              const data::MicroBatch& chunk,
                                                              int micro) {
   for (auto& p : c_.trainable) p.mutable_grad() = torch::Tensor();
-  StageLink* link = c_.stage.get();
-  if (link != nullptr && !link->layout().last_stage()) {
-    torch::autograd::backward({f.stage.output}, {link->recv_gradient(f.stage.output, micro)});
-  } else {
-    // The chunk's summed loss (times the loss scale, with mixed precision).
-    const double factor = static_cast<double>(chunk.local_size) *
-                          (c_.rules.scaler ? c_.rules.scaler->scale() : 1.0);
-    (f.loss * factor).backward();
-  }
-  if (link != nullptr && !link->layout().first_stage()) {
-    const torch::Tensor& g = f.stage.input.grad();
-    link->send_gradient(g.defined() ? g : torch::zeros_like(f.stage.input), micro);
-  }
+  // The chunk's summed loss (times the loss scale, with mixed precision), on
+  // the last stage or without stages.
+  const double factor = static_cast<double>(chunk.local_size) *
+                        (c_.rules.scaler ? c_.rules.scaler->scale() : 1.0);
+  backward_on_stage(f.stage, f.loss.defined() ? f.loss * factor : torch::Tensor(),
+                    c_.stage.get(), micro);
   std::vector<torch::Tensor> part;
   for (const auto& p : c_.trainable) {
     part.push_back(p.grad().defined() ? p.grad() : torch::zeros_like(p));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include <torch/types.h>
@@ -32,6 +33,10 @@ struct StageForward {
   /// undefined on the first stage.
   torch::Tensor input;
   torch::Tensor output;
+  /// Training on a stage after the first: every layer's output, where the
+  /// stage is a chain of layers (StepModel::forward_by_layer), for
+  /// backward_on_stage; empty otherwise.
+  std::vector<LayerOutput> layers;
   /// When the forward itself began: after the input came.
   Clock::time_point began;
 };
@@ -49,5 +54,28 @@ struct StageForward {
 StageForward forward_on_stage(const StepModel& model, StageLink* link,
                               const data::MicroBatch& part, int micro, bool training,
                               const std::function<void()>& seed = {});
+
+/// Micro-batch `micro`'s backward on this rank's stage. A stage before the
+/// last takes its output's gradient from the next stage and backpropagates
+/// it; the last stage, or the whole model without stages (`link` null),
+/// backpropagates `root` (the loss; undefined: no backward). A stage after
+/// the first sends its input's gradient back. Where the forward kept the
+/// layers' outputs (StageForward::layers), it does so before it computes
+/// the weights' gradients: the backward first follows the layers' outputs
+/// down to the input (autograd computes no weight gradient on that path),
+/// sends the input's gradient, then computes each layer's weight gradients
+/// from its output's, in reverse layer order as a plain backward does. The
+/// previous stage's backward then starts while this stage is still on its
+/// weights, which shortens the pipeline's drain; the gradients are the same
+/// bits (the same kernels on the same operands).
+struct StageBackward {
+  /// When the backward itself began: after the gradient came.
+  Clock::time_point began;
+  /// Split: when the input's gradient was done; it was sent then, and the
+  /// weights' gradients followed. Otherwise unset.
+  std::optional<Clock::time_point> weights;
+};
+StageBackward backward_on_stage(StageForward& f, const torch::Tensor& root, StageLink* link,
+                                int micro);
 
 }  // namespace tnt::train

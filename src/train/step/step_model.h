@@ -12,6 +12,7 @@
 #include <torch/types.h>
 
 #include <tarantella/data/element.h>
+#include <tarantella/keras/layer_output.h>
 
 #include "train/step/mixed_precision.h"
 
@@ -29,6 +30,11 @@ struct StepModel {
   /// (with zero gradients), for models whose layers communicate
   /// (SyncBatchNorm), which every rank must run.
   std::function<torch::Tensor(const data::Element&)> forward;
+  /// forward, layer by layer where the network is a chain of layers, each
+  /// layer's output kept (ModuleAdapter::forward_by_layer; `kept` left
+  /// empty where it is not a chain).
+  std::function<torch::Tensor(const data::Element&, std::vector<LayerOutput>& kept)>
+      forward_by_layer;
   /// The target of a micro-batch's element (on device).
   std::function<torch::Tensor(const data::Element&)> target;
   /// The mean loss of a batch.

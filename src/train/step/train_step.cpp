@@ -130,10 +130,14 @@ void TrainStep::forward_backward(const StepInput& in, dp::GradientSynchronizer& 
         backward_started = true;
       }
       const bool last = i + 1 == parts.size();
-      const Clock::time_point began =
+      const StageBackward b =
           backward_part(in, parts[i], flights[i], a.micro_batch, in.cycle.reduce && last, sync);
       if (tracing) {
-        slices_.push_back({fmt::format("backward {}", a.micro_batch), began, Clock::now()});
+        // A split backward: the input's gradient, then the weights'.
+        const Clock::time_point end = Clock::now();
+        slices_.push_back({fmt::format("backward {}", a.micro_batch), b.began,
+                           b.weights.value_or(end)});
+        if (b.weights) slices_.push_back({fmt::format("weights {}", a.micro_batch), *b.weights, end});
       }
       flights[i] = InFlight();  // the micro-batch's activations are freed
     }
@@ -167,28 +171,19 @@ TrainStep::InFlight TrainStep::forward_part(const data::MicroBatch& part, int mi
   return f;
 }
 
-Clock::time_point TrainStep::backward_part(const StepInput& in, const data::MicroBatch& part,
+StageBackward TrainStep::backward_part(const StepInput& in, const data::MicroBatch& part,
                                            InFlight& f, int micro, bool reduce,
                                            dp::GradientSynchronizer& sync) {
   const double weight = static_cast<double>(part.local_size) /
                         static_cast<double>(in.global_size * in.cycle.length);
   sync.begin_step(weight, reduce, pending());
-  StageLink* link = c_.stage.get();
-  Clock::time_point began = Clock::now();
-  if (link != nullptr && !link->layout().last_stage()) {
-    const torch::Tensor grad = link->recv_gradient(f.stage.output, micro);
-    began = Clock::now();
-    torch::autograd::backward({f.stage.output}, {grad});
-  } else if (f.loss.defined()) {
-    (c_.rules.scaler ? f.loss * c_.rules.scaler->scale() : f.loss).backward();
+  torch::Tensor root;  // on the last stage, or without stages
+  if (f.loss.defined()) {
+    root = c_.rules.scaler ? f.loss * c_.rules.scaler->scale() : f.loss;
   } else if (f.stage.output.defined() && f.stage.output.requires_grad()) {
-    f.stage.output.sum().backward();
+    root = f.stage.output.sum();
   }
-  if (link != nullptr && !link->layout().first_stage()) {
-    const torch::Tensor& g = f.stage.input.grad();
-    link->send_gradient(g.defined() ? g : torch::zeros_like(f.stage.input), micro);
-  }
-  return began;
+  return backward_on_stage(f.stage, root, c_.stage.get(), micro);
 }
 
 void share_last_stage_state(const StageLink& link, StepResult& r) {

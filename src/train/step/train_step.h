@@ -156,10 +156,9 @@ class TrainStep final : public Step {
   /// recorded.
   void forward_backward(const StepInput& in, dp::GradientSynchronizer& sync, StepTimes& t);
   InFlight forward_part(const data::MicroBatch& part, int micro);
-  /// Returns when the backward itself began (after the output's gradient
-  /// came from the next stage).
-  Clock::time_point backward_part(const StepInput& in, const data::MicroBatch& part, InFlight& f,
-                                  int micro, bool reduce, dp::GradientSynchronizer& sync);
+  /// backward_on_stage's times.
+  StageBackward backward_part(const StepInput& in, const data::MicroBatch& part, InFlight& f,
+                              int micro, bool reduce, dp::GradientSynchronizer& sync);
   void update_after_sync(dp::GradientSynchronizer& sync, bool reduce, StepResult& r);
   void update_per_bucket(dp::GradientSynchronizer& sync, StepResult& r);
   /// The stage's forward, its LibTorch errors explained.

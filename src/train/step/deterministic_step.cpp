@@ -231,8 +231,12 @@ DeterministicStep::ChunkInFlight DeterministicStep::chunk_forward(
     f.loss = c_.model.loss(f.stage.output, target);
     f.state = c_.model.state(f.stage.output, target, f.loss, chunk.local_size).to(torch::kFloat64);
   }
-  // The next chunk's forward starts from the step's buffers again.
-  for (const auto& b : c_.buffers) f.buffers.push_back(b.detach().clone());
+  // The chunk's buffers, summed with its gradients. The next chunk's
+  // forward starts from the step's buffers again: with stages another
+  // chunk's forward may come before this one's backward, so they are kept
+  // aside; without, the backward (which sums them) follows at once, and
+  // reads them in place.
+  for (const auto& b : c_.buffers) f.buffers.push_back(c_.stage ? b.detach().clone() : b.detach());
   return f;
 }
 

@@ -149,7 +149,15 @@ std::optional<EngineSnapshot> Engine::snapshot(bool keep, SnapshotUse use) {
   if (s.stage_link() != nullptr) return snapshot_with_stages(keep);
   // A sharded optimizer's state is on every rank in parts: gathered by all.
   std::optional<std::string> gathered;
-  if (s.gradients().shards()) gathered = s.gradients().shards()->full_state_bytes();
+  std::string names;  // the optimizer's parameters' names, in its order
+  if (dp::OptimizerShards* shards = s.gradients().shards()) {
+    shards->with_full_form([&](const torch::optim::Optimizer& full) {
+      gathered = optimizer_bytes(full);
+      names = optimizer_parameter_names(full, s.net().named_parameters());
+    });
+  } else if (s.is_compiled()) {
+    names = optimizer_parameter_names(s.optimizer(), s.net().named_parameters());
+  }
   if (!keep) return std::nullopt;
   // For a later write, host copies, so that training can change its
   // tensors while these are written. From a GPU: into pinned memory, on the
@@ -178,6 +186,7 @@ std::optional<EngineSnapshot> Engine::snapshot(bool keep, SnapshotUse use) {
     } else {
       out.optimizer = optimizer_bytes(s.optimizer());  // a type state_copy does not know
     }
+    out.optimizer_names = std::move(names);
     out.compile = compile_config(s.compiled()).dump();
   }
   if (from_gpu) {

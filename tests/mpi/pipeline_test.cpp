@@ -321,6 +321,18 @@ TEST(Pipeline, APermutedOptimizersCheckpointMapsByNameIntoAndOutOfStages) {
   ASSERT_EQ(again.load(staged_path), 2);
   expect_same(weights_2, weights_of(again), "the stages' checkpoint loaded unsplit");
   expect_same(momenta_2, momenta(again), "the stages' checkpoint loaded unsplit: momenta");
+  // Another model's stages (no BatchNorm, so other names) refuse the file,
+  // naming a parameter, on every rank, before anything changes.
+  tnt::Model other(tnt_test::stages_net(false, false), tnt::PipelineOptions().stages(2));
+  other.compile(compile);
+  try {
+    other.load(unsplit);
+    ADD_FAILURE() << "another model's stages loaded the reversed optimizer's file";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("the optimizer state in '"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("parameter '"), std::string::npos) << e.what();
+  }
   // An unsplit model whose optimizer is in named_parameters() order loads
   // the reversed one's file by name too.
   tnt::Model in_order(tnt_test::stages_net(false, true), tnt::world().split(tnt::get_rank()));

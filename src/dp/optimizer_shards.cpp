@@ -257,16 +257,6 @@ OptimizerShards::FullState OptimizerShards::gather_state() {
   return out;
 }
 
-std::string OptimizerShards::full_state_bytes() {
-  std::ostringstream out;
-  with_full_form([&](const torch::optim::Optimizer& optimizer) {
-    torch::serialize::OutputArchive archive;
-    optimizer.save(archive);
-    archive.save_to(out);
-  });
-  return out.str();
-}
-
 void OptimizerShards::with_full_form(
     const std::function<void(const torch::optim::Optimizer&)>& use) {
   TNT_CHECK(!released_, "OptimizerShards: used after unshard()");

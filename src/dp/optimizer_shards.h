@@ -16,7 +16,7 @@
 // the same arithmetic as stepping whole parameters.
 //
 // Checkpoints hold the whole ("full") state, as an unsharded optimizer on
-// the parameters would: full_state_bytes() gathers it, and unshard() puts the
+// the parameters would: with_full_form() gathers it, and unshard() puts the
 // optimizer back in that form (before a load, or a new bucket plan).
 #pragma once
 
@@ -88,13 +88,9 @@ class OptimizerShards {
   void set_gradients(const std::vector<torch::Tensor>& slices);
   /// start_gather for every bucket, then finish_gather. Collective.
   void gather_parameters();
-  /// The optimizer's state serialized in full form (as torch::optim's save
-  /// writes it for an unsharded optimizer on the parameters), on every
-  /// rank. Collective.
-  std::string full_state_bytes();
   /// Calls `use` with the optimizer in full form (groups on the parameters,
   /// the whole state), then puts the shards back: on every rank.
-  /// Collective. full_state_bytes() is this with torch::optim's save.
+  /// Collective. A checkpoint saves the optimizer in this form.
   void with_full_form(const std::function<void(const torch::optim::Optimizer&)>& use);
   /// Puts the optimizer back in full form on every rank: groups on the
   /// parameters, the whole state. Collective. The object is spent after.

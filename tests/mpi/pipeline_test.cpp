@@ -7,7 +7,8 @@
 // by norm and loss scaling (mixed precision: to bfloat16's precision); in
 // deterministic mode they are the same bits. A checkpoint saved at every
 // layout loads into the unsplit model, with the saved weights exactly, and
-// trains on as the pipelined model does.
+// trains on as the pipelined model does; so do checkpoints of an optimizer
+// built over a permuted parameter list, into stages and out of them.
 #include <unistd.h>
 
 #include <cstring>
@@ -20,6 +21,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <tarantella/base/torch_compat.h>
 #include <tarantella/data/dataset.h>
 #include <tarantella/keras/losses.h>
 #include <tarantella/keras/optimizers.h>
@@ -224,6 +226,122 @@ TEST(Pipeline, DeterministicCheckpointResumesBitwiseAtAnotherLayout) {
   expect_resumes(two_replicas, "resumed at 1 stage x 2 replicas");
   tnt::world().barrier();  // every rank read the file
   if (tnt::get_rank() == 0) std::filesystem::remove(path);
+}
+
+// A user's optimizer over a permuted parameter list (here reversed) keeps
+// its state in that order, and torch::optim's bytes key it by position: an
+// unsplit checkpoint of it loads into stages with every momentum buffer on
+// its own parameter (mapped by the names the file keeps), and the stages'
+// checkpoint loads unsplit. Deterministic mode: the momenta and weights are
+// the bits of the unsplit run with the same optimizer.
+tnt::optimizers::Factory reversed_sgd() {
+  return [](const std::vector<torch::Tensor>& params) -> std::unique_ptr<torch::optim::Optimizer> {
+    return std::make_unique<torch::optim::SGD>(
+        std::vector<torch::Tensor>(params.rbegin(), params.rend()),
+        torch::optim::SGDOptions(0.1).momentum(0.5));
+  };
+}
+
+// The SGD momentum buffer of each parameter, by name.
+std::map<std::string, torch::Tensor> momenta(tnt::Model& model) {
+  std::map<std::string, torch::Tensor> out;
+  auto& state = model.optimizer().state();
+  for (const auto& [name, p] : model.named_parameters()) {
+    const auto it = state.find(tnt::compat::optimizer_state_key(p));
+    if (it == state.end()) continue;
+    out[name] =
+        static_cast<torch::optim::SGDParamState&>(*it->second).momentum_buffer().clone();
+  }
+  return out;
+}
+
+void expect_same(const std::map<std::string, torch::Tensor>& want,
+                 const std::map<std::string, torch::Tensor>& got, const std::string& what) {
+  EXPECT_EQ(want.size(), got.size()) << what;
+  for (const auto& [name, t] : got) {
+    ASSERT_EQ(want.count(name), 1u) << what << ": " << name;
+    const torch::Tensor& w = want.at(name);
+    EXPECT_TRUE(same_bits(w, t)) << what << ": " << name << " differs: "
+                                 << (w.sizes() == t.sizes() ? std::to_string(relative(w, t))
+                                                            : "its shape is another");
+  }
+}
+
+std::map<std::string, torch::Tensor> weights_of(tnt::Model& model) {
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& [name, t] : model.named_parameters()) out[name] = t.detach().clone();
+  return out;
+}
+
+TEST(Pipeline, APermutedOptimizersCheckpointMapsByNameIntoAndOutOfStages) {
+  if (tnt::get_size() % 2 != 0) GTEST_SKIP() << "2 stages need an even number of ranks";
+  const tnt::CompileOptions compile = tnt::CompileOptions()
+                                          .optimizer(reversed_sgd())
+                                          .loss(tnt::losses::SparseCategoricalCrossentropy())
+                                          .deterministic(4);
+  const std::string base = tnt::world().broadcast_string(
+      (std::filesystem::temp_directory_path() /
+       ("tnt-pipeline-permuted-" + std::to_string(::getpid())))
+          .string());
+  // Each rank's unsplit model writes a file of its own (it is its group's master).
+  const std::string unsplit = base + "-unsplit-" + std::to_string(tnt::get_rank()) + ".pt";
+  const std::string staged_path = base + "-staged.pt";
+  tnt::Model alone(tnt_test::stages_net(false, true), tnt::world().split(tnt::get_rank()));
+  alone.compile(compile);
+  alone.fit(examples().batch(24), tnt::FitOptions().epochs(1).verbose(0));
+  alone.save(unsplit);
+  const auto momenta_1 = momenta(alone);
+  alone.fit(examples().batch(24), tnt::FitOptions().epochs(2).initial_epoch(1).verbose(0));
+  const auto momenta_2 = momenta(alone);
+  const auto weights_2 = weights_of(alone);
+  ASSERT_EQ(momenta_1.size(), 10u);  // every parameter has momentum after a step
+
+  tnt::Model staged(tnt_test::stages_net(false, true), tnt::PipelineOptions().stages(2));
+  staged.compile(compile);
+  ASSERT_EQ(staged.load(unsplit), 1);
+  {
+    SCOPED_TRACE("the unsplit checkpoint loaded into 2 stages");
+    const auto mine = momenta(staged);
+    ASSERT_FALSE(mine.empty());
+    for (const auto& [name, m] : mine) {
+      EXPECT_TRUE(same_bits(momenta_1.at(name), m)) << name;
+    }
+  }
+  staged.fit(examples().batch(24), tnt::FitOptions().epochs(2).initial_epoch(1).verbose(0));
+  for (const auto& [name, w] : weights_of(staged)) {
+    EXPECT_TRUE(same_bits(weights_2.at(name), w)) << "resumed in 2 stages: " << name;
+  }
+  for (const auto& [name, m] : momenta(staged)) {
+    EXPECT_TRUE(same_bits(momenta_2.at(name), m)) << "resumed in 2 stages: momentum of " << name;
+  }
+  staged.save(staged_path);
+
+  tnt::Model again(tnt_test::stages_net(false, true), tnt::world().split(tnt::get_rank()));
+  again.compile(compile);
+  ASSERT_EQ(again.load(staged_path), 2);
+  expect_same(weights_2, weights_of(again), "the stages' checkpoint loaded unsplit");
+  expect_same(momenta_2, momenta(again), "the stages' checkpoint loaded unsplit: momenta");
+  // Another model's stages (no BatchNorm, so other names) refuse the file,
+  // naming a parameter, on every rank, before anything changes.
+  tnt::Model other(tnt_test::stages_net(false, false), tnt::PipelineOptions().stages(2));
+  other.compile(compile);
+  try {
+    other.load(unsplit);
+    ADD_FAILURE() << "another model's stages loaded the reversed optimizer's file";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("the optimizer state in '"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("parameter '"), std::string::npos) << e.what();
+  }
+  // An unsplit model whose optimizer is in named_parameters() order loads
+  // the reversed one's file by name too.
+  tnt::Model in_order(tnt_test::stages_net(false, true), tnt::world().split(tnt::get_rank()));
+  in_order.compile(sgd().deterministic(4));
+  ASSERT_EQ(in_order.load(unsplit), 1);
+  expect_same(momenta_1, momenta(in_order), "the reversed optimizer's file loaded in order");
+  tnt::world().barrier();  // every rank read the files
+  std::filesystem::remove(unsplit);
+  if (tnt::get_rank() == 0) std::filesystem::remove(staged_path);
 }
 
 // Model::pipeline(): rank r holds stage r % P of pipeline r / P; a model

@@ -149,7 +149,15 @@ std::optional<EngineSnapshot> Engine::snapshot(bool keep, SnapshotUse use) {
   if (s.stage_link() != nullptr) return snapshot_with_stages(keep);
   // A sharded optimizer's state is on every rank in parts: gathered by all.
   std::optional<std::string> gathered;
-  if (s.gradients().shards()) gathered = s.gradients().shards()->full_state_bytes();
+  std::string names;  // the optimizer's parameters' names, in its order
+  if (dp::OptimizerShards* shards = s.gradients().shards()) {
+    shards->with_full_form([&](const torch::optim::Optimizer& full) {
+      gathered = optimizer_bytes(full);
+      names = optimizer_parameter_names(full, s.net().named_parameters());
+    });
+  } else if (s.is_compiled()) {
+    names = optimizer_parameter_names(s.optimizer(), s.net().named_parameters());
+  }
   if (!keep) return std::nullopt;
   // For a later write, host copies, so that training can change its
   // tensors while these are written. From a GPU: into pinned memory, on the
@@ -178,6 +186,7 @@ std::optional<EngineSnapshot> Engine::snapshot(bool keep, SnapshotUse use) {
     } else {
       out.optimizer = optimizer_bytes(s.optimizer());  // a type state_copy does not know
     }
+    out.optimizer_names = std::move(names);
     out.compile = compile_config(s.compiled()).dump();
   }
   if (from_gpu) {
@@ -204,6 +213,22 @@ std::optional<std::string> optimizer_bytes(const EngineSnapshot& snapshot) {
   return snapshot.optimizer;
 }
 
+namespace {
+
+// Whether an unsplit checkpoint's optimizer held the parameters in another
+// order than this model's optimizer does. Only a one-group optimizer of a
+// built-in kind is mapped by name; others load by position, as torch does.
+bool saved_in_another_order(const EngineState& s, const RestoredState& r) {
+  if (!r.optimizer_names || s.optimizer().param_groups().size() != 1) return false;
+  const dp::StateKind* kind = dp::state_kind(s.optimizer());
+  if (kind == nullptr || !kind->exactly(s.optimizer())) return false;
+  std::string saved;
+  for (const auto& name : *r.optimizer_names) saved += name + '\n';
+  return saved != optimizer_parameter_names(s.optimizer(), s.net().named_parameters());
+}
+
+}  // namespace
+
 void Engine::restore(const std::function<RestoredState()>& read_on_master) {
   EngineState& s = *state_;
   if (s.stage_link() != nullptr) return restore_with_stages(read_on_master);
@@ -217,6 +242,18 @@ void Engine::restore(const std::function<RestoredState()>& read_on_master) {
       const auto set_optimizer = prepare_optimizer_state(
           s.optimizer(), s.net().named_parameters(), saved, r.optimizer_kind, r.source,
           s.device());
+      prepare_weights(s.net(), r.weights, r.source)();  // checks every entry, then copies
+      set_optimizer();
+      return;
+    }
+    if (r.optimizer && saved_in_another_order(s, r)) {
+      // torch::optim's load maps by position: the saver held the parameters
+      // in another order (a user's optimizer over a permuted list). By name.
+      const NamedOptimizerState saved =
+          decode_optimizer_bytes(s.optimizer(), *r.optimizer, *r.optimizer_names, r.source);
+      const auto set_optimizer = prepare_optimizer_state(
+          s.optimizer(), s.net().named_parameters(), saved,
+          optimizer_kind_name(s.optimizer(), "loading a checkpoint"), r.source, s.device());
       prepare_weights(s.net(), r.weights, r.source)();  // checks every entry, then copies
       set_optimizer();
       return;

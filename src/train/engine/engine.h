@@ -63,6 +63,11 @@ struct EngineSnapshot {
   /// (optimizer_bytes below), so that the training thread does not.
   std::optional<std::string> optimizer;
   std::shared_ptr<const torch::optim::Optimizer> optimizer_copy;
+  /// The parameter names (named_parameters()) of the bytes' state, in the
+  /// optimizer's order, one per line: torch::optim keys its state by
+  /// position, and a user's optimizer may hold the parameters in any order.
+  /// Empty where unknown (a sharded optimizer).
+  std::string optimizer_names;
   /// With pipeline stages, the whole model's optimizer state by parameter
   /// name instead (train/engine/optimizer_by_name.h: the entry
   /// "optimizer_by_name"), and its optimizer's kind ("SGD", ...).
@@ -96,6 +101,9 @@ struct RestoredState {
   c10::impl::GenericDict weights{c10::StringType::get(), c10::AnyType::get()};
   /// torch::optim's bytes in full form, or none to keep the optimizer state.
   std::optional<std::string> optimizer;
+  /// The names of `optimizer`'s parameters in its order (the entry
+  /// "optimizer_names"), or none in files from before them.
+  std::optional<std::vector<std::string>> optimizer_names;
   /// Or the state by parameter name (a pipelined model's checkpoint, see
   /// train/engine/optimizer_by_name.h) and the kind of its optimizer.
   std::optional<c10::impl::GenericDict> optimizer_by_name;

@@ -92,6 +92,30 @@ WholeModelNames whole_model_names(ModuleAdapter& net, const comm::ProcessGroup& 
   return out;
 }
 
+// The order of the parameters in an unsplit checkpoint's optimizer bytes:
+// the saver's (the user's optimizer may hold them in any order), checked to
+// be the whole model's trainable parameters, each once; in files from before
+// the names, named_parameters()'s.
+std::vector<std::string> saver_order(const std::optional<std::vector<std::string>>& saved,
+                                     const std::vector<std::string>& trainable,
+                                     const std::string& path) {
+  if (!saved) return trainable;
+  std::set<std::string> want(trainable.begin(), trainable.end()), seen;
+  for (const auto& name : *saved) {
+    TNT_CHECK(want.count(name) == 1, "the optimizer state in '", path, "' is for parameter '",
+              name, "', which is not a trainable parameter of this model: load it into the "
+              "model it was saved from (the same Sequential, the same frozen parameters)");
+    TNT_CHECK(seen.insert(name).second, "the optimizer state in '", path,
+              "' names parameter '", name, "' twice: the file is damaged");
+  }
+  for (const auto& name : trainable) {
+    TNT_CHECK(seen.count(name) == 1, "the optimizer state in '", path,
+              "' has no entry for parameter '", name, "': it was saved from a different model "
+              "(or with that parameter frozen)");
+  }
+  return *saved;
+}
+
 }  // namespace
 
 std::optional<EngineSnapshot> Engine::snapshot_with_stages(bool keep) {
@@ -168,7 +192,9 @@ void Engine::restore_with_stages(const std::function<RestoredState()>& read_on_m
         auto saved = std::make_shared<NamedOptimizerState>(
             r.optimizer_by_name
                 ? from_entry(*r.optimizer_by_name, r.source)
-                : decode_optimizer_bytes(s.optimizer(), *r.optimizer, names.trainable, r.source));
+                : decode_optimizer_bytes(s.optimizer(), *r.optimizer,
+                                         saver_order(r.optimizer_names, names.trainable, r.source),
+                                         r.source));
         const std::string kind = r.optimizer_by_name
                                      ? r.optimizer_kind
                                      : optimizer_kind_name(s.optimizer(), "loading a checkpoint");

@@ -77,6 +77,21 @@ NamedOptimizerState optimizer_state_by_name(
       copy);
 }
 
+std::string optimizer_parameter_names(const torch::optim::Optimizer& optimizer,
+                                      const NamedTensorList& params) {
+  std::unordered_map<const void*, std::string> names;
+  for (const auto& [name, t] : params) names[t.unsafeGetTensorImpl()] = name;
+  std::string out;
+  for (const auto& group : optimizer.param_groups()) {
+    for (const auto& p : group.params()) {
+      const auto it = names.find(p.unsafeGetTensorImpl());
+      if (it == names.end()) return {};
+      out += it->second + '\n';
+    }
+  }
+  return out;
+}
+
 NamedOptimizerState decode_optimizer_bytes(const torch::optim::Optimizer& like,
                                            const std::string& bytes,
                                            const std::vector<std::string>& names,

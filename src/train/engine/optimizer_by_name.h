@@ -51,9 +51,18 @@ NamedOptimizerState optimizer_state_by_name(
     const torch::optim::Optimizer& optimizer, const NamedTensorList& params,
     const std::function<torch::Tensor(const torch::Tensor&)>& copy);
 
+/// The names (by `params`, the module's named_parameters()) of the
+/// parameters of `optimizer`'s groups, in its order, one per line: the
+/// order its torch::optim bytes keep the state in, which is the user's
+/// (an optimizer built over a permuted parameter list keeps that order).
+/// Empty if it holds a tensor that is not one of `params`.
+std::string optimizer_parameter_names(const torch::optim::Optimizer& optimizer,
+                                      const NamedTensorList& params);
+
 /// torch::optim's bytes (Optimizer::save) of an optimizer of `like`'s kind
-/// with ONE parameter group over the parameters named `names`, in order:
-/// the state as an unsplit model's default optimizer saved it. Throws,
+/// with ONE parameter group over the parameters named `names`, in order
+/// (the saver's order: optimizer_parameter_names, or, in files from before
+/// it, named_parameters()'s): the state as an unsplit model saved it. Throws,
 /// naming `path`, if the bytes do not fit (another group count or size).
 NamedOptimizerState decode_optimizer_bytes(const torch::optim::Optimizer& like,
                                            const std::string& bytes,

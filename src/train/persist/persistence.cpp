@@ -49,6 +49,7 @@ c10::impl::GenericDict checkpoint_entries(const CheckpointSnapshot& snapshot,
   dict.insert("optimizer_steps", s.counters.optimizer_steps);
   dict.insert("rng_state", snapshot.rng_state);
   if (optimizer) dict.insert("optimizer", bytes_view(*optimizer));
+  if (optimizer && !s.optimizer_names.empty()) dict.insert("optimizer_names", s.optimizer_names);
   if (s.optimizer_by_name) {  // pipeline stages: the state by parameter name
     dict.insert("optimizer_by_name", *s.optimizer_by_name);
     dict.insert("optimizer_kind", s.optimizer_kind);
@@ -82,6 +83,16 @@ c10::impl::GenericDict checkpoint_entries(const CheckpointSnapshot& snapshot,
     dict.insert("backup_rng_states", b->rng_states);
   }
   return dict;
+}
+
+// The lines of `text`, each ended by '\n' (optimizer_names).
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  for (std::size_t begin = 0, end; (end = text.find('\n', begin)) != std::string::npos;
+       begin = end + 1) {
+    out.push_back(text.substr(begin, end - begin));
+  }
+  return out;
 }
 
 // Deterministic mode's exponents from a file: keyed by the names it has
@@ -182,6 +193,7 @@ std::int64_t load(Engine& engine, const std::string& path) {
       r.optimizer_kind = entries.str("optimizer_kind");
     } else {
       r.optimizer = entries.bytes("optimizer");
+      if (entries.has("optimizer_names")) r.optimizer_names = lines_of(entries.str("optimizer_names"));
     }
     r.source = path;
     entries.count("epochs_done");

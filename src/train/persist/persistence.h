@@ -20,6 +20,8 @@
 //   epochs_done, optimizer_steps: int
 //   rng_state: uint8 tensor      (the default CPU generator)
 //   optimizer: uint8 tensor      (torch::optim's own serialization; if compiled)
+//   optimizer_names: str         (its parameters' names in its order, one per
+//                                line, so that another order maps by name)
 //   or, with pipeline stages, optimizer_by_name and optimizer_kind: the
 //   whole model's optimizer state by parameter name, so that the file loads
 //   at any layout (train/engine/optimizer_by_name.h); "weights" is then the

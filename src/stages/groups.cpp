@@ -1,6 +1,9 @@
 // split_into_stages (groups.h): two splits of the model's group.
 #include "stages/groups.h"
 
+#include <cstdlib>
+#include <fstream>
+
 #include <fmt/format.h>
 
 #include <tarantella/base/argument_error.h>
@@ -31,6 +34,13 @@ StageGroups split_into_stages(const comm::ProcessGroup& group, const PipelineSet
   }
   for (int s = 0; s < g.layout.stages; ++s) {
     stage_roles.push_back(role(s, g.layout.stages, g.layout.replica));
+  }
+  // The launcher's wrapper of this rank (tarantella rank-exec) names a
+  // rank that dies by a signal with this role: it gives the file to write
+  // it to in TNT_RANK_ROLE_FILE (src/cli/rank/rank_exec.cpp).
+  if (const char* role_file = std::getenv("TNT_RANK_ROLE_FILE")) {
+    std::ofstream(role_file, std::ios::trunc)
+        << role(g.layout.stage, g.layout.stages, g.layout.replica);
   }
   g.stage.name_ranks(std::move(replica_roles));
   g.pipeline.name_ranks(std::move(stage_roles));

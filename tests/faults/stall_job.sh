@@ -2,7 +2,8 @@
 # stall_job LAUNCHER RANKS VICTIM PROGRAM [ARGS...] starts PROGRAM on RANKS
 # ranks with TNT_COMM_TIMEOUT=5, waits until it prints a line starting with
 # "Epoch 1/", stops rank VICTIM's process (SIGSTOP: what a hung device or a
-# dead link looks like to its peers) and waits for the job to end, failing
+# dead link looks like to its peers; STALL_SIGNAL=KILL kills it instead)
+# and waits for the job to end, failing
 # if it runs 30 s past the stop or ends with status 0 or after more than
 # 10 s. Leaves the job's output in $log and the time to its end in $elapsed.
 # The caller defines fail().
@@ -23,7 +24,7 @@ stall_job() {
   # The victim: the program's process (not its wrapper) of rank $victim of this job.
   pid=$(rank_pid "$program" "$marker" "$victim")
   [ -n "$pid" ] || fail "no process of rank $victim found"
-  kill -STOP "$pid"
+  kill -"${STALL_SIGNAL:-STOP}" "$pid"
   start=$(date +%s.%N)
   while kill -0 "$job" 2>/dev/null; do
     elapsed=$(awk -v s="$start" -v n="$(date +%s.%N)" 'BEGIN { printf "%.1f", n - s }')

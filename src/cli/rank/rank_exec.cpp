@@ -20,10 +20,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <string>
 
 #include "common/launcher_error.h"
 #include "probe/node_facts.h"
@@ -260,13 +262,45 @@ void apply_thread_rule(const RankExecOptions& options, const RankIdentity& id) {
   ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
 }
 
-int report(const RankIdentity& id, int status, int stop_signal) {
+// A pipelined model's rank writes its role ("stage 1 of 2, pipeline 1") to
+// the file named by TNT_RANK_ROLE_FILE (src/stages/groups.cpp), so that a
+// rank killed by a signal is named by its stage and pipeline too.
+class RankRoleFile {
+ public:
+  RankRoleFile() {
+    char path[] = "/tmp/tnt-role-XXXXXX";
+    const int fd = ::mkstemp(path);
+    if (fd < 0) return;  // then the rank is named without its role
+    ::close(fd);
+    path_ = path;
+    ::setenv("TNT_RANK_ROLE_FILE", path_.c_str(), 1);
+  }
+  ~RankRoleFile() {
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  RankRoleFile(const RankRoleFile&) = delete;
+  RankRoleFile& operator=(const RankRoleFile&) = delete;
+  std::string read() const {
+    if (path_.empty()) return {};
+    std::ifstream in(path_);
+    std::string role;
+    std::getline(in, role);
+    return role;
+  }
+
+ private:
+  std::string path_;
+};
+
+int report(const RankIdentity& id, const std::string& role, int status, int stop_signal) {
   const int code = exit_code_of(status);
   // When the job is being stopped, every rank ends this way; only the rank
   // that failed on its own is worth naming.
   if (code != 0 && stop_signal == 0) {
-    std::cerr << "tarantella: " << rank_label(id) << " " << describe_wait_status(status)
-              << std::endl;
+    const std::string label =
+        role.empty() ? rank_label(id)
+                     : "rank " + std::to_string(id.rank) + " (on host " + id.host + ", " + role + ")";
+    std::cerr << "tarantella: " << label << " " << describe_wait_status(status) << std::endl;
   }
   return code;
 }
@@ -289,6 +323,7 @@ int run_rank_exec(const std::vector<std::string>& args) {
     return kUsageExitCode;
   }
 
+  const RankRoleFile role_file;
   SignalPipe signals({SIGINT, SIGTERM, SIGHUP, SIGCHLD});
   SpawnOptions spawn_options;
   spawn_options.argv = pinned_command(parsed, id);
@@ -305,7 +340,7 @@ int run_rank_exec(const std::vector<std::string>& args) {
   }
   ChildWatch watch(child, relays_for(child, parsed.options, id, std::move(files)), signals);
   const int status = watch.run();
-  return report(id, status, watch.stop_signal());
+  return report(id, role_file.read(), status, watch.stop_signal());
 }
 
 }  // namespace tnt::cli

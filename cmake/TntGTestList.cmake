@@ -1,6 +1,7 @@
 # Script mode, run after each link by tnt_gtest_suites (TntGTestSuites.cmake):
 # lists exe's GoogleTest suites and writes one add_test per suite (per case
-# for the suites in each_case) to out. Inputs: exe, out, prefix, props_file,
+# for the suites in each_case) to out, each with the properties that the
+# including file's _tnt_gtest_props sets. Inputs: exe, out, prefix,
 # each_case.
 cmake_minimum_required(VERSION 3.18)
 execute_process(COMMAND "${exe}" --gtest_list_tests
@@ -9,14 +10,13 @@ execute_process(COMMAND "${exe}" --gtest_list_tests
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${exe} --gtest_list_tests failed (${rc}):\n${listing}${errors}")
 endif()
-file(READ "${props_file}" props)
 string(REPLACE "\n" ";" lines "${listing}")
 set(body "")
 set(count 0)
 macro(add_one name filter)
   string(APPEND body
     "add_test([==[${prefix}${name}]==] [==[${exe}]==] [==[--gtest_filter=${filter}]==])\n"
-    "set_tests_properties([==[${prefix}${name}]==] PROPERTIES${props})\n")
+    "_tnt_gtest_props([==[${prefix}${name}]==])\n")
   math(EXPR count "${count} + 1")
 endmacro()
 set(suite "")

@@ -15,6 +15,20 @@ set(_tnt_gtest_list_script ${CMAKE_CURRENT_LIST_DIR}/TntGTestList.cmake)
 
 function(tnt_gtest_suites target)
   cmake_parse_arguments(arg "" "PREFIX" "EACH_CASE;PROPERTIES" ${ARGN})
+  # The cores each suite claims (TntTestCores.cmake): its PROCESSORS, or
+  # none where it is labelled waits.
+  if(NOT "RESOURCE_GROUPS" IN_LIST arg_PROPERTIES)
+    set(processors 1)
+    list(FIND arg_PROPERTIES PROCESSORS at)
+    if(at GREATER -1)
+      math(EXPR at "${at} + 1")
+      list(GET arg_PROPERTIES ${at} processors)
+    endif()
+    tnt_test_core_claim(claim "${processors}" "${arg_PROPERTIES}")
+    if(claim)
+      list(APPEND arg_PROPERTIES RESOURCE_GROUPS "${claim}")
+    endif()
+  endif()
   set(suites_file "${CMAKE_CURRENT_BINARY_DIR}/${target}_suites.cmake")
   set(include_file "${CMAKE_CURRENT_BINARY_DIR}/${target}_include.cmake")
   # The properties, each quoted as a bracket argument so that values with
@@ -23,14 +37,18 @@ function(tnt_gtest_suites target)
   foreach(p IN LISTS arg_PROPERTIES)
     string(APPEND props " [==[${p}]==]")
   endforeach()
-  file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/${target}_props.txt" "${props}")
   add_custom_command(TARGET ${target} POST_BUILD
     COMMAND ${CMAKE_COMMAND} -D "exe=$<TARGET_FILE:${target}>" -D "out=${suites_file}"
-            -D "prefix=${arg_PREFIX}" "-D" "each_case=${arg_EACH_CASE}" -D "props_file=${CMAKE_CURRENT_BINARY_DIR}/${target}_props.txt"
+            -D "prefix=${arg_PREFIX}" "-D" "each_case=${arg_EACH_CASE}"
             -P ${_tnt_gtest_list_script}
     BYPRODUCTS ${suites_file}
     VERBATIM)
+  # The properties live in the include file, written at each configuration,
+  # so that a change to them holds without a new link of the target.
   file(WRITE "${include_file}"
+    "macro(_tnt_gtest_props name)\n"
+    "  set_tests_properties(\"\${name}\" PROPERTIES${props})\n"
+    "endmacro()\n"
     "if(EXISTS \"${suites_file}\")\n"
     "  include(\"${suites_file}\")\n"
     "else()\n"

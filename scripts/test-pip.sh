@@ -86,5 +86,7 @@ pip_skip+='|^python\.rank_failure$|^mpi\.collectives\.scatter_gather_n8$|^exampl
 if [ $# -eq 0 ]; then
   if [ "${TNT_PIP_FULL:-0}" = 1 ]; then set -- -LE long; else set -- -LE long -E "$pip_skip"; fi
 fi
-ctest --output-on-failure -j 2 "$@"
+# -j 4: each test claims the cores it keeps busy (cmake/TntTestCores.cmake),
+# at most 2 in all; the other two places are for tests that mostly wait.
+ctest --output-on-failure -j 4 "$@"
 log "suite done"

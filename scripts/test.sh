@@ -18,4 +18,6 @@ for v in $(compgen -e | grep '^SLURM_' || true); do unset "$v"; done
 # Tests labelled "long" (ctest -L long) are left out unless arguments are
 # given: they repeat what a shorter test shows (docs/building.md).
 [ $# -gt 0 ] || set -- -LE long
-ctest --output-on-failure -j 2 "$@"
+# -j 4: each test claims the cores it keeps busy (cmake/TntTestCores.cmake),
+# at most 2 in all; the other two places are for tests that mostly wait.
+ctest --output-on-failure -j 4 "$@"

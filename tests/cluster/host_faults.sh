@@ -37,7 +37,9 @@ args=(--epochs 2 --train-size 3200 --batch-size 64 --learning-rate 0.02 --val-si
 timeout=10
 [ "$mode" = outage ] && timeout=5
 # shellcheck disable=SC2207  # the flags are words without blanks (cluster.sh checks)
-flags=($("$cluster" flags) --no-gpu -x "TNT_COMM_TIMEOUT=$timeout")
+# The marker tells this test's ranks from those of other tests running beside it.
+marker=host_faults-$$
+flags=($("$cluster" flags) --no-gpu -x "TNT_COMM_TIMEOUT=$timeout" -x "TNT_TEST_MARKER=$marker")
 
 # Lines of the job's standard error and output, each with the seconds since
 # the job started, so the test can say how long each phase took.
@@ -125,11 +127,14 @@ PY
 fi
 # A rank cut off with its host ends by itself: its collective times out,
 # and its daemon finds mpirun gone once the link is back. (By executable,
-# not command line: this script's own command line names lenet5.)
+# not command line: this script's own command line names lenet5; and by
+# marker: other tests may train lenet5 at the same time.)
 ranks_left() {
   local pid n=0
   for pid in $(pgrep -x lenet5); do
-    [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$lenet5" ] && n=$((n + 1))
+    [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$lenet5" ] || continue
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "TNT_TEST_MARKER=$marker" &&
+      n=$((n + 1))
   done
   echo "$n"
 }

@@ -13,7 +13,7 @@ function(tnt_resnet_test name)
                              [ "$status" -eq 0 ] || { echo "FAIL: exit status $status"; exit 1; }
                              grep -qE -- "$1" <<<"$out" || { echo "FAIL: no line matches '$1'"; exit 1; }]]
                    resnet_test "${T_EXPECT}" ${T_COMMAND})
-  set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS example RUN_SERIAL TRUE)
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS example PROCESSORS 2)
 endfunction()
 
 # (a) ResNet-20 learns Fashion-MNIST resized (to 16x16 here, to keep the
@@ -25,7 +25,7 @@ add_test(NAME example.resnet_cifar_fashion_mnist
                  --image-size 16 --train-size 4096 --val-size 512 --batch-size 32 --epochs 1
                  --learning-rate 0.05 --warmup-epochs 0.25 --verbose 2)
 set_tests_properties(example.resnet_cifar_fashion_mnist PROPERTIES TIMEOUT 180 LABELS example
-                     RUN_SERIAL TRUE)
+                     PROCESSORS 2)
 
 # (b) An image folder of PNG and JPEG files (written by the program itself):
 # ResNet-18 trains an epoch, and each rank decodes only its half of the
@@ -99,4 +99,4 @@ add_test(NAME example.resnet_pipeline_stages
                  --batch-size 32 --epochs 1 --learning-rate 0.05 --warmup-epochs 0.25
                  --pipeline-stages 2 --verbose 2)
 set_tests_properties(example.resnet_pipeline_stages PROPERTIES TIMEOUT 240 LABELS example
-                     RUN_SERIAL TRUE)
+                     PROCESSORS 2)

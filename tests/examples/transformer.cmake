@@ -10,7 +10,7 @@ add_test(NAME example.transformer_exact_match
                  --params tiny --epochs 6 --epochs-per-round 3 --test-size 500 --seed 42
                  --verbose 2)
 set_tests_properties(example.transformer_exact_match PROPERTIES TIMEOUT 420 LABELS example
-                     RUN_SERIAL TRUE)
+                     PROCESSORS 2)
 
 # Variable-length data under automatic distribution: a few
 # steps with fit()'s split of padded global batches end with the weights of
@@ -19,4 +19,4 @@ add_test(NAME example.transformer_auto_equals_manual_sharding
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/transformer_sharding.sh ${TNT_PYTHON} ${TNT_LAUNCHER}
                  $<TARGET_FILE:transformer> ${CMAKE_CURRENT_BINARY_DIR}/transformer_sharding)
 set_tests_properties(example.transformer_auto_equals_manual_sharding PROPERTIES TIMEOUT 120
-                     LABELS example RUN_SERIAL TRUE)
+                     LABELS example)

@@ -13,7 +13,7 @@ function(tnt_resnet_test name)
                              [ "$status" -eq 0 ] || { echo "FAIL: exit status $status"; exit 1; }
                              grep -qE -- "$1" <<<"$out" || { echo "FAIL: no line matches '$1'"; exit 1; }]]
                    resnet_test "${T_EXPECT}" ${T_COMMAND})
-  set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS example PROCESSORS 2)
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS example)
 endfunction()
 
 # (a) ResNet-20 learns Fashion-MNIST resized (to 16x16 here, to keep the

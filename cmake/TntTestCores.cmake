@@ -29,6 +29,15 @@ macro(tnt_test_cores_setup)
        "{\"version\": {\"major\": 1, \"minor\": 0},\n"
        " \"local\": [{\"cores\": [{\"id\": \"machine\", \"slots\": ${TNT_TEST_CORE_SLOTS}}]}]}\n")
   set(CTEST_RESOURCE_SPEC_FILE "${_tnt_spec}")
+  # ctest starts the tests that took longest first, by the times of earlier
+  # runs in this build folder. A new folder (every CI run) has none, and a
+  # long test started last held the suite up alone: it starts from the
+  # times measured here, tests/ctest-costs.txt (refresh it from
+  # build/Testing/Temporary/CTestCostData.txt, docs/building.md).
+  set(_tnt_costs "${CMAKE_BINARY_DIR}/Testing/Temporary/CTestCostData.txt")
+  if(NOT EXISTS "${_tnt_costs}")
+    configure_file("${PROJECT_SOURCE_DIR}/tests/ctest-costs.txt" "${_tnt_costs}" COPYONLY)
+  endif()
 endmacro()
 
 # The RESOURCE_GROUPS value for a test with these PROCESSORS and LABELS

@@ -13,6 +13,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -264,31 +265,49 @@ void apply_thread_rule(const RankExecOptions& options, const RankIdentity& id) {
 
 // A pipelined model's rank writes its role ("stage 1 of 2, pipeline 1") to
 // the file named by TNT_RANK_ROLE_FILE (src/stages/groups.cpp), so that a
-// rank killed by a signal is named by its stage and pipeline too.
+// rank killed by a signal is named by its stage and pipeline too. The file
+// lives in memory (memfd, inherited by the rank as /proc/self/fd/N): nothing
+// is left behind, even when this wrapper is killed with SIGKILL. Where
+// memfd_create is refused, a file in /tmp, removed at the end.
 class RankRoleFile {
  public:
   RankRoleFile() {
-    char path[] = "/tmp/tnt-role-XXXXXX";
-    const int fd = ::mkstemp(path);
-    if (fd < 0) return;  // then the rank is named without its role
-    ::close(fd);
-    path_ = path;
+    fd_ = static_cast<int>(::syscall(SYS_memfd_create, "tnt-rank-role", 0U));
+    if (fd_ >= 0) {
+      path_ = "/proc/self/fd/" + std::to_string(fd_);
+    } else {
+      char path[] = "/tmp/tnt-role-XXXXXX";
+      const int fd = ::mkstemp(path);
+      if (fd < 0) return;  // then the rank is named without its role
+      ::close(fd);
+      path_ = path;
+      temporary_ = true;
+    }
     ::setenv("TNT_RANK_ROLE_FILE", path_.c_str(), 1);
   }
   ~RankRoleFile() {
-    if (!path_.empty()) ::unlink(path_.c_str());
+    if (fd_ >= 0) ::close(fd_);
+    if (temporary_) ::unlink(path_.c_str());
   }
   RankRoleFile(const RankRoleFile&) = delete;
   RankRoleFile& operator=(const RankRoleFile&) = delete;
   std::string read() const {
-    if (path_.empty()) return {};
-    std::ifstream in(path_);
     std::string role;
-    std::getline(in, role);
+    if (fd_ >= 0) {
+      char buffer[256];
+      const ssize_t n = ::pread(fd_, buffer, sizeof buffer, 0);
+      if (n > 0) role.assign(buffer, static_cast<std::size_t>(n));
+      role = role.substr(0, role.find('\n'));
+    } else if (temporary_) {
+      std::ifstream in(path_);
+      std::getline(in, role);
+    }
     return role;
   }
 
  private:
+  int fd_ = -1;
+  bool temporary_ = false;
   std::string path_;
 };
 

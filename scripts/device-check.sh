@@ -106,7 +106,7 @@ else
   own_scratch=1
 fi
 
-all_steps=(configure build cuda_tests gpu_lenet5 resnet_python resnet_cpp_none resnet_cpp_float16
+all_steps=(configure build cuda_tests gpu_lenet5 gpu_stages resnet_python resnet_cpp_none resnet_cpp_float16
            gpu_backups unit_tests python_tests)
 declare -A result took
 for s in "${all_steps[@]}"; do result[$s]="not run"; took[$s]=""; done
@@ -369,7 +369,8 @@ nccl=(-DTNT_WITH_NCCL=AUTO)
 # What the steps below use, not the whole tree (no examples, no multi-rank
 # test programs, no launcher CLI tests: they need no GPU). With Ninja, only
 # the targets the configuration has (nccl_backend_test comes with NCCL).
-targets=(tarantella tnt_launcher tnt_python nccl_backend_test bench_scaling unit_tests)
+targets=(tarantella tnt_launcher tnt_python nccl_backend_test bench_scaling unit_tests
+         mpi_pipeline_test)
 launcher=$build/bin/tarantella
 export PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH}
 
@@ -387,6 +388,13 @@ plan_cuda_tests() {
 }
 plan_gpu_lenet5() {
   c=(bash "$root/bench/gpu/lenet5_checks.sh" "$launcher" "$py" "$scratch/lenet5" "$out/lenet5")
+}
+# Pipeline stages with CUDA tensors (the split backward, transfers between
+# stages): the C++ pipeline suite at 2 ranks sharing the GPU, host-staged
+# (NCCL refuses two ranks on one device), against the whole model alone on
+# the same GPU, within 1e-5 and bitwise in deterministic mode.
+plan_gpu_stages() {
+  c=("$launcher" -n 2 --ranks-per-gpu 2 -x TNT_COMM_TIMEOUT=60 -- "$build/tests/mpi/mpi_pipeline_test")
 }
 plan_resnet_python() {
   c=("$launcher" -n 1 -- "$py" "$root/bench/gpu/resnet_overhead.py" --steps 25 --warmup 10)
@@ -474,6 +482,7 @@ if [ "${result[cuda_tests]}" = ok ] &&
 fi
 
 gpu_step gpu_lenet5 120 "$launcher python"
+gpu_step gpu_stages 90 "$launcher $build/tests/mpi/mpi_pipeline_test"
 gpu_step resnet_python 120 "$launcher python"
 gpu_step resnet_cpp_none 60 "$launcher $build/bench/scaling/bench_scaling"
 gpu_step resnet_cpp_float16 60 "$launcher $build/bench/scaling/bench_scaling"

@@ -85,9 +85,12 @@ void expect_alone_equals_staged(const tnt::CompileOptions& compile, int accumula
   }
 }
 
+// On the host: a model on a GPU (the device check's run) holds device memory.
 bool same_bits(const torch::Tensor& a, const torch::Tensor& b) {
-  return a.sizes() == b.sizes() && a.dtype() == b.dtype() &&
-         std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), a.nbytes()) == 0;
+  if (a.sizes() != b.sizes() || a.dtype() != b.dtype()) return false;
+  const torch::Tensor x = a.cpu().contiguous();
+  const torch::Tensor y = b.cpu().contiguous();
+  return std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0;
 }
 
 // Deterministic mode: at every layout, the bits of the whole model on one

@@ -1,7 +1,7 @@
 # How the suite shares the machine: each test claims the cores it keeps busy,
 # and ctest starts a test only when its claim fits (CTest resource
-# allocation, a "cores" resource of 2 slots; docs/building.md, "How the
-# suite shares the cores").
+# allocation, a "cores" resource of 2 slots; docs/building.md, "What keeps
+# the suite short").
 #
 #   claim 2   PROCESSORS 2: a job whose ranks compute on both cores (a
 #             multi-rank training or collective run; at 2+ ranks each rank

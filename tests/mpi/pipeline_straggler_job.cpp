@@ -1,7 +1,10 @@
 // The straggler report with pipeline stages (tests/mpi/pipeline_straggler.sh):
 // 4 ranks run 2 replicas of a 2-stage pipeline (2 micro-batches a step).
-// Stage 1's layers sleep 30 ms per micro-batch, stage 0's 10 ms: an uneven
-// but healthy cut. Rank 0 marks each fit on stderr around the master's log
+// Stage 1's layers sleep 50 ms per micro-batch, stage 0's 25 ms: an uneven
+// but healthy cut. Stage 0's 50 ms per step put the default 20 % margin at
+// 10 ms: a loaded machine wakes a sleeping rank a few milliseconds late now
+// and then (CI once saw 7 ms a step over two windows against 10 ms sleeps,
+// and a report in the healthy fit). Rank 0 marks each fit on stderr around the master's log
 // lines ("pipeline_straggler_job: fit NAME" ... "end NAME"):
 //   uneven   nothing may be reported (stage 1 is slower than stage 0 by
 //            its work, not by a fault; stage 0 waits on it)
@@ -47,8 +50,8 @@ void fit(const std::string& name, int extra_ms) {
                          .batch(kBatch);
   // Every rank builds the whole Sequential; each keeps its stage's part, so
   // only the slowed rank's stage-1 layer sleeps longer.
-  torch::nn::Sequential net(torch::nn::Linear(16, 32), Sleep(10), tnt::nn::SplitPoint(),
-                            torch::nn::Linear(32, 4), Sleep(30 + extra_ms));
+  torch::nn::Sequential net(torch::nn::Linear(16, 32), Sleep(25), tnt::nn::SplitPoint(),
+                            torch::nn::Linear(32, 4), Sleep(50 + extra_ms));
   tnt::Model model(net, tnt::PipelineOptions().stages(2).micro_batches(2));
   model.compile(tnt::CompileOptions()
                     .optimizer(tnt::optimizers::SGD(0.01))
@@ -61,7 +64,7 @@ void fit(const std::string& name, int extra_ms) {
 
 int main(int argc, char** argv) {
   tnt::Runtime runtime(argc, argv);
-  const int sleep = argc > 1 ? std::atoi(argv[1]) : 40;
+  const int sleep = argc > 1 ? std::atoi(argv[1]) : 50;
   fit("uneven", 0);
   fit("slowed", tnt::get_rank() == 3 ? sleep : 0);
   return 0;

@@ -7,11 +7,13 @@
 //   data      a map after batch sleeps SLEEP_MS on rank 1 (data)
 //   callback  a callback of its own sleeps SLEEP_MS on rank 1 at every
 //             batch begin (callbacks and other); with a TensorBoard callback
-// Every rank's forward sleeps 10 ms besides: steps of 10 ms and more take
+// Every rank's forward sleeps 40 ms besides: steps of 40 ms and more take
 // the same wall time on every rank however the 2-core test machine's load
 // schedules them, so that the few milliseconds a busy machine adds to a
-// rank now and then stay within the detector's margin (a sleep, not a spin:
-// it holds no core, and ranks may outnumber cores). Each fit has 44 steps:
+// rank now and then stay within the detector's margin, 20 % or 8 ms here
+// (CI once saw a rank woken 7 ms a step late over two windows, which 10 ms
+// steps and the 5 ms floor did not absorb). A sleep, not a spin: it holds
+// no core, and ranks may outnumber cores. Each fit has 44 steps:
 // the default windows report by step 41 (a warm-up step and 2 windows of 20).
 // Usage: mpi_straggler_job SLEEP_MS TENSORBOARD_DIR
 #include <chrono>
@@ -35,7 +37,7 @@ struct SlowMlpImpl : torch::nn::Module {
     fc1 = register_module("fc1", torch::nn::Linear(16, 32));
     fc2 = register_module("fc2", torch::nn::Linear(32, 4));
   }
-  static constexpr int kBaseMs = 10;
+  static constexpr int kBaseMs = 40;
   torch::Tensor forward(torch::Tensor x) {
     sleep_ms(sleep);
     return fc2(torch::relu(fc1(x)));
@@ -86,7 +88,7 @@ void fit(const std::string& name, Where where, int ms, const std::string& tensor
 
 int main(int argc, char** argv) {
   tnt::Runtime runtime(argc, argv);
-  const int sleep = argc > 1 ? std::atoi(argv[1]) : 40;
+  const int sleep = argc > 1 ? std::atoi(argv[1]) : 100;
   const std::string tensorboard_dir = argc > 2 ? argv[2] : "tb";
   const int slow = tnt::get_rank() == 1 ? sleep : 0;
   fit("even", Where::kNowhere, 0, tensorboard_dir);

@@ -148,10 +148,13 @@ TEST(Supervisor, ChildIsStoppedWhenTheSupervisorIsKilled) {
   const auto [child, killed_at] =
       kill_launcher_of("trap 'exit 0' TERM", "while :; do sleep 0.05; done", 3000ms);
   ASSERT_GT(child, 0) << "the child did not start";
-  const auto gone = time_until_gone(child, killed_at, 2000ms);
+  // "At once" is anything well inside the 3 s delay after which the orphan
+  // guard's SIGKILL would have stopped it: a loaded machine (the suite runs
+  // tests side by side) can take a second to wake the shell.
+  const auto gone = time_until_gone(child, killed_at, 2500ms);
   if (!gone) ::kill(child, SIGKILL);
-  ASSERT_TRUE(gone.has_value()) << "the child outlived its supervisor by 2 s";
-  EXPECT_LT(*gone, 1000ms) << "SIGTERM (the parent-death signal) should stop it at once";
+  ASSERT_TRUE(gone.has_value()) << "the child outlived its supervisor by 2.5 s";
+  EXPECT_LT(*gone, 2000ms) << "SIGTERM (the parent-death signal) should stop it at once";
 }
 
 TEST(Supervisor, ChildIgnoringSigtermIsKilledAfterTheDelayWhenTheSupervisorIsKilled) {

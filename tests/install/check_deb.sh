@@ -54,8 +54,19 @@ fi
 launcher=$prefix/bin/tarantella
 [ -x "$launcher" ] || fail "no launcher at $launcher"
 
-# 1. CMake: find_package(Tarantella). Installed under /usr it needs no hint.
+# Compiles go through ccache where the machine has it, as the tree's own do:
+# the consumer's compile (all of LibTorch's headers, about 16 CPU-s each
+# way) runs again only when a packaged header or a flag changed; linking
+# and running happen every time. Paths are hashed relative to WORK_DIR.
+cxx=(g++)
 cmake_args=(-DCMAKE_BUILD_TYPE=Release)
+if command -v ccache > /dev/null; then
+  export CCACHE_BASEDIR=$work CCACHE_NOHASHDIR=1
+  cxx=(ccache g++)
+  cmake_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+
+# 1. CMake: find_package(Tarantella). Installed under /usr it needs no hint.
 $installed || cmake_args+=(-DCMAKE_PREFIX_PATH="$prefix")
 cmake -S "$consumer" -B "$work/cmake" "${cmake_args[@]}" > "$work/cmake-configure.log" 2>&1 \
   || { cat "$work/cmake-configure.log"; fail "find_package(Tarantella) against the package failed"; }
@@ -71,8 +82,11 @@ pkg-config --exists tarantella || fail "pkg-config does not know tarantella"
 [ "$(pkg-config --modversion tarantella)" = "$(dpkg-deb --field "$deb" Version)" ] \
   || fail "pkg-config version differs from the package's"
 # shellcheck disable=SC2046
-g++ -O1 -o "$work/consumer-pc" "$consumer/main.cpp" $(pkg-config --cflags --libs tarantella) \
-  > "$work/pc-build.log" 2>&1 || { cat "$work/pc-build.log"; fail "building with pkg-config failed"; }
+"${cxx[@]}" -O1 -c -o "$work/consumer-pc.o" "$consumer/main.cpp" $(pkg-config --cflags tarantella) \
+  > "$work/pc-build.log" 2>&1 || { cat "$work/pc-build.log"; fail "compiling with pkg-config's flags failed"; }
+# shellcheck disable=SC2046
+g++ -o "$work/consumer-pc" "$work/consumer-pc.o" $(pkg-config --libs tarantella) \
+  > "$work/pc-link.log" 2>&1 || { cat "$work/pc-link.log"; fail "linking with pkg-config's libs failed"; }
 
 # 3. Both binaries at 2 ranks through the installed launcher.
 for exe in "$work/cmake/consumer" "$work/consumer-pc"; do

@@ -7,8 +7,17 @@ cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
 test -f "$work/prefix/include/tarantella/version.h" || { echo "version.h not installed"; exit 1; }
 test -x "$work/prefix/bin/tarantella" || { echo "launcher not installed"; exit 1; }
 launcher=( "$work/prefix/bin/tarantella" )
+# Through ccache where the machine has it, as the tree itself is built: the
+# consumer's compile (all of LibTorch's headers, about 16 CPU-s) runs again
+# only when an installed header or a flag changed; it links and runs always.
+# Paths are hashed relative to WORK_DIR, so another clone's run hits too.
+compiler_launcher=()
+if command -v ccache > /dev/null; then
+  export CCACHE_BASEDIR=$work CCACHE_NOHASHDIR=1
+  compiler_launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
 cmake -S "$consumer" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" \
-      -DCMAKE_BUILD_TYPE=Release > "$work/configure.log"
+      -DCMAKE_BUILD_TYPE=Release "${compiler_launcher[@]}" > "$work/configure.log"
 cmake --build "$work/build" -j2 > "$work/build.log" || { cat "$work/build.log"; exit 1; }
 # Run it as a plain process and as two ranks through the installed launcher.
 "$work/build/consumer"

@@ -57,11 +57,12 @@ launcher=$prefix/bin/tarantella
 # Compiles go through ccache where the machine has it, as the tree's own do:
 # the consumer's compile (all of LibTorch's headers, about 16 CPU-s each
 # way) runs again only when a packaged header or a flag changed; linking
-# and running happen every time. Paths are hashed relative to WORK_DIR.
+# and running happen every time. Paths are hashed relative to the checkout
+# (as the tree's own compiles), so another clone's run hits too.
 cxx=(g++)
 cmake_args=(-DCMAKE_BUILD_TYPE=Release)
 if command -v ccache > /dev/null; then
-  export CCACHE_BASEDIR=$work CCACHE_NOHASHDIR=1
+  export CCACHE_BASEDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd) CCACHE_NOHASHDIR=1
   cxx=(ccache g++)
   cmake_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi

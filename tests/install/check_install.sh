@@ -10,10 +10,11 @@ launcher=( "$work/prefix/bin/tarantella" )
 # Through ccache where the machine has it, as the tree itself is built: the
 # consumer's compile (all of LibTorch's headers, about 16 CPU-s) runs again
 # only when an installed header or a flag changed; it links and runs always.
-# Paths are hashed relative to WORK_DIR, so another clone's run hits too.
+# Paths are hashed relative to the checkout (as the tree's own compiles),
+# so another clone's run hits too.
 compiler_launcher=()
 if command -v ccache > /dev/null; then
-  export CCACHE_BASEDIR=$work CCACHE_NOHASHDIR=1
+  export CCACHE_BASEDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd) CCACHE_NOHASHDIR=1
   compiler_launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 cmake -S "$consumer" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" \

@@ -26,16 +26,7 @@ if [ -f "$out/CMakeCache.txt" ] && ! grep -qxF "Torch_DIR:UNINITIALIZED=$torch_d
   rm -rf "$out"
 fi
 mkdir -p "$out"
-# Through ccache where the machine has it, as the main tree: the suite's
-# smoke run builds this tree from nothing in every new build folder (about
-# 80 CPU-s). The precompiled header needs these sloppiness settings
-# (tests/fuzz/CMakeLists.txt leaves its timestamp out); paths relative to the
-# checkout let another clone hit.
-launcher=()
-if command -v ccache > /dev/null; then
-  launcher=("-DCMAKE_CXX_COMPILER_LAUNCHER=env;CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime;CCACHE_BASEDIR=$root;CCACHE_NOHASHDIR=1;ccache")
-fi
-cmake -S "$root/tests/fuzz" -B "$out" -G Ninja -DCMAKE_CXX_COMPILER=clang++ "${launcher[@]}" \
+cmake -S "$root/tests/fuzz" -B "$out" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
       -DTNT_FUZZ_OPT="${TNT_FUZZ_OPT:--O1}" -DTNT_MAIN_BUILD="$main_build" ${torch_dir:+-DTorch_DIR="$torch_dir"} \
       ${torch_dir:+-DCMAKE_PREFIX_PATH="$(dirname "$torch_dir")"} > "$out/configure.log" 2>&1 \
   || { cat "$out/configure.log"; exit 1; }

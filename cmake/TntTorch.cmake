@@ -90,6 +90,21 @@ if(_tnt_nvidia_libs)
   set(TNT_TORCH_NVIDIA_LIB_DIRS ${_tnt_nvidia_libs})
 endif()
 
+# libstdc++ before LibTorch. pip torch's libtorch.so (2.11 at least; not
+# 2.15) exports its own statically linked copies of libstdc++'s
+# std::filesystem functions (pytorch/pytorch#133437). The linker lists
+# libstdc++.so.6 last among a binary's needed libraries, so the dynamic
+# linker finds torch's copies first, and some of them crash: with 2.11,
+# std::filesystem::remove_all jumps to address 0. Naming libstdc++ first
+# makes every std::filesystem call, ours and torch's, use libstdc++'s own.
+# TNT_LIBSTDCXX_FIRST is also a usage requirement of the tarantella target
+# (src/CMakeLists.txt), for programs built against an installed Tarantella;
+# the test layering.libstdcxx_first checks the order in the built binaries.
+if(CMAKE_SYSTEM_NAME STREQUAL "Linux" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  set(TNT_LIBSTDCXX_FIRST "SHELL:-Wl,--push-state,--no-as-needed -lstdc++ -Wl,--pop-state")
+  add_link_options("${TNT_LIBSTDCXX_FIRST}")
+endif()
+
 macro(tnt_torch_settings)
 set(TNT_TORCH_VERSION "${Torch_VERSION}")
 set(TNT_TORCH_LIB_DIR "${TORCH_INSTALL_PREFIX}/lib")

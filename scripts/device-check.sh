@@ -415,8 +415,14 @@ plan_gpu_backups() {
   c=("$launcher" -n 1 -- "$py" "$root/bench/checkpoint/background_backup.py" --steps 60
      --save-freq 20 --rounds 1 --dir "$scratch/backup-bench")
 }
+# The build's resource file gives the suite 2 core slots (a 2-core CI
+# machine's claims, cmake/TntTestCores.cmake); here every core is a slot, so
+# that -j "$jobs" runs that many one-process unit tests at once.
 plan_unit_tests() {
-  c=(ctest --test-dir "$build" -L unit -j "$jobs" --output-on-failure)
+  printf '{"version": {"major": 1, "minor": 0},\n "local": [{"cores": [{"id": "machine", "slots": %s}]}]}\n' \
+    "$jobs" >"$scratch/ctest-cores.json"
+  c=(ctest --test-dir "$build" -L unit -j "$jobs" --resource-spec-file "$scratch/ctest-cores.json"
+     --output-on-failure)
 }
 plan_python_tests() {
   c=(ctest --test-dir "$build" -R '^python\.pytest\.n[12]$' --output-on-failure)

@@ -222,11 +222,15 @@ static Handle submit(ProcessGroup::State& s, std::string name, Fn fn,
 }
 
 // A blocking call: on the caller's thread when the engine is idle (see
-// CommEngine::run).
+// CommEngine::run), else on the engine thread after the requests queued
+// before it, with `tensor`'s ready mark as submit() gives it.
 template <typename Fn>
-static torch::Tensor run_now(ProcessGroup::State& s, std::string name, Fn fn) {
+static torch::Tensor run_now(ProcessGroup::State& s, std::string name, Fn fn,
+                             const torch::Tensor& tensor = {}) {
   Backend* backend = s.backend.get();
-  return s.engine->run(name, [backend, fn, naming = s.naming, name] {
+  std::shared_ptr<c10::Event> mark = ready_mark(tensor);
+  return s.engine->run(name, [backend, fn, mark, naming = s.naming, name] {
+    const ReadyMarkScope scope(mark.get());
     const ::tnt::detail::WaitingOn waiting([&] { return collective_waited_on(*naming, name); });
     return told_in_job_ranks(naming, [&] { return fn(*backend); });
   });
@@ -276,20 +280,21 @@ Handle ProcessGroup::barrier_async() const {
 }
 
 torch::Tensor ProcessGroup::allreduce(torch::Tensor tensor, ReduceOp op) const {
-  return run_now(member("allreduce"), with_op("allreduce", op), allreduce_work(tensor, op));
+  return run_now(member("allreduce"), with_op("allreduce", op), allreduce_work(tensor, op),
+                 tensor);
 }
 torch::Tensor ProcessGroup::broadcast(torch::Tensor tensor, int root) const {
-  return run_now(member("broadcast"), "broadcast", broadcast_work(tensor, root));
+  return run_now(member("broadcast"), "broadcast", broadcast_work(tensor, root), tensor);
 }
 torch::Tensor ProcessGroup::allgather(torch::Tensor tensor) const {
-  return run_now(member("allgather"), "allgather", allgather_work(tensor));
+  return run_now(member("allgather"), "allgather", allgather_work(tensor), tensor);
 }
 torch::Tensor ProcessGroup::allgatherv(torch::Tensor tensor) const {
-  return run_now(member("allgatherv"), "allgatherv", allgatherv_work(tensor));
+  return run_now(member("allgatherv"), "allgatherv", allgatherv_work(tensor), tensor);
 }
 torch::Tensor ProcessGroup::reduce_scatter(torch::Tensor tensor, ReduceOp op) const {
   return run_now(member("reduce_scatter"), with_op("reduce_scatter", op),
-                 reduce_scatter_work(tensor, op));
+                 reduce_scatter_work(tensor, op), tensor);
 }
 void ProcessGroup::barrier() const { run_now(member("barrier"), "barrier", barrier_work); }
 

@@ -113,7 +113,15 @@ void broadcast_optimizer_state(const comm::ProcessGroup& group,
   if (group.rank() != root) {
     std::istringstream in(bytes);
     torch::serialize::InputArchive archive;
-    archive.load_from(in);
+    // Onto this rank's device: the root's tensors name the root's GPU.
+    torch::Device device = torch::kCPU;
+    for (const auto& g : optimizer.param_groups()) {
+      if (!g.params().empty()) {
+        device = g.params().front().device();
+        break;
+      }
+    }
+    archive.load_from(in, device);
     optimizer.load(archive);
   }
 }

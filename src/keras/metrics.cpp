@@ -11,8 +11,11 @@ namespace {
 // State {numerator, count}; value numerator / count (0 when empty).
 double ratio(const std::vector<double>& s) { return s[1] > 0 ? s[0] / s[1] : 0.0; }
 
+// On the numerator's device: stack() takes no host scalar beside a GPU
+// tensor, and the state stays on the device (no host synchronisation).
 torch::Tensor pair(const torch::Tensor& numerator, double count) {
-  return torch::stack({numerator.to(torch::kFloat64).sum(), torch::tensor(count, torch::kFloat64)});
+  const torch::Tensor sum = numerator.to(torch::kFloat64).sum();
+  return torch::stack({sum, torch::full({}, count, sum.options())});
 }
 
 Metric ratio_metric(std::string name, Metric::Update update) {

@@ -24,8 +24,6 @@ void set_seed(std::uint64_t seed, bool deterministic) {
   if (deterministic) {
     use_deterministic_cuda();
     at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
-    at::globalContext().setDeterministicCuDNN(true);
-    at::globalContext().setBenchmarkCuDNN(false);
   }
   g_seed_set.store(true);
   log::debug("set_seed(" + std::to_string(seed) + "): generators seeded" +
@@ -47,6 +45,10 @@ void use_deterministic_cuda() {
   // differently from the CPU; deterministic results are compared bitwise.
   at::globalContext().setAllowTF32CuBLAS(false);
   at::globalContext().setAllowTF32CuDNN(false);
+  // cuDNN's deterministic algorithms, and no benchmarking (which may pick a
+  // different algorithm from run to run).
+  at::globalContext().setDeterministicCuDNN(true);
+  at::globalContext().setBenchmarkCuDNN(false);
 }
 
 bool seed_was_set() { return g_seed_set.load(); }

@@ -26,6 +26,18 @@ TEST(DeterministicCudaEnv, SetsTheCublasWorkspaceAndTurnsTf32Off) {
   EXPECT_TRUE(at::globalContext().deterministicAlgorithms());
 }
 
+// Deterministic training (CompileOptions::deterministic) calls this alone,
+// without set_seed: cuDNN's choice of algorithm must be fixed too.
+TEST(DeterministicCudaEnv, DeterministicTrainingAloneFixesCudnnsAlgorithms) {
+  ::unsetenv("CUBLAS_WORKSPACE_CONFIG");
+  at::globalContext().setDeterministicCuDNN(false);
+  at::globalContext().setBenchmarkCuDNN(true);
+  tnt::use_deterministic_cuda();
+  EXPECT_TRUE(at::globalContext().deterministicCuDNN());
+  EXPECT_FALSE(at::globalContext().benchmarkCuDNN());
+  ::unsetenv("CUBLAS_WORKSPACE_CONFIG");
+}
+
 TEST(DeterministicCudaEnv, KeepsAValidUserValueAndRefusesAnInvalidOne) {
   ::setenv("CUBLAS_WORKSPACE_CONFIG", ":16:8", 1);
   tnt::set_seed(7, /*deterministic=*/true);

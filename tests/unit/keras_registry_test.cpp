@@ -237,6 +237,29 @@ TEST(KerasRegistry, EveryBuiltInMetricRoundTrips) {
             M::TopKCategoricalAccuracy().config);
 }
 
+// On a GPU the state must stay on the inputs' device: no host scalar stacked
+// beside a device tensor (which stack() refuses). The meta device stands in
+// for the GPU here: it refuses mixing with host tensors alike.
+TEST(KerasRegistry, EveryBuiltInMetricKeepsItsStateOnTheInputsDevice) {
+  const torch::Device meta(torch::kMeta);
+  const torch::Tensor scores = torch::rand({4, 3}).to(meta);
+  const torch::Tensor labels = torch::tensor({0, 1, 1, 2}).to(meta);
+  const torch::Tensor values = torch::rand({4}).to(meta);
+  const std::vector<std::pair<M::Metric, std::pair<torch::Tensor, torch::Tensor>>> cases = {
+      {M::Accuracy(), {scores, labels}},
+      {M::SparseCategoricalAccuracy(), {scores, labels}},
+      {M::CategoricalAccuracy(), {scores, scores}},
+      {M::BinaryAccuracy(), {values, values}},
+      {M::TopKCategoricalAccuracy(2), {scores, labels}},
+      {M::MeanSquaredError(), {values, values}}};  // abs (MeanAbsoluteError) has no meta kernel
+  for (const auto& [metric, batch] : cases) {
+    SCOPED_TRACE(metric.name);
+    const torch::Tensor state = metric.update(batch.first, batch.second);
+    EXPECT_EQ(state.device(), meta);
+    EXPECT_EQ(state.numel(), metric.state_size);
+  }
+}
+
 TEST(KerasRegistry, EveryBuiltInScheduleRoundTrips) {
   const std::vector<S::Schedule> schedules = {
       S::Constant(0.1),

@@ -37,9 +37,13 @@ void set_seed(std::uint64_t seed, bool deterministic = true);
 
 /// What CUDA needs for reproducible results, set before CUDA makes its first
 /// cuBLAS handle: CUBLAS_WORKSPACE_CONFIG=:4096:8 (a user's :4096:8 or :16:8
-/// is kept, any other value is refused with the fix) and TF32 off for cuBLAS
-/// and cuDNN. Called by set_seed(seed, true) and by deterministic training
-/// (CompileOptions::deterministic); harmless without a GPU.
+/// is kept, any other value is refused with the fix), TF32 off for cuBLAS
+/// and cuDNN, cuDNN's deterministic algorithms and no cuDNN benchmarking.
+/// Called by set_seed(seed, true) and by deterministic training
+/// (CompileOptions::deterministic); harmless without a GPU. LibTorch's
+/// deterministic algorithms elsewhere (setDeterministicAlgorithms, which
+/// refuses the operations that have none) come with set_seed(seed, true)
+/// only.
 void use_deterministic_cuda();
 
 /// Whether set_seed() has been called in this process.

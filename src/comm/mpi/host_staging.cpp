@@ -11,6 +11,7 @@
 #include <chrono>
 
 #include "comm/poll.h"
+#include "comm/ready_mark.h"
 
 namespace tnt::comm {
 
@@ -62,10 +63,14 @@ HostStaging::Device& HostStaging::device_state(const torch::Device& device) {
 torch::Tensor HostStaging::to_host(const torch::Tensor& t) {
   if (t.device().is_cpu()) return t;
   Device& d = device_state(t.device());
-  const c10::Stream caller = d.impl.getStream(t.device());
-  c10::Event ready(t.device().type());
-  ready.record(caller);  // after the kernels that produced `t`
-  ready.block(d.side);
+  if (const c10::Event* mark = current_ready_mark()) {
+    mark->block(d.side);  // when `t` was ready on its caller's stream (comm/ready_mark.h)
+  } else {
+    const c10::Stream caller = d.impl.getStream(t.device());
+    c10::Event ready(t.device().type());
+    ready.record(caller);  // after the kernels that produced `t`
+    ready.block(d.side);
+  }
   torch::Tensor host = buffers_.view(t.sizes(), t.scalar_type());
   c10::Event copied(t.device().type());
   {

@@ -5,7 +5,8 @@
 // Note: how a staged collective overlaps with backward.
 //  1. to_host() records an event on the calling thread's current stream of
 //     the tensor's device (after the kernels that produced the gradients),
-//     makes a side stream wait on it, and copies the tensor into a pinned
+//     or takes the request's ready mark where it has one (comm/ready_mark.h:
+//     a request run on the engine thread), makes a side stream wait on it, and copies the tensor into a pinned
 //     host buffer on that side stream (non-blocking). The host waits for
 //     that copy alone: the kernels queued after it (the rest of backward)
 //     keep running on the GPU meanwhile.

@@ -120,6 +120,7 @@ struct RecvOp : P2pOp {
   P2pHeader mine, theirs;
   MPI_Request header_req = MPI_REQUEST_NULL;
   std::vector<char> scratch;  ///< a mismatched transfer's data, thrown away
+  std::shared_ptr<void> ready;  ///< a GPU buffer's ready mark
   bool agreed = true;
 };
 
@@ -274,7 +275,7 @@ struct MpiP2p::Core {
       op.scratch.resize(static_cast<std::size_t>(op.theirs.nbytes));
       into = op.scratch.data();
     } else if (op.mine.device) {
-      op.dev = device->recv(p, op.t.tensor);
+      op.dev = device->recv(p, op.t.tensor, op.ready);
       send_ack(p, tag, op);  // now: the sender issues its send on it
       op.stage = RecvOp::Stage::Device;
       return;
@@ -472,6 +473,7 @@ std::shared_ptr<P2pWork> MpiP2p::recv(const Transfer& t) {
   Core::Peer& peer = c.peers[static_cast<std::size_t>(t.peer)];
   op->mine = header_of(t.tensor, peer.received[t.tag]++, t.what);
   op->mine.device = on_device ? 1 : 0;
+  if (on_device) op->ready = c.device->ready_mark(t.tensor);
   check_mpi(MPI_Irecv(&op->theirs, sizeof(P2pHeader), MPI_BYTE, t.peer, header_tag(t.tag), c.comm,
                       &op->header_req),
             "MPI_Irecv (header)");

@@ -78,11 +78,14 @@ class DevicePayload {
   virtual void join_from(int peer, const std::string& token) = 0;
   /// The moment `tensor` is ready on the calling thread's stream.
   virtual std::shared_ptr<void> ready_mark(const torch::Tensor& tensor) = 0;
-  /// Sends `tensor` (once `ready` has passed) / receives into `tensor`.
-  /// Issued in call order per peer and direction.
+  /// Sends `tensor` / receives into `tensor`, once `ready` has passed (a
+  /// receive buffer may be memory that the caller's stream still reads:
+  /// the caching allocator hands it out at once). Issued in call order per
+  /// peer and direction.
   virtual std::shared_ptr<DeviceTransfer> send(int peer, const torch::Tensor& tensor,
                                                std::shared_ptr<void> ready) = 0;
-  virtual std::shared_ptr<DeviceTransfer> recv(int peer, const torch::Tensor& tensor) = 0;
+  virtual std::shared_ptr<DeviceTransfer> recv(int peer, const torch::Tensor& tensor,
+                                               std::shared_ptr<void> ready) = 0;
   /// Ends every channel's pending work (after a timeout).
   virtual void abort() noexcept = 0;
 };

@@ -23,7 +23,7 @@ struct NcclItem final : DeviceTransfer {
   std::shared_ptr<NcclP2p::Channel> channel;
   torch::Tensor tensor;
   bool sending = false;
-  std::shared_ptr<void> ready;  ///< an at::cuda::CUDAEvent on the sender's stream
+  std::shared_ptr<void> ready;  ///< an at::cuda::CUDAEvent on the caller's stream
   at::cuda::CUDAEvent done;
   bool issued = false;
 };
@@ -169,10 +169,12 @@ std::shared_ptr<DeviceTransfer> NcclP2p::send(int peer, const torch::Tensor& ten
   return item;
 }
 
-std::shared_ptr<DeviceTransfer> NcclP2p::recv(int peer, const torch::Tensor& tensor) {
+std::shared_ptr<DeviceTransfer> NcclP2p::recv(int peer, const torch::Tensor& tensor,
+                                              std::shared_ptr<void> ready) {
   auto item = std::make_shared<NcclItem>();
   item->channel = channel(in_, peer, "from");
   item->tensor = tensor;
+  item->ready = std::move(ready);
   item->channel->queued.push_back(item);
   item->channel->issue_queued();
   return item;

@@ -42,7 +42,8 @@ class NcclP2p final : public DevicePayload {
   std::shared_ptr<void> ready_mark(const torch::Tensor& tensor) override;
   std::shared_ptr<DeviceTransfer> send(int peer, const torch::Tensor& tensor,
                                        std::shared_ptr<void> ready) override;
-  std::shared_ptr<DeviceTransfer> recv(int peer, const torch::Tensor& tensor) override;
+  std::shared_ptr<DeviceTransfer> recv(int peer, const torch::Tensor& tensor,
+                                       std::shared_ptr<void> ready) override;
   void abort() noexcept override;
 
   struct Channel;

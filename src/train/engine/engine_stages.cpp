@@ -146,7 +146,8 @@ std::optional<EngineSnapshot> Engine::snapshot_with_stages(bool keep) {
   for (auto& [name, t] : to_named_tensors(state)) {
     mine.emplace_back(kOptimizer + name, t.to(s.device()));
   }
-  // Host tensors travel over MPI whatever the device.
+  // Host tensors travel over MPI whatever the device, and are received in
+  // host memory (StageLink::take).
   for (const auto& [name, e] : s.counters().deterministic_exponents) {
     mine.emplace_back(kExponent + name, torch::tensor({static_cast<std::int64_t>(e)}));
   }

@@ -1,40 +1,33 @@
 #include "train/step/deterministic_step.h"
 
 #include <limits>
-#include <mutex>
 #include <utility>
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
 #include <tarantella/base/error.h>
 #include <tarantella/runtime/seed.h>
 
 #include "data/pipeline/node.h"
+#include "train/step/random_state.h"
 
 namespace tnt::train {
 namespace {
 
-// Restores the default CPU generator's state when it goes: the per-chunk
-// seeds must not leak into what the program draws afterwards (which would
-// then depend on the chunks this rank had).
+// Restores the generators' state when it goes (random_state.h): the
+// per-chunk seeds must not leak into what the program draws afterwards
+// (which would then depend on the chunks this rank had).
 class GeneratorStateGuard {
  public:
-  GeneratorStateGuard() : generator_(at::detail::getDefaultCPUGenerator()) {
-    std::lock_guard<std::mutex> lock(generator_.mutex());
-    state_ = generator_.get_state();
-  }
-  ~GeneratorStateGuard() {
-    std::lock_guard<std::mutex> lock(generator_.mutex());
-    generator_.set_state(state_);
-  }
-  void seed(std::uint64_t s) {
-    std::lock_guard<std::mutex> lock(generator_.mutex());
-    generator_.set_current_seed(s);
-  }
+  explicit GeneratorStateGuard(torch::Device device)
+      : device_(device), state_(random_state(device)) {}
+  ~GeneratorStateGuard() { set_random_state(device_, state_); }
+  GeneratorStateGuard(const GeneratorStateGuard&) = delete;
+  GeneratorStateGuard& operator=(const GeneratorStateGuard&) = delete;
+  void seed(std::uint64_t s) { seed_random(device_, s); }
 
  private:
-  at::Generator generator_;
+  torch::Device device_;
   torch::Tensor state_;
 };
 
@@ -164,7 +157,7 @@ std::vector<torch::Tensor> DeterministicStep::sum_chunks(const StepInput& in, st
     TNT_CHECK(attempt < 3, "internal error: deterministic training found no fitting exponents");
     sum_->begin(exponents);
     mine = torch::zeros_like(pending());
-    GeneratorStateGuard generator;
+    GeneratorStateGuard generator(c_.device);
     run_chunks(
         chunks,
         [&](std::int64_t i) {

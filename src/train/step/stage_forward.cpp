@@ -2,11 +2,9 @@
 #include "train/step/stage_forward.h"
 
 #include <algorithm>
-#include <mutex>
-
-#include <ATen/CPUGeneratorImpl.h>
 
 #include "data/pipeline/nodes.h"
+#include "train/step/random_state.h"
 
 namespace tnt::train {
 
@@ -39,22 +37,6 @@ std::vector<data::MicroBatch> chunks_of(const data::MicroBatch& mb, std::int64_t
   return out;
 }
 
-namespace {
-
-torch::Tensor generator_state() {
-  at::Generator g = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(g.mutex());
-  return g.get_state();
-}
-
-void set_generator_state(const torch::Tensor& state) {
-  at::Generator g = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(g.mutex());
-  g.set_state(state);
-}
-
-}  // namespace
-
 StageForward forward_on_stage(const StepModel& model, StageLink* link,
                               const data::MicroBatch& part, int micro, bool training,
                               const std::function<void()>& seed) {
@@ -70,7 +52,7 @@ StageForward forward_on_stage(const StepModel& model, StageLink* link,
     out.input = link->recv_activation(micro, part.local_size);
     if (training) out.input.requires_grad_(true);
     element.at(0) = out.input;
-    if (seed) set_generator_state(link->recv_generator(micro));
+    if (seed) set_random_state(link->device(), link->recv_generator(micro));
   } else if (seed) {
     seed();
   }
@@ -80,7 +62,7 @@ StageForward forward_on_stage(const StepModel& model, StageLink* link,
                    : model.forward(element);
   if (!link->layout().last_stage()) {
     link->send_activation(out.output, micro, part.local_size);
-    if (seed) link->send_generator(generator_state(), micro);
+    if (seed) link->send_generator(random_state(link->device()), micro);
   }
   return out;
 }

@@ -25,9 +25,9 @@ constexpr int kGradientData = 3;
 constexpr int kGeneratorHeader = 8;
 constexpr int kGeneratorData = 9;
 // dtype, rank of the shape, the micro-batch's samples (< 0: not given),
-// then up to kMaxDims sizes.
+// whether the tensor is in host memory, then up to kMaxDims sizes.
 constexpr int kMaxDims = 8;
-constexpr int kHeaderSize = 3 + kMaxDims;
+constexpr int kHeaderSize = 4 + kMaxDims;
 
 torch::Tensor header_of(const torch::Tensor& t, const std::string& what,
                         std::int64_t samples = -1) {
@@ -38,7 +38,8 @@ torch::Tensor header_of(const torch::Tensor& t, const std::string& what,
   p[0] = static_cast<std::int64_t>(t.scalar_type());
   p[1] = t.dim();
   p[2] = samples;
-  for (std::int64_t d = 0; d < t.dim(); ++d) p[3 + d] = t.size(d);
+  p[3] = t.device().is_cpu() ? 1 : 0;
+  for (std::int64_t d = 0; d < t.dim(); ++d) p[4 + d] = t.size(d);
   return h;
 }
 
@@ -46,12 +47,13 @@ struct Header {
   torch::ScalarType dtype;
   std::vector<std::int64_t> shape;
   std::int64_t samples;
+  bool on_host;
 };
 
 Header read_header(const torch::Tensor& h) {
   const auto* p = h.data_ptr<std::int64_t>();
-  return {static_cast<torch::ScalarType>(p[0]), std::vector<std::int64_t>(p + 3, p + 3 + p[1]),
-          p[2]};
+  return {static_cast<torch::ScalarType>(p[0]), std::vector<std::int64_t>(p + 4, p + 4 + p[1]),
+          p[2], p[3] != 0};
 }
 
 }  // namespace
@@ -130,16 +132,17 @@ void StageLink::post_data(const torch::Tensor& t, int peer, int data_tag,
   driving_cv_.notify_one();
 }
 
-torch::Tensor StageLink::take(int peer, int header_tag, int data_tag, const std::string& what,
-                              std::optional<torch::Device> device) {
+torch::Tensor StageLink::take(int peer, int header_tag, int data_tag, const std::string& what) {
   const auto begin = Clock::now();
   torch::Tensor header = torch::zeros({kHeaderSize}, torch::kInt64);
   pipeline_.recv(header, peer, header_tag, what + " (shape)");
   waited_ += Clock::now() - begin;
   const Header h = read_header(header);
-  return take_data(
-      torch::empty(h.shape, torch::TensorOptions().dtype(h.dtype).device(device.value_or(device_))),
-      peer, data_tag, what);
+  // Where the sender's tensor is: on an NCCL group both ends of a transfer
+  // hold it on the GPU, or both in host memory.
+  const torch::Device device = h.on_host ? torch::Device(torch::kCPU) : device_;
+  return take_data(torch::empty(h.shape, torch::TensorOptions().dtype(h.dtype).device(device)),
+                   peer, data_tag, what);
 }
 
 torch::Tensor StageLink::take_data(torch::Tensor buffer, int peer, int data_tag,
@@ -257,7 +260,7 @@ void StageLink::send_generator(const torch::Tensor& state, int micro) {
 
 torch::Tensor StageLink::recv_generator(int micro) {
   return take(layout_.stage - 1, kGeneratorHeader, kGeneratorData,
-              label("random generator state", layout_.stage - 1, micro), torch::kCPU);
+              label("random generator state", layout_.stage - 1, micro));
 }
 
 void StageLink::finish_sends() {

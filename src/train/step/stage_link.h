@@ -36,7 +36,6 @@
 #include <cstdint>
 #include <condition_variable>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -60,6 +59,8 @@ class StageLink {
 
   const stages::StageLayout& layout() const { return layout_; }
   const comm::ProcessGroup& pipeline() const { return pipeline_; }
+  /// The training device, where received activations and gradients go.
+  torch::Device device() const { return device_; }
 
   /// Sends micro-batch `micro`'s output to the next stage (posted).
   /// `samples`: the micro-batch's sample count, as the receiver passes it
@@ -74,9 +75,10 @@ class StageLink {
   /// Receives the gradient of micro-batch `micro`'s output from the next
   /// stage, shaped like `output`.
   torch::Tensor recv_gradient(const torch::Tensor& output, int micro);
-  /// Deterministic mode: the CPU generator's state after micro-batch
-  /// `micro`'s forward, to the next stage (posted), so that a chunk's random
-  /// stream runs through the whole model as it does on one rank.
+  /// Deterministic mode: the generators' state (random_state.h) after
+  /// micro-batch `micro`'s forward, to the next stage (posted), so that a
+  /// chunk's random stream runs through the whole model as it does on one
+  /// rank.
   void send_generator(const torch::Tensor& state, int micro);
   /// The previous stage's generator state after micro-batch `micro`'s
   /// forward (host memory), taken after its activations.
@@ -124,9 +126,9 @@ class StageLink {
   // its data on `data_tag`.
   void post(const torch::Tensor& t, int peer, int header_tag, int data_tag,
             const std::string& what, std::int64_t samples = -1);
-  /// On the training device, or on `device` where given.
-  torch::Tensor take(int peer, int header_tag, int data_tag, const std::string& what,
-                     std::optional<torch::Device> device = std::nullopt);
+  /// Where the sender's tensor was: in host memory, or on the training
+  /// device.
+  torch::Tensor take(int peer, int header_tag, int data_tag, const std::string& what);
   // Posts `t`'s data alone, on `data_tag` (the receiver knows its shape).
   void post_data(const torch::Tensor& t, int peer, int data_tag, const std::string& what);
   // Receives into `buffer` on `data_tag`, timed as a wait.

@@ -188,8 +188,10 @@ StageBackward TrainStep::backward_part(const StepInput& in, const data::MicroBat
 
 void share_last_stage_state(const StageLink& link, StepResult& r) {
   const auto n = r.local_state.numel();
-  const torch::Tensor both = link.from_last_stage(
-      torch::cat({r.global_state.to(torch::kFloat64), r.local_state}));
+  // On the local state's device: deterministic mode's global state is
+  // summed on the host.
+  const torch::Tensor both = link.from_last_stage(torch::cat(
+      {r.global_state.to(r.local_state.device(), torch::kFloat64), r.local_state}));
   r.global_state = both.narrow(0, 0, n);
   r.local_state = both.narrow(0, n, n);
 }

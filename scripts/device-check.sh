@@ -59,6 +59,8 @@
 #   resnet_cpp_none, resnet_cpp_float16
 #                       the C++ tnt::Model::fit (bench/scaling) on ResNet-18
 #   gpu_backups         bench/checkpoint/background_backup.py, model on the GPU
+#   gpu_resume          mpi_dp_test's BackupAndRestore tests at 2 ranks sharing
+#                       the GPU: resumed with dropout, bitwise
 #   unit_tests          ctest -L unit with the GPU visible
 #   python_tests        pytest at 1 and 2 ranks (skipped without pytest)
 set -uo pipefail
@@ -107,7 +109,7 @@ else
 fi
 
 all_steps=(configure build cuda_tests gpu_lenet5 gpu_stages resnet_python resnet_cpp_none resnet_cpp_float16
-           gpu_backups unit_tests python_tests)
+           gpu_backups gpu_resume unit_tests python_tests)
 declare -A result took
 for s in "${all_steps[@]}"; do result[$s]="not run"; took[$s]=""; done
 
@@ -370,7 +372,7 @@ nccl=(-DTNT_WITH_NCCL=AUTO)
 # test programs, no launcher CLI tests: they need no GPU). With Ninja, only
 # the targets the configuration has (nccl_backend_test comes with NCCL).
 targets=(tarantella tnt_launcher tnt_python nccl_backend_test bench_scaling unit_tests
-         mpi_pipeline_test)
+         mpi_pipeline_test mpi_dp_test)
 launcher=$build/bin/tarantella
 export PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH}
 
@@ -395,6 +397,13 @@ plan_gpu_lenet5() {
 # the same GPU, within 1e-5 and bitwise in deterministic mode.
 plan_gpu_stages() {
   c=("$launcher" -n 2 --ranks-per-gpu 2 -x TNT_COMM_TIMEOUT=60 -- "$build/tests/mpi/mpi_pipeline_test")
+}
+# Resuming from a backup with dropout, bitwise (the GPU's generator is in
+# the backup), and deterministic mode's resume at one rank fewer: the C++
+# tests at 2 ranks sharing the GPU.
+plan_gpu_resume() {
+  c=("$launcher" -n 2 --ranks-per-gpu 2 -x TNT_COMM_TIMEOUT=60 -- "$build/tests/mpi/mpi_dp_test"
+     "--gtest_filter=BackupAndRestore.*:Callbacks.Resume*")
 }
 plan_resnet_python() {
   c=("$launcher" -n 1 -- "$py" "$root/bench/gpu/resnet_overhead.py" --steps 25 --warmup 10)
@@ -493,6 +502,7 @@ gpu_step resnet_python 120 "$launcher python"
 gpu_step resnet_cpp_none 60 "$launcher $build/bench/scaling/bench_scaling"
 gpu_step resnet_cpp_float16 60 "$launcher $build/bench/scaling/bench_scaling"
 gpu_step gpu_backups 90 "$launcher python"
+gpu_step gpu_resume 60 "$launcher $build/tests/mpi/mpi_dp_test"
 
 # Last, the suite a GPU user runs, with the GPU visible.
 step unit_tests 150 "$not_configured"

@@ -213,7 +213,7 @@ template <typename Fn>
 static Handle submit(ProcessGroup::State& s, std::string name, Fn fn,
                      const torch::Tensor& tensor = {}) {
   Backend* backend = s.backend.get();
-  std::shared_ptr<c10::Event> mark = ready_mark(tensor);
+  std::shared_ptr<ReadyMark> mark = ready_mark(tensor);
   return s.engine->enqueue(name, [backend, fn, mark, naming = s.naming, name] {
     const ReadyMarkScope scope(mark.get());
     const ::tnt::detail::WaitingOn waiting([&] { return collective_waited_on(*naming, name); });
@@ -228,7 +228,7 @@ template <typename Fn>
 static torch::Tensor run_now(ProcessGroup::State& s, std::string name, Fn fn,
                              const torch::Tensor& tensor = {}) {
   Backend* backend = s.backend.get();
-  std::shared_ptr<c10::Event> mark = ready_mark(tensor);
+  std::shared_ptr<ReadyMark> mark = ready_mark(tensor);
   return s.engine->run(name, [backend, fn, mark, naming = s.naming, name] {
     const ReadyMarkScope scope(mark.get());
     const ::tnt::detail::WaitingOn waiting([&] { return collective_waited_on(*naming, name); });

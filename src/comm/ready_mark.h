@@ -10,36 +10,50 @@
 // thread runs the backend's call inside a ReadyMarkScope; the NCCL backend
 // makes its stream wait on that mark (comm/nccl/nccl_backend.cpp). Generic c10
 // events: this builds without CUDA, where no tensor is on a GPU.
+//
+// The mark also names the caller's stream: a result that the engine thread
+// copies back without the host waiting (the staged path, comm/mpi/host_staging.h)
+// must be ordered before that stream's next use of it, which need not be
+// the engine thread's own current stream (a user's torch.cuda.stream).
 #pragma once
 
 #include <memory>
 
+#include <c10/core/Event.h>
+#include <c10/core/Stream.h>
 #include <torch/types.h>
-
-namespace c10 {
-class Event;
-}
 
 namespace tnt::comm {
 
+/// When a GPU tensor was ready, and on which stream of the caller's.
+struct ReadyMark {
+  c10::Event event;
+  c10::Stream stream;
+};
+
 /// An event recorded now on the current stream of `t`'s device (on this
-/// thread), or null for a tensor in host memory.
-std::shared_ptr<c10::Event> ready_mark(const torch::Tensor& t);
+/// thread), with that stream, or null for a tensor in host memory.
+std::shared_ptr<ReadyMark> ready_mark(const torch::Tensor& t);
 
 /// Makes `mark` this thread's current ready mark while it lives.
 class ReadyMarkScope {
  public:
-  explicit ReadyMarkScope(const c10::Event* mark);
+  explicit ReadyMarkScope(const ReadyMark* mark);
   ~ReadyMarkScope();
   ReadyMarkScope(const ReadyMarkScope&) = delete;
   ReadyMarkScope& operator=(const ReadyMarkScope&) = delete;
 
  private:
-  const c10::Event* previous_;
+  const ReadyMark* previous_;
 };
 
 /// The mark of the collective this thread runs, or null (a blocking call:
 /// the caller's stream is the one the backend sees).
-const c10::Event* current_ready_mark();
+const ReadyMark* current_ready_mark();
+
+/// The stream that consumes a collective's result on `device`: the mark's
+/// (the caller's, where the engine thread runs it), else this thread's
+/// current one.
+c10::Stream consumer_stream(const c10::Device& device);
 
 }  // namespace tnt::comm

@@ -202,7 +202,8 @@ TEST(Callbacks, ResumeFromASynchronouslyWrittenCheckpointToo) {
 }
 
 // The tiny network with dropout: a resumed run must also continue every
-// rank's random stream where the backup left it.
+// rank's random stream where the backup left it (on a GPU, that GPU's
+// generator: scripts/device-check.sh's gpu_resume step).
 struct DropMlpImpl : torch::nn::Module {
   DropMlpImpl() {
     fc1 = register_module("fc1", torch::nn::Linear(6, 16));
@@ -218,18 +219,6 @@ TORCH_MODULE(DropMlp);
 DropMlp make_drop_net(int seed) {
   torch::manual_seed(static_cast<std::uint64_t>(seed));
   return DropMlp();
-}
-
-// Why the bitwise tests with dropout cannot hold on `device` ("" where they
-// can). On a GPU, dropout draws from CUDA's generator, which backups and
-// checkpoints do not keep (the CPU generator's state only:
-// src/train/persist/checkpoint_entries.cpp) and deterministic mode's chunk seeds do
-// not set (src/train/step/deterministic_step.cpp): a resumed run draws other masks.
-std::string dropout_not_reproducible_on(const torch::Device& device) {
-  if (!device.is_cuda()) return "";
-  return "dropout on " + device.str() +
-         " draws from CUDA's generator, which backups and deterministic mode do not cover yet "
-         "(they keep the CPU generator's state only); the test holds on the CPU (--no-gpu)";
 }
 
 // Throws on every rank after global batch `batch` of `epoch`: a crash that
@@ -262,10 +251,6 @@ void check_mid_epoch_resume(bool background) {
   };
   const auto train = train_set(8, true);  // 7 steps per epoch, the last one short
   tnt::Model straight{make_drop_net(5)};
-  if (const std::string why = dropout_not_reproducible_on(straight.device()); !why.empty()) {
-    remove_dir(dir);
-    GTEST_SKIP() << why;
-  }
   compile_adam(straight);
   const auto expected = straight.fit(train, fit(3));
 
@@ -348,10 +333,6 @@ TEST(BackupAndRestore, DeterministicModeResumesBitwiseOnAnotherRankCount) {
                   .deterministic(2));
   };
   tnt::Model straight{make_drop_net(5)};
-  if (const std::string why = dropout_not_reproducible_on(straight.device()); !why.empty()) {
-    remove_dir(dir);
-    GTEST_SKIP() << why;
-  }
   compile(straight);
   const auto expected = straight.fit(train, fit(3));
   {

@@ -382,6 +382,8 @@ TEST_F(CraftedCheckpoints, AnEntryOfTheWrongTypeIsNamed) {
       {"optimizer", torch::ones({2}),
        "entry 'optimizer' is a Float tensor, expected a uint8 tensor"},
       {"rng_state", torch::ones({2}, torch::kUInt8), "entry 'rng_state'"},
+      {"gpu_rng_state", torch::ones({16}),
+       "entry 'gpu_rng_state' is a Float tensor, expected a uint8 tensor"},
       {"epochs_done", std::int64_t{-3}, "entry 'epochs_done' is -3"},
   };
   for (const auto& c : cases) {
@@ -390,6 +392,14 @@ TEST_F(CraftedCheckpoints, AnEntryOfTheWrongTypeIsNamed) {
     tnt::Model model = compiled();
     expect_clear_error(message_of([&] { model.load(file); }), file, c.what);
   }
+}
+
+// A checkpoint from a model on a GPU holds that GPU's generator state too; a
+// model on the CPU loads it and leaves its generators but the CPU's alone.
+TEST_F(CraftedCheckpoints, AFileFromAGpuModelLoadsOnTheCpu) {
+  const std::string file = with_entry("gpu_rng_state", torch::zeros({16}, torch::kUInt8));
+  tnt::Model model = compiled();
+  EXPECT_EQ(model.load(file), 0);
 }
 
 // Every entry is checked before any is copied: a weight of the wrong shape

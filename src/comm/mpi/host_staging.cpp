@@ -63,8 +63,8 @@ HostStaging::Device& HostStaging::device_state(const torch::Device& device) {
 torch::Tensor HostStaging::to_host(const torch::Tensor& t) {
   if (t.device().is_cpu()) return t;
   Device& d = device_state(t.device());
-  if (const c10::Event* mark = current_ready_mark()) {
-    mark->block(d.side);  // when `t` was ready on its caller's stream (comm/ready_mark.h)
+  if (const ReadyMark* mark = current_ready_mark()) {
+    mark->event.block(d.side);  // when `t` was ready on its caller's stream (comm/ready_mark.h)
   } else {
     const c10::Stream caller = d.impl.getStream(t.device());
     c10::Event ready(t.device().type());
@@ -97,9 +97,10 @@ void HostStaging::to_device(torch::Tensor& target, const torch::Tensor& host) {
     return;
   }
   Device& d = device_state(target.device());
-  const c10::Stream caller = d.impl.getStream(target.device());
-  // The side stream orders after `target`'s last use on the caller's
-  // stream, and the caller's stream after the copy.
+  // The caller's stream, where the engine thread runs this for it
+  // (comm/ready_mark.h). The side stream orders after `target`'s last use
+  // on it, and it after the copy.
+  const c10::Stream caller = consumer_stream(target.device());
   c10::Event free(target.device().type());
   free.record(caller);
   free.block(d.side);

@@ -12,7 +12,8 @@
 //     keep running on the GPU meanwhile.
 //  2. The transport reduces the host copy.
 //  3. to_device() copies the result back on the side stream and makes the
-//     caller's stream wait on it; the host does not wait.
+//     caller's stream wait on it (the request's, where the engine thread runs
+//     it); the host does not wait.
 // The pinned buffers are reused: one per dtype, grown to the largest tensor
 // staged (pinning memory costs far more than a copy). A buffer is reused only
 // through to_host(), which waits for every earlier copy on the side stream

@@ -125,11 +125,11 @@ void NcclBackend::run_on_stream(const char* what, std::int64_t elements, Enqueue
                       "job must be restarted");
   const c10::cuda::CUDAGuard guard(device_);  // this thread may be the caller's, or the engine's
   const c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream(device_);
-  if (const c10::Event* mark = current_ready_mark()) {
+  if (const ReadyMark* mark = current_ready_mark()) {
     // Enqueued asynchronously (a gradient bucket): wait for the moment its
     // tensor was ready on the stream that produced it, not for everything
     // queued since (comm/ready_mark.h).
-    mark->block(stream_.unwrap());
+    mark->event.block(stream_.unwrap());
   } else {
     ready_.record(caller);  // after the kernels that produced the tensor
     ready_.block(stream_);

@@ -1,8 +1,5 @@
 #include "train/persist/checkpoint_entries.h"
 
-#include <mutex>
-
-#include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 #include <torch/torch.h>
 
@@ -10,20 +7,9 @@
 
 #include "io/pickle_rewrite.h"
 #include "io/torch_save.h"
+#include "train/step/random_state.h"
 
 namespace tnt::train {
-
-torch::Tensor cpu_rng_state() {
-  at::Generator generator = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(generator.mutex());
-  return generator.get_state();
-}
-
-void set_cpu_rng_state(const torch::Tensor& state) {
-  at::Generator generator = at::detail::getDefaultCPUGenerator();  // shares the state
-  std::lock_guard<std::mutex> lock(generator.mutex());
-  generator.set_state(state);
-}
 
 c10::IValue Entries::get(const char* key) const {
   auto it = dict_.find(key);
@@ -146,7 +132,7 @@ Entries broadcast_entries(const comm::ProcessGroup& group, const std::optional<E
 torch::Tensor rng_state(const Entries& entries) {
   const std::string& path = entries.path();
   const torch::Tensor rng = entries.byte_tensor("rng_state");
-  const std::int64_t expected = cpu_rng_state().numel();
+  const std::int64_t expected = random_state(torch::kCPU).numel();
   TNT_CHECK(rng.numel() == expected, "checkpoint '", path, "': entry 'rng_state' has ", rng.numel(),
             " bytes, expected ", expected,
             " (the state of LibTorch's CPU generator): the file is damaged");

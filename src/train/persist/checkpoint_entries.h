@@ -63,10 +63,6 @@ Entries read_checkpoint(const std::string& path);
 Entries broadcast_entries(const comm::ProcessGroup& group, const std::optional<Entries>& master,
                           const std::string& path);
 
-/// LibTorch's default CPU generator's state / set it.
-torch::Tensor cpu_rng_state();
-void set_cpu_rng_state(const torch::Tensor& state);
-
 /// The CPU generator's state from a checkpoint, checked to be one.
 torch::Tensor rng_state(const Entries& entries);
 

@@ -16,6 +16,7 @@
 
 #include "io/atomic_file.h"
 #include "train/step/metrics_accumulator.h"
+#include "train/step/random_state.h"
 #include "io/master_checked.h"
 #include "io/pickle_rewrite.h"
 #include "io/torch_save.h"
@@ -48,6 +49,7 @@ c10::impl::GenericDict checkpoint_entries(const CheckpointSnapshot& snapshot,
   dict.insert("epochs_done", s.counters.epochs_done);
   dict.insert("optimizer_steps", s.counters.optimizer_steps);
   dict.insert("rng_state", snapshot.rng_state);
+  if (snapshot.gpu_rng_state.numel() > 0) dict.insert("gpu_rng_state", snapshot.gpu_rng_state);
   if (optimizer) dict.insert("optimizer", bytes_view(*optimizer));
   if (optimizer && !s.optimizer_names.empty()) dict.insert("optimizer_names", s.optimizer_names);
   if (s.optimizer_by_name) {  // pipeline stages: the state by parameter name
@@ -81,6 +83,7 @@ c10::impl::GenericDict checkpoint_entries(const CheckpointSnapshot& snapshot,
     dict.insert("backup_global_batch_size", b->position.global_batch_size);
     dict.insert("backup_ranks", b->ranks);
     dict.insert("backup_rng_states", b->rng_states);
+    if (b->gpu_rng_states.numel() > 0) dict.insert("backup_gpu_rng_states", b->gpu_rng_states);
   }
   return dict;
 }
@@ -143,15 +146,23 @@ std::optional<CheckpointSnapshot> snapshot_checkpoint(Engine& engine, bool all_r
   const bool keep = all_ranks || engine.group().is_master();
   std::optional<EngineSnapshot> state = engine.snapshot(keep, use);  // collective
   if (!keep) return std::nullopt;
-  return CheckpointSnapshot{std::move(*state), cpu_rng_state(), std::nullopt};
+  return CheckpointSnapshot{std::move(*state), random_state(torch::kCPU),
+                            gpu_random_state(engine.device()), std::nullopt};
 }
 
 std::optional<CheckpointSnapshot> snapshot_backup(Engine& engine, SnapshotUse use) {
   const comm::ProcessGroup& group = engine.group();
   // Every rank's generator: dropout and augmentation draw on each rank.
-  const torch::Tensor rng_states = group.allgather(cpu_rng_state());
+  const torch::Tensor rng_states = group.allgather(random_state(torch::kCPU));
+  // And every rank's GPU generator where every rank has one of one size
+  // (one torch, every rank on a GPU): the sizes first, so that every rank
+  // takes the same branch.
+  const torch::Tensor gpu = gpu_random_state(engine.device());
+  const torch::Tensor sizes = group.allgather(torch::tensor({gpu.numel()}, torch::kInt64));
+  const bool all_gpu = gpu.numel() > 0 && sizes.eq(gpu.numel()).all().item<bool>();
+  const torch::Tensor gpu_states = all_gpu ? group.allgather(gpu) : torch::empty({0}, torch::kUInt8);
   std::optional<CheckpointSnapshot> out = snapshot_checkpoint(engine, /*all_ranks=*/false, use);
-  if (out) out->backup = BackupPart{engine.position(), group.size(), rng_states};
+  if (out) out->backup = BackupPart{engine.position(), group.size(), rng_states, gpu_states};
   return out;
 }
 
@@ -199,6 +210,7 @@ std::int64_t load(Engine& engine, const std::string& path) {
     entries.count("epochs_done");
     entries.count("optimizer_steps");
     rng_state(entries);
+    if (entries.has("gpu_rng_state")) entries.byte_tensor("gpu_rng_state");
     // Optional: the state of deterministic mode and of loss scaling.
     if (entries.has("deterministic_seed")) {
       entries.count("deterministic_seed");
@@ -210,13 +222,17 @@ std::int64_t load(Engine& engine, const std::string& path) {
       entries.count("loss_scale_good_steps");
       entries.count("skipped_steps");
     }
-    small = entries.subset({"epochs_done", "optimizer_steps", "rng_state", "deterministic_seed",
+    small = entries.subset({"epochs_done", "optimizer_steps", "rng_state", "gpu_rng_state",
+                            "deterministic_seed",
                             "deterministic_exponents", "deterministic_exponent_names",
                             "loss_scale", "loss_scale_good_steps", "skipped_steps"});
     return r;
   });
   const Entries e = broadcast_entries(engine.group(), small, path);
-  set_cpu_rng_state(e.byte_tensor("rng_state"));
+  set_random_state(torch::kCPU, e.byte_tensor("rng_state"));
+  // A file from a model on the CPU, or from another torch, leaves the GPU's
+  // generator as it is.
+  if (e.has("gpu_rng_state")) set_gpu_random_state(engine.device(), e.byte_tensor("gpu_rng_state"));
   restore_counters_from(engine, e);
   return engine.counters().epochs_done;
 }
@@ -293,7 +309,7 @@ void save_backup(Engine& engine, const std::string& path) {
 TrainingPosition restore_backup(Engine& engine, const std::string& path) {
   const comm::ProcessGroup& group = engine.group();
   load(engine, path);  // weights, optimizer, counters, the master's random state
-  const std::int64_t each = cpu_rng_state().numel();
+  const std::int64_t each = random_state(torch::kCPU).numel();
   const std::int64_t state_size = MetricsAccumulator(engine.compiled()->metrics()).size();
   std::optional<Entries> small;
   run_on_master_checked(group, [&] {
@@ -307,13 +323,20 @@ TrainingPosition restore_backup(Engine& engine, const std::string& path) {
     TNT_CHECK(ranks >= 1 && rng_states.numel() == ranks * each, "backup '", path,
               "': entry 'backup_rng_states' has ", rng_states.numel(), " bytes for ", ranks,
               " ranks, expected ", each, " per rank: the file is damaged");
+    if (entries.has("backup_gpu_rng_states")) {
+      const std::int64_t gpu_bytes = entries.byte_tensor("backup_gpu_rng_states").numel();
+      TNT_CHECK(gpu_bytes > 0 && gpu_bytes % ranks == 0, "backup '", path,
+                "': entry 'backup_gpu_rng_states' has ", gpu_bytes, " bytes, not a multiple of its ",
+                ranks, " ranks: the file is damaged");
+    }
     // A backup at an epoch's end (step 0) has no epoch in progress: no state.
     const bool epoch_end = entries.count("backup_step") == 0 && state.empty();
     TNT_CHECK(epoch_end || static_cast<std::int64_t>(state.size()) == state_size, "backup '", path,
               "' holds ", state.size(), " loss/metric values, this model has ", state_size,
               ": compile with the loss and metrics of the run that made it");
     small = entries.subset({"backup_state", "backup_epoch", "backup_step",
-                            "backup_global_batch_size", "backup_ranks", "backup_rng_states"});
+                            "backup_global_batch_size", "backup_ranks", "backup_rng_states",
+                            "backup_gpu_rng_states"});
   });
   const Entries e = broadcast_entries(group, small, path);
   TrainingPosition position;
@@ -325,7 +348,12 @@ TrainingPosition restore_backup(Engine& engine, const std::string& path) {
   // The same rank count: each rank continues with its own generator; another
   // count has no such correspondence, and every rank takes the master's.
   const std::int64_t row = position.ranks == group.size() ? group.rank() : 0;
-  set_cpu_rng_state(e.byte_tensor("backup_rng_states").narrow(0, row * each, each).clone());
+  set_random_state(torch::kCPU, e.byte_tensor("backup_rng_states").narrow(0, row * each, each));
+  if (e.has("backup_gpu_rng_states")) {
+    const torch::Tensor gpu = e.byte_tensor("backup_gpu_rng_states");
+    const std::int64_t gpu_each = gpu.numel() / position.ranks;
+    set_gpu_random_state(engine.device(), gpu.narrow(0, row * gpu_each, gpu_each));
+  }
   return position;
 }
 

@@ -19,6 +19,8 @@
 //   weights: {name: tensor}      (parameters and buffers)
 //   epochs_done, optimizer_steps: int
 //   rng_state: uint8 tensor      (the default CPU generator)
+//   gpu_rng_state: uint8 tensor  (the model's GPU's default generator, from
+//                                a model on a GPU only)
 //   optimizer: uint8 tensor      (torch::optim's own serialization; if compiled)
 //   optimizer_names: str         (its parameters' names in its order, one per
 //                                line, so that another order maps by name)
@@ -34,7 +36,8 @@
 //   loss_scale, loss_scale_good_steps, skipped_steps   (loss scaling)
 // and, in a backup, backup_epoch, backup_step, backup_state,
 // backup_global_batch_size, backup_ranks, backup_rng_states (every rank's
-// generator), so that training stopped after epoch k (or at step s of it)
+// generator) and, where every rank trains on a GPU, backup_gpu_rng_states
+// (every rank's GPU generator), so that training stopped after epoch k (or at step s of it)
 // and resumed from the file ends bitwise equal to an uninterrupted run.
 #pragma once
 
@@ -58,12 +61,16 @@ struct BackupPart {
   TrainingPosition position;
   std::int64_t ranks = 0;
   torch::Tensor rng_states;  ///< every rank's CPU generator state, concatenated
+  /// Every rank's GPU generator state, concatenated, where every rank trains
+  /// on a GPU (Dropout there draws from it); empty otherwise.
+  torch::Tensor gpu_rng_states;
 };
 
 /// Everything one checkpoint file holds, in host memory.
 struct CheckpointSnapshot {
   EngineSnapshot engine;
   torch::Tensor rng_state;  ///< the writing rank's CPU generator
+  torch::Tensor gpu_rng_state;  ///< its GPU generator, for a model on a GPU; else empty
   std::optional<BackupPart> backup;
 };
 

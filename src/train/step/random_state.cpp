@@ -54,4 +54,19 @@ void seed_random(torch::Device device, std::uint64_t seed) {
   }
 }
 
+torch::Tensor gpu_random_state(torch::Device device) {
+  if (!device.is_cuda()) return torch::empty({0}, torch::kUInt8);
+  at::Generator g = at::globalContext().defaultGenerator(device);
+  return state_of(g);
+}
+
+bool set_gpu_random_state(torch::Device device, const torch::Tensor& state) {
+  if (!device.is_cuda()) return false;
+  at::Generator g = at::globalContext().defaultGenerator(device);
+  if (state.numel() == 0 || state.numel() != state_of(g).numel()) return false;
+  std::lock_guard<std::mutex> lock(g.mutex());
+  g.set_state(state.to(torch::kUInt8).contiguous().clone());
+  return true;
+}
+
 }  // namespace tnt::train

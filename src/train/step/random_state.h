@@ -20,4 +20,13 @@ void set_random_state(torch::Device device, const torch::Tensor& state);
 /// Seeds them all with `seed` (the GPU generator's offset back at 0).
 void seed_random(torch::Device device, std::uint64_t seed);
 
+/// The GPU generator's state alone (checkpoints keep it apart from the CPU
+/// generator's, whose entry Python reads): an empty tensor where `device`
+/// is not a GPU.
+torch::Tensor gpu_random_state(torch::Device device);
+/// Restores a state that gpu_random_state returned. False, and nothing
+/// changed, where `device` is not a GPU or `state` is not the size of this
+/// torch's GPU generator state (a file from another torch or device).
+bool set_gpu_random_state(torch::Device device, const torch::Tensor& state);
+
 }  // namespace tnt::train

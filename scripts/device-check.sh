@@ -409,11 +409,12 @@ plan_resnet_python() {
   c=("$launcher" -n 1 -- "$py" "$root/bench/gpu/resnet_overhead.py" --steps 25 --warmup 10)
 }
 # The C++ front end on the same network and batch: 35 steps, the first 10
-# warm-up (the report's mean drops them).
+# warm-up (the GPU is synchronised before step 10; the report's mean drops
+# the ones before).
 plan_resnet_cpp() {
   c=("$launcher" -n 1 -- "$build/bench/scaling/bench_scaling" --variant tnt --model resnet18
      --image-size 224 --classes 1000 --momentum 0.9 --batch-size 128 --steps 35
-     --distinct-batches 4 --mixed-precision "$1")
+     --distinct-batches 4 --warmup 10 --mixed-precision "$1")
 }
 plan_resnet_cpp_none() { plan_resnet_cpp none; }
 plan_resnet_cpp_float16() { plan_resnet_cpp float16; }

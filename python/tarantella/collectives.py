@@ -97,6 +97,7 @@ def broadcast_object(obj: T, root: int = 0,
 
     Args:
         obj: Any picklable object (tensors included); only root's is used.
+            The other ranks get its tensors on the CPU.
         root: The rank (in the group) that sends.
         group: The ranks (default: every rank).
 
@@ -114,8 +115,9 @@ def broadcast_object(obj: T, root: int = 0,
         return obj
     # Any picklable object, as its docstring says: torch 2.6+ loads only
     # tensors and plain containers by default (weights_only=True). The bytes
-    # come from this job's own root rank.
-    loaded: T = torch.load(io.BytesIO(data), weights_only=False)
+    # come from this job's own root rank. Tensors land on the CPU: the root's
+    # cuda:0 is another rank's GPU, or none.
+    loaded: T = torch.load(io.BytesIO(data), map_location="cpu", weights_only=False)
     return loaded
 
 

@@ -42,7 +42,10 @@ def serial(split_point):
 
 
 def relative(a, b):
-    return ((a.double() - b.double()).abs().max() / max(a.abs().max().item(), 1e-12)).item()
+    """Worst difference relative to a's largest value, on the CPU in float64:
+    a pipeline stage may train on a GPU, the serial reference on the CPU."""
+    a, b = a.detach().cpu().double(), b.detach().cpu().double()
+    return ((a - b).abs().max() / max(a.abs().max().item(), 1e-12)).item()
 
 
 def stage_layouts(size):

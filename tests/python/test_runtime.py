@@ -86,6 +86,19 @@ def test_broadcast_object(rank):
     assert got["rank"] == 0 and got["t"].tolist() == [0]
 
 
+def test_broadcast_object_tensors_arrive_on_the_cpu(rank):
+    """Root's GPU tensor is another rank's GPU (or none): the others get it on
+    the CPU. Without a GPU, the root's tensor is on the CPU and this checks
+    the values only."""
+    sent = torch.arange(3.0)
+    if torch.cuda.is_available():
+        sent = sent.cuda()
+    got = tnt.broadcast_object([sent])[0]
+    assert got.tolist() == [0.0, 1.0, 2.0]
+    if rank != 0:
+        assert got.device.type == "cpu"
+
+
 def test_set_seed_repeats_torch_draws():
     tnt.set_seed(123, deterministic=False)
     a = torch.rand(4)

@@ -40,6 +40,11 @@ timeout=10
 # The marker tells this test's ranks from those of other tests running beside it.
 marker=host_faults-$$
 flags=($("$cluster" flags) --no-gpu -x "TNT_COMM_TIMEOUT=$timeout" -x "TNT_TEST_MARKER=$marker")
+# outage: the failing rank's backtrace and the backups' debug lines, each
+# stamped on arrival below, so that a run whose failure line comes late
+# (seen once in CI: 28.7 s after the link went down) shows where it waited.
+debug=()
+[ "$mode" = outage ] && debug=(-x TNT_LOG_LEVEL=DEBUG)
 
 # Lines of the job's standard error and output, each with the seconds since
 # the job started, so the test can say how long each phase took.
@@ -57,7 +62,7 @@ start=$(date +%s.%N)
 echo "undisturbed run: $(echo "$(date +%s.%N) - $start" | bc | cut -d. -f1) s"
 
 start=$(date +%s.%N)
-{ "$launcher" "${flags[@]}" --max-restarts 2 --min-ranks 1 -- "$lenet5" "${args[@]}" \
+{ "$launcher" "${flags[@]}" "${debug[@]}" --max-restarts 2 --min-ranks 1 -- "$lenet5" "${args[@]}" \
     --backup-dir "$work/backup" --backup-every 5 --step-log "$work/steps.log" \
     --save-weights "$work/faulted.pt" </dev/null 2>&1; echo "exit status $?"; } |
   stamp "$start" >"$work/faulted.log" &

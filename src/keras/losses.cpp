@@ -1,9 +1,9 @@
-#include <tarantella/keras/losses.h>
-
-#include <atomic>
 #include <tarantella/base/error.h>
+#include <tarantella/keras/losses.h>
 #include <torch/torch.h>
 
+#include <atomic>
+#include <memory>
 #include <utility>
 
 #include "keras/describe.h"
@@ -27,11 +27,19 @@ constexpr double kRangeTolerance = 1e-6;
 
 // On a GPU, a value check reads the batch on the host: the host waits for
 // the GPU, once per step (train/observe/host_reads.h). There the checks run on the
-// first few batches of the process only, so that a wrong dataset or model
-// still shows at once with the messages below; a bad label later makes
-// LibTorch's own device-side assertion fail (an error, never a silent one).
-// On the CPU they cost nothing of the kind and run on every batch.
+// first few batches that each loss object sees (each call of
+// tnt::losses::X() counts its own, so a second model in the process, with
+// its own loss, is checked as the first was), so that a wrong dataset or
+// model still shows at once with the messages below; a bad label later
+// makes LibTorch's own device-side assertion fail (an error, never a silent
+// one). On the CPU they cost nothing of the kind and run on every batch.
 constexpr int kDeviceChecks = 2;
+struct DeviceChecks {
+  std::atomic<int> labels{0};
+  std::atomic<int> values{0};
+};
+using Checks = std::shared_ptr<DeviceChecks>;
+Checks new_checks() { return std::make_shared<DeviceChecks>(); }
 bool check_now(const torch::Tensor& t, std::atomic<int>& checked) {
   return t.device().is_cpu() || checked.fetch_add(1) < kDeviceChecks;
 }
@@ -47,18 +55,18 @@ std::pair<double, double> value_range(const torch::Tensor& p) {
 
 // from_logits(false): the input must be probabilities. Taking the log of a
 // negative value (e.g. log_softmax outputs) would silently train nothing.
-void check_probabilities(const char* loss, const torch::Tensor& p, const char* fix) {
-  static std::atomic<int> checked{0};
-  if (p.numel() == 0 || !check_now(p, checked)) return;  // an empty batch: nothing to check
+void check_probabilities(DeviceChecks& checks, const char* loss, const torch::Tensor& p,
+                         const char* fix) {
+  if (p.numel() == 0 || !check_now(p, checks.values)) return;  // an empty batch: nothing to check
   const auto [lo, hi] = value_range(p);
   TNT_CHECK(!(lo < -kRangeTolerance || hi > 1 + kRangeTolerance), loss, " got values in [", lo,
             ", ", hi, "], which are not probabilities: ", fix);
 }
 // A label outside [0, C) makes LibTorch's nll_loss fail with a bare
 // "Target 12 is out of bounds"; say which label and how many classes.
-void check_labels(const char* loss, const torch::Tensor& labels, std::int64_t classes) {
-  static std::atomic<int> checked{0};
-  if (labels.numel() == 0 || !check_now(labels, checked)) return;
+void check_labels(DeviceChecks& checks, const char* loss, const torch::Tensor& labels,
+                  std::int64_t classes) {
+  if (labels.numel() == 0 || !check_now(labels, checks.labels)) return;
   const std::int64_t lo = labels.min().item<std::int64_t>();  // host-sync: check_now
   const std::int64_t hi = labels.max().item<std::int64_t>();  // host-sync: check_now
   TNT_CHECK(lo >= 0 && hi < classes, loss, ": a label of this batch is ", lo < 0 ? lo : hi,
@@ -68,32 +76,32 @@ void check_labels(const char* loss, const torch::Tensor& labels, std::int64_t cl
 }  // namespace
 
 Loss SparseCategoricalCrossentropy(LossOptions o) {
-  return described(Loss{"sparse_categorical_crossentropy",
-                        [o](const torch::Tensor& p, const torch::Tensor& t) {
-                          TNT_CHECK(p.dim() == t.dim() + 1,
-                                    "sparse_categorical_crossentropy: predictions ", p.sizes(),
-                                    " need one dimension more than the integer targets ", t.sizes(),
-                                    " (scores [B, C], labels [B])");
-                          const torch::Tensor labels = t.to(torch::kLong);
-                          check_labels("sparse_categorical_crossentropy", labels, p.size(1));
-                          if (o.from_logits()) return F::cross_entropy(p, labels);
-                          check_probabilities(
-                              "SparseCategoricalCrossentropy(from_logits=false)", p,
-                              "for log_softmax outputs use tnt::losses::NLLLoss() (or "
-                              "from_logits(true), which gives the same loss on log-probabilities), "
-                              "for raw scores use from_logits(true), the default");
-                          return F::nll_loss(p.clamp_min(1e-7).log(), labels);
-                        }},
-                   describe("SparseCategoricalCrossentropy", {{"from_logits", o.from_logits()}}));
+  return described(
+      Loss{"sparse_categorical_crossentropy",
+           [o, checks = new_checks()](const torch::Tensor& p, const torch::Tensor& t) {
+             TNT_CHECK(p.dim() == t.dim() + 1, "sparse_categorical_crossentropy: predictions ",
+                       p.sizes(), " need one dimension more than the integer targets ", t.sizes(),
+                       " (scores [B, C], labels [B])");
+             const torch::Tensor labels = t.to(torch::kLong);
+             check_labels(*checks, "sparse_categorical_crossentropy", labels, p.size(1));
+             if (o.from_logits()) return F::cross_entropy(p, labels);
+             check_probabilities(
+                 *checks, "SparseCategoricalCrossentropy(from_logits=false)", p,
+                 "for log_softmax outputs use tnt::losses::NLLLoss() (or "
+                 "from_logits(true), which gives the same loss on log-probabilities), "
+                 "for raw scores use from_logits(true), the default");
+             return F::nll_loss(p.clamp_min(1e-7).log(), labels);
+           }},
+      describe("SparseCategoricalCrossentropy", {{"from_logits", o.from_logits()}}));
 }
 
 Loss CategoricalCrossentropy(LossOptions o) {
   return described(Loss{"categorical_crossentropy",
-                        [o](const torch::Tensor& p, const torch::Tensor& t) {
+                        [o, checks = new_checks()](const torch::Tensor& p, const torch::Tensor& t) {
                           check_same_shape("categorical_crossentropy", p, t);
                           if (!o.from_logits()) {
                             check_probabilities(
-                                "CategoricalCrossentropy(from_logits=false)", p,
+                                *checks, "CategoricalCrossentropy(from_logits=false)", p,
                                 "for raw scores or log_softmax outputs use from_logits(true), the "
                                 "default (log_softmax leaves log-probabilities unchanged)");
                           }
@@ -106,11 +114,12 @@ Loss CategoricalCrossentropy(LossOptions o) {
 
 Loss BinaryCrossentropy(LossOptions o) {
   return described(Loss{"binary_crossentropy",
-                        [o](const torch::Tensor& p, const torch::Tensor& t) {
+                        [o, checks = new_checks()](const torch::Tensor& p, const torch::Tensor& t) {
                           check_same_shape("binary_crossentropy", p, t);
                           const torch::Tensor target = t.to(p.scalar_type());
-                          if (o.from_logits()) return F::binary_cross_entropy_with_logits(p, target);
-                          check_probabilities("BinaryCrossentropy(from_logits=false)", p,
+                          if (o.from_logits())
+                            return F::binary_cross_entropy_with_logits(p, target);
+                          check_probabilities(*checks, "BinaryCrossentropy(from_logits=false)", p,
                                               "for raw scores use from_logits(true), the default; "
                                               "for probabilities apply sigmoid in forward()");
                           return F::binary_cross_entropy(p.clamp(1e-7, 1 - 1e-7), target);
@@ -119,25 +128,24 @@ Loss BinaryCrossentropy(LossOptions o) {
 }
 
 Loss NLLLoss() {
-  return described(
-      Loss{"nll_loss",
-           [](const torch::Tensor& p, const torch::Tensor& t) {
-             TNT_CHECK(p.dim() == t.dim() + 1, "NLLLoss: predictions ", p.sizes(),
-                       " need one dimension more than the integer targets ", t.sizes(),
-                       " (log-probabilities [B, C], labels [B])");
-             static std::atomic<int> checked{0};
-             if (p.numel() > 0 && check_now(p, checked)) {
-               const double hi = value_range(p).second;
-               TNT_CHECK(!(hi > kRangeTolerance), "NLLLoss got values up to ", hi,
-                         ", which are not log-probabilities (those are <= 0): end forward() "
-                         "with torch::log_softmax(x, 1), or for raw scores use "
-                         "tnt::losses::SparseCategoricalCrossentropy()");
-             }
-             const torch::Tensor labels = t.to(torch::kLong);
-             check_labels("NLLLoss", labels, p.size(1));
-             return F::nll_loss(p, labels);
-           }},
-      describe("NLLLoss", nlohmann::json::object()));
+  return described(Loss{"nll_loss",
+                        [checks = new_checks()](const torch::Tensor& p, const torch::Tensor& t) {
+                          TNT_CHECK(p.dim() == t.dim() + 1, "NLLLoss: predictions ", p.sizes(),
+                                    " need one dimension more than the integer targets ", t.sizes(),
+                                    " (log-probabilities [B, C], labels [B])");
+                          if (p.numel() > 0 && check_now(p, checks->values)) {
+                            const double hi = value_range(p).second;
+                            TNT_CHECK(
+                                !(hi > kRangeTolerance), "NLLLoss got values up to ", hi,
+                                ", which are not log-probabilities (those are <= 0): end forward() "
+                                "with torch::log_softmax(x, 1), or for raw scores use "
+                                "tnt::losses::SparseCategoricalCrossentropy()");
+                          }
+                          const torch::Tensor labels = t.to(torch::kLong);
+                          check_labels(*checks, "NLLLoss", labels, p.size(1));
+                          return F::nll_loss(p, labels);
+                        }},
+                   describe("NLLLoss", nlohmann::json::object()));
 }
 
 Loss MeanSquaredError() {

@@ -227,8 +227,9 @@ def main():
           f"DataLoader: TensorDataset over the host tensors, batch_size={b}, "
           f"num_workers={workers}, pin_memory={dev.type == 'cuda'}, "
           f".to(device, non_blocking=True). tnt: one fit, timed from batch {a.warmup} to the "
-          f"epoch's end by a callback without batch logs. TF32 {a.tf32} (matmul {tf32[0]}, cuDNN {tf32[1]}) "
-          "for every run. fp16: autocast + GradScaler against mixed_precision='float16'. "
+          f"epoch's end by a callback without batch logs. "
+          f"TF32 {a.tf32} (matmul {tf32[0]}, cuDNN {tf32[1]}) for every run. "
+          "fp16: autocast + GradScaler against mixed_precision='float16'. "
           "Goal: tnt / DataLoader <= 1.03.")
     for note in dict.fromkeys(notes):
         print(f"Note: {note}")

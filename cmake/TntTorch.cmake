@@ -85,7 +85,13 @@ if(_tnt_nvidia_libs)
   file(GLOB _tnt_wheel_cudart "${_tnt_nvidia}/*/lib/libcudart.so.*")
   if(_tnt_wheel_cudart AND TARGET torch::cudart)
     list(GET _tnt_wheel_cudart 0 _tnt_wheel_cudart)
+    # CUDA::cudart, which this replaces, was also what brought the toolkit's
+    # headers (cuda.h, cuda_runtime.h) to c10_cuda and torch_cuda's users:
+    # keep them, or every source that includes c10/cuda or nccl.h compiles
+    # only where the headers happen to be in /usr/local/include.
     set_property(TARGET torch::cudart PROPERTY INTERFACE_LINK_LIBRARIES "${_tnt_wheel_cudart}")
+    set_property(TARGET torch::cudart APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORIES
+                 ${CUDAToolkit_INCLUDE_DIRS})
   endif()
   set(TNT_TORCH_NVIDIA_LIB_DIRS ${_tnt_nvidia_libs})
 endif()

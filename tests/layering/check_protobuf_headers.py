@@ -54,11 +54,11 @@ def headers_of(entry):
         if a in ("-o", "-MF", "-MT", "-MQ"):
             skip = True
             continue
-        if a in ("-MD", "-MMD", "-c") or a.startswith("-Winvalid-pch") or "cmake_pch" in a:
+        if a in ("-MD", "-MMD", "-c") or a.startswith("-Winvalid-pch"):
             continue
         out.append(a)
-    # A precompiled header is never used here (the files skip it); -include
-    # of one is dropped with its argument above.
+    # The precompiled header's -include is dropped with its argument: -M
+    # lists the headers a source reads by itself.
     cleaned = []
     i = 0
     while i < len(out):
@@ -70,7 +70,7 @@ def headers_of(entry):
     result = subprocess.run(cleaned + ["-M"], cwd=entry["directory"], capture_output=True,
                             text=True, check=False)
     if result.returncode != 0:
-        sys.exit(f"check_protobuf_headers: the compile command of {entry['file']} failed "
+        sys.exit(f"{os.path.basename(sys.argv[0])}: the compile command of {entry['file']} failed "
                  f"under -M:\n{result.stderr}")
     words = result.stdout.replace("\\\n", " ").split()
     return [os.path.normpath(os.path.join(entry["directory"], w)) for w in words[1:]]

@@ -298,11 +298,14 @@ void clip_norm_over_stages(std::vector<torch::Tensor>& trainable, double max_nor
   const torch::Tensor mine = norms.empty() ? torch::empty({0}, torch::kFloat32)
                                            : torch::cat(norms).cpu();  // host-sync: clipping by norm (docs/performance.md)
   // Stage order is the model's order: rank s of the pipeline is stage s.
-  const torch::Tensor all = stages.allgatherv(mine);
-  if (all.numel() == 0 || with_grad.empty()) return;
+  const torch::Tensor gathered = stages.allgatherv(mine);
+  if (gathered.numel() == 0 || with_grad.empty()) return;
+  // The norm of the norms on the gradients' device, as clip_grad_norm_ takes
+  // it: a GPU sums the 2-norm in another order than the CPU, and one bit of
+  // the total changes every weight.
+  const torch::Tensor all = gathered.to(with_grad[0].grad().device());
   const torch::Tensor total = all.numel() == 1 ? all[0] : all.norm(2);
-  const torch::Tensor coef =
-      torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0).to(with_grad[0].grad().device());
+  const torch::Tensor coef = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0);
   torch::NoGradGuard no_grad;
   for (auto& p : with_grad) p.mutable_grad().mul_(coef);
 }

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Proves that the sources that use CUDA find its headers through the build.
+
+The NCCL backend includes nccl.h, c10/cuda and ATen/cuda, which include
+cuda.h and cuda_runtime.h from the CUDA toolkit. The build must name the
+toolkit's include directory (torch::cudart carries it, cmake/TntTorch.cmake);
+a machine whose /usr/local/include happens to hold links to those headers
+would otherwise hide that it does not, and a GPU machine without them would
+fail to compile the library. This runs the compile command of each source
+that includes an src/comm/nccl/ file (a unity batch, or the file itself) and
+of tests/cuda with -M, and fails, naming the file and the header, when a CUDA
+header comes from /usr/local/include or when none is read at all.
+
+    check_cuda_headers.py BUILD_DIR
+    check_cuda_headers.py --self-test
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_protobuf_headers import headers_of  # noqa: E402  (the same -M run)
+
+CUDA_HEADERS = ("cuda.h", "cuda_runtime.h", "cuda_runtime_api.h")
+
+
+def problems(source, headers):
+    """What is wrong with the headers one source reads; [] when nothing."""
+    cuda = [h for h in headers if os.path.basename(h) in CUDA_HEADERS]
+    if not cuda:
+        return [f"{source}: reads none of {CUDA_HEADERS}: is it still a CUDA user?"]
+    return [f"{source}: reads {h} from /usr/local/include, a folder on this machine's default "
+            "search path only: the build must name the CUDA toolkit's include directory "
+            "(torch::cudart's INTERFACE_INCLUDE_DIRECTORIES, cmake/TntTorch.cmake)"
+            for h in cuda if h.startswith("/usr/local/include/")]
+
+
+def uses_cuda(entry):
+    """True for a compile command of a CUDA user: an NCCL source, tests/cuda,
+    or a unity batch that includes an NCCL source."""
+    path = entry["file"]
+    if "/src/comm/nccl/nccl_" in path and not path.endswith("nccl_absent.cpp"):
+        return True
+    if "/tests/cuda/" in path and path.endswith(".cpp"):
+        return True
+    if "/Unity/" in path and os.path.exists(path):
+        with open(path) as f:
+            return "/src/comm/nccl/nccl_" in f.read()
+    return False
+
+
+def self_test():
+    ok = ["/usr/local/cuda/include/cuda.h", "/usr/include/c++/12/string"]
+    assert problems("x.cpp", ok) == [], problems("x.cpp", ok)
+    bad = ["/usr/local/include/cuda_runtime.h", "/usr/local/include/cuda.h"]
+    assert len(problems("x.cpp", bad)) == 2 and "/usr/local/include" in problems("x.cpp", bad)[0]
+    assert "reads none" in problems("x.cpp", ["/usr/include/stdio.h"])[0]
+    print("check_cuda_headers: self-test passed")
+
+
+def main():
+    if sys.argv[1:] == ["--self-test"]:
+        self_test()
+        return
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    path = os.path.join(sys.argv[1], "compile_commands.json")
+    if not os.path.exists(path):
+        sys.exit(f"check_cuda_headers: {path} is missing: configure with "
+                 "CMAKE_EXPORT_COMPILE_COMMANDS=ON (the top CMakeLists.txt sets it)")
+    with open(path) as f:
+        entries = [e for e in json.load(f) if uses_cuda(e)]
+    if not entries:
+        sys.exit("check_cuda_headers: no compile command of an NCCL source: was the build "
+                 "configured with NCCL (TNT_NCCL=ON)?")
+    found = []
+    for e in entries:
+        found += problems(e["file"], headers_of(e))
+    if found:
+        sys.exit("check_cuda_headers: FAILED\n" + "\n".join(found))
+    print(f"check_cuda_headers: {len(entries)} CUDA users read the toolkit's headers through "
+          "the build's include directories")
+
+
+if __name__ == "__main__":
+    main()

@@ -9,8 +9,10 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <utility>
 
+#include <c10/core/StreamGuard.h>
 #include <tarantella/base/error.h>
 #include <tarantella/base/logging.h>
 
@@ -19,6 +21,7 @@
 #include "comm/mpi_check.h"
 #include "comm/transfer.h"
 #include "comm/poll.h"
+#include "comm/ready_mark.h"
 
 namespace tnt::comm {
 namespace {
@@ -121,6 +124,11 @@ struct RecvOp : P2pOp {
   MPI_Request header_req = MPI_REQUEST_NULL;
   std::vector<char> scratch;  ///< a mismatched transfer's data, thrown away
   std::shared_ptr<void> ready;  ///< a GPU buffer's ready mark
+  /// The receiver's stream, for a GPU tensor received through host memory:
+  /// the copy onto the GPU runs on it, whichever thread drives progress
+  /// (a background sender's thread has the default stream, and the buffer
+  /// may be a block the receiver's stream has just given back).
+  std::optional<c10::Stream> consumer;
   bool agreed = true;
 };
 
@@ -241,7 +249,10 @@ struct MpiP2p::Core {
         moved |= tested.moved;
         if (tested.all) {
           send_ack(p, tag, *op);
-          if (op->agreed && !op->t.tensor.device().is_cpu()) op->t.tensor.copy_(op->host);
+          if (op->agreed && !op->t.tensor.device().is_cpu()) {
+            const c10::StreamGuard on(*op->consumer);
+            op->t.tensor.copy_(op->host);
+          }
           finish(*op);
           moved = true;
         }
@@ -474,6 +485,7 @@ std::shared_ptr<P2pWork> MpiP2p::recv(const Transfer& t) {
   op->mine = header_of(t.tensor, peer.received[t.tag]++, t.what);
   op->mine.device = on_device ? 1 : 0;
   if (on_device) op->ready = c.device->ready_mark(t.tensor);
+  if (!on_device && !t.tensor.device().is_cpu()) op->consumer = consumer_stream(t.tensor.device());
   check_mpi(MPI_Irecv(&op->theirs, sizeof(P2pHeader), MPI_BYTE, t.peer, header_tag(t.tag), c.comm,
                       &op->header_req),
             "MPI_Irecv (header)");

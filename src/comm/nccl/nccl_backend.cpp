@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <c10/core/Event.h>
+#include <c10/core/StreamGuard.h>
 #include <c10/cuda/CUDAGuard.h>
 
 #include <tarantella/base/error.h>
@@ -124,7 +125,7 @@ void NcclBackend::run_on_stream(const char* what, std::int64_t elements, Enqueue
   TNT_CHECK(!broken_, "the NCCL communicator was aborted after an earlier collective failed; the "
                       "job must be restarted");
   const c10::cuda::CUDAGuard guard(device_);  // this thread may be the caller's, or the engine's
-  const c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream(device_);
+  const c10::cuda::CUDAStream caller(consumer());
   if (const ReadyMark* mark = current_ready_mark()) {
     // Enqueued asynchronously (a gradient bucket): wait for the moment its
     // tensor was ready on the stream that produced it, not for everything
@@ -145,6 +146,20 @@ void NcclBackend::run_on_stream(const char* what, std::int64_t elements, Enqueue
   done_.record(stream_);
   await_done(what, elements);
   done_.block(caller);  // the consumer's stream orders after the payload
+}
+
+c10::Stream NcclBackend::consumer() const {
+  return consumer_stream(torch::Device(torch::kCUDA, device_));
+}
+
+torch::Tensor NcclBackend::result_like(const torch::Tensor& tensor, at::IntArrayRef shape) const {
+  const c10::StreamGuard on(consumer());
+  return torch::empty(shape, tensor.options());
+}
+
+void NcclBackend::average(torch::Tensor& tensor) const {
+  const c10::StreamGuard on(consumer());
+  tensor.div_(size());
 }
 
 void NcclBackend::await_done(const char* what, std::int64_t elements) {
@@ -203,7 +218,7 @@ torch::Tensor NcclBackend::allreduce(torch::Tensor tensor, ReduceOp op) {
                              to_nccl(plan.op), comm_.get(), stream),
                "ncclAllReduce", comm_.get());
   });
-  if (plan.divide_by_size && size() > 1) tensor.div_(size());
+  if (plan.divide_by_size && size() > 1) average(tensor);
   return tensor;
 }
 
@@ -232,7 +247,7 @@ torch::Tensor NcclBackend::allgather(torch::Tensor tensor) {
   host_->check(Collective::Allgather, &tensor, std::nullopt, -1, error);
   std::vector<std::int64_t> shape = tensor.sizes().vec();
   shape[0] *= size();
-  torch::Tensor out = torch::empty(shape, tensor.options());
+  torch::Tensor out = result_like(tensor, shape);
   if (tensor.numel() == 0) return out;
   const NcclPlan plan = nccl_plan(dtype_of(tensor), std::nullopt);
   run_on_stream("allgather", tensor.numel(), [&](cudaStream_t stream) {
@@ -254,7 +269,7 @@ torch::Tensor NcclBackend::allgatherv(torch::Tensor tensor) {
   }
   std::vector<std::int64_t> shape = tensor.sizes().vec();
   shape[0] = rows;
-  torch::Tensor out = torch::empty(shape, tensor.options());
+  torch::Tensor out = result_like(tensor, shape);
   if (out.numel() == 0) return out;
   const ncclDataType_t type = to_nccl(nccl_plan(dtype_of(tensor), std::nullopt).type);
   run_on_stream("allgatherv", out.numel(), [&](cudaStream_t stream) {
@@ -284,7 +299,7 @@ torch::Tensor NcclBackend::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
   for (const std::int64_t r : rows) counts.push_back(r * row);
   std::vector<std::int64_t> shape = tensor.sizes().vec();
   shape[0] = rows[static_cast<std::size_t>(rank())];
-  torch::Tensor out = torch::empty(shape, tensor.options());
+  torch::Tensor out = result_like(tensor, shape);
   if (tensor.numel() == 0) return out;
   const NcclPlan plan = nccl_plan(dtype_of(tensor), op);
   run_on_stream("reduce_scatter", tensor.numel(), [&](cudaStream_t stream) {
@@ -304,7 +319,7 @@ torch::Tensor NcclBackend::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
       });
     }
   });
-  if (plan.divide_by_size && size() > 1) out.div_(size());
+  if (plan.divide_by_size && size() > 1) average(out);
   return out;
 }
 

@@ -83,6 +83,14 @@ class NcclBackend final : public Backend {
   /// Steps 2 and 3 of the note: `enqueue(stream)` issues the NCCL calls.
   template <typename Enqueue>
   void run_on_stream(const char* what, std::int64_t elements, Enqueue enqueue);
+  /// The stream that uses a collective's result: the caller's, also where
+  /// the engine thread runs the collective (comm/ready_mark.h).
+  c10::Stream consumer() const;
+  /// A result tensor, allocated on the consumer's stream (the caching
+  /// allocator ties a block to the stream it was allocated on).
+  torch::Tensor result_like(const torch::Tensor& tensor, at::IntArrayRef shape) const;
+  /// Divides a reduced tensor by the group's size on the consumer's stream.
+  void average(torch::Tensor& tensor) const;
   /// Waits for `done_` as step 3 says; aborts and throws on failure.
   void await_done(const char* what, std::int64_t elements);
   [[noreturn]] void fail(const std::string& what, ncclResult_t async);

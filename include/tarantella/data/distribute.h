@@ -131,9 +131,9 @@ class DistributeOptions {
     return *this;
   }
   /// For training on a GPU: each micro-batch is collated straight into
-  /// page-locked (pinned) host memory, on a background thread that reads
-  /// two micro-batches ahead. One host copy per batch, off the training
-  /// thread, and the copy to the GPU needs no staging. Needs a CUDA build of
+  /// page-locked host memory on a thread that reads two ahead: one host copy,
+  /// off the training thread (samples already on a GPU: collated there;
+  /// below a cache(): pageable, pinned per step). Needs a CUDA build of
   /// LibTorch with a GPU; fit(), evaluate() and predict() set it when the
   /// model is on a GPU.
   DistributeOptions& pin_memory(bool on) {

@@ -74,10 +74,6 @@ std::pair<int, int> resolve(const DistributeOptions& options) {
 // pin_memory(): micro-batches read ahead into page-locked memory.
 constexpr std::int64_t kPinnedAhead = 2;
 
-torch::Tensor pinned(at::IntArrayRef sizes, const torch::TensorOptions& options) {
-  return torch::empty(sizes, options.device(torch::kCPU).pinned_memory(true));
-}
-
 }  // namespace
 
 DistributedDataset::DistributedDataset(const Dataset& dataset, DistributeOptions options)
@@ -128,7 +124,7 @@ DistributedDataset::DistributedDataset(const Dataset& dataset, DistributeOptions
   TNT_CHECK(options.granularity() >= 1, "distribute: granularity ", options.granularity(),
             " is invalid: use at least 1 (samples per chunk)");
   detail::SplitSpec spec{rank_, size_, options.granularity(), nullptr};
-  if (options.pin_memory()) spec.collate_into = pinned;
+  if (options.pin_memory()) spec.collate_into = detail::pinned_or_in_place;
   pipeline_ = Dataset(node->split(spec));
   // The collation (and whatever lies above it) on a thread of its own.
   if (options.pin_memory()) pipeline_ = pipeline_.prefetch(kPinnedAhead);

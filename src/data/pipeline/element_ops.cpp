@@ -99,8 +99,19 @@ std::vector<Element> unstack_element(const Element& batch, const std::string& wh
 Element empty_rows(const Element& batch) {
   Element out;
   out.reserve(batch.size());
-  for (const auto& t : batch) out.push_back(t.narrow(0, 0, 0));
+  for (const auto& t : batch) {
+    // A tensor of its own, not a view: a view would keep the whole batch's
+    // storage (page-locked, with pin_memory) alive as long as it is kept.
+    std::vector<std::int64_t> sizes = t.sizes().vec();
+    sizes.at(0) = 0;
+    out.push_back(torch::empty(sizes, t.options()));
+  }
   return out;
+}
+
+torch::Tensor pinned_or_in_place(at::IntArrayRef sizes, const torch::TensorOptions& options) {
+  if (options.device().is_cpu()) return torch::empty(sizes, options.pinned_memory(true));
+  return torch::empty(sizes, options);
 }
 
 }  // namespace tnt::data::detail

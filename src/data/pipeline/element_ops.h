@@ -30,8 +30,13 @@ Element concat_elements(const std::vector<Element>& batches);
 /// Rows of a batch: element i is {t[i] for t}. All tensors need the same
 /// size in dimension 0.
 std::vector<Element> unstack_element(const Element& batch, const std::string& who);
-/// The batch with no rows: every tensor narrowed to size 0 in dimension 0.
+/// The batch with no rows: every tensor's shape with size 0 in dimension 0
+/// (new tensors: nothing of the batch's storage is kept).
 Element empty_rows(const Element& batch);
+/// pin_memory()'s collation target: page-locked memory for samples in host
+/// memory; samples already on a device (a user's CUDA tensors) are collated
+/// there, since stacking them into host memory is an error.
+torch::Tensor pinned_or_in_place(at::IntArrayRef sizes, const torch::TensorOptions& options);
 /// The samples that were not dropped.
 std::vector<Element> kept_samples(const std::vector<Element>& samples);
 /// "[2, 3]".

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "data/pipeline/element_ops.h"
 #include "data/pipeline/node.h"
 #include "rank_share.h"
 #include "test_util.h"
@@ -640,6 +641,55 @@ TEST(Distribute, CollatesIntoTheGivenMemory) {
       EXPECT_EQ(batches, 3) << "sequential " << sequential << ", padded " << padded;
     }
   }
+}
+
+// A cache keeps what it is given for good: below one, micro-batches are
+// not collated into the given (page-locked) memory.
+TEST(Distribute, ACachedPipelineIsNotCollatedIntoTheGivenMemory) {
+  const Dataset ds =
+      samples(10, false, std::make_shared<std::atomic<std::int64_t>>(0)).batch(4).cache();
+  int made = 0;
+  const tnt::data::detail::SplitSpec into{
+      1, 3, 1, [&](at::IntArrayRef sizes, const torch::TensorOptions& options) {
+        ++made;
+        return torch::empty(sizes, options);
+      }};
+  auto it = Dataset(ds.node()->split(into)).iterate(0);
+  int batches = 0;
+  while (it.next()) ++batches;
+  EXPECT_EQ(batches, 3);
+  EXPECT_EQ(made, 0) << "a cached micro-batch was collated into the given memory";
+}
+
+// pin_memory()'s collation with samples already on a device (a user's CUDA
+// tensors, fit(x_cuda, y_cuda)): they are stacked where they are, since
+// ATen refuses to stack device tensors into host memory. The meta device
+// stands in for a GPU here; on a GPU machine the host case is page-locked.
+TEST(Distribute, PinMemoryCollatesDeviceSamplesWhereTheyAre) {
+  using tnt::data::detail::pinned_or_in_place;
+  const auto on_device = torch::TensorOptions().dtype(torch::kFloat32).device(torch::kMeta);
+  const std::vector<tnt::data::Element> samples = {{torch::empty({3}, on_device)},
+                                                   {torch::empty({3}, on_device)}};
+  const tnt::data::Element batch =
+      tnt::data::detail::stack_elements(samples, "batch(2)", pinned_or_in_place);
+  ASSERT_EQ(batch.size(), 1u);
+  EXPECT_EQ(batch[0].device().type(), torch::kMeta);
+  EXPECT_EQ(batch[0].sizes(), (std::vector<std::int64_t>{2, 3}));
+  if (torch::cuda::is_available()) {
+    EXPECT_TRUE(pinned_or_in_place({2, 3}, torch::TensorOptions()).is_pinned());
+  }
+}
+
+// The rows-less batch kept to stand for dropped batches holds none of the
+// batch's storage (with pin_memory, page-locked for as long as it is kept).
+TEST(Distribute, EmptyRowsKeepNothingOfTheBatch) {
+  const tnt::data::Element batch = {torch::ones({4, 3}), torch::arange(4)};
+  const tnt::data::Element none = tnt::data::detail::empty_rows(batch);
+  ASSERT_EQ(none.size(), 2u);
+  EXPECT_EQ(none[0].sizes(), (std::vector<std::int64_t>{0, 3}));
+  EXPECT_EQ(none[1].sizes(), (std::vector<std::int64_t>{0}));
+  EXPECT_EQ(none[1].scalar_type(), torch::kLong);
+  for (std::size_t c = 0; c < batch.size(); ++c) EXPECT_FALSE(none[c].is_alias_of(batch[c]));
 }
 
 }  // namespace

@@ -275,15 +275,26 @@ class Model:
 
     # -- the wrapped module --------------------------------------------
     def __call__(self, *inputs: torch.Tensor) -> torch.Tensor:
-        """Runs the wrapped module's forward on this rank (no communication).
+        """Runs the wrapped module's forward on this rank (no communication),
+        as ``tnt::Model::forward`` does in C++: the inputs are moved to the
+        model's device (``model.device``), and the compiled mixed precision
+        applies (a float32 output then).
 
         Args:
-            *inputs: The module's inputs.
+            *inputs: The module's inputs (tensors, on any device).
 
         Returns:
-            The module's output.
+            The module's output, on the model's device.
+
+        Raises:
+            TypeError: An input is not a tensor.
         """
-        out: torch.Tensor = self.module(*inputs)
+        for i, t in enumerate(inputs):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"model(...): input {i} is a {type(t).__name__}, not a "
+                                "torch.Tensor: pass tensors (call model.module(...) for "
+                                "other inputs)")
+        out: torch.Tensor = self._impl.forward(list(inputs))
         return out
 
     def parameters(self) -> Iterator[torch.nn.Parameter]:
@@ -616,12 +627,13 @@ class Model:
         return self._impl.loss_scale
 
     def get_weights(self) -> List[torch.Tensor]:
-        """The weights, as copies.
+        """The weights, as copies in host memory (as Keras's are host arrays:
+        ``w.numpy()`` works, and the GPU holds no second copy).
 
         Returns:
-            Parameters, then buffers, in the module's order.
+            Parameters, then buffers, in the module's order, on the CPU.
         """
-        return self._impl.get_weights()
+        return [w.cpu() for w in self._impl.get_weights()]
 
     def set_weights(self, weights: Iterable[torch.Tensor]) -> None:
         """Copies `weights` in, then every rank takes the master's. Collective.

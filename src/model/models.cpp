@@ -70,7 +70,9 @@ Model model_from_description(const SavedModelDescription& d, const std::string& 
   if (!d.torchscript.empty()) {
     std::istringstream in(d.torchscript);
     try {
-      return Model(make_adapter(torch::jit::load(in)), group);
+      // On the CPU, wherever it was saved from: the Model moves it to this
+      // rank's device (a GPU-saved module would land on the saver's GPU).
+      return Model(make_adapter(torch::jit::load(in, torch::Device(torch::kCPU))), group);
     } catch (const std::exception& e) {
       throw Error(detail::concat("the TorchScript module stored in '", path,
                                  "' does not load: ", std::string(e.what()).substr(0, 300)));

@@ -69,7 +69,7 @@ std::shared_ptr<ModuleAdapter> make_adapter(const torch::jit::Module& module) {
 Model load_torchscript(const std::string& path) {
   torch::jit::Module module;
   try {
-    module = torch::jit::load(path);
+    module = torch::jit::load(path, torch::Device(torch::kCPU));  // the Model moves it to its device
   } catch (const std::exception& e) {
     throw Error(detail::concat("cannot load TorchScript model '", path, "': ",
                                std::string(e.what()).substr(0, 300),

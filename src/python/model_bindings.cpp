@@ -186,6 +186,15 @@ void bind_model(py::module_& m) {
       .def_property(
           "learning_rate", [](PyModel& s) { return s.engine().learning_rate(); },
           [](PyModel& s, double lr) { s.engine().set_learning_rate(lr); })
+      .def("forward",
+           [](PyModel& s, const std::vector<torch::Tensor>& inputs) {
+             // As tnt::Model::forward: the inputs on the model's device,
+             // the compiled mixed precision (the GIL stays held: the
+             // module's forward is Python).
+             std::vector<torch::Tensor> on_device;
+             for (const auto& t : inputs) on_device.push_back(t.to(s.engine().device()));
+             return s.engine().run(on_device);
+           })
       .def("get_weights", [](PyModel& s) { return s.host().get_weights(); })
       .def("set_weights",
            [](PyModel& s, const std::vector<torch::Tensor>& w) {

@@ -15,7 +15,9 @@
 #include <string>
 
 #include <ATen/Parallel.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <fmt/format.h>
+#include <torch/cuda.h>
 
 #include <tarantella/base/error.h>
 #include <tarantella/base/logging.h>
@@ -72,6 +74,20 @@ struct Runtime::Impl {
   }
 };
 
+namespace {
+
+// The rank's GPU, as the engine picks it (train/engine/engine_state.cpp),
+// becomes the current device of the thread that starts the runtime (the
+// user's main thread): user code that says "cuda", or asks for the current
+// stream, then means this rank's GPU, not GPU 0 on every rank of a node.
+void select_gpu(const Config& config, int local_rank) {
+  if (!config.use_gpu.value_or(true) || !torch::cuda::is_available()) return;
+  const auto gpu = static_cast<c10::DeviceIndex>(local_rank % torch::cuda::device_count());
+  c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->setDevice(c10::Device(c10::kCUDA, gpu));
+}
+
+}  // namespace
+
 Runtime::Runtime(int argc, char** argv) : impl_(std::make_unique<Impl>()) {
   TNT_CHECK(g_runtime.load() == nullptr,
             "a tnt::Runtime is already alive in this process: create exactly one, at the start "
@@ -90,6 +106,7 @@ Runtime::Runtime(int argc, char** argv) : impl_(std::make_unique<Impl>()) {
   impl_->failure_handler->identify(w.rank(), impl_->config.log_level == LogLevel::Debug);
   log::debug(malloc_note);
   set_thread_count(impl_->config, w.local_size());
+  select_gpu(impl_->config, w.local_rank());
   check_blas();
   g_runtime.store(impl_.get());
   log::info(fmt::format("runtime started: rank {} of {}, local rank {} of {}", w.rank(), w.size(),

@@ -279,6 +279,44 @@ def test_weights_round_trip_through_torch_save_files():
         assert torch.equal(state["fc2.weight"], model.module.fc2.weight.detach().cpu())
 
 
+def test_calling_the_model_runs_the_forward_on_the_model_s_device():
+    """model(x) with host inputs, on whichever device the rank trains on:
+    the inputs are moved there, as tnt::Model::forward does in C++."""
+    model = compiled(make_net())
+    x = torch.randn(3, 1, 8, 8)
+    out = model(x)
+    assert out.device == torch.device(model.device)
+    with torch.no_grad():
+        want = model.module(x.to(model.device))
+    assert torch.allclose(out.detach().cpu(), want.cpu(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(TypeError, match="input 0 is a list, not a torch.Tensor"):
+        model([1.0, 2.0])
+
+
+def test_get_weights_are_host_copies():
+    model = compiled(make_net())
+    weights = model.get_weights()
+    assert all(w.device == torch.device("cpu") for w in weights)
+    assert weights[0].numpy().shape == tuple(model.module.conv.weight.shape)
+    weights[0].zero_()
+    assert model.module.conv.weight.detach().abs().sum().item() > 0, "a copy, not a view"
+
+
+def test_fit_takes_data_already_on_the_gpu():
+    """Tensors a user put on the GPU are batched there: with pin_memory on
+    (every GPU run), stacking them into page-locked host memory would be an
+    error. Without a GPU there is nothing to check."""
+    model = compiled(make_net())
+    if torch.device(model.device).type != "cuda":
+        return
+    data = Data()
+    x, y = data.x.to(model.device), data.y.to(model.device)
+    history = model.fit(x, y, batch_size=16, epochs=1, verbose=0, validation_data=(x, y))
+    assert torch.isfinite(torch.tensor(history.history["loss"])).all()
+    assert model.evaluate(x, y, batch_size=16, verbose=0)
+    assert model.predict(x, batch_size=16, verbose=0).shape == (len(data), 5)
+
+
 def test_a_non_module_is_refused_with_the_fix():
     with pytest.raises(TypeError, match="module must be a torch.nn.Module, got a function"):
         tnt.Model(lambda x: x)

@@ -99,6 +99,14 @@ def test_broadcast_object_tensors_arrive_on_the_cpu(rank):
         assert got.device.type == "cpu"
 
 
+def test_the_rank_s_gpu_is_the_current_device():
+    """After tnt.init, "cuda" means this rank's GPU (the one the engine picks),
+    not GPU 0 on every rank. Without a GPU there is nothing to check."""
+    if not torch.cuda.is_available():
+        return
+    assert torch.cuda.current_device() == tnt.get_local_rank() % torch.cuda.device_count()
+
+
 def test_set_seed_repeats_torch_draws():
     tnt.set_seed(123, deterministic=False)
     a = torch.rand(4)

@@ -81,7 +81,9 @@ class Model {
 
   NamedTensorList named_parameters() const;
   NamedTensorList named_buffers() const;
-  /// Weights and buffers, in named_parameters() then named_buffers() order.
+  /// Weights and buffers, in named_parameters() then named_buffers() order:
+  /// copies on the model's device (Python's get_weights() returns them on
+  /// the CPU).
   std::vector<torch::Tensor> get_weights() const;
   /// Copies `weights` in, then broadcasts the master's to every rank.
   void set_weights(const std::vector<torch::Tensor>& weights);

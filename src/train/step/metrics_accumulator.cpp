@@ -27,8 +27,7 @@ torch::Tensor MetricsAccumulator::increment(const torch::Tensor& output,
   parts.push_back(loss * static_cast<double>(samples));
   parts.push_back(torch::full({1}, static_cast<double>(samples), loss.options()));
   for (const auto& m : *metrics_) {
-    const torch::Tensor s =
-        m.update(output.detach(), target).to(loss.device(), torch::kFloat64).reshape({-1});
+    const torch::Tensor s = state_on(m.update(output.detach(), target), loss.device());
     TNT_CHECK(s.numel() == m.state_size, "metric '", m.name, "' returned ", s.numel(),
               " state values, declared ", m.state_size);
     parts.push_back(s);
@@ -47,6 +46,13 @@ callbacks::Logs MetricsAccumulator::logs(const std::vector<double>& state) const
     at += static_cast<std::size_t>(m.state_size);
   }
   return logs;
+}
+
+torch::Tensor state_on(const torch::Tensor& values, torch::Device device) {
+  const torch::Tensor flat = values.detach().reshape({-1}).to(torch::kFloat64);
+  if (!device.is_cuda() || !flat.device().is_cpu()) return flat.to(device);
+  // The caching host allocator keeps the page-locked block until the copy is done.
+  return flat.pin_memory().to(device, /*non_blocking=*/true);
 }
 
 std::vector<double> allreduce_state(const comm::ProcessGroup& group,

@@ -37,6 +37,12 @@ class MetricsAccumulator {
   const std::vector<metrics::Metric>* metrics_;
 };
 
+/// `values` flattened to float64 on `device`. From host memory to a GPU
+/// through page-locked memory without blocking: a copy from pageable memory
+/// would make the host wait for the stream (a sync per step for a metric
+/// that computes its state on the CPU).
+torch::Tensor state_on(const torch::Tensor& values, torch::Device device);
+
 /// Sums a float64 state vector over the group's ranks (blocking).
 std::vector<double> allreduce_state(const comm::ProcessGroup& group,
                                     const std::vector<double>& local);

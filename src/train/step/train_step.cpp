@@ -12,6 +12,7 @@
 #include "dp/optimizer_shards.h"
 #include "train/step/autotune.h"
 #include "train/step/deterministic_step.h"
+#include "train/step/metrics_accumulator.h"
 #include "train/step/stage_forward.h"
 
 namespace tnt::train {
@@ -405,8 +406,8 @@ void accumulate(torch::Tensor& into, const torch::Tensor& values) {
   TNT_CHECK(into.numel() == values.numel(), "state of ", values.numel(), " values does not fit ",
             into.numel());
   // A metric may compute its state on the CPU: a small copy to the device,
-  // which queues without waiting (host to device).
-  into.add_(values.detach().reshape({-1}).to(into.device(), torch::kFloat64));
+  // queued without waiting (state_on).
+  into.add_(state_on(values, into.device()));
 }
 
 }  // namespace tnt::train

@@ -5,7 +5,9 @@ every parameter's device) is --expect: a device (cuda:0) or a type (cuda,
 cpu).
 
     tarantella -n 2 --ranks-per-gpu 2 -- bench/gpu/device_probe.py --expect cuda:0
-        a fit of a small model of its own, then the line;
+        a fit of a small model of its own (from host data and from data on the
+        device), model(x), get_weights() and the current CUDA device, then the
+        line;
     tarantella -n 2 --ranks-per-gpu 2 -- bench/gpu/device_probe.py --expect cuda \\
         --run examples/python/lenet5.py --epochs 1 ...
         runs the script as __main__ with the arguments after it and prints the
@@ -38,14 +40,33 @@ def probe(tnt, model, expect: str, where: str) -> bool:
 
 
 def own_fit(tnt, expect: str) -> int:
+    """A fit of its own, and what the Python front end promises on the
+    rank's device (the suite's pytest tests say the same, where pytest is)."""
     import torch
 
     model = tnt.Model(torch.nn.Linear(8, 2))
     model.compile(optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
                   loss=torch.nn.CrossEntropyLoss())
+    device = torch.device(str(model._impl.device))
+    problems = []
+    if device.type == "cuda" and torch.cuda.current_device() != device.index:
+        problems.append(f"the current CUDA device is {torch.cuda.current_device()}, "
+                        f"the model's {device}")
     x, y = torch.randn(32, 8), torch.randint(0, 2, (32,))
     model.fit(x, y, batch_size=8, epochs=1, verbose=0)
-    return 0 if probe(tnt, model, expect, "fit") else 1
+    # Data already on the model's device (pin_memory is on for a GPU).
+    on = (x.to(device), y.to(device))
+    model.fit(*on, batch_size=8, epochs=1, verbose=0, validation_data=on)
+    if model.predict(on[0], batch_size=8, verbose=0).shape != (32, 2):
+        problems.append("predict on the device's data gave the wrong shape")
+    out = model(x)
+    if out.device != device:
+        problems.append(f"model(x) with host inputs gave its output on {out.device}")
+    if any(w.device.type != "cpu" for w in model.get_weights()):
+        problems.append("get_weights() returned tensors off the CPU")
+    for p in problems:
+        print(f"PROBE rank={tnt.get_rank()} PROBLEM {p}", flush=True)
+    return 0 if probe(tnt, model, expect, "fit") and not problems else 1
 
 
 def wrapped(tnt, expect: str, script: str, args: list) -> int:

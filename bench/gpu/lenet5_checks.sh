@@ -66,12 +66,13 @@ run() {
   local flags=()
   while [ "$1" != -- ]; do flags+=("$1"); shift; done
   shift
-  rm -f "$WORK/$name.pt"
+  rm -f "$WORK/$name.pt" "$WORK/$name.ok"
   timeout -k 5 90 "$LAUNCHER" "${flags[@]}" --log-level INFO --log-on-all-devices \
     -x NVIDIA_TF32_OVERRIDE=0 -x TNT_COMM_TIMEOUT=60 -x CUBLAS_WORKSPACE_CONFIG=:4096:8 -- \
     "$PY" "$here/device_probe.py" --expect "$device" "${probe[@]}" --run "$EXAMPLE" \
     "${COMMON[@]}" --save-weights "$WORK/$name.pt" "$@" >"$LOGS/$name.log" 2>&1
   rc=$?
+  [ $rc -eq 0 ] && touch "$WORK/$name.ok"
   if [ $rc -ne 0 ]; then
     echo "run $name: exit $rc (log: $LOGS/$name.log), its end:"
     tail -n 20 "$LOGS/$name.log" | sed 's/^/    /'
@@ -94,14 +95,14 @@ print(f"worst max|d|/max|w| {worst:.3g} ({key}; tolerance {tol:g}){', bitwise eq
 sys.exit(0 if worst <= tol else 1)
 PYEOF
 }
-have() {  # have RUN...: every run left its weights
+have() {  # have RUN...: every run ended with exit status 0 and left its weights
   local r
-  for r in "$@"; do [ -f "$WORK/$r.pt" ] || return 1; done
+  for r in "$@"; do [ -f "$WORK/$r.pt" ] && [ -f "$WORK/$r.ok" ] || return 1; done
 }
 check() {  # check NAME A B TOLERANCE
   local d
   if ! have "$2" "$3"; then
-    fail "$1: $2 or $3 did not finish (logs in $LOGS)"
+    fail "$1: $2 or $3 did not finish with exit status 0 (logs in $LOGS)"
   elif d=$(compare "$2" "$3" "$4" 2>&1); then
     pass "$1: $3 against $2: $d"
   else

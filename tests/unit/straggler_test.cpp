@@ -18,6 +18,7 @@
 
 #include <tarantella/comm/in_process.h>
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/cuda.h>
 
 #include "train/observe/device_clock.h"
@@ -356,7 +357,16 @@ TEST(StragglerDeviceClock, TimesNothingOnTheCpu) {
 // On a GPU: the device's time for work queued between the marks, read
 // without waiting once the events completed (a step or more later).
 TEST(StragglerDeviceClock, TimesTheDeviceWorkOnAGpu) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  if (!torch::cuda::is_available()) {
+    // A CUDA LibTorch on a machine with a GPU device file that sees no GPU
+    // (a broken driver or library) fails here; ctest would show a skip as
+    // passed, and the device recipe would read ok.
+    if (c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA) &&
+        std::filesystem::exists("/dev/nvidia0")) {
+      FAIL() << "/dev/nvidia0 exists and LibTorch is a CUDA build, but it sees no CUDA device";
+    }
+    GTEST_SKIP() << "no CUDA device";
+  }
   const torch::Device gpu(torch::kCUDA, 0);
   tnt::train::DeviceStepClock clock(gpu);
   ASSERT_TRUE(clock.enabled());

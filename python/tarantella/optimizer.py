@@ -154,27 +154,58 @@ class DistributedOptimizer(torch.optim.Optimizer):
             self._share.set(local, global_size)
             self._shares_known = True
 
+    #: torch's GradScaler.step(optimizer) then calls step(grad_scaler=scaler)
+    #: instead of unscaling and checking for inf/NaN itself: it would do so on
+    #: this rank's gradients before they are summed, so the update would use
+    #: the summed gradients still scaled, and the ranks could disagree on
+    #: whether to skip the step (and on the next scale).
+    _step_supports_amp_scaling = True
+
     def step(  # type: ignore[override]
-            self, closure: Optional[Callable[[], float]] = None) -> Optional[float]:
+            self, closure: Optional[Callable[[], float]] = None,
+            grad_scaler: Optional[object] = None) -> Optional[float]:
         """Waits for the gradients summed over ranks, then steps the wrapped optimizer.
+
+        Under ``scaler.step(optimizer)`` (torch.amp.GradScaler), the summed
+        gradients are unscaled and checked for inf/NaN here, after the sum, so
+        every rank skips the same steps and keeps the same scale. To clip
+        between backward and step: ``optimizer.synchronize()``, then
+        ``scaler.unscale_(optimizer)``, clip, ``scaler.step(optimizer)``.
 
         Args:
             closure: Not supported (it would send the gradients again).
+            grad_scaler: Passed by GradScaler.step, not by users.
 
         Returns:
-            What the wrapped optimizer's step returns.
+            What the wrapped optimizer's step returns (None for a skipped step).
 
         Raises:
             TypeError: A closure was given.
+            RuntimeError: ``scaler.unscale_(optimizer)`` was called before
+                ``optimizer.synchronize()`` (it unscaled this rank's gradients,
+                not the sums).
         """
         if closure is not None:
             raise TypeError(
                 "DistributedOptimizer.step() takes no closure: a closure re-runs forward and "
                 "backward, which would send the gradients again; call backward() yourself, "
                 "then step()")
+        if (grad_scaler is not None and _scaler_stage(grad_scaler, self) != "READY"
+                and not self._synchronized):
+            raise RuntimeError(
+                "scaler.unscale_(optimizer) was called before the gradients were summed over "
+                "the ranks: call optimizer.synchronize() first, then scaler.unscale_(optimizer) "
+                "(to clip), then scaler.step(optimizer)")
         self._warn_if_shares_unknown()
-        self.synchronize()
         try:
+            if grad_scaler is not None:
+                self.synchronize()
+                if _scaler_stage(grad_scaler, self) == "READY":
+                    grad_scaler.unscale_(self)  # type: ignore[attr-defined]
+                found = grad_scaler._per_optimizer_states[id(self)]["found_inf_per_device"]  # type: ignore[attr-defined]
+                if sum(v.item() for v in found.values()):
+                    return None  # inf/NaN in the sums: every rank skips
+            self.synchronize()
             loss: Optional[float] = self._optimizer.step()
             return loss
         finally:
@@ -258,6 +289,12 @@ def _share_of(loader: Optional[LoaderLike]) -> Optional[_tarantella.BatchShare]:
                         f"tnt.data.DistributedDataset (it tells each rank's share of a batch); "
                         f"got a {type(loader).__name__}")
     return share
+
+
+def _scaler_stage(scaler: object, optimizer: object) -> str:
+    """GradScaler's stage for `optimizer`: READY, UNSCALED or STEPPED."""
+    states = getattr(scaler, "_per_optimizer_states")
+    return str(states[id(optimizer)]["stage"].name)
 
 
 def _names(optimizer: torch.optim.Optimizer,

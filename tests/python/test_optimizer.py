@@ -150,6 +150,72 @@ def test_grad_holds_the_global_gradient_before_the_inner_step(rank, size):
     assert w.tolist() == [1.0, 1.0]
 
 
+def grad_scaler_or_skip():
+    if not hasattr(torch, "amp") or not hasattr(torch.amp, "GradScaler"):
+        pytest.skip("torch.amp.GradScaler needs torch 2.3 or newer")
+    return torch.amp.GradScaler("cpu", init_scale=1024.0)
+
+
+def scaled_step(opt, scaler, loss):
+    opt.zero_grad()
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+
+
+def test_grad_scaler_steps_on_the_unscaled_sums(rank, size):
+    """scaler.step(optimizer) unscales the gradients summed over the ranks:
+    the update is the unscaled mean gradient's, as without the scaler."""
+    scaler = grad_scaler_or_skip()
+    w = torch.nn.Parameter(torch.zeros(3))
+    opt = tnt.DistributedOptimizer(torch.optim.SGD([w], lr=1.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 1/N weights (no tnt loader); GradScaler's FutureWarning
+        scaled_step(opt, scaler, (w * float(rank + 1)).sum())
+    mean = sum(r + 1 for r in range(size)) / size
+    assert torch.allclose(w.detach(), torch.full((3,), -mean)), w
+    assert scaler.get_scale() == 1024.0
+
+
+def test_grad_scaler_skips_on_every_rank_when_one_rank_overflows(rank, size):
+    scaler = grad_scaler_or_skip()
+    w = torch.nn.Parameter(torch.zeros(3))
+    opt = tnt.DistributedOptimizer(torch.optim.SGD([w], lr=1.0))
+    factor = float("inf") if rank == size - 1 else 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scaled_step(opt, scaler, (w * factor).sum())
+        assert torch.equal(w.detach(), torch.zeros(3)), "the step is skipped on every rank"
+        assert scaler.get_scale() == 512.0, "every rank backs off alike"
+        scaled_step(opt, scaler, (w * 2.0).sum())  # the next step runs, on every rank
+    assert torch.allclose(w.detach(), torch.full((3,), -2.0))
+
+
+def test_grad_scaler_unscale_for_clipping_after_synchronize(rank, size):
+    scaler = grad_scaler_or_skip()
+    w = torch.nn.Parameter(torch.zeros(3))
+    opt = tnt.DistributedOptimizer(torch.optim.SGD([w], lr=1.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        opt.zero_grad()
+        scaler.scale((w * 3.0).sum()).backward()
+        opt.synchronize()
+        scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_([w], max_norm=1.0)
+        scaler.step(opt)
+        scaler.update()
+        assert torch.allclose(w.detach(), torch.full((3,), -1.0 / 3 ** 0.5), atol=1e-6), w
+        # unscale_ before synchronize would unscale this rank's gradients only
+        opt.zero_grad()
+        scaler.scale((w * 3.0).sum()).backward()
+        scaler.unscale_(opt)
+        with pytest.raises(RuntimeError, match="call optimizer.synchronize.. first"):
+            scaler.step(opt)
+        opt.synchronize()  # the buckets still complete; the step goes on from here
+        scaler.step(opt)
+        scaler.update()
+
+
 def test_closure_and_wrong_types_are_refused():
     w = torch.nn.Parameter(torch.ones(1))
     opt = tnt.DistributedOptimizer(torch.optim.SGD([w], lr=0.1))

@@ -2,6 +2,8 @@
 
 #include <map>
 #include <sstream>
+#include <string>
+#include <utility>
 
 #include <torch/torch.h>
 
@@ -82,12 +84,17 @@ void check_same_structure(const comm::ProcessGroup& group, const NamedTensors& t
 
 void broadcast_tensors(const comm::ProcessGroup& group, const std::vector<torch::Tensor>& tensors,
                        int root) {
-  // One flat buffer per dtype keeps this to a handful of collectives.
-  std::map<torch::ScalarType, std::vector<torch::Tensor>> by_dtype;
-  for (const auto& t : tensors) by_dtype[t.scalar_type()].push_back(t);
-  for (auto& [dtype, same] : by_dtype) {
+  // At 1 rank there is nothing to send; with a GPU model this is called at
+  // every epoch's end (BatchNorm's statistics), where a copy to the host per
+  // buffer would make the host wait for the GPU each time.
+  if (group.size() == 1) return;
+  // One flat buffer per dtype (and device) keeps this to a handful of
+  // collectives, and the copies on the tensors' device.
+  std::map<std::pair<torch::ScalarType, std::string>, std::vector<torch::Tensor>> by_dtype;
+  for (const auto& t : tensors) by_dtype[{t.scalar_type(), t.device().str()}].push_back(t);
+  for (auto& [key, same] : by_dtype) {
     std::vector<torch::Tensor> flat;
-    for (const auto& t : same) flat.push_back(t.detach().reshape({-1}).cpu());
+    for (const auto& t : same) flat.push_back(t.detach().reshape({-1}));
     torch::Tensor buffer = torch::cat(flat);
     group.broadcast(buffer, root);
     std::int64_t offset = 0;

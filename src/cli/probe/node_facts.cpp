@@ -5,8 +5,11 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "common/program_path.h"
@@ -58,15 +61,33 @@ std::string find_in_path(const std::string& name) {
   return search_path(name, path ? path : "", /*need_executable=*/true);
 }
 
+int visible_gpu_count(int installed, const char* cuda_visible_devices) {
+  if (cuda_visible_devices == nullptr) return installed;
+  int count = 0;
+  std::string entry;
+  std::istringstream entries{std::string(cuda_visible_devices)};
+  while (std::getline(entries, entry, ',')) {
+    entry.erase(0, entry.find_first_not_of(" \t"));
+    entry.erase(entry.find_last_not_of(" \t") + 1);
+    if (entry.empty() || entry[0] == '-') break;  // CUDA stops at an invalid entry
+    ++count;
+  }
+  return std::min(count, installed);
+}
+
 namespace {
 
 int detect_gpu_count() {
   if (find_in_path("nvidia-smi").empty()) return 0;
+  int installed = 0;
   try {
-    return count_gpu_lines(capture_stdout({"nvidia-smi", "-L"}));
+    installed = count_gpu_lines(capture_stdout({"nvidia-smi", "-L"}));
   } catch (const std::exception&) {
     return 0;  // a broken driver install means "no usable GPU", not a launch failure
   }
+  // The ranks inherit CUDA_VISIBLE_DEVICES (a Slurm job's, or the user's):
+  // one rank per GPU means one per GPU they can see.
+  return visible_gpu_count(installed, std::getenv("CUDA_VISIBLE_DEVICES"));
 }
 
 std::string self_path() {

@@ -56,6 +56,12 @@ NodeFacts detect_node_facts();
 /// Counts lines starting with "GPU " (the format of `nvidia-smi -L`).
 int count_gpu_lines(const std::string& nvidia_smi_output);
 
+/// The GPUs the ranks will see: `installed` (nvidia-smi counts them all),
+/// limited by CUDA_VISIBLE_DEVICES when it is set (null: not set), as CUDA
+/// reads it: the entries before the first empty or negative one ("" hides
+/// every GPU), at most `installed`.
+int visible_gpu_count(int installed, const char* cuda_visible_devices);
+
 /// Counts node<N> directories under `<sys_root>/devices/system/node`; at least 1.
 int count_numa_nodes(const std::string& sys_root = "/sys");
 

@@ -2,6 +2,7 @@
 #include "plan/device_placement.h"
 
 #include "common/launcher_error.h"
+#include "probe/node_facts.h"
 #include "test_support.h"
 
 namespace tnt::cli {
@@ -9,6 +10,20 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+
+// nvidia-smi lists every GPU of the node; the ranks see those that
+// CUDA_VISIBLE_DEVICES leaves (a Slurm job's share, or the user's choice),
+// and one rank per GPU means one per GPU they can see.
+TEST(DevicePlacement, VisibleGpusFollowCudaVisibleDevices) {
+  EXPECT_EQ(visible_gpu_count(8, nullptr), 8);
+  EXPECT_EQ(visible_gpu_count(8, "2,3"), 2);
+  EXPECT_EQ(visible_gpu_count(8, " 5 "), 1);
+  EXPECT_EQ(visible_gpu_count(8, "GPU-6f1c0d3e,GPU-0a9b"), 2);
+  EXPECT_EQ(visible_gpu_count(8, ""), 0);
+  EXPECT_EQ(visible_gpu_count(8, "0,-1,2"), 1);  // CUDA stops at the invalid entry
+  EXPECT_EQ(visible_gpu_count(2, "0,1,2,3"), 2);
+  EXPECT_EQ(visible_gpu_count(0, "0"), 0);
+}
 
 TEST(DevicePlacement, OneRankPerGpuByDefault) {
   const auto p = place_ranks(std::nullopt, false, 4);

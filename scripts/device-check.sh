@@ -524,7 +524,11 @@ step build 240 "$not_configured"
 
 # The GPU's own tests; they report skipped where no GPU is visible, which is
 # a failure where one is present.
-step cuda_tests 90 "$not_configured"
+no_nccl=$not_configured
+# A rerun built without NCCL on purpose (TNT_DEVICE_NCCL=OFF) has no CUDA tests.
+[ -z "$no_nccl" ] && [[ $nccl_line == OFF* ]] && [ "${TNT_DEVICE_NCCL:-}" = OFF ] &&
+  no_nccl="NCCL backend OFF (TNT_DEVICE_NCCL=OFF): no CUDA tests"
+step cuda_tests 90 "$no_nccl"
 if [ "${result[cuda_tests]}" = ok ] &&
    grep -Eq '\*\*\*Skipped|Not Run|\(Skipped\)|tests did not run' "$out/cuda_tests.log"; then
   if [ $gpu_present = 1 ]; then

@@ -280,6 +280,10 @@ class Model:
         model's device (``model.device``), and the compiled mixed precision
         applies (a float32 output then).
 
+        The module must return one tensor, as for ``fit``; for a module with
+        other inputs or outputs, call ``model.module(...)`` yourself with
+        inputs on ``model.device``.
+
         Args:
             *inputs: The module's inputs (tensors, on any device).
 
@@ -288,7 +292,13 @@ class Model:
 
         Raises:
             TypeError: An input is not a tensor.
+            ValueError: The model is cut into pipeline stages (this rank holds
+                one stage only): use ``predict``.
         """
+        if self._impl.pipeline is not None:
+            raise ValueError("model(...) runs the whole module on this rank, but this model is "
+                             "cut into pipeline stages and this rank holds one of them: use "
+                             "model.predict(x), which runs every stage")
         for i, t in enumerate(inputs):
             if not isinstance(t, torch.Tensor):
                 raise TypeError(f"model(...): input {i} is a {type(t).__name__}, not a "
@@ -633,7 +643,7 @@ class Model:
         Returns:
             Parameters, then buffers, in the module's order, on the CPU.
         """
-        return [w.cpu() for w in self._impl.get_weights()]
+        return self._impl.get_weights()
 
     def set_weights(self, weights: Iterable[torch.Tensor]) -> None:
         """Copies `weights` in, then every rank takes the master's. Collective.

@@ -195,7 +195,18 @@ void bind_model(py::module_& m) {
              for (const auto& t : inputs) on_device.push_back(t.to(s.engine().device()));
              return s.engine().run(on_device);
            })
-      .def("get_weights", [](PyModel& s) { return s.host().get_weights(); })
+      .def("get_weights",
+           [](PyModel& s) {
+             // Host copies made straight from the weights (Keras's are host
+             // arrays): no second copy on the GPU on the way.
+             std::vector<torch::Tensor> out;
+             const auto host = [](const torch::Tensor& t) {
+               return t.detach().to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true);
+             };
+             for (const auto& [name, t] : s.engine().net().named_parameters()) out.push_back(host(t));
+             for (const auto& [name, t] : s.engine().net().named_buffers()) out.push_back(host(t));
+             return out;
+           })
       .def("set_weights",
            [](PyModel& s, const std::vector<torch::Tensor>& w) {
              py::gil_scoped_release release;

@@ -308,13 +308,22 @@ def test_fit_takes_data_already_on_the_gpu():
     error. Without a GPU there is nothing to check."""
     model = compiled(make_net())
     if torch.device(model.device).type != "cuda":
-        return
+        pytest.skip("the model is not on a GPU")
     data = Data()
     x, y = data.x.to(model.device), data.y.to(model.device)
     history = model.fit(x, y, batch_size=16, epochs=1, verbose=0, validation_data=(x, y))
     assert torch.isfinite(torch.tensor(history.history["loss"])).all()
     assert model.evaluate(x, y, batch_size=16, verbose=0)
     assert model.predict(x, batch_size=16, verbose=0).shape == (len(data), 5)
+
+
+def test_calling_a_pipelined_model_points_to_predict(size):
+    if size % 2:
+        pytest.skip("2 stages need an even number of ranks")
+    net = torch.nn.Sequential(torch.nn.Linear(4, 4), tnt.nn.SplitPoint(), torch.nn.Linear(4, 3))
+    model = tnt.Model(net, pipeline_stages=2)
+    with pytest.raises(ValueError, match="use model.predict"):
+        model(torch.randn(2, 4))
 
 
 def test_a_non_module_is_refused_with_the_fix():

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -361,7 +362,10 @@ TEST(StragglerDeviceClock, TimesTheDeviceWorkOnAGpu) {
     // A CUDA LibTorch on a machine with a GPU device file that sees no GPU
     // (a broken driver or library) fails here; ctest would show a skip as
     // passed, and the device recipe would read ok.
-    if (c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA) &&
+    // Not where CUDA_VISIBLE_DEVICES hides the GPUs on purpose (tests/cuda/gpu_or_skip.sh).
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    const bool hidden = visible != nullptr && (visible[0] == '\0' || visible[0] == '-');
+    if (!hidden && c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA) &&
         std::filesystem::exists("/dev/nvidia0")) {
       FAIL() << "/dev/nvidia0 exists and LibTorch is a CUDA build, but it sees no CUDA device";
     }

@@ -12,6 +12,8 @@
 
 #include <tarantella/base/error.h>
 
+#include "dp/foreach_sgd.h"
+
 namespace tnt::dp {
 namespace {
 
@@ -93,6 +95,10 @@ struct KindOf {
 const std::vector<StateKind>& state_kinds() {
   using namespace torch::optim;
   static const std::vector<StateKind> kinds = {
+      // Before SGD's, which it would match too (dynamic_cast): copies and
+      // empty_like of tnt's SGD stay ForeachSGD; the name, the options and
+      // the state are SGD's.
+      KindOf<ForeachSGD, SGDOptions, SGDParamState, SgdTensors>::kind("SGD"),
       KindOf<SGD, SGDOptions, SGDParamState, SgdTensors>::kind("SGD"),
       KindOf<Adam, AdamOptions, AdamParamState, AdamTensors>::kind("Adam"),
       KindOf<AdamW, AdamWOptions, AdamWParamState, AdamTensors>::kind("AdamW"),

@@ -6,6 +6,7 @@
 #include <tarantella/base/error.h>
 #include <torch/torch.h>
 
+#include "dp/foreach_sgd.h"
 #include "keras/describe.h"
 #include "keras/registry.h"
 
@@ -69,10 +70,11 @@ Factory SGD(SGDOptions o) {
             o.momentum());
   return Factory(
       [o](const std::vector<torch::Tensor>& params) {
-        return std::make_unique<optim::SGD>(params, optim::SGDOptions(o.learning_rate())
-                                                        .momentum(o.momentum())
-                                                        .nesterov(o.nesterov())
-                                                        .weight_decay(o.weight_decay()));
+        return std::make_unique<dp::ForeachSGD>(params,
+                                                optim::SGDOptions(o.learning_rate())
+                                                    .momentum(o.momentum())
+                                                    .nesterov(o.nesterov())
+                                                    .weight_decay(o.weight_decay()));
       },
       config_of("SGD", o));
 }

@@ -14,12 +14,11 @@ header comes from /usr/local/include, or when none of them reads one.
     check_cuda_headers.py BUILD_DIR
     check_cuda_headers.py --self-test
 """
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_protobuf_headers import headers_of  # noqa: E402  (the same -M run)
+from check_protobuf_headers import compile_commands, headers_of  # noqa: E402  (the same -M run)
 
 CUDA_HEADERS = ("cuda.h", "cuda_runtime.h", "cuda_runtime_api.h")
 
@@ -63,17 +62,10 @@ def self_test():
 
 
 def main():
-    if sys.argv[1:] == ["--self-test"]:
-        self_test()
+    every = compile_commands(self_test, __doc__)
+    if every is None:
         return
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    path = os.path.join(sys.argv[1], "compile_commands.json")
-    if not os.path.exists(path):
-        sys.exit(f"check_cuda_headers: {path} is missing: configure with "
-                 "CMAKE_EXPORT_COMPILE_COMMANDS=ON (the top CMakeLists.txt sets it)")
-    with open(path) as f:
-        entries = [e for e in json.load(f) if uses_cuda(e)]
+    entries = [e for e in every if uses_cuda(e)]
     if not entries:
         sys.exit("check_cuda_headers: no compile command of an NCCL source: was the build "
                  "configured with NCCL (TNT_NCCL=ON)?")

@@ -85,18 +85,29 @@ def self_test():
     print("check_protobuf_headers: self-test passed")
 
 
-def main():
+def compile_commands(self_test_fn, usage):
+    """The entries of BUILD_DIR/compile_commands.json for a checker called
+    as `CHECKER BUILD_DIR` or `CHECKER --self-test` (then None)."""
+    tool = os.path.basename(sys.argv[0]).removesuffix(".py")
     if sys.argv[1:] == ["--self-test"]:
-        self_test()
-        return
+        self_test_fn()
+        return None
     if len(sys.argv) != 2:
-        sys.exit(__doc__)
+        sys.exit(usage)
     path = os.path.join(sys.argv[1], "compile_commands.json")
     if not os.path.exists(path):
-        sys.exit(f"check_protobuf_headers: {path} is missing: configure with "
+        sys.exit(f"{tool}: {path} is missing: configure with "
                  "CMAKE_EXPORT_COMPILE_COMMANDS=ON (the top CMakeLists.txt sets it)")
     with open(path) as f:
-        entries = [e for e in json.load(f) if e["file"].endswith(PROTOBUF_USERS)]
+        entries: list = json.load(f)
+    return entries
+
+
+def main():
+    every = compile_commands(self_test, __doc__)
+    if every is None:
+        return
+    entries = [e for e in every if e["file"].endswith(PROTOBUF_USERS)]
     if len(entries) != len(PROTOBUF_USERS):
         sys.exit(f"check_protobuf_headers: expected compile commands for {PROTOBUF_USERS}, "
                  f"found {[e['file'] for e in entries]}")

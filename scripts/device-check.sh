@@ -444,7 +444,8 @@ plan_resnet_cpp_float16() { plan_resnet_cpp float16; }
 # memory without waiting, the writer waits for the copies (one round, the
 # 134 MB model of the CPU figure, on the machine's disk).
 plan_gpu_python() {
-  c=("$launcher" -n 2 --ranks-per-gpu 2 -- "$py" "$root/bench/gpu/device_probe.py" --expect cuda:0)
+  c=("$launcher" -n 2 --ranks-per-gpu 2 --output-on-all-devices -- "$py"
+     "$root/bench/gpu/device_probe.py" --expect cuda:0)
 }
 plan_gpu_backups() {
   c=("$launcher" -n 1 -- "$py" "$root/bench/checkpoint/background_backup.py" --steps 60
@@ -539,7 +540,7 @@ if [ "${result[cuda_tests]}" = ok ] &&
   write_report
 fi
 
-gpu_step gpu_lenet5 120 "$launcher python"
+gpu_step gpu_lenet5 180 "$launcher python"
 gpu_step gpu_stages 90 "$launcher $build/tests/mpi/mpi_pipeline_test"
 gpu_step gpu_python 60 "$launcher python"
 gpu_step resnet_python 120 "$launcher python"

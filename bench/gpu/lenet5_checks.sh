@@ -11,11 +11,17 @@
 #                           deterministic cuDNN kernels (device_probe.py
 #                           --deterministic-kernels) so that they can agree
 #                           bitwise, as they should (the line says whether):
-#                           the NCCL plumbing;
+#                           the NCCL plumbing. Both with --shard-optimizer:
+#                           at 1 rank an unsharded fit takes the single-rank
+#                           shortcut and no gradient goes over the backend;
+#                           sharded, the buckets are reduce-scattered and the
+#                           shards allgathered over it;
 #   deterministic_shared    deterministic mode (--deterministic 8) at 2 ranks
 #                           sharing the GPU (--ranks-per-gpu 2, the host-staged
 #                           path over MPI: NCCL refuses two ranks on one GPU)
-#                           equals 1 rank bitwise (cmp of the weight files);
+#                           equals 1 rank bitwise (cmp of the weight files),
+#                           with Dropout (--dropout 0.3), so that the GPU
+#                           generator's per-chunk seeds count;
 #   backends                the transport each run used (its INFO line
 #                           "collectives over ...");
 #   devices                 the device every rank's model trained on, printed
@@ -68,6 +74,7 @@ run() {
   shift
   rm -f "$WORK/$name.pt" "$WORK/$name.ok"
   timeout -k 5 90 "$LAUNCHER" "${flags[@]}" --log-level INFO --log-on-all-devices \
+    --output-on-all-devices \
     -x NVIDIA_TF32_OVERRIDE=0 -x TNT_COMM_TIMEOUT=60 -x CUBLAS_WORKSPACE_CONFIG=:4096:8 -- \
     "$PY" "$here/device_probe.py" --expect "$device" "${probe[@]}" --run "$EXAMPLE" \
     "${COMMON[@]}" --save-weights "$WORK/$name.pt" "$@" >"$LOGS/$name.log" 2>&1
@@ -112,12 +119,13 @@ check() {  # check NAME A B TOLERANCE
 
 run cpu cpu --no-gpu -n 1 --
 run cuda_mpi cuda --deterministic-kernels -n 1 -x TNT_COMM_BACKEND=mpi --
-run cuda_nccl cuda --deterministic-kernels -n 1 -x TNT_COMM_BACKEND=nccl --
-run det_one cuda -n 1 -- --deterministic 8
-run det_shared cuda -n 2 --ranks-per-gpu 2 -- --deterministic 8
+run sharded_mpi cuda --deterministic-kernels -n 1 -x TNT_COMM_BACKEND=mpi -- --shard-optimizer
+run sharded_nccl cuda --deterministic-kernels -n 1 -x TNT_COMM_BACKEND=nccl -- --shard-optimizer
+run det_one cuda -n 1 -- --deterministic 8 --dropout 0.3
+run det_shared cuda -n 2 --ranks-per-gpu 2 -- --deterministic 8 --dropout 0.3
 
 check cuda_equals_cpu cpu cuda_mpi 1e-4
-check nccl_equals_mpi cuda_mpi cuda_nccl 1e-6
+check nccl_equals_mpi sharded_mpi sharded_nccl 1e-6
 if ! have det_one det_shared; then
   fail "deterministic_shared: det_one or det_shared did not finish (logs in $LOGS)"
 elif cmp -s "$WORK/det_one.pt" "$WORK/det_shared.pt"; then
@@ -131,7 +139,7 @@ want() {  # want RUN TRANSPORT
   got=$(grep -o "collectives over [a-z]*" "$LOGS/$1.log" 2>/dev/null | head -n 1 | awk '{print $3}')
   if [ "$got" = "$2" ]; then pass "backends: $1 used $2"; else fail "backends: $1 used ${got:-?}, expected $2"; fi
 }
-want cuda_mpi mpi; want cuda_nccl nccl; want det_shared mpi
+want cuda_mpi mpi; want sharded_mpi mpi; want sharded_nccl nccl; want det_shared mpi
 
 devices() {  # devices RUN RANKS DEVICE: every rank's PROBE line names DEVICE
   local lines ok
@@ -143,7 +151,7 @@ devices() {  # devices RUN RANKS DEVICE: every rank's PROBE line names DEVICE
     fail "devices: $1: expected $2 ranks on $3, saw: $(tr '\n' ' ' <<<"${lines:-nothing}")"
   fi
 }
-devices cpu 1 cpu; devices cuda_mpi 1 cuda; devices cuda_nccl 1 cuda
+devices cpu 1 cpu; devices cuda_mpi 1 cuda; devices sharded_nccl 1 cuda
 devices det_one 1 cuda; devices det_shared 2 cuda
 echo "lenet5_checks: $failures failed"
 exit $failures

@@ -29,19 +29,23 @@ class LeNet5(torch.nn.Module):
     """conv 1->6 5x5 pad 2, ReLU, max-pool 2; conv 6->16 5x5, ReLU, max-pool 2;
     fc 400->120->84->10 (logits). The C++ example's network."""
 
-    def __init__(self):
+    def __init__(self, dropout=0.0):
         super().__init__()
         self.conv1 = torch.nn.Conv2d(1, 6, 5, padding=2)
         self.conv2 = torch.nn.Conv2d(6, 16, 5)
         self.fc1 = torch.nn.Linear(400, 120)
         self.fc2 = torch.nn.Linear(120, 84)
         self.fc3 = torch.nn.Linear(84, 10)
+        # Optional (no parameters: the weight files stay alike).
+        self.drop = torch.nn.Dropout(dropout) if dropout else None
 
     def forward(self, x):
         x = torch.max_pool2d(torch.relu(self.conv1(x)), 2)
         x = torch.max_pool2d(torch.relu(self.conv2(x)), 2)
         x = x.flatten(1)
         x = torch.relu(self.fc1(x))
+        if self.drop is not None:
+            x = self.drop(x)
         x = torch.relu(self.fc2(x))
         return self.fc3(x)
 
@@ -83,6 +87,9 @@ def main():
     p.add_argument("--backup-every", type=int, default=0,
                    help="also back up every N steps (0: at epoch ends only)")
     p.add_argument("--deterministic", type=int, default=0, help="chunk size (bitwise mode)")
+    p.add_argument("--dropout", type=float, default=0.0, help="Dropout after fc1 (0: none)")
+    p.add_argument("--shard-optimizer", action="store_true",
+                   help="shard the optimizer state over the ranks (ZeRO-1)")
     p.add_argument("--verbose", type=int, default=1)
     p.add_argument("--data", default=DATA, help="folder with the Fashion-MNIST IDX files")
     a = p.parse_args()
@@ -92,13 +99,14 @@ def main():
     val = FashionMNIST("train", a.data, start=a.train_size, count=a.val_size)
     test = FashionMNIST("test", a.data, count=a.test_size)
 
-    model = tnt.Model(LeNet5())  # 2. wrap the network
+    model = tnt.Model(LeNet5(a.dropout))  # 2. wrap the network
     if a.init_weights:
         model.load_weights(a.init_weights)
     model.compile(optimizer=torch.optim.SGD(model.parameters(), lr=a.learning_rate),
                   loss=torch.nn.CrossEntropyLoss(),
                   metrics=["sparse_categorical_accuracy"],
-                  deterministic=a.deterministic or None)
+                  deterministic=a.deterministic or None,
+                  shard_optimizer=a.shard_optimizer or None)
     if a.verbose:
         model.summary()
 

@@ -21,6 +21,7 @@
 
 #include "base/waiting_on.h"
 #include "comm/descriptor.h"
+#include "comm/rank_naming.h"
 #include "comm/ready_mark.h"
 
 namespace tnt::comm {
@@ -44,6 +45,9 @@ struct ProcessGroup::State {
   int world_local_rank = -1;  // inherited by every group split from this one
   std::string backend_name;
   std::string origin;  // for a non-member: how it came to be one
+  // After backend, so destroyed before it: ends name_ranks()' registration
+  // of this group's retelling with the backend (comm/rank_naming.h).
+  std::shared_ptr<void> retelling;
   // Declared last: destroyed first, so queued requests still find the backend.
   std::unique_ptr<CommEngine> engine;
 };
@@ -185,8 +189,18 @@ void ProcessGroup::name_ranks(std::vector<std::string> roles) const {
   State& s = member("name_ranks");
   TNT_CHECK(static_cast<int>(roles.size()) == size(), "name_ranks(): ", roles.size(),
             " roles given for a ", describe(), ": give one per rank");
-  std::lock_guard<std::mutex> lock(s.naming->mutex);
-  s.naming->roles = std::move(roles);
+  {
+    std::lock_guard<std::mutex> lock(s.naming->mutex);
+    s.naming->roles = std::move(roles);
+  }
+  // What the backend reports without throwing (the MPI payload watchdog)
+  // names the ranks so too.
+  const Backend* backend = s.backend.get();
+  set_retelling(backend, [naming = s.naming](const std::string& text) {
+    return retold_text(*naming, text);
+  });
+  s.retelling =
+      std::shared_ptr<void>(nullptr, [backend](void*) { set_retelling(backend, nullptr); });
 }
 
 std::string ProcessGroup::describe() const {

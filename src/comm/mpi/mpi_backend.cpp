@@ -12,6 +12,7 @@
 
 #include "comm/mpi_check.h"
 #include "comm/poll.h"
+#include "comm/rank_naming.h"
 
 namespace tnt::comm {
 namespace {
@@ -225,10 +226,13 @@ void MpiBackend::payload_timed_out(const PayloadWatchdog::Payload& payload) {
       threads_multiple_ ? who_stopped(payload.seq, "MPI")
                         : std::string("the rank that stopped could not be determined (MPI "
                                       "without MPI_THREAD_MULTIPLE)");
-  const std::string message = ::tnt::detail::concat(
-      "[tarantella rank ", rank_, "] collective #", payload.seq, " (", payload.what,
-      ") did not complete within ", timeout_seconds_,
-      " s (TNT_COMM_TIMEOUT) although every rank had agreed to it: ", verdict);
+  // Told as the group that owns this backend tells its errors (in the job's
+  // ranks, with their roles): this one cannot be thrown through it.
+  const std::string message = retold_by_group(
+      this, ::tnt::detail::concat("[tarantella rank ", rank_, "] collective #", payload.seq, " (",
+                                  payload.what, ") did not complete within ", timeout_seconds_,
+                                  " s (TNT_COMM_TIMEOUT) although every rank had agreed to it: ",
+                                  verdict));
   std::fprintf(stderr, "%s\n", message.c_str());
   std::fflush(nullptr);
   // The blocked MPI call cannot be unwound: end the process; the launcher

@@ -45,8 +45,8 @@ struct ProcessGroup::State {
   int world_local_rank = -1;  // inherited by every group split from this one
   std::string backend_name;
   std::string origin;  // for a non-member: how it came to be one
-  // After backend, so destroyed before it: ends name_ranks()' registration
-  // of this group's retelling with the backend (comm/rank_naming.h).
+  // After backend, so destroyed before it: ends the registration of this
+  // group's retelling with its backend (comm/rank_naming.h).
   std::shared_ptr<void> retelling;
   // Declared last: destroyed first, so queued requests still find the backend.
   std::unique_ptr<CommEngine> engine;
@@ -166,6 +166,15 @@ ProcessGroup::ProcessGroup(std::unique_ptr<Backend> backend, std::vector<int> wo
   state->world_local_rank = backend->local_rank();
   state->backend_name = backend->name();
   state->backend = std::move(backend);
+  // What the backend reports without throwing (the MPI payload watchdog) is
+  // told as this group's thrown errors are: in the job's ranks, with the
+  // roles name_ranks() gives (comm/rank_naming.h).
+  const Backend* registered = state->backend.get();
+  set_retelling(registered, [naming = state->naming](const std::string& text) {
+    return retold_text(*naming, text);
+  });
+  state->retelling =
+      std::shared_ptr<void>(nullptr, [registered](void*) { set_retelling(registered, nullptr); });
   state->engine = std::make_unique<CommEngine>();
   state_ = std::move(state);
 }
@@ -189,18 +198,8 @@ void ProcessGroup::name_ranks(std::vector<std::string> roles) const {
   State& s = member("name_ranks");
   TNT_CHECK(static_cast<int>(roles.size()) == size(), "name_ranks(): ", roles.size(),
             " roles given for a ", describe(), ": give one per rank");
-  {
-    std::lock_guard<std::mutex> lock(s.naming->mutex);
-    s.naming->roles = std::move(roles);
-  }
-  // What the backend reports without throwing (the MPI payload watchdog)
-  // names the ranks so too.
-  const Backend* backend = s.backend.get();
-  set_retelling(backend, [naming = s.naming](const std::string& text) {
-    return retold_text(*naming, text);
-  });
-  s.retelling =
-      std::shared_ptr<void>(nullptr, [backend](void*) { set_retelling(backend, nullptr); });
+  std::lock_guard<std::mutex> lock(s.naming->mutex);
+  s.naming->roles = std::move(roles);
 }
 
 std::string ProcessGroup::describe() const {

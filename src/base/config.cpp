@@ -125,6 +125,9 @@ Config Config::from_lookup(const Lookup& lookup) {
   with(env::kNumThreads, [&](auto v, auto r) {
     c.num_threads = static_cast<int>(parse_integer(v, r, 1, 4096, "a thread count"));
   });
+  with(env::kRanksPerGpu, [&](auto v, auto r) {
+    c.ranks_per_gpu = static_cast<int>(parse_integer(v, r, 1, env::kMaxRanksPerGpu, "a count of ranks per GPU"));
+  });
   with(env::kUseGpu, [&](auto v, auto r) {
     if (upper(trim(r)) != "AUTO") c.use_gpu = parse_bool(v, r);
   });

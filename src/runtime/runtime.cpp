@@ -25,6 +25,7 @@
 #include "base/malloc_tuning.h"
 #include "base/threads.h"
 #include "comm/mpi/mpi_session.h"
+#include "comm/world/backend_choice.h"
 #include "comm/world/world_backend.h"
 #include "runtime/rank_failure.h"
 
@@ -82,7 +83,8 @@ namespace {
 // stream, then means this rank's GPU, not GPU 0 on every rank of a node.
 void select_gpu(const Config& config, int local_rank) {
   if (!config.use_gpu.value_or(true) || !torch::cuda::is_available()) return;
-  const auto gpu = static_cast<c10::DeviceIndex>(local_rank % torch::cuda::device_count());
+  const auto gpu = static_cast<c10::DeviceIndex>(
+      comm::rank_gpu_index(local_rank, static_cast<int>(torch::cuda::device_count())));
   c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->setDevice(c10::Device(c10::kCUDA, gpu));
 }
 

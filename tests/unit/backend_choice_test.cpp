@@ -4,8 +4,10 @@
 // (scripts/device-check.sh).
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <tarantella/base/config.h>
 #include <tarantella/base/error.h>
@@ -26,14 +28,13 @@ using tnt::comm::NcclOp;
 using tnt::comm::NcclType;
 using tnt::comm::ReduceOp;
 
-// A host where NCCL can work: CUDA model, NCCL built, 2 ranks, 2 GPUs.
+// A rank where NCCL can work: CUDA model, NCCL built, a GPU of its own.
 BackendFacts gpu_host(CommBackend requested = CommBackend::Auto) {
   BackendFacts f;
   f.requested = requested;
   f.model_on_cuda = true;
   f.nccl_built = true;
-  f.local_ranks = 2;
-  f.visible_gpus = 2;
+  f.gpu = "0000:3b:00.0";
   return f;
 }
 
@@ -53,7 +54,7 @@ void expect_contains(const std::string& text, const std::string& part) {
 TEST(BackendChoice, AutomaticPicksNcclWhenEveryRankHasItsOwnGpu) {
   const BackendChoice c = tnt::comm::choose_backend(gpu_host());
   EXPECT_EQ(c.kind, BackendKind::Nccl);
-  expect_contains(c.reason, "each of the 2 ranks on this host has a GPU of its own");
+  expect_contains(c.reason, "no other rank uses this rank's GPU (0000:3b:00.0)");
 }
 
 TEST(BackendChoice, AutomaticFallsBackToMpiAndSaysWhy) {
@@ -62,7 +63,7 @@ TEST(BackendChoice, AutomaticFallsBackToMpiAndSaysWhy) {
   BackendFacts cpu = gpu_host();
   cpu.model_on_cuda = false;
   BackendFacts shared = gpu_host();
-  shared.visible_gpus = 1;
+  shared.sharing_gpu = {1};
   const BackendChoice a = tnt::comm::choose_backend(no_build);
   const BackendChoice b = tnt::comm::choose_backend(cpu);
   const BackendChoice c = tnt::comm::choose_backend(shared);
@@ -71,7 +72,7 @@ TEST(BackendChoice, AutomaticFallsBackToMpiAndSaysWhy) {
   EXPECT_EQ(c.kind, BackendKind::Mpi);
   expect_contains(a.reason, "no NCCL backend");
   expect_contains(b.reason, "trains on the CPU");
-  expect_contains(c.reason, "2 ranks on this host share 1 GPU");
+  expect_contains(c.reason, "this rank's GPU (0000:3b:00.0) is also used by rank 1");
 }
 
 TEST(BackendChoice, MpiForcedIsAlwaysMpi) {
@@ -103,18 +104,74 @@ TEST(BackendChoice, NcclForcedOnTheCpuNamesTheFix) {
   expect_contains(e, "unset TNT_COMM_BACKEND or set it to mpi");
 }
 
-TEST(BackendChoice, NcclForcedOnASharedGpuNamesTheCountsAndTheFix) {
+TEST(BackendChoice, NcclForcedOnASharedGpuNamesTheRanksAndTheFix) {
   BackendFacts f = gpu_host(CommBackend::Nccl);
-  f.local_ranks = 2;
-  f.visible_gpus = 1;
+  f.sharing_gpu = {2, 5};
   const std::string e = choice_error(f);
-  expect_contains(e, "2 ranks on this host share 1 GPU, and NCCL needs one GPU per rank");
-  expect_contains(e, "start at most 1 rank per host");
+  expect_contains(e, "this rank's GPU (0000:3b:00.0) is also used by ranks 2,5, and NCCL needs "
+                     "one GPU per rank");
+  expect_contains(e, "start one rank per GPU");
   expect_contains(e, "--ranks-per-gpu and TNT_COMM_BACKEND=mpi");
-  f.local_ranks = 3;
-  f.visible_gpus = 2;
-  expect_contains(choice_error(f), "3 ranks on this host share 2 GPUs");
-  expect_contains(choice_error(f), "start at most 2 ranks per host");
+}
+
+// GPUs are told apart by host and bus id, as NCCL does, not by how many a
+// rank sees: under Slurm's --gpus-per-task=1 every rank sees one GPU, index
+// 0, each a different one.
+TEST(BackendChoice, OneVisibleGpuPerRankIsNotSharing) {
+  using tnt::comm::gpu_key;
+  const std::vector<std::int64_t> keys = {
+      gpu_key("node1/boot-a", "0000:07:00.0"), gpu_key("node1/boot-a", "0000:0b:00.0"),
+      gpu_key("node2/boot-b", "0000:07:00.0"), gpu_key("node2/boot-b", "0000:0b:00.0")};
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_TRUE(tnt::comm::ranks_sharing_gpu(keys, r).empty()) << "rank " << r;
+  }
+  EXPECT_EQ(tnt::comm::rank_gpu_index(1, 1), 0);  // its only GPU
+  EXPECT_EQ(tnt::comm::rank_gpu_index(3, 2), 1);  // 2 visible, local rank 3
+  EXPECT_EQ(tnt::comm::rank_gpu_index(3, 4), 3);
+}
+
+TEST(BackendChoice, SameHostSameBusIsSharing) {
+  using tnt::comm::gpu_key;
+  const std::int64_t gpu0 = gpu_key("node1/boot-a", "0000:07:00.0");
+  const std::vector<std::int64_t> keys = {gpu0, gpu_key("node1/boot-a", "0000:0b:00.0"), gpu0, 0,
+                                          0};
+  EXPECT_EQ(tnt::comm::ranks_sharing_gpu(keys, 0), (std::vector<int>{2}));
+  EXPECT_EQ(tnt::comm::ranks_sharing_gpu(keys, 2), (std::vector<int>{0}));
+  EXPECT_TRUE(tnt::comm::ranks_sharing_gpu(keys, 1).empty());
+  // Ranks without a GPU share nothing, not even "no GPU".
+  EXPECT_TRUE(tnt::comm::ranks_sharing_gpu(keys, 3).empty());
+  EXPECT_EQ(gpu_key("node1/boot-a", ""), 0);
+  EXPECT_NE(gpu_key("node1/boot-a", "0000:07:00.0"), gpu_key("node1/boot-b", "0000:07:00.0"));
+}
+
+TEST(BackendChoice, AccidentalSharingWarnsAndIntendedSharingDoesNot) {
+  BackendFacts f = gpu_host();
+  EXPECT_EQ(tnt::comm::sharing_warning(f), "");
+  f.sharing_gpu = {1};
+  const std::string w = tnt::comm::sharing_warning(f);
+  expect_contains(w, "this rank's GPU (0000:3b:00.0) is also used by rank 1");
+  expect_contains(w, "through host memory over MPI instead of NCCL");
+  expect_contains(w, "--ranks-per-gpu K");
+  f.sharing_intended = true;
+  EXPECT_EQ(tnt::comm::sharing_warning(f), "");
+}
+
+TEST(BackendChoice, ConfigReadsTntRanksPerGpu) {
+  auto resolve = [](const char* value) {
+    return tnt::Config::from_lookup([value](const std::string& name) -> std::optional<std::string> {
+      if (name == "TNT_RANKS_PER_GPU") return std::string(value);
+      return std::nullopt;
+    });
+  };
+  EXPECT_EQ(resolve("3").ranks_per_gpu, 3);
+  EXPECT_EQ(tnt::Config::from_lookup([](const std::string&) { return std::nullopt; }).ranks_per_gpu,
+            1);
+  try {
+    resolve("0");
+    FAIL() << "expected an error";
+  } catch (const tnt::Error& e) {
+    expect_contains(e.what(), "TNT_RANKS_PER_GPU='0'");
+  }
 }
 
 TEST(BackendChoice, SettleNeedsEveryRankForNccl) {

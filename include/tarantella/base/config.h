@@ -87,6 +87,10 @@ struct Config {
   /// outside collectives is persistently longer than the others'
   /// (docs/performance.md, "Straggler report").
   std::int64_t straggler_window = 20;
+  /// TNT_RANKS_PER_GPU (set by the launcher's --ranks-per-gpu; default 1):
+  /// more than 1 says GPUs are shared on purpose, so a rank that shares its
+  /// GPU does not warn about it.
+  int ranks_per_gpu = 1;
   /// TNT_STDOUT_IS_TERMINAL (set by the launcher): whether the output the
   /// user reads is a terminal. Unset: the progress bar asks isatty().
   std::optional<bool> stdout_is_terminal;

@@ -20,6 +20,11 @@ inline constexpr long long kMaxFusionThresholdKib = 1LL << 30;
 inline constexpr const char kCommTimeout[] = "TNT_COMM_TIMEOUT";
 /// Which transport carries collectives: auto (default), mpi or nccl.
 inline constexpr const char kCommBackend[] = "TNT_COMM_BACKEND";
+/// Ranks per GPU, 1..kMaxRanksPerGpu: more than 1 when the launcher shares
+/// GPUs on purpose (--ranks-per-gpu); a rank that shares its GPU otherwise
+/// warns (docs/communication.md).
+inline constexpr const char kRanksPerGpu[] = "TNT_RANKS_PER_GPU";
+inline constexpr long long kMaxRanksPerGpu = 1000000;
 inline constexpr const char kNumThreads[] = "TNT_NUM_THREADS";
 inline constexpr const char kOverlap[] = "TNT_OVERLAP";
 inline constexpr const char kOverlapOptimizer[] = "TNT_OVERLAP_OPTIMIZER";

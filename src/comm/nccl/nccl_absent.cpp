@@ -9,6 +9,8 @@ namespace tnt::comm {
 
 bool nccl_built() { return false; }
 
+std::string gpu_bus_id(int) { return ""; }
+
 std::unique_ptr<Backend> make_nccl_backend(std::unique_ptr<Backend>, int) {
   ::tnt::detail::throw_error(
       "this build of Tarantella has no NCCL backend: rebuild against a CUDA build of torch with "

@@ -1,6 +1,10 @@
 // The NCCL backend is built (src/comm/nccl/nccl.cmake; see nccl_factory.h).
 #include "comm/nccl/nccl_factory.h"
 
+#include <cctype>
+
+#include <cuda_runtime_api.h>
+
 #include <tarantella/base/error.h>
 
 #include "comm/nccl/nccl_backend.h"
@@ -8,6 +12,17 @@
 namespace tnt::comm {
 
 bool nccl_built() { return true; }
+
+std::string gpu_bus_id(int device) {
+  char id[32] = {};
+  const cudaError_t status = cudaDeviceGetPCIBusId(id, sizeof(id), device);
+  TNT_CHECK(status == cudaSuccess, "CUDA cannot name the PCI bus of GPU ", device,
+            " of this process (cudaDeviceGetPCIBusId: ", cudaGetErrorString(status),
+            "): check the driver with nvidia-smi, or train on the CPU with TNT_USE_GPU=false");
+  std::string out(id);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
 
 std::unique_ptr<Backend> make_nccl_backend(std::unique_ptr<Backend> host, int device) {
   auto* mpi = dynamic_cast<MpiBackend*>(host.get());

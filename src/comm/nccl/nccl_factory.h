@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include <tarantella/comm/backend.h>
 
@@ -13,6 +14,11 @@ namespace tnt::comm {
 
 /// Whether this build has the NCCL backend.
 bool nccl_built();
+
+/// The PCI bus id of CUDA device `device` of this process, as NCCL tells
+/// GPUs apart ("0000:3b:00.0"); "" where NCCL is not built. Throws
+/// tnt::Error naming the device and CUDA's error where CUDA fails.
+std::string gpu_bus_id(int device);
 
 /// Collective over `host`'s ranks (an MpiBackend, as MpiSession::world and
 /// MpiBackend::split make): an NCCL backend layered on it, on CUDA device

@@ -8,8 +8,12 @@
 namespace tnt::comm {
 namespace {
 
-std::string plural(int n, const char* one, const char* many) {
-  return ::tnt::detail::concat(n, " ", n == 1 ? one : many);
+// "rank 3" or "ranks 1,2".
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  out << (ranks.size() == 1 ? "rank " : "ranks ");
+  for (std::size_t i = 0; i < ranks.size(); ++i) out << (i ? "," : "") << ranks[i];
+  return out.str();
 }
 
 // Why NCCL cannot serve this rank, or "" when it can.
@@ -22,10 +26,9 @@ std::string nccl_obstacle(const BackendFacts& f) {
     return "this rank trains on the CPU (TNT_USE_GPU=false, or LibTorch sees no GPU), and NCCL "
            "moves GPU memory only";
   }
-  if (f.local_ranks > f.visible_gpus) {
-    return ::tnt::detail::concat(plural(f.local_ranks, "rank", "ranks"), " on this host share ",
-                                 plural(f.visible_gpus, "GPU", "GPUs"),
-                                 ", and NCCL needs one GPU per rank");
+  if (!f.sharing_gpu.empty()) {
+    return ::tnt::detail::concat("this rank's GPU (", f.gpu, ") is also used by ",
+                                 ranks_text(f.sharing_gpu), ", and NCCL needs one GPU per rank");
   }
   return "";
 }
@@ -40,17 +43,9 @@ std::string nccl_fix(const BackendFacts& f) {
     return ::tnt::detail::concat("unset ", env::kCommBackend, " or set it to mpi, or train on a "
                                  "GPU (TNT_USE_GPU=true on a node with one)");
   }
-  return ::tnt::detail::concat("start at most ", plural(f.visible_gpus, "rank", "ranks"),
-                               " per host, or share GPUs on purpose with --ranks-per-gpu and ",
-                               env::kCommBackend, "=mpi");
-}
-
-// "rank 3" or "ranks 1,2".
-std::string ranks_text(const std::vector<int>& ranks) {
-  std::ostringstream out;
-  out << (ranks.size() == 1 ? "rank " : "ranks ");
-  for (std::size_t i = 0; i < ranks.size(); ++i) out << (i ? "," : "") << ranks[i];
-  return out.str();
+  return ::tnt::detail::concat("start one rank per GPU (the launcher's default without -n; "
+                               "under Slurm, a GPU per task), or share GPUs on purpose with "
+                               "--ranks-per-gpu and ", env::kCommBackend, "=mpi");
 }
 
 std::vector<int> ranks_voting(const std::vector<BackendVote>& votes, BackendVote vote) {
@@ -78,10 +73,46 @@ BackendChoice choose_backend(const BackendFacts& facts) {
     return {BackendKind::Nccl, ::tnt::detail::concat(env::kCommBackend, "=nccl")};
   }
   if (!obstacle.empty()) return {BackendKind::Mpi, obstacle};
-  return {BackendKind::Nccl, ::tnt::detail::concat(
-                                 "the model is on CUDA and each of the ",
-                                 plural(facts.local_ranks, "rank", "ranks"),
-                                 " on this host has a GPU of its own")};
+  return {BackendKind::Nccl, ::tnt::detail::concat("the model is on CUDA and no other rank uses "
+                                                   "this rank's GPU (", facts.gpu, ")")};
+}
+
+std::vector<int> ranks_sharing_gpu(const std::vector<std::int64_t>& keys, int rank) {
+  std::vector<int> out;
+  const std::int64_t mine = keys.at(static_cast<std::size_t>(rank));
+  if (mine == 0) return out;
+  for (int r = 0; r < static_cast<int>(keys.size()); ++r) {
+    if (r != rank && keys[static_cast<std::size_t>(r)] == mine) out.push_back(r);
+  }
+  return out;
+}
+
+std::int64_t gpu_key(const std::string& host, const std::string& bus_id) {
+  if (bus_id.empty()) return 0;
+  // FNV-1a over "host\0bus": two GPUs collide with odds of 2^-64.
+  std::uint64_t h = 1469598103934665603ULL;
+  auto mix = [&h](unsigned char c) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  };
+  for (unsigned char c : host) mix(c);
+  mix(0);
+  for (unsigned char c : bus_id) mix(c);
+  const auto key = static_cast<std::int64_t>(h);
+  return key == 0 ? 1 : key;
+}
+
+int rank_gpu_index(int world_local_rank, int visible_gpus) {
+  return visible_gpus > 0 ? world_local_rank % visible_gpus : 0;
+}
+
+std::string sharing_warning(const BackendFacts& facts) {
+  if (facts.sharing_gpu.empty() || facts.sharing_intended) return "";
+  return ::tnt::detail::concat(
+      "this rank's GPU (", facts.gpu, ") is also used by ", ranks_text(facts.sharing_gpu),
+      ": the ranks take turns on it, and their collectives go through host memory over MPI "
+      "instead of NCCL. Start one rank per GPU (the launcher's default without -n; under Slurm, "
+      "a GPU per task), or share GPUs on purpose with --ranks-per-gpu K");
 }
 
 }  // namespace tnt::comm

@@ -3,14 +3,18 @@
 // unit-tested on machines without a GPU.
 //
 // The rule: NCCL when the model trains on CUDA, this build has
-// the NCCL backend and every rank on the host has a GPU of its own (NCCL
-// refuses two ranks on one GPU: "Duplicate GPU detected"); MPI otherwise.
+// the NCCL backend and no other rank uses this rank's GPU (NCCL refuses two
+// ranks on one GPU: "Duplicate GPU detected"); MPI otherwise. A GPU is told
+// apart as NCCL does: its host and its PCI bus id, not its index, so ranks
+// that each see one GPU of their own (Slurm's --gpus-per-task=1, or
+// CUDA_VISIBLE_DEVICES set per rank) have NCCL.
 // TNT_COMM_BACKEND=mpi|nccl forces a choice; a forced choice that cannot
 // work is an error that says why and what to do, never a silent fallback.
 // Ranks decide locally, then agree (world_backend.cpp): NCCL only if every
 // rank chose it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -32,10 +36,36 @@ struct BackendFacts {
   bool model_on_cuda = false;
   /// Whether this build has the NCCL backend (nccl_built()).
   bool nccl_built = false;
-  /// Ranks of the job on this host, and the GPUs this rank can see.
-  int local_ranks = 1;
-  int visible_gpus = 0;
+  /// The GPU this rank's model would use, as NCCL names it (its PCI bus id,
+  /// "0000:3b:00.0"); empty without one.
+  std::string gpu;
+  /// The other ranks of the job (world ranks) whose GPU is this one: the
+  /// same host and the same bus id (ranks_sharing_gpu).
+  std::vector<int> sharing_gpu;
+  /// TNT_RANKS_PER_GPU > 1: the launcher shares GPUs on purpose
+  /// (--ranks-per-gpu), so sharing is not worth a warning.
+  bool sharing_intended = false;
 };
+
+/// The ranks other than `rank` whose key equals its key (index = rank; a
+/// key names a host and a GPU on it, 0 = no GPU, which nobody shares).
+/// Example: ranks_sharing_gpu({7, 7, 9, 0, 0}, 0) -> {1};
+/// ranks_sharing_gpu({7, 7, 9, 0, 0}, 3) -> {}.
+std::vector<int> ranks_sharing_gpu(const std::vector<std::int64_t>& keys, int rank);
+
+/// The key of a GPU for ranks_sharing_gpu: a 64-bit hash of the host's
+/// identity and the GPU's bus id, never 0; 0 for an empty bus id.
+std::int64_t gpu_key(const std::string& host, const std::string& bus_id);
+
+/// The CUDA device index of a rank's GPU: its world local rank modulo the
+/// GPUs it sees (one GPU per process under Slurm's --gpus-per-task=1: 0).
+/// The one rule for the engine, the runtime and the NCCL communicator.
+int rank_gpu_index(int world_local_rank, int visible_gpus);
+
+/// Whether a forced or chosen MPI is worth a warning: ranks share this
+/// rank's GPU, and nobody said they should (facts.sharing_intended).
+/// The warning's text, or "" when there is nothing to warn about.
+std::string sharing_warning(const BackendFacts& facts);
 
 /// The choice, with the reason in words for the log.
 struct BackendChoice {

@@ -1,5 +1,9 @@
 #include "comm/world/world_backend.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,16 +20,36 @@
 namespace tnt::comm {
 namespace {
 
+// This host as NCCL names it (NCCL_HOSTID, else the host name and the
+// kernel's boot id, which containers on one machine share): two ranks
+// with the same host and the same bus id have the same GPU.
+std::string host_identity() {
+  if (const char* id = std::getenv("NCCL_HOSTID"); id != nullptr && *id != '\0') return id;
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) name[0] = '\0';
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  return std::string(name) + "/" + boot;
+}
+
 BackendFacts local_facts(const Config& config, const Backend& world) {
   BackendFacts facts;
   facts.requested = config.comm_backend;
   facts.nccl_built = nccl_built();
-  facts.local_ranks = world.local_size();
-  facts.visible_gpus = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count())
-                                                   : 0;
-  // The engine's device rule (train/engine/engine.cpp, pick_device).
-  facts.model_on_cuda = config.use_gpu.value_or(true) && facts.visible_gpus > 0;
+  const int visible = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count())
+                                                  : 0;
+  // The engine's device rule (train/engine/engine_state.cpp, pick_device).
+  facts.model_on_cuda = config.use_gpu.value_or(true) && visible > 0;
+  if (facts.model_on_cuda) facts.gpu = gpu_bus_id(rank_gpu_index(world.local_rank(), visible));
+  facts.sharing_intended = config.ranks_per_gpu > 1;
   return facts;
+}
+
+// Every rank's GPU key (gpu_key), through the world's checked allgather.
+std::vector<std::int64_t> gather_gpu_keys(Backend& world, std::int64_t mine) {
+  const torch::Tensor all = world.allgather(torch::tensor({mine}, torch::kInt64));
+  return std::vector<std::int64_t>(all.data_ptr<std::int64_t>(),
+                                   all.data_ptr<std::int64_t>() + all.numel());
 }
 
 // Every rank's vote, through the world's checked allgather: a rank whose
@@ -58,14 +82,25 @@ std::unique_ptr<Backend> make_world_backend(const MpiSession& session, const Con
   // The vote runs on a backend of its own, so that an MPI world numbers its
   // collectives from #0 as it always did (tests and messages rely on it).
   std::unique_ptr<Backend> voter = session.world(timeout);
-  const BackendFacts facts = local_facts(config, *voter);
-  if (!nccl_built()) choose_backend(facts);  // NCCL forced but not built: the same error everywhere
-  std::optional<BackendChoice> mine;
+  std::optional<BackendFacts> facts;
   std::optional<std::string> failure;
   try {
-    mine = choose_backend(facts);
+    facts = local_facts(config, *voter);
   } catch (const Error& e) {
-    failure = e.what();
+    failure = e.what();  // told after the gathers, which every rank must join
+  }
+  // Which ranks share this rank's GPU: NCCL refuses them.
+  const std::vector<std::int64_t> keys = gather_gpu_keys(
+      *voter, facts ? gpu_key(host_identity(), facts->gpu) : 0);
+  std::optional<BackendChoice> mine;
+  if (facts) {
+    facts->sharing_gpu = ranks_sharing_gpu(keys, voter->rank());
+    if (!nccl_built()) choose_backend(*facts);  // NCCL forced but not built: the same error everywhere
+    try {
+      mine = choose_backend(*facts);
+    } catch (const Error& e) {
+      failure = e.what();
+    }
   }
   const std::vector<BackendVote> votes = gather_votes(
       *voter, failure ? BackendVote::Failed
@@ -74,11 +109,15 @@ std::unique_ptr<Backend> make_world_backend(const MpiSession& session, const Con
   const BackendChoice choice = settle_backend(votes, *mine);
   ::tnt::log::info(::tnt::detail::concat("collectives over ", to_string(choice.kind), ": ",
                                          choice.reason));
+  if (const std::string warning = sharing_warning(*facts); !warning.empty()) {
+    ::tnt::log::warning(warning);
+  }
   if (choice.kind == BackendKind::Mpi) {
     voter.reset();
     return session.world(timeout);
   }
-  const int device = voter->local_rank();
+  const int device =
+      rank_gpu_index(voter->local_rank(), static_cast<int>(torch::cuda::device_count()));
   return make_nccl_backend(std::move(voter), device);
 }
 

@@ -15,6 +15,7 @@
 #include <tarantella/dp/state_sync.h>
 #include <tarantella/keras/sync_batchnorm.h>
 
+#include "comm/world/backend_choice.h"
 #include "dp/optimizer_shards.h"
 #include "train/observe/timeline.h"
 
@@ -32,9 +33,9 @@ torch::Device pick_device(const EngineOptions& options, const comm::ProcessGroup
   if (options.use_gpu().value_or(true) && torch::cuda::is_available()) {
     // The world's local rank, not the group's: a subgroup's communicator
     // keeps the GPU its process got in the world (comm/nccl/nccl_backend.cpp).
-    return torch::Device(torch::kCUDA,
-                         static_cast<c10::DeviceIndex>(group.world_local_rank() %
-                                                       torch::cuda::device_count()));
+    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(comm::rank_gpu_index(
+                                           group.world_local_rank(),
+                                           static_cast<int>(torch::cuda::device_count()))));
   }
   return torch::Device(torch::kCPU);
 }

@@ -20,7 +20,8 @@ in_job --dry-run -- ./prog
 echo "--- dry-run output:"; echo "$OUT"
 expect_status "allocation: exit 0" 0
 expect_contains "allocation: its hosts and tasks" "$OUT" "--host node01:2,node02:1 -np 3 -x"
-expect_contains "allocation: explained" "$OUT" "# Slurm job 42 (SLURM_JOB_NODELIST=node[01-02], SLURM_TASKS_PER_NODE=2,1): 3 rank(s), 2 on node01, 1 on node02, on the CPU; started by mpirun, which starts its daemons through Slurm (no ssh)"
+expect_contains "allocation: explained" "$OUT" "# Slurm job 42 (SLURM_JOB_NODELIST=node[01-02], SLURM_TASKS_PER_NODE=2,1): 3 rank(s), 2 on node01, 1 on node02, on the GPU of each rank's host where it has one, else the CPU (TNT_USE_GPU=auto: this node has no GPU to count); started by mpirun, which starts its daemons through Slurm (no ssh)"
+expect_contains "allocation: GPUs unknown here, each host decides" "$OUT" "TNT_USE_GPU=auto"
 expect_not_contains "allocation: no GPU warning (the tasks say how many)" "$ERR" "WARNING"
 expect_contains "allocation: restart count" "$OUT" "TNT_RESTART_COUNT=0"
 

@@ -98,21 +98,59 @@ MpirunCommand& place(MpirunCommand& command, const LaunchOptions& options,
   return command.on_hosts(options.hosts(), job.device.ranks_per_node);
 }
 
+// Whether each rank's host decides between its GPU and the CPU, because the
+// launcher cannot: the ranks run on hosts named by a hostfile or by a Slurm
+// job that does not say its GPUs per node, and this node (a login node, say)
+// has no GPU to count. Exported as TNT_USE_GPU=auto instead of false, so
+// GPU hosts train on their GPUs.
+bool hosts_decide_device(const LaunchOptions& options, const NodeFacts& facts,
+                         const JobPlacement& job) {
+  if (job.device.use_gpu || options.no_gpu() || facts.gpu_count() > 0) return false;
+  if (job.allocation) return !facts.slurm_allocation()->gpus_per_node.has_value();
+  return !options.hosts().empty();
+}
+
+// The interface names of a --network-interface value, for NCCL's
+// NCCL_SOCKET_IFNAME ("=eth1,ib0": exactly these); "" when it names only
+// subnets, which NCCL cannot take.
+std::string nccl_interfaces(const std::string& value) {
+  std::string names;
+  std::size_t start = 0;
+  while (start <= value.size()) {
+    const std::size_t end = std::min(value.find(',', start), value.size());
+    const std::string item = value.substr(start, end - start);
+    if (!item.empty() && item.find('/') == std::string::npos) {
+      names += (names.empty() ? "=" : ",") + item;
+    }
+    start = end + 1;
+  }
+  return names;
+}
+
 // --network-interface is both of OpenMPI's TCP settings: the ranks' data
 // (btl) and mpirun's own out-of-band channel (oob). Before the user's --mca,
-// which therefore still wins.
-void choose_network(MpirunCommand& command, const LaunchOptions& options) {
+// which therefore still wins. On GPUs, its interface names also go to NCCL
+// (its bootstrap and socket transport), before the user's -x.
+void choose_network(MpirunCommand& command, const LaunchOptions& options, bool gpus) {
   if (!options.network_interface()) return;
   const std::string& value = *options.network_interface();
   command.mca({{"btl_tcp_if_include", value}, {"oob_tcp_if_include", value}});
+  const std::string names = nccl_interfaces(value);
+  if (gpus && !names.empty()) command.export_value("NCCL_SOCKET_IFNAME", names);
 }
 
 void export_tarantella_settings(MpirunCommand& command, const LaunchOptions& options,
-                                const NodeFacts& facts, bool use_gpu) {
+                                const NodeFacts& facts, const JobPlacement& job) {
   // "auto", not "true": the launcher saw GPUs, but only the rank's LibTorch
   // knows whether it can use them; "true" is the user's demand (-x), which
   // a rank without a usable GPU refuses (train/engine/engine.cpp).
-  command.export_value(env::kUseGpu, use_gpu ? "auto" : "false");
+  const bool use_gpu = job.device.use_gpu;
+  command.export_value(env::kUseGpu,
+                       use_gpu || hosts_decide_device(options, facts, job) ? "auto" : "false");
+  if (use_gpu && job.device.ranks_per_gpu > 1) {
+    // Sharing on purpose: the ranks do not warn that they share a GPU.
+    command.export_value(env::kRanksPerGpu, std::to_string(job.device.ranks_per_gpu));
+  }
   if (options.log_level()) command.export_value(env::kLogLevel, *options.log_level());
   command.export_value(env::kLogOnAllDevices, bool_text(options.log_on_all_devices()));
   command.export_value(env::kOutputOnAllDevices, bool_text(options.output_on_all_devices()));
@@ -203,28 +241,42 @@ std::string restart_note(const LaunchOptions& options) {
          std::to_string(*options.min_ranks()) + " ranks remain (--min-ranks)";
 }
 
+// "CPU", "GPU (one GPU per rank)", ..., for the notes.
+std::string device_text(const LaunchOptions& options, const NodeFacts& facts,
+                        const JobPlacement& job) {
+  if (hosts_decide_device(options, facts, job)) {
+    return "GPU of each rank's host where it has one, else the CPU (TNT_USE_GPU=auto: this node "
+           "has no GPU to count)";
+  }
+  return describe_device(job.device.use_gpu, job.device.ranks_per_gpu);
+}
+
 std::string allocation_note(const LaunchOptions& options, const NodeFacts& facts,
-                            const AllocationPlacement& placement) {
+                            const JobPlacement& job) {
+  const AllocationPlacement& placement = *job.allocation;
   const SlurmAllocation& slurm = *facts.slurm_allocation();
   return "Slurm job " + slurm.job_id + " (SLURM_JOB_NODELIST=" + slurm.node_list_text +
          ", SLURM_TASKS_PER_NODE=" + slurm.tasks_per_node_text +
          "): " + std::to_string(placement.total_ranks()) + " rank(s), " +
-         describe_hosts(placement.hosts) + ", on the " +
-         describe_device(placement.use_gpu, options.ranks_per_gpu()) + "; started by " +
+         describe_hosts(placement.hosts) + ", on the " + device_text(options, facts, job) +
+         "; started by " +
          (options.srun() ? "srun --mpi=pmix (--srun)"
                          : "mpirun, which starts its daemons through Slurm (no ssh)");
 }
 
 std::string placement_note(const LaunchOptions& options, const NodeFacts& facts,
                            const JobPlacement& job) {
-  if (job.allocation) return allocation_note(options, facts, *job.allocation);
+  if (job.allocation) return allocation_note(options, facts, job);
   const int per_node = job.device.ranks_per_node;
-  const bool use_gpu = job.device.use_gpu;
   const std::string where = options.hosts().empty()
                                 ? "this node"
                                 : "each of " + std::to_string(options.hosts().size()) + " hosts";
-  return std::to_string(per_node) + " rank(s) on " + where + ", on the " +
-         describe_device(use_gpu, job.device.ranks_per_gpu);
+  std::string note = std::to_string(per_node) + " rank(s) on " + where + ", on the " +
+                     device_text(options, facts, job);
+  if (hosts_decide_device(options, facts, job) && !options.requested_ranks_per_node()) {
+    note += "; give --n-per-node with the GPUs per host to start one rank per GPU";
+  }
+  return note;
 }
 
 // The --dry-run lines about where the ranks run and over which network.
@@ -262,9 +314,10 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& fact
 
   MpirunCommand command(facts);
   place(command, options, job);
-  choose_network(command, options);
+  const bool gpus = placement.use_gpu || hosts_decide_device(options, facts, job);
+  choose_network(command, options, gpus);
   command.mca(options.mca_parameters());
-  export_tarantella_settings(command, options, facts, placement.use_gpu);
+  export_tarantella_settings(command, options, facts, job);
   const bool keep_threads = facts.omp_num_threads_set() || user_export(options, "OMP_NUM_THREADS");
   if (facts.omp_num_threads_set()) command.export_inherited("OMP_NUM_THREADS");
   for (const auto& e : options.exports()) command.export_value(e.name, e.value);

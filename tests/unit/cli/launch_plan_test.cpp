@@ -136,12 +136,29 @@ TEST(LaunchPlan, HostfileGivesHostListAndRanksPerNode) {
       contains_sequence(plan.argv, {"--host", "n1:2,n2:2,n3:2", "-np", "6", "--npernode", "2"}));
 }
 
-TEST(LaunchPlan, HostfileWithoutGpusStartsOneCpuRankPerHostSilently) {
+TEST(LaunchPlan, HostfileWithoutGpusHereStartsOneRankPerHostSilently) {
   const auto options = LaunchOptions().hosts({"n1", "n2"}).command({"p"});
   const auto plan = build_launch_plan(options, cpu_node(), kProgram);
   EXPECT_TRUE(contains_sequence(plan.argv, {"--host", "n1:1,n2:1", "-np", "2"}));
-  EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "false");
   EXPECT_THAT(plan.warnings, IsEmpty());
+}
+
+// Started from a node without GPUs (a login node), the launcher cannot see
+// the hosts' GPUs: each rank decides on its own host, never a forced CPU.
+TEST(LaunchPlan, HostfileFromANodeWithoutGpusLetsEachHostDecide) {
+  const auto plan = build_launch_plan(LaunchOptions().hosts({"n1", "n2"}).command({"p"}),
+                                      cpu_node(), kProgram);
+  EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "auto");
+  EXPECT_THAT(plan.notes.front(),
+              HasSubstr("1 rank(s) on each of 2 hosts, on the GPU of each rank's host where it "
+                        "has one, else the CPU (TNT_USE_GPU=auto"));
+  EXPECT_THAT(plan.notes.front(), HasSubstr("give --n-per-node with the GPUs per host"));
+  // The user's word still wins, and this node alone is known: false.
+  EXPECT_EQ(env_value(build_launch_plan(LaunchOptions().hosts({"n1"}).no_gpu(true).command({"p"}),
+                                        cpu_node(), kProgram),
+                      "TNT_USE_GPU"),
+            "false");
+  EXPECT_EQ(env_value(build_launch_plan(job(2), cpu_node(), kProgram), "TNT_USE_GPU"), "false");
 }
 
 TEST(LaunchPlan, GpuNodeStartsOneRankPerGpu) {
@@ -175,6 +192,10 @@ TEST(LaunchPlan, RanksPerGpuSharesTheGpusOfTheNode) {
                         kProgram);
   EXPECT_TRUE(contains_sequence(plan.argv, {"-np", "2"}));
   EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "auto");
+  // The ranks learn that the sharing is on purpose (no warning there).
+  EXPECT_EQ(env_value(plan, "TNT_RANKS_PER_GPU"), "2");
+  EXPECT_FALSE(env_value(build_launch_plan(job(2), cpu_node().gpu_count(2), kProgram),
+                         "TNT_RANKS_PER_GPU"));
   EXPECT_THAT(plan.warnings, IsEmpty());
   EXPECT_THROW(build_launch_plan(job(2).ranks_per_gpu(2), cpu_node(), kProgram), LauncherError);
 }
@@ -480,11 +501,24 @@ TEST(LaunchPlan, SlurmAllocationGivesItsHostsAndTasksWithoutHostfile) {
   EXPECT_TRUE(contains_sequence(plan.argv, {"--host", "node01:2,node02:1", "-np", "3", "-x"}));
   EXPECT_FALSE(contains_sequence(plan.argv, {"--npernode"}));
   EXPECT_THAT(plan.warnings, IsEmpty());  // no "no GPU found": the tasks say how many
-  EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "false");
+  EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "auto");  // this node cannot see the hosts' GPUs
   EXPECT_EQ(env_value(plan, kRestartCountVariable), "0");
   EXPECT_THAT(plan.notes.front(),
               HasSubstr("Slurm job 42 (SLURM_JOB_NODELIST=node[01-02], SLURM_TASKS_PER_NODE=2,1): "
-                        "3 rank(s), 2 on node01, 1 on node02, on the CPU; started by mpirun"));
+                        "3 rank(s), 2 on node01, 1 on node02, on the GPU of each rank's host"));
+}
+
+TEST(LaunchPlan, SlurmJobThatDoesNotSayItsGpusLetsEachHostDecideFromALoginNode) {
+  // slurm_node(): no SLURM_GPUS_PER_NODE, and this node has no GPU.
+  const auto plan = build_launch_plan(any_ranks(), slurm_node(), kProgram);
+  EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "auto");
+  EXPECT_THAT(plan.notes.front(), HasSubstr("on the GPU of each rank's host where it has one"));
+  // A job that says it has no GPUs, or a node that counts them, decides here.
+  SlurmAllocation none = *slurm_node().slurm_allocation();
+  none.gpus_per_node = 0;
+  EXPECT_EQ(env_value(build_launch_plan(any_ranks(), cpu_node().slurm_allocation(none), kProgram),
+                      "TNT_USE_GPU"),
+            "false");
 }
 
 TEST(LaunchPlan, SlurmAllocationNarrowedByMinusN) {
@@ -523,6 +557,23 @@ TEST(LaunchPlan, HostfileInsideSlurmWinsAndSaysSo) {
       build_launch_plan(any_ranks().hosts({"a", "b"}).ranks_per_node(1), slurm_node(), kProgram);
   EXPECT_TRUE(contains_sequence(plan.argv, {"--host", "a:1,b:1", "-np", "2", "--npernode", "1"}));
   EXPECT_THAT(plan.notes, ::testing::Contains(HasSubstr("its hosts are not used")));
+}
+
+TEST(LaunchPlan, NetworkInterfaceNamesGoToNcclOnGpus) {
+  const auto gpu = build_launch_plan(job(2).network_interface("ib0,10.1.0.0/16,eth1"),
+                                     cpu_node().gpu_count(2), kProgram);
+  EXPECT_EQ(env_value(gpu, "NCCL_SOCKET_IFNAME"), "=ib0,eth1");
+  // Subnets only (NCCL takes names), or the CPU (no NCCL): nothing.
+  EXPECT_FALSE(env_value(build_launch_plan(job(2).network_interface("10.1.0.0/16"),
+                                           cpu_node().gpu_count(2), kProgram),
+                         "NCCL_SOCKET_IFNAME"));
+  EXPECT_FALSE(env_value(build_launch_plan(job(2).network_interface("eth1"), cpu_node(), kProgram),
+                         "NCCL_SOCKET_IFNAME"));
+  // The user's -x wins.
+  const auto own = build_launch_plan(
+      job(2).network_interface("eth1").exports({{"NCCL_SOCKET_IFNAME", "eth2"}}),
+      cpu_node().gpu_count(2), kProgram);
+  EXPECT_EQ(env_value(own, "NCCL_SOCKET_IFNAME"), "eth2");
 }
 
 TEST(LaunchPlan, NetworkInterfaceSetsBothTcpSettingsBeforeTheUsersMca) {

@@ -128,7 +128,10 @@ struct GradientSynchronizer::Impl {
     } else if (written[p]) {
       target.add_(flat, weight);
     } else {
-      at::mul_out(target, flat, torch::scalar_tensor(weight, flat.options()));
+      // The weight as a host scalar of the gradient's dtype: rounded as
+      // before, and no allocation or fill kernel on the GPU per gradient.
+      at::mul_out(target, flat,
+                  torch::scalar_tensor(weight, flat.options().device(torch::kCPU)));
     }
     written[p] = 1;
     if (seen[p]) return;

@@ -197,15 +197,8 @@ void bind_model(py::module_& m) {
            })
       .def("get_weights",
            [](PyModel& s) {
-             // Host copies made straight from the weights (Keras's are host
-             // arrays): no second copy on the GPU on the way.
-             std::vector<torch::Tensor> out;
-             const auto host = [](const torch::Tensor& t) {
-               return t.detach().to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true);
-             };
-             for (const auto& [name, t] : s.engine().net().named_parameters()) out.push_back(host(t));
-             for (const auto& [name, t] : s.engine().net().named_buffers()) out.push_back(host(t));
-             return out;
+             // Host copies (Keras's weights are host arrays).
+             return s.engine().get_weights(torch::kCPU);
            })
       .def("set_weights",
            [](PyModel& s, const std::vector<torch::Tensor>& w) {

@@ -129,6 +129,14 @@ std::optional<LossScaleState> Engine::loss_scale() const {
   return LossScaleState{scaler->scale(), scaler->good_steps(), scaler->skipped()};
 }
 
+std::vector<torch::Tensor> Engine::get_weights(torch::Device to) const {
+  std::vector<torch::Tensor> out;
+  for (const auto& [name, t] : all_weights(state_->net())) {
+    out.push_back(t.detach().to(to, /*non_blocking=*/false, /*copy=*/true));
+  }
+  return out;
+}
+
 void Engine::set_weights(const std::vector<torch::Tensor>& weights) {
   const NamedTensorList all = all_weights(state_->net());
   TNT_CHECK(weights.size() == all.size(), "set_weights() got ", weights.size(),

@@ -155,6 +155,10 @@ class Engine {
   /// Learning rate of the optimizer's first group / of every group.
   double learning_rate() const;
   void set_learning_rate(double rate);
+  /// Copies of the parameters, then the buffers, made on `to` (the model's
+  /// device for C++'s get_weights, the host for Python's): straight from
+  /// the weights, never a second copy on the way.
+  std::vector<torch::Tensor> get_weights(torch::Device to) const;
   /// Parameters, then buffers: checked against the model's shapes, copied,
   /// then the master's on every rank. Collective.
   void set_weights(const std::vector<torch::Tensor>& weights);

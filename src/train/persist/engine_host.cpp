@@ -15,10 +15,7 @@ EngineHost::EngineHost(std::unique_ptr<Engine> engine) : engine_(std::move(engin
 EngineHost::~EngineHost() = default;
 
 std::vector<torch::Tensor> EngineHost::get_weights() const {
-  std::vector<torch::Tensor> out;
-  for (const auto& [name, t] : engine_->net().named_parameters()) out.push_back(t.detach().clone());
-  for (const auto& [name, t] : engine_->net().named_buffers()) out.push_back(t.detach().clone());
-  return out;
+  return engine_->get_weights(engine_->device());
 }
 
 void EngineHost::set_weights(const std::vector<torch::Tensor>& weights) {

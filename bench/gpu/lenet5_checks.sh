@@ -24,6 +24,10 @@
 #                           generator's per-chunk seeds count;
 #   backends                the transport each run used (its INFO line
 #                           "collectives over ...");
+#   gpu_identity            the choice named the GPU by its PCI bus id (the
+#                           NCCL run), saw that rank 1 shares rank 0's GPU
+#                           (det_shared), and did not warn about it there
+#                           (--ranks-per-gpu says it is on purpose);
 #   devices                 the device every rank's model trained on, printed
 #                           by each rank (bench/gpu/device_probe.py --run) and
 #                           asserted: cuda for the GPU runs, cpu for the CPU one.
@@ -140,6 +144,22 @@ want() {  # want RUN TRANSPORT
   if [ "$got" = "$2" ]; then pass "backends: $1 used $2"; else fail "backends: $1 used ${got:-?}, expected $2"; fi
 }
 want cuda_mpi mpi; want sharded_mpi mpi; want sharded_nccl nccl; want det_shared mpi
+
+said() {  # said RUN WHAT PATTERN: RUN's log matches PATTERN (grep -E)
+  if grep -Eq "$3" "$LOGS/$1.log" 2>/dev/null; then
+    pass "gpu_identity: $1 $2"
+  else
+    fail "gpu_identity: $1 did not say $2 (/$3/ in $LOGS/$1.log)"
+  fi
+}
+said sharded_nccl "its GPU's PCI bus id" \
+  "no other rank uses this rank's GPU \([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]\)"
+said det_shared "that rank 1 shares rank 0's GPU" "rank's GPU \([0-9a-f:.]+\) is also used by rank 1"
+if grep -q "WARNING.*is also used by" "$LOGS/det_shared.log" 2>/dev/null; then
+  fail "gpu_identity: det_shared warned about sharing although --ranks-per-gpu 2 asked for it"
+else
+  pass "gpu_identity: det_shared, sharing on purpose, did not warn"
+fi
 
 devices() {  # devices RUN RANKS DEVICE: every rank's PROBE line names DEVICE
   local lines ok

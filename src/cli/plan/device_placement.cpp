@@ -27,9 +27,9 @@ std::string capacity_text(int gpu_count, int ranks_per_gpu) {
   return text;
 }
 
-// The user's TNT_USE_GPU as the ranks will read it (base/config.cpp accepts
-// the same words): true, false, or nullopt for "auto" (the rank decides).
-std::optional<bool> parse_request(const std::string& raw) {
+}  // namespace
+
+std::optional<bool> parse_gpu_request(const std::string& raw) {
   std::string v;
   for (unsigned char c : raw) {
     if (!std::isspace(c)) v.push_back(static_cast<char>(std::tolower(c)));
@@ -41,6 +41,8 @@ std::optional<bool> parse_request(const std::string& raw) {
                       "' is not a boolean: use true (a GPU for every rank, or an error), false "
                       "(the CPU) or auto, or drop it and let the launcher choose");
 }
+
+namespace {
 
 // -x TNT_USE_GPU=true: every rank gets a GPU of its own, or nothing starts.
 DevicePlacement demand_gpus(std::optional<int> requested_per_node, bool no_gpu, int gpu_count,
@@ -77,7 +79,7 @@ DevicePlacement place_ranks(std::optional<int> requested_per_node, bool no_gpu, 
     throw LauncherError("--ranks-per-gpu " + std::to_string(ranks_per_gpu) +
                         ": the number of ranks per GPU must be at least 1");
   }
-  const std::optional<bool> demand = gpu_request ? parse_request(*gpu_request) : std::nullopt;
+  const std::optional<bool> demand = gpu_request ? parse_gpu_request(*gpu_request) : std::nullopt;
   if (ranks_per_gpu > 1 && (no_gpu || demand == false)) {
     throw LauncherError("--ranks-per-gpu " + std::to_string(ranks_per_gpu) + " shares GPUs, but " +
                         (no_gpu ? std::string("--no-gpu") : "-x TNT_USE_GPU=" + *gpu_request) +

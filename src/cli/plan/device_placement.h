@@ -43,6 +43,11 @@ DevicePlacement place_ranks(std::optional<int> requested_per_node, bool no_gpu, 
                             const std::optional<std::string>& gpu_request = std::nullopt,
                             int ranks_per_gpu = 1);
 
+/// The user's -x TNT_USE_GPU as the ranks will read it (base/config.cpp
+/// accepts the same words): true, false, or nullopt for "auto" (the rank
+/// decides). Throws LauncherError for anything else.
+std::optional<bool> parse_gpu_request(const std::string& raw);
+
 /// "GPU (one GPU per rank)" or "GPU (2 ranks per GPU, collectives staged
 /// through host memory over MPI)", or "CPU": for --dry-run's notes.
 std::string describe_device(bool use_gpu, int ranks_per_gpu);

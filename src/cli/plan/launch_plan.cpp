@@ -71,8 +71,19 @@ JobPlacement place_job(const LaunchOptions& options, const NodeFacts& facts) {
         "is not set): run tarantella inside sbatch or salloc, or drop --srun");
   }
   if (!slurm || !options.hosts().empty()) {
-    return {place_ranks(options.requested_ranks_per_node(), options.no_gpu(), facts.gpu_count(),
-                        user_export(options, env::kUseGpu), options.ranks_per_gpu()),
+    const auto gpu_request = user_export(options, env::kUseGpu);
+    int gpus = facts.gpu_count();
+    if (gpus == 0 && !options.hosts().empty() && !options.no_gpu() &&
+        (options.ranks_per_gpu() > 1 || (gpu_request && parse_gpu_request(*gpu_request) == true))) {
+      // GPUs asked for on the hostfile's hosts from a node that has none (a
+      // login node): this node cannot count theirs, so the request is taken
+      // as said (-n, else one GPU per host) and each rank checks its own
+      // host (TNT_USE_GPU=true fails there, naming the rank, without one).
+      const int ranks = options.requested_ranks_per_node().value_or(options.ranks_per_gpu());
+      gpus = (ranks + options.ranks_per_gpu() - 1) / options.ranks_per_gpu();
+    }
+    return {place_ranks(options.requested_ranks_per_node(), options.no_gpu(), gpus, gpu_request,
+                        options.ranks_per_gpu()),
             std::nullopt};
   }
   AllocationRequest request;
@@ -275,6 +286,9 @@ std::string placement_note(const LaunchOptions& options, const NodeFacts& facts,
                      device_text(options, facts, job);
   if (hosts_decide_device(options, facts, job) && !options.requested_ranks_per_node()) {
     note += "; give --n-per-node with the GPUs per host to start one rank per GPU";
+  }
+  if (job.device.use_gpu && facts.gpu_count() == 0) {
+    note += " (not counted: this node has no GPU; each rank checks its own host)";
   }
   return note;
 }

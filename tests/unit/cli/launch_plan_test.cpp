@@ -161,6 +161,27 @@ TEST(LaunchPlan, HostfileFromANodeWithoutGpusLetsEachHostDecide) {
   EXPECT_EQ(env_value(build_launch_plan(job(2), cpu_node(), kProgram), "TNT_USE_GPU"), "false");
 }
 
+// Asked for from such a node, GPUs are taken as asked: the ranks check.
+TEST(LaunchPlan, GpusAskedForOnAHostfileFromANodeWithoutGpusAreTakenAsAsked) {
+  const auto demand = build_launch_plan(
+      LaunchOptions().hosts({"n1", "n2"}).exports({{"TNT_USE_GPU", "true"}}).command({"p"}),
+      cpu_node(), kProgram);
+  EXPECT_TRUE(contains_sequence(demand.argv, {"--host", "n1:1,n2:1", "-np", "2"}));
+  EXPECT_EQ(env_value(demand, "TNT_USE_GPU"), "true");
+  EXPECT_THAT(demand.notes.front(), HasSubstr("not counted: this node has no GPU"));
+  const auto shared = build_launch_plan(
+      LaunchOptions().hosts({"n1", "n2"}).ranks_per_gpu(2).command({"p"}), cpu_node(), kProgram);
+  EXPECT_TRUE(contains_sequence(shared.argv, {"--host", "n1:2,n2:2", "-np", "4"}));
+  EXPECT_EQ(env_value(shared, "TNT_RANKS_PER_GPU"), "2");
+  // This node alone: it has no GPU, and that is known.
+  EXPECT_THROW(build_launch_plan(job(2).exports({{"TNT_USE_GPU", "true"}}), cpu_node(), kProgram),
+               LauncherError);
+  EXPECT_THROW(build_launch_plan(LaunchOptions().hosts({"n1"}).exports({{"TNT_USE_GPU", "maybe"}})
+                                     .command({"p"}),
+                                 cpu_node(), kProgram),
+               LauncherError);
+}
+
 TEST(LaunchPlan, GpuNodeStartsOneRankPerGpu) {
   const auto options = LaunchOptions().command({"p"});
   const auto plan = build_launch_plan(options, cpu_node().gpu_count(4), kProgram);

@@ -24,8 +24,9 @@
 #                           generator's per-chunk seeds count;
 #   backends                the transport each run used (its INFO line
 #                           "collectives over ...");
-#   gpu_identity            the choice named the GPU by its PCI bus id (the
-#                           NCCL run), saw that rank 1 shares rank 0's GPU
+#   gpu_identity            the automatic choice took NCCL at 1 rank, naming
+#                           the GPU by its PCI bus id (det_one), saw that rank
+#                           1 shares rank 0's GPU
 #                           (det_shared), and did not warn about it there
 #                           (--ranks-per-gpu says it is on purpose);
 #   devices                 the device every rank's model trained on, printed
@@ -152,10 +153,10 @@ said() {  # said RUN WHAT PATTERN: RUN's log matches PATTERN (grep -E)
     fail "gpu_identity: $1 did not say $2 (/$3/ in $LOGS/$1.log)"
   fi
 }
-said sharded_nccl "its GPU's PCI bus id" \
+said det_one "its GPU's PCI bus id (auto chose NCCL)" \
   "no other rank uses this rank's GPU \([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]\)"
 said det_shared "that rank 1 shares rank 0's GPU" "rank's GPU \([0-9a-f:.]+\) is also used by rank 1"
-if grep -q "WARNING.*is also used by" "$LOGS/det_shared.log" 2>/dev/null; then
+if grep -q "WARNING.*share a GPU" "$LOGS/det_shared.log" 2>/dev/null; then
   fail "gpu_identity: det_shared warned about sharing although --ranks-per-gpu 2 asked for it"
 else
   pass "gpu_identity: det_shared, sharing on purpose, did not warn"

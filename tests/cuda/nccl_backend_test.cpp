@@ -41,8 +41,13 @@ namespace {
 
 using tnt::comm::ReduceOp;
 
+// This rank's GPU, by the runtime's rule (comm/world/backend_choice.h,
+// rank_gpu_index): the local rank modulo the GPUs this process sees (one,
+// device 0, where a scheduler binds a GPU to each rank).
 torch::Device gpu() {
-  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(tnt::world().local_rank()));
+  return torch::Device(torch::kCUDA,
+                       static_cast<c10::DeviceIndex>(tnt::world().local_rank() %
+                                                     static_cast<int>(torch::cuda::device_count())));
 }
 
 using tnt_test::Combine;
@@ -59,21 +64,27 @@ TEST(NcclBackend, TheWorldIsAnNcclGroup) {
       << tnt::world().describe();
 }
 
-// The device each rank used: its own GPU (cuda:local_rank), no two ranks of
-// a host on the same one (NCCL refuses that), and a model built here trains
-// there and stays there.
+// The device each rank used: its own GPU (no two ranks on the same one, by
+// host and PCI bus id, as NCCL tells them apart: "Duplicate GPU detected"),
+// and a model built here trains there and stays there.
 TEST(NcclBackend, EachRankTrainsOnAGpuOfItsOwn) {
   ASSERT_TRUE(torch::cuda::is_available()) << "LibTorch sees no GPU on rank " << tnt::get_rank();
-  const int local = tnt::world().local_rank();
-  ASSERT_LT(local, static_cast<int>(torch::cuda::device_count()))
-      << "rank " << tnt::get_rank() << " is local rank " << local << " of a host with "
-      << torch::cuda::device_count() << " visible GPU(s)";
   cudaDeviceProp properties{};
   ASSERT_EQ(cudaGetDeviceProperties(&properties, gpu().index()), cudaSuccess);
+  char bus[32] = {};
+  ASSERT_EQ(cudaDeviceGetPCIBusId(bus, sizeof(bus), gpu().index()), cudaSuccess);
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
-  std::printf("rank %d of %d on host %s: %s (%s)\n", tnt::get_rank(), tnt::get_size(), host,
-              gpu().str().c_str(), properties.name);
+  std::printf("rank %d of %d on host %s: %s (%s, PCI %s)\n", tnt::get_rank(), tnt::get_size(),
+              host, gpu().str().c_str(), properties.name, bus);
+  const auto key = static_cast<std::int64_t>(
+      std::hash<std::string>{}(std::string(host) + "/" + bus));
+  const torch::Tensor keys =
+      tnt::world().allgather(torch::tensor({key}, torch::kInt64)).contiguous();
+  const std::set<std::int64_t> distinct(keys.data_ptr<std::int64_t>(),
+                                        keys.data_ptr<std::int64_t>() + keys.numel());
+  EXPECT_EQ(static_cast<int>(distinct.size()), tnt::get_size())
+      << "two ranks use the same GPU (host and PCI bus id)";
 
   torch::manual_seed(1);
   tnt::Model model(torch::nn::Linear(4, 2));

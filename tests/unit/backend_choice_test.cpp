@@ -83,7 +83,9 @@ TEST(BackendChoice, MpiForcedIsAlwaysMpi) {
 }
 
 TEST(BackendChoice, NcclForcedWhereItWorks) {
-  EXPECT_EQ(tnt::comm::choose_backend(gpu_host(CommBackend::Nccl)).kind, BackendKind::Nccl);
+  const BackendChoice c = tnt::comm::choose_backend(gpu_host(CommBackend::Nccl));
+  EXPECT_EQ(c.kind, BackendKind::Nccl);
+  EXPECT_EQ(c.reason, "TNT_COMM_BACKEND=nccl (this rank's GPU: 0000:3b:00.0)");
 }
 
 TEST(BackendChoice, NcclForcedWithoutTheBackendNamesTheFix) {
@@ -144,16 +146,19 @@ TEST(BackendChoice, SameHostSameBusIsSharing) {
   EXPECT_NE(gpu_key("node1/boot-a", "0000:07:00.0"), gpu_key("node1/boot-b", "0000:07:00.0"));
 }
 
-TEST(BackendChoice, AccidentalSharingWarnsAndIntendedSharingDoesNot) {
-  BackendFacts f = gpu_host();
-  EXPECT_EQ(tnt::comm::sharing_warning(f), "");
-  f.sharing_gpu = {1};
-  const std::string w = tnt::comm::sharing_warning(f);
-  expect_contains(w, "this rank's GPU (0000:3b:00.0) is also used by rank 1");
+// Told by rank 0 for the whole job: every rank has every key, so the warning
+// does not depend on rank 0 being among the ranks that share.
+TEST(BackendChoice, AccidentalSharingWarnsForTheWholeJobAndIntendedSharingDoesNot) {
+  using tnt::comm::sharing_warning;
+  EXPECT_EQ(sharing_warning({7, 8, 9, 0, 0}, false), "");
+  const std::string w = sharing_warning({5, 7, 9, 7, 9, 0, 0}, false);
+  expect_contains(w, "ranks 1,3 share a GPU; ranks 2,4 share another: ");
   expect_contains(w, "through host memory over MPI instead of NCCL");
   expect_contains(w, "--ranks-per-gpu K");
-  f.sharing_intended = true;
-  EXPECT_EQ(tnt::comm::sharing_warning(f), "");
+  EXPECT_EQ(w.find("rank 0"), std::string::npos) << w;  // rank 0 has its own, and says so for all
+  EXPECT_EQ(sharing_warning({5, 7, 9, 7, 9}, true), "");
+  expect_contains(sharing_warning({1, 1, 2, 2, 3, 3, 4, 4, 6, 6}, false),
+                  "ranks 6,7 share another; and 1 more shared GPU(s):");
 }
 
 TEST(BackendChoice, ConfigReadsTntRanksPerGpu) {
@@ -193,7 +198,9 @@ TEST(BackendChoice, SettleNamesTheRanksThatFailed) {
     tnt::comm::settle_backend({BackendVote::Nccl, BackendVote::Failed}, {BackendKind::Nccl, ""});
     FAIL() << "expected an error";
   } catch (const tnt::Error& e) {
-    expect_contains(e.what(), "TNT_COMM_BACKEND=nccl cannot work on rank 1 (see the error there)");
+    expect_contains(e.what(), "the transport of collectives (TNT_COMM_BACKEND) could not be "
+                              "chosen: rank 1 failed (see the error there): fix that, or use "
+                              "TNT_COMM_BACKEND=mpi");
   }
 }
 

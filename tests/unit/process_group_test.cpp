@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
+#include <string>
 
 #include <torch/torch.h>
 
@@ -19,6 +21,7 @@
 #include <tarantella/model/model.h>
 
 #include "../support/weights.h"
+#include "comm/rank_naming.h"
 
 namespace {
 
@@ -137,6 +140,64 @@ TEST(InProcess, AGroupsErrorNamesItsRanksByWorldRankAndRole) {
                          "(first of pair 1), its rank 1 is rank 3 (second of pair 1)"),
             std::string::npos)
       << message;
+}
+
+// A backend that does nothing: what ProcessGroup registers for it is the point.
+class SilentBackendForRetelling final : public tnt::comm::Backend {
+ public:
+  SilentBackendForRetelling(int rank, int size) : rank_(rank), size_(size) {}
+  std::string name() const override { return "silent"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int local_rank() const override { return rank_; }
+  int local_size() const override { return size_; }
+  bool broken() const override { return false; }
+  torch::Tensor allreduce(torch::Tensor t, ReduceOp) override { return t; }
+  torch::Tensor broadcast(torch::Tensor t, int) override { return t; }
+  torch::Tensor allgather(torch::Tensor t) override { return t; }
+  torch::Tensor allgatherv(torch::Tensor t) override { return t; }
+  torch::Tensor reduce_scatter(torch::Tensor t, ReduceOp) override { return t; }
+  void barrier() override {}
+  void finalize_check() override {}
+  std::unique_ptr<Backend> split(int, int) override { return nullptr; }
+  std::shared_ptr<tnt::comm::P2pWork> send(const tnt::comm::Transfer&) override { return nullptr; }
+  std::shared_ptr<tnt::comm::P2pWork> recv(const tnt::comm::Transfer&) override { return nullptr; }
+
+ private:
+  int rank_, size_;
+};
+
+// What a backend reports without throwing (the MPI payload watchdog, which
+// prints its verdict and ends the process) is told as its group tells its
+// thrown errors: in the job's ranks, with the roles name_ranks() gave, from
+// the moment the group is made until it is gone (comm/rank_naming.h).
+TEST(InProcess, WhatABackendReportsWithoutThrowingIsToldAsItsGroupTellsIt) {
+  const std::string verdict =
+      "[tarantella rank 1] collective #7 (allreduce) did not complete within 5 s "
+      "(TNT_COMM_TIMEOUT) although every rank had agreed to it: rank 0 stopped answering";
+  auto owned = std::make_unique<SilentBackendForRetelling>(1, 2);
+  const tnt::comm::Backend* backend = owned.get();
+  {
+    // Group rank 1 is job rank 3, group rank 0 job rank 1: a pipeline's
+    // stage group.
+    const ProcessGroup stage(std::move(owned), {1, 3});
+    const std::string unnamed = tnt::comm::retold_by_group(backend, verdict);
+    EXPECT_NE(unnamed.find("[tarantella rank 3] collective #7"), std::string::npos) << unnamed;
+    EXPECT_NE(unnamed.find("its rank 0 is rank 1, its rank 1 is rank 3"), std::string::npos)
+        << unnamed;
+    stage.name_ranks({"stage 0 of 2, pipeline 1", "stage 1 of 2, pipeline 1"});
+    const std::string named = tnt::comm::retold_by_group(backend, verdict);
+    EXPECT_NE(named.find("its rank 0 is rank 1 (stage 0 of 2, pipeline 1), its rank 1 is rank 3 "
+                         "(stage 1 of 2, pipeline 1)"),
+              std::string::npos)
+        << named;
+    // Naming again keeps the registration (it once erased it).
+    stage.name_ranks({"a", "b"});
+    EXPECT_NE(tnt::comm::retold_by_group(backend, verdict).find("its rank 1 is rank 3 (b)"),
+              std::string::npos);
+  }
+  // The group is gone: nothing retells for its (freed) backend any more.
+  EXPECT_EQ(tnt::comm::retold_by_group(backend, verdict), verdict);
 }
 
 TEST(InProcess, AGroupUsedOutsideItsRanksIsAClearError) {

@@ -14,8 +14,8 @@ namespace tnt {
 enum class LogLevel { Debug = 0, Info = 1, Warning = 2, Error = 3 };
 
 /// The transport of the world group's collectives (TNT_COMM_BACKEND). Auto:
-/// NCCL when the model is on CUDA, the build has NCCL and every rank on a
-/// host has a GPU of its own; else MPI.
+/// NCCL when the model is on CUDA, the build has NCCL and no two ranks use
+/// the same GPU (told apart by host and PCI bus id); else MPI.
 enum class CommBackend { Auto, Mpi, Nccl };
 
 /// The resolved configuration. Build it with Config::from_env(); the running

@@ -117,6 +117,8 @@ MpirunCommand& place(MpirunCommand& command, const LaunchOptions& options,
 bool hosts_decide_device(const LaunchOptions& options, const NodeFacts& facts,
                          const JobPlacement& job) {
   if (job.device.use_gpu || options.no_gpu() || facts.gpu_count() > 0) return false;
+  const auto request = user_export(options, env::kUseGpu);
+  if (request && parse_gpu_request(*request) == false) return false;  // the user's CPU
   if (job.allocation) return !facts.slurm_allocation()->gpus_per_node.has_value();
   return !options.hosts().empty();
 }
@@ -156,11 +158,11 @@ void export_tarantella_settings(MpirunCommand& command, const LaunchOptions& opt
   // knows whether it can use them; "true" is the user's demand (-x), which
   // a rank without a usable GPU refuses (train/engine/engine.cpp).
   const bool use_gpu = job.device.use_gpu;
-  command.export_value(env::kUseGpu,
-                       use_gpu || hosts_decide_device(options, facts, job) ? "auto" : "false");
-  if (use_gpu && job.device.ranks_per_gpu > 1) {
+  const bool hosts_decide = hosts_decide_device(options, facts, job);
+  command.export_value(env::kUseGpu, use_gpu || hosts_decide ? "auto" : "false");
+  if ((use_gpu || hosts_decide) && options.ranks_per_gpu() > 1) {
     // Sharing on purpose: the ranks do not warn that they share a GPU.
-    command.export_value(env::kRanksPerGpu, std::to_string(job.device.ranks_per_gpu));
+    command.export_value(env::kRanksPerGpu, std::to_string(options.ranks_per_gpu()));
   }
   if (options.log_level()) command.export_value(env::kLogLevel, *options.log_level());
   command.export_value(env::kLogOnAllDevices, bool_text(options.log_on_all_devices()));

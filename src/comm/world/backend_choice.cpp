@@ -1,5 +1,6 @@
 #include "comm/world/backend_choice.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include <tarantella/base/env_contract.h>
@@ -70,7 +71,8 @@ BackendChoice choose_backend(const BackendFacts& facts) {
   if (facts.requested == CommBackend::Nccl) {
     TNT_CHECK(obstacle.empty(), env::kCommBackend, "=nccl, but ", obstacle, ": ",
               nccl_fix(facts));
-    return {BackendKind::Nccl, ::tnt::detail::concat(env::kCommBackend, "=nccl")};
+    return {BackendKind::Nccl,
+            ::tnt::detail::concat(env::kCommBackend, "=nccl (this rank's GPU: ", facts.gpu, ")")};
   }
   if (!obstacle.empty()) return {BackendKind::Mpi, obstacle};
   return {BackendKind::Nccl, ::tnt::detail::concat("the model is on CUDA and no other rank uses "
@@ -106,13 +108,31 @@ int rank_gpu_index(int world_local_rank, int visible_gpus) {
   return visible_gpus > 0 ? world_local_rank % visible_gpus : 0;
 }
 
-std::string sharing_warning(const BackendFacts& facts) {
-  if (facts.sharing_gpu.empty() || facts.sharing_intended) return "";
-  return ::tnt::detail::concat(
-      "this rank's GPU (", facts.gpu, ") is also used by ", ranks_text(facts.sharing_gpu),
-      ": the ranks take turns on it, and their collectives go through host memory over MPI "
-      "instead of NCCL. Start one rank per GPU (the launcher's default without -n; under Slurm, "
-      "a GPU per task), or share GPUs on purpose with --ranks-per-gpu K");
+std::string sharing_warning(const std::vector<std::int64_t>& keys, bool intended) {
+  if (intended) return "";
+  constexpr std::size_t kNamed = 4;  // groups named; the rest are counted
+  std::vector<std::vector<int>> groups;
+  std::vector<bool> seen(keys.size(), false);
+  for (int r = 0; r < static_cast<int>(keys.size()); ++r) {
+    if (seen[static_cast<std::size_t>(r)] || keys[static_cast<std::size_t>(r)] == 0) continue;
+    std::vector<int> group{r};
+    for (int other : ranks_sharing_gpu(keys, r)) {
+      group.push_back(other);
+      seen[static_cast<std::size_t>(other)] = true;
+    }
+    if (group.size() > 1) groups.push_back(std::move(group));
+  }
+  if (groups.empty()) return "";
+  std::ostringstream out;
+  for (std::size_t g = 0; g < std::min(groups.size(), kNamed); ++g) {
+    out << (g ? "; " : "") << ranks_text(groups[g]) << (g ? " share another" : " share a GPU");
+  }
+  if (groups.size() > kNamed) out << "; and " << groups.size() - kNamed << " more shared GPU(s)";
+  out << ": ranks that share a GPU take turns on it, and the job's collectives go through host "
+         "memory over MPI instead of NCCL. Start one rank per GPU (the launcher's default "
+         "without -n; under Slurm, a GPU per task), or share GPUs on purpose with "
+         "--ranks-per-gpu K";
+  return out.str();
 }
 
 }  // namespace tnt::comm
@@ -121,9 +141,9 @@ namespace tnt::comm {
 
 BackendChoice settle_backend(const std::vector<BackendVote>& votes, const BackendChoice& mine) {
   const std::vector<int> failed = ranks_voting(votes, BackendVote::Failed);
-  TNT_CHECK(failed.empty(), env::kCommBackend, "=nccl cannot work on ", ranks_text(failed),
-            " (see the error there), so no rank uses it: fix that, or use ", env::kCommBackend,
-            "=mpi");
+  TNT_CHECK(failed.empty(), "the transport of collectives (", env::kCommBackend,
+            ") could not be chosen: ", ranks_text(failed),
+            " failed (see the error there): fix that, or use ", env::kCommBackend, "=mpi");
   const std::vector<int> mpi = ranks_voting(votes, BackendVote::Mpi);
   if (mpi.empty()) return mine;
   if (mine.kind == BackendKind::Mpi) return mine;

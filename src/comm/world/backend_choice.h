@@ -42,9 +42,6 @@ struct BackendFacts {
   /// The other ranks of the job (world ranks) whose GPU is this one: the
   /// same host and the same bus id (ranks_sharing_gpu).
   std::vector<int> sharing_gpu;
-  /// TNT_RANKS_PER_GPU > 1: the launcher shares GPUs on purpose
-  /// (--ranks-per-gpu), so sharing is not worth a warning.
-  bool sharing_intended = false;
 };
 
 /// The ranks other than `rank` whose key equals its key (index = rank; a
@@ -62,10 +59,14 @@ std::int64_t gpu_key(const std::string& host, const std::string& bus_id);
 /// The one rule for the engine, the runtime and the NCCL communicator.
 int rank_gpu_index(int world_local_rank, int visible_gpus);
 
-/// Whether a forced or chosen MPI is worth a warning: ranks share this
-/// rank's GPU, and nobody said they should (facts.sharing_intended).
-/// The warning's text, or "" when there is nothing to warn about.
-std::string sharing_warning(const BackendFacts& facts);
+/// The job's warning when ranks share GPUs and nobody said they should
+/// (`intended`: TNT_RANKS_PER_GPU > 1, the launcher's --ranks-per-gpu),
+/// from every rank's key (ranks_sharing_gpu); "" when there is nothing to
+/// warn about. The same on every rank, so rank 0 tells it whichever ranks
+/// share.
+/// Example: sharing_warning({7, 7, 9, 9, 5}, false) names "ranks 0,1" and
+/// "ranks 2,3"; sharing_warning({7, 7}, true) -> "".
+std::string sharing_warning(const std::vector<std::int64_t>& keys, bool intended);
 
 /// The choice, with the reason in words for the log.
 struct BackendChoice {

@@ -41,7 +41,6 @@ BackendFacts local_facts(const Config& config, const Backend& world) {
   // The engine's device rule (train/engine/engine_state.cpp, pick_device).
   facts.model_on_cuda = config.use_gpu.value_or(true) && visible > 0;
   if (facts.model_on_cuda) facts.gpu = gpu_bus_id(rank_gpu_index(world.local_rank(), visible));
-  facts.sharing_intended = config.ranks_per_gpu > 1;
   return facts;
 }
 
@@ -109,7 +108,8 @@ std::unique_ptr<Backend> make_world_backend(const MpiSession& session, const Con
   const BackendChoice choice = settle_backend(votes, *mine);
   ::tnt::log::info(::tnt::detail::concat("collectives over ", to_string(choice.kind), ": ",
                                          choice.reason));
-  if (const std::string warning = sharing_warning(*facts); !warning.empty()) {
+  if (const std::string warning = sharing_warning(keys, config.ranks_per_gpu > 1);
+      !warning.empty()) {
     ::tnt::log::warning(warning);
   }
   if (choice.kind == BackendKind::Mpi) {

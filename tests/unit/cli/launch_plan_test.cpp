@@ -159,6 +159,15 @@ TEST(LaunchPlan, HostfileFromANodeWithoutGpusLetsEachHostDecide) {
                       "TNT_USE_GPU"),
             "false");
   EXPECT_EQ(env_value(build_launch_plan(job(2), cpu_node(), kProgram), "TNT_USE_GPU"), "false");
+  const auto cpu = build_launch_plan(LaunchOptions()
+                                         .hosts({"n1"})
+                                         .exports({{"TNT_USE_GPU", "false"}})
+                                         .network_interface("eth1")
+                                         .command({"p"}),
+                                     cpu_node(), kProgram);
+  EXPECT_EQ(env_value(cpu, "TNT_USE_GPU"), "false");
+  EXPECT_THAT(cpu.notes.front(), HasSubstr("on the CPU"));
+  EXPECT_FALSE(env_value(cpu, "NCCL_SOCKET_IFNAME"));  // no GPU, no NCCL
 }
 
 // Asked for from such a node, GPUs are taken as asked: the ranks check.
@@ -535,6 +544,10 @@ TEST(LaunchPlan, SlurmJobThatDoesNotSayItsGpusLetsEachHostDecideFromALoginNode) 
   EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "auto");
   EXPECT_THAT(plan.notes.front(), HasSubstr("on the GPU of each rank's host where it has one"));
   // A job that says it has no GPUs, or a node that counts them, decides here.
+  // --ranks-per-gpu reaches the ranks there too (sharing on purpose).
+  EXPECT_EQ(env_value(build_launch_plan(any_ranks().ranks_per_gpu(2), slurm_node(), kProgram),
+                      "TNT_RANKS_PER_GPU"),
+            "2");
   SlurmAllocation none = *slurm_node().slurm_allocation();
   none.gpus_per_node = 0;
   EXPECT_EQ(env_value(build_launch_plan(any_ranks(), cpu_node().slurm_allocation(none), kProgram),

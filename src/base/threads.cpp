@@ -1,5 +1,7 @@
 #include "base/threads.h"
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
 #include <tarantella/base/env_contract.h>
 
 #include <dlfcn.h>
@@ -56,6 +58,12 @@ void name_this_thread(const char* name) {
   char truncated[16] = {};
   for (int i = 0; i < 15 && name[i] != '\0'; ++i) truncated[i] = name[i];
   pthread_setname_np(pthread_self(), truncated);  // a failure only loses the name
+}
+
+void adopt_device(const c10::Device& device) {
+  if (device.is_cpu() || !device.has_index()) return;
+  const c10::impl::DeviceGuardImplInterface* impl = c10::impl::getDeviceGuardImpl(device.type());
+  if (impl->getDevice() != device) impl->setDevice(device);
 }
 
 }  // namespace tnt::detail

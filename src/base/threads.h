@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include <c10/core/Device.h>
+
 #include <tarantella/base/config.h>
 
 namespace tnt::detail {
@@ -27,5 +29,15 @@ BlasInfo detect_blas();
 /// `top -H`, `ps -L` and /proc/PID/task/TID/comm tell the library's
 /// threads apart: tnt-comm, tnt-watchdog, tnt-timeline, tnt-events.
 void name_this_thread(const char* name);
+
+/// Makes `device` the calling thread's current device for good; nothing for
+/// a CPU device. For threads the library starts (the comm engine, the
+/// prefetch thread, the stage link's driver, the checkpoint writer) before
+/// their first CUDA call on a rank whose GPU is not cuda:0. A new thread's
+/// current device is 0, and a guard (c10::Event's record, block and
+/// destruction use one) restores it with a real cudaSetDevice(0), which
+/// creates a context of about 0.5 GiB on GPU 0 per rank: rank 0's GPU runs
+/// out of memory on a full node. Not a guard, so nothing restores 0 later.
+void adopt_device(const c10::Device& device);
 
 }  // namespace tnt::detail

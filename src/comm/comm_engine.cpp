@@ -56,8 +56,8 @@ CommEngine::~CommEngine() {
   thread_.join();
 }
 
-Handle CommEngine::enqueue(std::string name, Work work) {
-  Request request{name, std::move(work), {}, std::make_shared<Handle::Times>()};
+Handle CommEngine::enqueue(std::string name, Work work, std::optional<c10::Device> device) {
+  Request request{name, std::move(work), {}, std::make_shared<Handle::Times>(), device};
   Handle handle(request.result.get_future().share(), std::move(name), request.times);
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -69,14 +69,14 @@ Handle CommEngine::enqueue(std::string name, Work work) {
   return handle;
 }
 
-torch::Tensor CommEngine::run(std::string name, Work work) {
+torch::Tensor CommEngine::run(std::string name, Work work, std::optional<c10::Device> device) {
   {
     std::unique_lock<std::mutex> lock(mutex_);
     TNT_CHECK(!stopping_, "request '", name,
               "' run on a communication engine that is shutting down");
     if (!queue_.empty() || running_ != 0) {
       lock.unlock();
-      return enqueue(std::move(name), std::move(work)).wait();
+      return enqueue(std::move(name), std::move(work), device).wait();
     }
     ++running_;  // holds the engine thread off until we are done
   }
@@ -115,6 +115,10 @@ void CommEngine::loop() {
       queue_.pop_front();
       ++running_;
     }
+    // Before the work, and for good: the request (and the c10::Event of its
+    // ready mark) is destroyed at the end of this iteration, outside any
+    // guard, and must not fall back to GPU 0.
+    if (request.device) ::tnt::detail::adopt_device(*request.device);
     request.times->started_ns = now_ns();
     torch::Tensor result;
     std::exception_ptr error;

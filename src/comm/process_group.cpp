@@ -220,6 +220,13 @@ ProcessGroup::State& ProcessGroup::member(const char* caller) const {
   return *state_;
 }
 
+// The GPU a request's tensor is on (its ready mark's), which the engine
+// thread adopts; none for host tensors.
+static std::optional<c10::Device> device_of(const std::shared_ptr<ReadyMark>& mark) {
+  if (!mark) return std::nullopt;
+  return mark->stream.device();
+}
+
 // `tensor`: the payload; on a GPU, the moment it is ready goes with the
 // request (comm/ready_mark.h).
 template <typename Fn>
@@ -227,11 +234,15 @@ static Handle submit(ProcessGroup::State& s, std::string name, Fn fn,
                      const torch::Tensor& tensor = {}) {
   Backend* backend = s.backend.get();
   std::shared_ptr<ReadyMark> mark = ready_mark(tensor);
-  return s.engine->enqueue(name, [backend, fn, mark, naming = s.naming, name] {
-    const ReadyMarkScope scope(mark.get());
-    const ::tnt::detail::WaitingOn waiting([&] { return collective_waited_on(*naming, name); });
-    return told_in_job_ranks(naming, [&] { return fn(*backend); });
-  });
+  return s.engine->enqueue(
+      name,
+      [backend, fn, mark, naming = s.naming, name] {
+        const ReadyMarkScope scope(mark.get());
+        const ::tnt::detail::WaitingOn waiting(
+            [&] { return collective_waited_on(*naming, name); });
+        return told_in_job_ranks(naming, [&] { return fn(*backend); });
+      },
+      device_of(mark));
 }
 
 // A blocking call: on the caller's thread when the engine is idle (see
@@ -242,11 +253,15 @@ static torch::Tensor run_now(ProcessGroup::State& s, std::string name, Fn fn,
                              const torch::Tensor& tensor = {}) {
   Backend* backend = s.backend.get();
   std::shared_ptr<ReadyMark> mark = ready_mark(tensor);
-  return s.engine->run(name, [backend, fn, mark, naming = s.naming, name] {
-    const ReadyMarkScope scope(mark.get());
-    const ::tnt::detail::WaitingOn waiting([&] { return collective_waited_on(*naming, name); });
-    return told_in_job_ranks(naming, [&] { return fn(*backend); });
-  });
+  return s.engine->run(
+      name,
+      [backend, fn, mark, naming = s.naming, name] {
+        const ReadyMarkScope scope(mark.get());
+        const ::tnt::detail::WaitingOn waiting(
+            [&] { return collective_waited_on(*naming, name); });
+        return told_in_job_ranks(naming, [&] { return fn(*backend); });
+      },
+      device_of(mark));
 }
 
 // The work of each collective, shared by its blocking and async forms.

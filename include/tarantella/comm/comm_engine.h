@@ -87,8 +87,10 @@ class CommEngine {
   CommEngine(const CommEngine&) = delete;
   CommEngine& operator=(const CommEngine&) = delete;
 
-  /// Queues `work`; it runs after every request enqueued before it.
-  Handle enqueue(std::string name, Work work);
+  /// Queues `work`; it runs after every request enqueued before it. With
+  /// `device` (a GPU tensor's), the engine thread makes it its current
+  /// device for good before it runs `work` (base/threads.h, adopt_device).
+  Handle enqueue(std::string name, Work work, std::optional<c10::Device> device = std::nullopt);
   /// Runs `work` and returns its result (or rethrows its exception), in the
   /// same order as enqueue: after every request enqueued before it, before
   /// any enqueued after it. When the engine is idle, `work` runs on the
@@ -96,7 +98,7 @@ class CommEngine {
   /// pays no hand-off to the engine thread and back (two thread wake-ups,
   /// tens of microseconds on a busy machine, more than a 4 KiB allreduce).
   /// The engine thread sleeps meanwhile, so calls stay serialized.
-  torch::Tensor run(std::string name, Work work);
+  torch::Tensor run(std::string name, Work work, std::optional<c10::Device> device = std::nullopt);
   /// Number of requests queued or running.
   std::size_t pending() const;
 
@@ -106,6 +108,7 @@ class CommEngine {
     Work work;
     std::promise<torch::Tensor> result;
     std::shared_ptr<Handle::Times> times;
+    std::optional<c10::Device> device;
   };
   void loop();
 

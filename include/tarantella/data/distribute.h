@@ -140,6 +140,14 @@ class DistributeOptions {
     pin_memory_ = on;
     return *this;
   }
+  /// The GPU the pinned batches go to (as DataLoader's pin_memory_device):
+  /// the thread that collates them makes it its current device, so that a
+  /// rank whose GPU is not cuda:0 makes no CUDA context on GPU 0. fit(),
+  /// evaluate() and predict() set it to the model's device.
+  DistributeOptions& pin_memory_device(torch::Device device) {
+    pin_memory_device_ = device;
+    return *this;
+  }
 
   const comm::ProcessGroup& group() const { return group_; }
   const std::optional<int>& rank() const { return rank_; }
@@ -148,6 +156,7 @@ class DistributeOptions {
   std::int64_t granularity() const { return granularity_; }
   bool enabled() const { return enabled_; }
   bool pin_memory() const { return pin_memory_; }
+  const std::optional<torch::Device>& pin_memory_device() const { return pin_memory_device_; }
 
  private:
   comm::ProcessGroup group_;
@@ -157,6 +166,7 @@ class DistributeOptions {
   std::int64_t granularity_ = 1;
   bool enabled_ = true;
   bool pin_memory_ = false;
+  std::optional<torch::Device> pin_memory_device_;
 };
 
 /// A dataset rewritten to produce one rank's micro-batches.

@@ -127,7 +127,10 @@ DistributedDataset::DistributedDataset(const Dataset& dataset, DistributeOptions
   if (options.pin_memory()) spec.collate_into = detail::pinned_or_in_place;
   pipeline_ = Dataset(node->split(spec));
   // The collation (and whatever lies above it) on a thread of its own.
-  if (options.pin_memory()) pipeline_ = pipeline_.prefetch(kPinnedAhead);
+  if (options.pin_memory()) {
+    pipeline_ = Dataset(detail::make_prefetch(pipeline_.node(), kPinnedAhead,
+                                              options.pin_memory_device()));
+  }
 }
 
 DistributedDataset::Iterator DistributedDataset::iterate(std::int64_t epoch) const {

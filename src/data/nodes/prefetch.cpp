@@ -8,11 +8,13 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <tarantella/base/error.h>
 
 #include "base/stack_dump.h"
+#include "base/threads.h"
 #include "data/pipeline/nodes.h"
 
 namespace tnt::data::detail {
@@ -20,8 +22,8 @@ namespace {
 
 class PrefetchStream final : public EagerStream {
  public:
-  PrefetchStream(StreamPtr input, std::int64_t capacity)
-      : input_(std::move(input)), capacity_(static_cast<std::size_t>(capacity)) {}
+  PrefetchStream(StreamPtr input, std::int64_t capacity, std::optional<c10::Device> device)
+      : input_(std::move(input)), capacity_(static_cast<std::size_t>(capacity)), device_(device) {}
   ~PrefetchStream() override {
     if (!thread_.joinable()) return;
     {
@@ -58,6 +60,9 @@ class PrefetchStream final : public EagerStream {
   void produce() {
     ::tnt::detail::ThreadRole role("prefetch");  // named in a stuck rank's report while busy
     try {
+      // Page-locked collation checks the pinned blocks' CUDA events: on the
+      // rank's GPU, not GPU 0 (base/threads.h).
+      if (device_) ::tnt::detail::adopt_device(*device_);
       for (;;) {
         {
           std::unique_lock<std::mutex> lock(mutex_);
@@ -90,6 +95,7 @@ class PrefetchStream final : public EagerStream {
 
   StreamPtr input_;  // used by the producer thread only
   std::size_t capacity_;
+  std::optional<c10::Device> device_;
   std::mutex mutex_;
   std::condition_variable ready_;  // consumer: an element, or the end
   std::condition_variable space_;  // producer: room in the queue, or stop
@@ -108,8 +114,8 @@ class PrefetchStream final : public EagerStream {
 
 class PrefetchNode final : public Node {
  public:
-  PrefetchNode(NodePtr input, std::int64_t capacity)
-      : input_(std::move(input)), capacity_(capacity) {}
+  PrefetchNode(NodePtr input, std::int64_t capacity, std::optional<c10::Device> device)
+      : input_(std::move(input)), capacity_(capacity), device_(device) {}
   std::string name() const override { return "prefetch(" + std::to_string(capacity_) + ")"; }
   std::vector<NodePtr> inputs() const override { return {input_}; }
   std::int64_t cardinality() const override { return input_->cardinality(); }
@@ -119,23 +125,24 @@ class PrefetchNode final : public Node {
   bool streams_itself() const override { return true; }
   IndexedPtr indexed(PassKey key) const override { return input_->indexed(key); }
   StreamPtr stream(PassKey key) const override {
-    return std::make_unique<PrefetchStream>(input_->stream(key), capacity_);
+    return std::make_unique<PrefetchStream>(input_->stream(key), capacity_, device_);
   }
   Batching batching() const override { return pass_through_batching(input_); }
   NodePtr split(const SplitSpec& spec) const override {
-    return std::make_shared<PrefetchNode>(input_->split(spec), capacity_);
+    return std::make_shared<PrefetchNode>(input_->split(spec), capacity_, device_);
   }
 
  private:
   NodePtr input_;
   std::int64_t capacity_;
+  std::optional<c10::Device> device_;
 };
 
 }  // namespace
 
-NodePtr make_prefetch(NodePtr input, std::int64_t buffer_size) {
+NodePtr make_prefetch(NodePtr input, std::int64_t buffer_size, std::optional<c10::Device> device) {
   TNT_CHECK(buffer_size >= 1, "prefetch: buffer_size ", buffer_size, " is invalid: use at least 1");
-  return std::make_shared<PrefetchNode>(std::move(input), buffer_size);
+  return std::make_shared<PrefetchNode>(std::move(input), buffer_size, device);
 }
 
 }  // namespace tnt::data::detail

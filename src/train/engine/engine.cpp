@@ -18,6 +18,7 @@
 
 #include <tarantella/base/error.h>
 
+#include "base/threads.h"
 #include "dp/optimizer_shards.h"
 #include "dp/optimizer_state.h"
 #include "io/master_checked.h"
@@ -201,7 +202,9 @@ std::optional<EngineSnapshot> Engine::snapshot(bool keep, SnapshotUse use) {
     const torch::Device device = s.device();
     auto copied = std::make_shared<c10::Event>(device.type());
     copied->record(c10::impl::VirtualGuardImpl(device.type()).getStream(device));
-    out.wait_for_copies = [copied] {
+    // Polled (and destroyed) on the writer's thread: on this GPU, not GPU 0.
+    out.wait_for_copies = [copied, device] {
+      ::tnt::detail::adopt_device(device);
       while (!copied->query()) std::this_thread::sleep_for(std::chrono::microseconds(100));
     };
   }

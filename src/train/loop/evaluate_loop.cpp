@@ -31,7 +31,11 @@ data::DistributedDataset distribute_for(const comm::ProcessGroup& group,
                                         torch::Device device, std::int64_t granularity = 1) {
   data::DistributeOptions d;
   // On a GPU: batches collated into pinned memory ahead of the forward.
-  d.group(group).enabled(enabled).granularity(granularity).pin_memory(device.is_cuda());
+  d.group(group)
+      .enabled(enabled)
+      .granularity(granularity)
+      .pin_memory(device.is_cuda())
+      .pin_memory_device(device);
   if (micro_batch) d.micro_batch_size(*micro_batch);
   return data::distribute(dataset, d);
 }

@@ -51,7 +51,10 @@ data::DistributeOptions distribute_options(const comm::ProcessGroup& group,
                                            torch::Device device) {
   data::DistributeOptions d;
   // On a GPU: batches collated into pinned memory ahead of the step.
-  d.group(group).enabled(options.distribute_dataset()).pin_memory(device.is_cuda());
+  d.group(group)
+      .enabled(options.distribute_dataset())
+      .pin_memory(device.is_cuda())
+      .pin_memory_device(device);
   if (chunk) d.granularity(*chunk);
   if (options.micro_batch_size()) d.micro_batch_size(*options.micro_batch_size());
   return d;

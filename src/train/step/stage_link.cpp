@@ -2,6 +2,8 @@
 // pipeline's group, with a header where the receiver cannot know the shape.
 #include "train/step/stage_link.h"
 
+#include "base/threads.h"
+
 #include <algorithm>
 #include <chrono>
 #include <utility>
@@ -76,6 +78,9 @@ StageLink::~StageLink() {
 // left, sleeps while none are. Errors are the training thread's to see, in
 // finish_sends().
 void StageLink::drive_sends() {
+  // Polling a send's CUDA event is this thread's first CUDA call: on the
+  // rank's GPU, not GPU 0 (base/threads.h).
+  ::tnt::detail::adopt_device(device_);
   std::chrono::microseconds nap{20};
   std::unique_lock<std::mutex> lock(driving_mutex_);
   while (!stopping_) {

@@ -49,7 +49,8 @@
 #
 # Steps, in this order:
 #   configure           cmake; -DTNT_WITH_NCCL=ON when the torch is a CUDA build
-#   build               only the targets below, going on past a failed one
+#   build               only the targets the GPU steps need, going on past a
+#                       failed one
 #   cuda_tests          ctest -L cuda: the NCCL backend at 1 rank (every
 #                       collective, the abort path); skipped while a GPU is
 #                       present is FAILED
@@ -66,6 +67,8 @@
 #   resnet_cpp_none, resnet_cpp_float16
 #                       the C++ tnt::Model::fit (bench/scaling) on ResNet-18
 #   gpu_backups         bench/checkpoint/background_backup.py, model on the GPU
+#   build_tests         the test programs of gpu_resume and unit_tests (built
+#                       late: a first call rarely reaches them)
 #   gpu_resume          mpi_dp_test's BackupAndRestore tests at 2 ranks sharing
 #                       the GPU: resumed with dropout, bitwise
 #   unit_tests          ctest -L unit with the GPU visible (not the layering.* source checks)
@@ -107,6 +110,11 @@ end_at=$((start + deadline))
 reserve=4   # seconds kept back at the deadline: stopping a step, the report
 min_step=5  # a step gets at least this much, or does not start
 
+# OpenMPI's shared-memory single copy (CMA) needs ptrace rights that many
+# containers lack ("Read -1, expected ..., errno = 1" at the first 2-rank
+# message): copy in and out instead. mpirun hands OMPI_MCA_* to its ranks.
+export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
+
 if [ -n "${TNT_DEVICE_SCRATCH:-}" ]; then
   scratch=$TNT_DEVICE_SCRATCH own_scratch=0
   mkdir -p "$scratch" || exit 2
@@ -117,7 +125,7 @@ fi
 
 all_steps=(configure build cuda_tests gpu_lenet5 gpu_stages gpu_python resnet_python resnet_cpp_none
            resnet_cpp_float16
-           gpu_backups gpu_resume unit_tests python_tests)
+           gpu_backups build_tests gpu_resume unit_tests python_tests)
 declare -A result took
 for s in "${all_steps[@]}"; do result[$s]="not run"; took[$s]=""; done
 
@@ -321,10 +329,12 @@ trap 'on_signal HUP' HUP
 # Whatever else ends the script: no step left running.
 trap '[ -n "$cur_sid" ] && stop_session "$cur_sid"' EXIT
 
-# step NAME LIMIT SKIP: runs plan_NAME's command, its log in OUT_DIR/NAME.log;
-# SKIP is empty, or why the step is skipped.
+# step NAME LIMIT SKIP [NEED]: runs plan_NAME's command, its log in
+# OUT_DIR/NAME.log; SKIP is empty, or why the step is skipped. NEED (default
+# min_step): the seconds below which the step does not start (a run cut
+# short would read as a hang), leaving them to the shorter steps after it.
 step() {
-  local name=$1 limit=$2 skip=$3 left t0 c
+  local name=$1 limit=$2 skip=$3 need=${4:-$min_step} left t0 c
   "plan_$name"
   cmdline[$name]="${c[*]}"
   if ! wanted "$name"; then
@@ -333,12 +343,12 @@ step() {
     return 0
   fi
   left=$((end_at - $(now) - reserve))
-  if [ $left -lt $min_step ]; then
-    result[$name]="not run (deadline)"
+  if [ $left -lt "$need" ]; then
+    result[$name]="not run (deadline: $left s left, needs $need)"
   elif [ -n "$skip" ]; then
     result[$name]="skipped ($skip)"
   fi
-  if [ $left -lt $min_step ] || [ -n "$skip" ]; then
+  if [ $left -lt "$need" ] || [ -n "$skip" ]; then
     echo "device-check: $name: ${result[$name]}"
     write_report
     return 0
@@ -393,8 +403,9 @@ nccl=(-DTNT_WITH_NCCL=AUTO)
 # What the steps below use, not the whole tree (no examples, no multi-rank
 # test programs, no launcher CLI tests: they need no GPU). With Ninja, only
 # the targets the configuration has (nccl_backend_test comes with NCCL).
-targets=(tarantella tnt_launcher tnt_python nccl_backend_test bench_scaling unit_tests
-         data_unit_tests p2p_unit_tests mpi_pipeline_test mpi_dp_test)
+targets=(tarantella tnt_launcher tnt_python nccl_backend_test bench_scaling mpi_pipeline_test)
+# The test programs of the last steps, built after the GPU checks.
+test_targets=(unit_tests data_unit_tests p2p_unit_tests mpi_dp_test)
 launcher=$build/bin/tarantella
 export PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH}
 
@@ -406,6 +417,9 @@ plan_configure() {
 }
 plan_build() {
   c=(cmake --build "$build" -j "$jobs" --target "${targets[@]}" -- "${keep_going[@]}")
+}
+plan_build_tests() {
+  c=(cmake --build "$build" -j "$jobs" --target "${test_targets[@]}" -- "${keep_going[@]}")
 }
 plan_cuda_tests() {
   c=(ctest --test-dir "$build" -L cuda --no-tests=error --output-on-failure)
@@ -485,8 +499,8 @@ missing() {  # missing WHAT...: the first one not built, else nothing
     esac
   done
 }
-# gpu_step NAME LIMIT NEEDS: a step that needs a GPU and what NEEDS names
-# (space-separated, see missing()).
+# gpu_step NAME LIMIT NEEDS [NEED]: a step that needs a GPU and what NEEDS
+# names (space-separated, see missing()); NEED as for step.
 # shellcheck disable=SC2086  # $needs: a list
 gpu_step() {
   local m=""
@@ -495,7 +509,7 @@ gpu_step() {
   elif m=$(missing $3) && [ -n "$m" ]; then
     m="not built: $m"
   fi
-  step "$1" "$2" "$m"
+  step "$1" "$2" "$m" "${4:-$min_step}"
   # On the machine these steps are for, a step that could not run for want
   # of a target is a failure, not a skip (configure may leave the Python
   # module out with only a warning).
@@ -520,6 +534,11 @@ if [ -z "$not_configured" ] && [ ${#generator[@]} != 0 ]; then
     grep -q "^$t: " <<<"$known" && present+=("$t")
   done
   targets=("${present[@]}")
+  present=()
+  for t in "${test_targets[@]}"; do
+    grep -q "^$t: " <<<"$known" && present+=("$t")
+  done
+  test_targets=("${present[@]}")
 fi
 step build 240 "$not_configured"
 
@@ -540,24 +559,25 @@ if [ "${result[cuda_tests]}" = ok ] &&
   write_report
 fi
 
-gpu_step gpu_lenet5 180 "$launcher python"
-gpu_step gpu_stages 90 "$launcher $build/tests/mpi/mpi_pipeline_test"
-gpu_step gpu_python 60 "$launcher python"
-gpu_step resnet_python 120 "$launcher python"
-gpu_step resnet_cpp_none 60 "$launcher $build/bench/scaling/bench_scaling"
-gpu_step resnet_cpp_float16 60 "$launcher $build/bench/scaling/bench_scaling"
-gpu_step gpu_backups 90 "$launcher python"
-gpu_step gpu_resume 60 "$launcher $build/tests/mpi/mpi_dp_test"
+gpu_step gpu_lenet5 180 "$launcher python" 60
+gpu_step gpu_stages 90 "$launcher $build/tests/mpi/mpi_pipeline_test" 40
+gpu_step gpu_python 60 "$launcher python" 30
+gpu_step resnet_python 120 "$launcher python" 60
+gpu_step resnet_cpp_none 60 "$launcher $build/bench/scaling/bench_scaling" 30
+gpu_step resnet_cpp_float16 60 "$launcher $build/bench/scaling/bench_scaling" 30
+gpu_step gpu_backups 90 "$launcher python" 40
+step build_tests 180 "$not_configured"
+gpu_step gpu_resume 60 "$launcher $build/tests/mpi/mpi_dp_test" 30
 
 # Last, the suite a GPU user runs, with the GPU visible.
-step unit_tests 150 "$not_configured"
+step unit_tests 150 "$not_configured" 60
 why=$not_configured
 if [ -z "$why" ] && ! "$py" -c 'import pytest' 2>/dev/null; then
   why="no pytest for $py"
 elif [ -z "$why" ] && m=$(missing "$launcher" python) && [ -n "$m" ]; then
   why="not built: $m"
 fi
-step python_tests 150 "$why"
+step python_tests 150 "$why" 60
 if [ $gpu_present = 1 ] && [[ ${result[python_tests]} == "skipped (not built"* ]]; then
   result[python_tests]="FAILED (${result[python_tests]#skipped (}"
   write_report

@@ -78,9 +78,11 @@ run() {
   while [ "$1" != -- ]; do flags+=("$1"); shift; done
   shift
   rm -f "$WORK/$name.pt" "$WORK/$name.ok"
-  timeout -k 5 90 "$LAUNCHER" "${flags[@]}" --log-level INFO --log-on-all-devices \
+  # About 10-15 s each: 45 s is a hang, and the six runs stay within the
+  # step's limit of 180 s when one of them hangs.
+  timeout -k 5 45 "$LAUNCHER" "${flags[@]}" --log-level INFO --log-on-all-devices \
     --output-on-all-devices \
-    -x NVIDIA_TF32_OVERRIDE=0 -x TNT_COMM_TIMEOUT=60 -x CUBLAS_WORKSPACE_CONFIG=:4096:8 -- \
+    -x NVIDIA_TF32_OVERRIDE=0 -x TNT_COMM_TIMEOUT=30 -x CUBLAS_WORKSPACE_CONFIG=:4096:8 -- \
     "$PY" "$here/device_probe.py" --expect "$device" "${probe[@]}" --run "$EXAMPLE" \
     "${COMMON[@]}" --save-weights "$WORK/$name.pt" "$@" >"$LOGS/$name.log" 2>&1
   rc=$?
@@ -122,15 +124,16 @@ check() {  # check NAME A B TOLERANCE
   fi
 }
 
+# Each check is told as soon as its runs are done: a step cut short by its
+# limit still reports the checks before it.
 run cpu cpu --no-gpu -n 1 --
 run cuda_mpi cuda --deterministic-kernels -n 1 -x TNT_COMM_BACKEND=mpi --
+check cuda_equals_cpu cpu cuda_mpi 1e-4
 run sharded_mpi cuda --deterministic-kernels -n 1 -x TNT_COMM_BACKEND=mpi -- --shard-optimizer
 run sharded_nccl cuda --deterministic-kernels -n 1 -x TNT_COMM_BACKEND=nccl -- --shard-optimizer
+check nccl_equals_mpi sharded_mpi sharded_nccl 1e-6
 run det_one cuda -n 1 -- --deterministic 8 --dropout 0.3
 run det_shared cuda -n 2 --ranks-per-gpu 2 -- --deterministic 8 --dropout 0.3
-
-check cuda_equals_cpu cpu cuda_mpi 1e-4
-check nccl_equals_mpi sharded_mpi sharded_nccl 1e-6
 if ! have det_one det_shared; then
   fail "deterministic_shared: det_one or det_shared did not finish (logs in $LOGS)"
 elif cmp -s "$WORK/det_one.pt" "$WORK/det_shared.pt"; then

@@ -344,7 +344,7 @@ step() {
   fi
   left=$((end_at - $(now) - reserve))
   if [ $left -lt "$need" ]; then
-    result[$name]="not run (deadline: $left s left, needs $need)"
+    result[$name]="not run (deadline: $((left < 0 ? 0 : left)) s left, needs $need)"
   elif [ -n "$skip" ]; then
     result[$name]="skipped ($skip)"
   fi

@@ -227,22 +227,27 @@ static std::optional<c10::Device> device_of(const std::shared_ptr<ReadyMark>& ma
   return mark->stream.device();
 }
 
+// The engine's work for `fn` on `s`'s backend: under `mark` (the payload's
+// ready moment on a GPU, comm/ready_mark.h), named in a stuck rank's report,
+// its errors told in the job's ranks.
+template <typename Fn>
+static CommEngine::Work work_of(ProcessGroup::State& s, const std::string& name, Fn fn,
+                                std::shared_ptr<ReadyMark> mark) {
+  return [backend = s.backend.get(), fn, mark, naming = s.naming, name] {
+    const ReadyMarkScope scope(mark.get());
+    const ::tnt::detail::WaitingOn waiting([&] { return collective_waited_on(*naming, name); });
+    return told_in_job_ranks(naming, [&] { return fn(*backend); });
+  };
+}
+
 // `tensor`: the payload; on a GPU, the moment it is ready goes with the
-// request (comm/ready_mark.h).
+// request, and the engine thread adopts its device.
 template <typename Fn>
 static Handle submit(ProcessGroup::State& s, std::string name, Fn fn,
                      const torch::Tensor& tensor = {}) {
-  Backend* backend = s.backend.get();
   std::shared_ptr<ReadyMark> mark = ready_mark(tensor);
-  return s.engine->enqueue(
-      name,
-      [backend, fn, mark, naming = s.naming, name] {
-        const ReadyMarkScope scope(mark.get());
-        const ::tnt::detail::WaitingOn waiting(
-            [&] { return collective_waited_on(*naming, name); });
-        return told_in_job_ranks(naming, [&] { return fn(*backend); });
-      },
-      device_of(mark));
+  const std::optional<c10::Device> device = device_of(mark);
+  return s.engine->enqueue(name, work_of(s, name, fn, std::move(mark)), device);
 }
 
 // A blocking call: on the caller's thread when the engine is idle (see
@@ -251,17 +256,9 @@ static Handle submit(ProcessGroup::State& s, std::string name, Fn fn,
 template <typename Fn>
 static torch::Tensor run_now(ProcessGroup::State& s, std::string name, Fn fn,
                              const torch::Tensor& tensor = {}) {
-  Backend* backend = s.backend.get();
   std::shared_ptr<ReadyMark> mark = ready_mark(tensor);
-  return s.engine->run(
-      name,
-      [backend, fn, mark, naming = s.naming, name] {
-        const ReadyMarkScope scope(mark.get());
-        const ::tnt::detail::WaitingOn waiting(
-            [&] { return collective_waited_on(*naming, name); });
-        return told_in_job_ranks(naming, [&] { return fn(*backend); });
-      },
-      device_of(mark));
+  const std::optional<c10::Device> device = device_of(mark);
+  return s.engine->run(name, work_of(s, name, fn, std::move(mark)), device);
 }
 
 // The work of each collective, shared by its blocking and async forms.

@@ -7,6 +7,7 @@
 
 #include <c10/core/Event.h>
 #include <c10/core/StreamGuard.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 
 #include <tarantella/base/error.h>
@@ -153,8 +154,19 @@ c10::Stream NcclBackend::consumer() const {
 }
 
 torch::Tensor NcclBackend::result_like(const torch::Tensor& tensor, at::IntArrayRef shape) const {
-  const c10::StreamGuard on(consumer());
-  return torch::empty(shape, tensor.options());
+  // Allocated on the NCCL stream, which writes it: a block taken on the
+  // caller's stream now (on the engine thread, after the request's ready
+  // mark) may have been freed there after the mark, with kernels queued since
+  // still using it, and the NCCL stream waits only for the mark. Recorded for
+  // the consumer's stream, which reads it, so the block is not reused before
+  // that stream is done with it.
+  const c10::StreamGuard on(stream_.unwrap());
+  torch::Tensor out = torch::empty(shape, tensor.options());
+  if (out.numel() > 0) {
+    c10::cuda::CUDACachingAllocator::recordStream(out.storage().data_ptr(),
+                                                  c10::cuda::CUDAStream(consumer()));
+  }
+  return out;
 }
 
 void NcclBackend::average(torch::Tensor& tensor) const {

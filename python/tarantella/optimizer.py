@@ -27,6 +27,7 @@ same as the C++ DistributedOptimizer's), not an allreduce loop in Python:
 from __future__ import annotations
 
 import warnings
+import weakref
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 import torch
@@ -94,6 +95,10 @@ class DistributedOptimizer(torch.optim.Optimizer):
             if self._group.rank != 0:
                 optimizer.load_state_dict(state)
         self._synchronized = False
+        # The last GradScaler that stepped this optimizer, and whether this
+        # step's gradients were unscaled before their sum (see step()).
+        self._scaler: Optional["weakref.ReferenceType[object]"] = None
+        self._unscaled_early = False
         # Without loader=: follow the tnt loaders; until one hands out a
         # batch, 1 / N.
         self._follows = share is None
@@ -183,23 +188,29 @@ class DistributedOptimizer(torch.optim.Optimizer):
             TypeError: A closure was given.
             RuntimeError: ``scaler.unscale_(optimizer)`` was called before
                 ``optimizer.synchronize()`` (it unscaled this rank's gradients,
-                not the sums).
+                not the sums). The step is not taken, the sums are complete,
+                and the next step starts as usual after ``scaler.update()``.
         """
         if closure is not None:
             raise TypeError(
                 "DistributedOptimizer.step() takes no closure: a closure re-runs forward and "
                 "backward, which would send the gradients again; call backward() yourself, "
                 "then step()")
-        if (grad_scaler is not None and _scaler_stage(grad_scaler, self) != "READY"
-                and not self._synchronized):
-            raise RuntimeError(
-                "scaler.unscale_(optimizer) was called before the gradients were summed over "
-                "the ranks: call optimizer.synchronize() first, then scaler.unscale_(optimizer) "
-                "(to clip), then scaler.step(optimizer)")
+        if grad_scaler is not None:
+            self._scaler = weakref.ref(grad_scaler)
         self._warn_if_shares_unknown()
         try:
             if grad_scaler is not None:
-                self.synchronize()
+                early = self._unscaled_early or (
+                    _scaler_stage(grad_scaler, self) != "READY" and not self._synchronized)
+                self.synchronize()  # also when refusing: the ranks' sums complete alike
+                if early:
+                    raise RuntimeError(
+                        "scaler.unscale_(optimizer) was called before the gradients were summed "
+                        "over the ranks: it unscaled (and any clipping then changed) this rank's "
+                        "gradients, which the sums have replaced, so this step is not taken: "
+                        "call optimizer.synchronize() first, then scaler.unscale_(optimizer) "
+                        "(to clip), then scaler.step(optimizer)")
                 if _scaler_stage(grad_scaler, self) == "READY":
                     grad_scaler.unscale_(self)  # type: ignore[attr-defined]
                 found = grad_scaler._per_optimizer_states[id(self)]["found_inf_per_device"]  # type: ignore[attr-defined]
@@ -210,6 +221,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
             return loss
         finally:
             self._synchronized = False
+            self._unscaled_early = False
             self._sync.arm()
 
     def _warn_if_shares_unknown(self) -> None:
@@ -230,6 +242,14 @@ class DistributedOptimizer(torch.optim.Optimizer):
         it; call it yourself to clip gradients between backward and step).
         """
         if not self._synchronized:
+            # The scaler of earlier steps (GradScaler keeps one per loop)
+            # already unscaled this rank's gradients: the sums will replace
+            # them still scaled, and step() refuses them. A first step's
+            # scaler is not known yet (docs/python.md).
+            scaler = self._scaler() if self._scaler is not None else None
+            if scaler is not None and id(self) in getattr(scaler, "_per_optimizer_states", {}) \
+                    and _scaler_stage(scaler, self) != "READY":
+                self._unscaled_early = True
             self._sync.finish()
             self._synchronized = True
 

@@ -205,15 +205,28 @@ def test_grad_scaler_unscale_for_clipping_after_synchronize(rank, size):
         scaler.step(opt)
         scaler.update()
         assert torch.allclose(w.detach(), torch.full((3,), -1.0 / 3 ** 0.5), atol=1e-6), w
-        # unscale_ before synchronize would unscale this rank's gradients only
+        after_first = w.detach().clone()
+        # unscale_ before the sums unscales this rank's gradients only, which
+        # the sums (still scaled) replace: refused, nothing stepped, whether
+        # step() comes right away or after an explicit synchronize().
+        for explicit_synchronize in (False, True):
+            opt.zero_grad()
+            scaler.scale((w * 3.0).sum()).backward()
+            scaler.unscale_(opt)
+            if explicit_synchronize:
+                opt.synchronize()
+            with pytest.raises(RuntimeError, match="call optimizer.synchronize.. first"):
+                scaler.step(opt)
+            assert torch.equal(w.detach(), after_first), "a refused step changes nothing"
+            scaler.update()
+        # and the next step, in the right order, runs as usual on every rank
         opt.zero_grad()
         scaler.scale((w * 3.0).sum()).backward()
+        opt.synchronize()
         scaler.unscale_(opt)
-        with pytest.raises(RuntimeError, match="call optimizer.synchronize.. first"):
-            scaler.step(opt)
-        opt.synchronize()  # the buckets still complete; the step goes on from here
         scaler.step(opt)
         scaler.update()
+        assert torch.allclose(w.detach(), after_first - 3.0), w
 
 
 def test_closure_and_wrong_types_are_refused():

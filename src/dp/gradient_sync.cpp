@@ -117,6 +117,13 @@ struct GradientSynchronizer::Impl {
   void on_gradient(std::size_t p, const torch::Tensor& grad) {
     std::lock_guard<std::mutex> lock(mutex);
     if (!armed) return;  // not a training step of ours
+    // At any rank count (1 rank would pass it through), so that a model
+    // does not train at 1 rank and fail at 2.
+    TNT_CHECK(grad.layout() == torch::kStrided, "parameter ", p,
+              " (in the order of the model's parameters) got a ", grad.layout(),
+              " gradient: gradients are summed over the ranks in dense buckets, so they must be "
+              "dense; make the layer produce dense gradients (e.g. an Embedding without "
+              "sparse=true)");
     resolve_weight();
     if (bypass) return;  // one rank: autograd's own .grad is the answer
     torch::Tensor target = view(p);

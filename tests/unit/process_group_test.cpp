@@ -331,6 +331,28 @@ TEST_P(EachSize, ExtrasStayExactWithFloat16Parameters) {
   });
 }
 
+// Sparse gradients cannot be summed in dense buckets: refused with the fix,
+// at 1 rank too (which would pass them through), so that a model does not
+// train at 1 rank and fail at 2.
+TEST_P(EachSize, SparseGradientsAreRefusedAtAnyRankCount) {
+  run_in_process(GetParam(), [&](const ProcessGroup& g) {
+    torch::nn::Embedding embedding(torch::nn::EmbeddingOptions(10, 4).sparse(true));
+    tnt::dp::GradientSynchronizer sync(g, embedding->parameters(), tnt::dp::SyncOptions());
+    sync.begin_step(1.0 / g.size(), true);
+    std::string message = "(no error)";
+    try {
+      embedding->forward(torch::tensor({1, 2}, torch::kLong)).sum().backward();
+    } catch (const std::exception& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find("parameter 0 (in the order of the model's parameters) got a Sparse "
+                           "gradient"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("an Embedding without sparse=true"), std::string::npos) << message;
+  });
+}
+
 // ---- distribution over a group ----
 
 TEST_P(EachSize, DistributeOverAGroupSplitsEveryGlobalBatch) {

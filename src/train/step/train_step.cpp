@@ -267,11 +267,15 @@ namespace {
 // stages), the scaling as torch::nn::utils does it.
 void clip_sharded_norm(std::vector<torch::Tensor>& pieces, double max_norm,
                        const comm::ProcessGroup& group, const comm::ProcessGroup* stages) {
-  double local = 0.0;
+  // Summed on the gradients' device, then one copy to the host: one sync per
+  // step, not one per piece.
+  std::vector<torch::Tensor> squares;
   for (const auto& p : pieces) {
-    if (p.grad().defined()) local += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();  // host-sync: clipping by norm (docs/performance.md)
+    if (p.grad().defined()) squares.push_back(p.grad().to(torch::kFloat64).pow(2).sum());
   }
-  torch::Tensor total = torch::tensor({local}, torch::kFloat64);
+  torch::Tensor total =
+      squares.empty() ? torch::zeros({1}, torch::kFloat64)
+                      : torch::stack(squares).sum().reshape({1}).cpu();  // host-sync: clipping by norm (docs/performance.md)
   group.allreduce(total, comm::ReduceOp::Sum);
   if (stages != nullptr) stages->allreduce(total, comm::ReduceOp::Sum);
   const double norm = std::sqrt(total.item<double>());  // host-only: the allreduced host value

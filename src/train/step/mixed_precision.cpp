@@ -103,6 +103,17 @@ bool LossScaler::unscale_or_skip(std::vector<torch::Tensor>& trainable,
     log::info(fmt::format("mixed precision: gradients overflowed, step skipped on every rank; "
                           "loss scale lowered to {}",
                           scale_));
+    if (scale_ < 1.0 && scale_ * 2 >= 1.0) {
+      // Below 1 the scale no longer explains an overflow: the gradients are
+      // not finite unscaled, and every step from here is skipped. Said once
+      // per fall, at WARNING: the skips alone are INFO.
+      log::warning(fmt::format(
+          "mixed precision: the loss scale fell below 1 ({}), so the gradients are not finite "
+          "even unscaled (NaN or inf from the data, the loss or a layer) and every step is "
+          "skipped ({} so far): nothing trains. Check the inputs and the loss; "
+          "TNT_LOG_LEVEL=INFO logs each skip",
+          scale_, skipped_));
+    }
     return false;
   }
   torch::NoGradGuard no_grad;

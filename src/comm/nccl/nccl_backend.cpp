@@ -137,6 +137,7 @@ void NcclBackend::run_on_stream(const char* what, std::int64_t elements, Enqueue
     ready_.block(stream_);
   }
   try {
+    const SettleLimit limit(host_->timeout_seconds());
     enqueue(stream_.stream());
   } catch (...) {
     // Peers may have enqueued their part: they must not wait for ours.

@@ -50,12 +50,31 @@ ncclResult_t settle(ncclComm_t comm, PollClock::time_point deadline) {
   return state;
 }
 
+namespace {
+thread_local double t_settle_seconds = kSettleSeconds;  // SettleLimit's
+}  // namespace
+
+SettleLimit::SettleLimit(double seconds) : previous_(t_settle_seconds) {
+  t_settle_seconds = seconds;
+}
+SettleLimit::~SettleLimit() { t_settle_seconds = previous_; }
+
 void check_nccl(ncclResult_t rc, const char* call, ncclComm_t comm) {
   // Non-blocking communicator: the call's host-side work may go on after it
   // returns; the next call must wait for it. A stuck peer is caught by the
-  // collective's own deadline (NcclBackend::await_done), so this wait has
-  // only a backstop.
-  if (rc == ncclInProgress && comm != nullptr) rc = settle(comm, deadline_after(kSettleSeconds));
+  // collective's own deadline (NcclBackend::await_done) once the call is
+  // queued; before that (a communicator connecting on first use) by this
+  // wait, under the thread's SettleLimit.
+  if (rc == ncclInProgress && comm != nullptr) {
+    const double seconds = t_settle_seconds;
+    rc = settle(comm, deadline_after(seconds));
+    if (rc == ncclInProgress) {
+      ::tnt::detail::throw_error(::tnt::detail::concat(
+          call, " did not get going within ", seconds, " s (TNT_COMM_TIMEOUT): a rank of the "
+          "group stopped taking part before it (it died, or stopped calling collectives); "
+          "NCCL_DEBUG=WARN says more"));
+    }
+  }
   if (rc == ncclSuccess) return;
   const char* last = comm != nullptr ? ncclGetLastError(comm) : nullptr;
   ::tnt::detail::throw_error(::tnt::detail::concat(

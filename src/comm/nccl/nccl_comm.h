@@ -25,8 +25,23 @@ namespace tnt::comm {
 class MpiBackend;
 
 /// Throws tnt::Error "<call> failed: <NCCL's words>" unless `rc` is
-/// ncclSuccess, or ncclInProgress that `comm` then completes.
+/// ncclSuccess, or ncclInProgress that `comm` then completes (within the
+/// thread's SettleLimit, else 300 s).
 void check_nccl(ncclResult_t rc, const char* call, ncclComm_t comm = nullptr);
+
+/// While alive, check_nccl on this thread waits at most `seconds` for a
+/// call's host-side work: a collective's (a lazily connecting communicator
+/// waits there for its peers) gets TNT_COMM_TIMEOUT, not the 300 s backstop.
+class SettleLimit {
+ public:
+  explicit SettleLimit(double seconds);
+  ~SettleLimit();
+  SettleLimit(const SettleLimit&) = delete;
+  SettleLimit& operator=(const SettleLimit&) = delete;
+
+ private:
+  double previous_;
+};
 
 class NcclComm {
  public:

@@ -3,6 +3,7 @@
 // the in-process backend), so all report a mismatch in the same words.
 #include "comm/descriptor.h"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -67,6 +68,7 @@ std::uint64_t fingerprint(const Descriptor& d) {
   mix(d.ndim);
   mix(d.numel);
   for (int i = 0; i < d.ndim && i < kMaxDims; ++i) mix(d.sizes[i]);
+  mix(d.payload);
   return h == 0 ? 1 : h;
 }
 
@@ -96,6 +98,7 @@ std::string describe(const Descriptor& d) {
   for (int i = 0; i < d.ndim && i < kMaxDims; ++i) out << (i ? ", " : "") << d.sizes[i];
   if (d.ndim > kMaxDims) out << ", ...";
   out << "]";
+  if (d.payload == 1) out << " on the GPU (NCCL)";
   return out.str();
 }
 
@@ -133,6 +136,9 @@ std::string check_table(const std::vector<Descriptor>& table) {
   }
   out << ". Every rank must call the same collectives in the same order with the same "
          "operation, dtype, shape and root";
+  const bool nccl = std::any_of(table.begin(), table.end(),
+                                [](const Descriptor& d) { return d.payload == 1; });
+  if (nccl) out << ", and over NCCL with the tensor on the GPU on every rank or on none";
   return out.str();
 }
 
@@ -154,8 +160,9 @@ std::optional<std::string> validate(const torch::Tensor& tensor, std::optional<R
 }
 
 Descriptor describe_call(std::int64_t seq, Collective kind, const torch::Tensor* tensor,
-                         std::optional<ReduceOp> op, int root, bool failed) {
+                         std::optional<ReduceOp> op, int root, bool failed, int payload) {
   Descriptor d;
+  d.payload = payload;
   d.seq = seq;
   d.collective = static_cast<std::int32_t>(kind);
   d.op = op ? static_cast<std::int32_t>(*op) : -1;

@@ -35,7 +35,10 @@ struct Descriptor {
   std::int32_t ndim = 0;
   std::int32_t arrived = 1;  ///< set to 0 for a rank that did not arrive
   std::int32_t failed = 0;   ///< 1: the rank rejected its own arguments
-  std::int32_t pad = 0;
+  /// Where the payload goes: 0 host memory (MPI, staged or not), 1 a GPU
+  /// over NCCL. An NCCL group takes host tensors over MPI, so ranks that
+  /// disagree here would wait in different transports.
+  std::int32_t payload = 0;
   std::int64_t numel = 0;
   std::int64_t sizes[kMaxDims] = {};
 };
@@ -77,8 +80,9 @@ namespace tnt::comm {
 std::optional<std::string> validate(const torch::Tensor& tensor, std::optional<ReduceOp> op);
 
 /// The descriptor of a call; `tensor` may be null (barrier, split).
+/// `payload`: Descriptor::payload (1: a GPU tensor over NCCL).
 Descriptor describe_call(std::int64_t seq, Collective kind, const torch::Tensor* tensor,
-                         std::optional<ReduceOp> op, int root, bool failed);
+                         std::optional<ReduceOp> op, int root, bool failed, int payload = 0);
 
 /// The micro-batch rule: `total` rows over `n` parts, the first total mod n
 /// parts one row more.

@@ -44,6 +44,23 @@ TEST(HandshakeVerdict, DtypeMismatchSaysWhatEachRankHad) {
   EXPECT_TRUE(contains(v, "rank 1 called allreduce(sum) float64 [1000]")) << v;
 }
 
+// Over NCCL a host tensor goes over MPI and a GPU tensor over NCCL: ranks
+// that disagree would wait in different transports, so the handshake names
+// them (and MPI-only groups, where both go through host memory, never set
+// the GPU payload).
+TEST(HandshakeVerdict, GpuAndHostPayloadsOverNcclAreAMismatch) {
+  const auto host = allreduce(DType::Float32, {16});
+  Descriptor gpu = host;
+  gpu.payload = 1;
+  EXPECT_EQ(check_table({gpu, gpu}), "");
+  EXPECT_NE(fingerprint(host), fingerprint(gpu));
+  const std::string v = check_table({gpu, host, gpu});
+  EXPECT_TRUE(contains(v, "ranks 0,2 called allreduce(sum) float32 [16] on the GPU (NCCL)")) << v;
+  EXPECT_TRUE(contains(v, "rank 1 called allreduce(sum) float32 [16]")) << v;
+  EXPECT_TRUE(contains(v, "over NCCL with the tensor on the GPU on every rank or on none")) << v;
+  EXPECT_FALSE(contains(check_table({host, allreduce(DType::Float64, {16})}), "NCCL"));
+}
+
 TEST(HandshakeVerdict, CountOpAndKindMismatchesAreCaught) {
   const auto base = allreduce(DType::Float32, {7});
   EXPECT_TRUE(contains(check_table({base, allreduce(DType::Float32, {8})}), "[8]"));

@@ -186,8 +186,9 @@ MpiBackend::~MpiBackend() {
 MpiBackend::Agreement MpiBackend::agree(Collective kind, const torch::Tensor* tensor,
                                         std::optional<ReduceOp> op, int root,
                                         const std::optional<std::string>& local_error,
-                                        Handshake::Piggyback* small) {
-  const Descriptor d = describe_call(seq_++, kind, tensor, op, root, local_error.has_value());
+                                        Handshake::Piggyback* small, int payload) {
+  const Descriptor d =
+      describe_call(seq_++, kind, tensor, op, root, local_error.has_value(), payload);
   // allgatherv needs every rank's count (the full table); shutdown and split
   // are rare. Every kind still takes part in the fingerprint exchange, with
   // 0, so that ranks calling different kinds all fall back together.
@@ -256,8 +257,9 @@ std::string MpiBackend::who_stopped(std::int64_t seq, const char* transport) {
 
 std::vector<Descriptor> MpiBackend::check(Collective kind, const torch::Tensor* tensor,
                                           std::optional<ReduceOp> op, int root,
-                                          const std::optional<std::string>& local_error) {
-  return agree(kind, tensor, op, root, local_error).table;
+                                          const std::optional<std::string>& local_error,
+                                          int payload) {
+  return agree(kind, tensor, op, root, local_error, nullptr, payload).table;
 }
 
 ExchangeContext MpiBackend::exchange_context() {

@@ -79,9 +79,10 @@ class MpiBackend final : public Backend {
   /// its payload: returns every rank's descriptor where the full handshake
   /// ran (always for allgatherv, whose counts it carries), else an empty
   /// table. Throws MismatchError or TimeoutError as the collectives do.
+  /// `payload`: Descriptor::payload (the NCCL backend's GPU tensors: 1).
   std::vector<Descriptor> check(Collective kind, const torch::Tensor* tensor,
                                 std::optional<ReduceOp> op, int root,
-                                const std::optional<std::string>& local_error);
+                                const std::optional<std::string>& local_error, int payload = 0);
   /// The sequence number of the last collective checked.
   std::int64_t last_seq() const { return seq_ - 1; }
   double timeout_seconds() const { return timeout_seconds_; }
@@ -104,7 +105,7 @@ class MpiBackend final : public Backend {
   /// Handshake::Piggyback), its result in small->data.
   Agreement agree(Collective kind, const torch::Tensor* tensor, std::optional<ReduceOp> op,
                   int root, const std::optional<std::string>& local_error,
-                  Handshake::Piggyback* small = nullptr);
+                  Handshake::Piggyback* small = nullptr, int payload = 0);
   /// agree() for an allreduce: where the handshake carries payloads, a
   /// tensor of at most Handshake::kMaxCarriedOneHost (kMaxCarriedHosts when
   /// the group spans hosts) on the CPU rides along.

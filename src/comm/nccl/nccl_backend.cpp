@@ -57,6 +57,10 @@ bool all_equal(const std::vector<std::int64_t>& v) {
   return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end();
 }
 
+// Descriptor::payload of a GPU tensor here: a rank that passes a host
+// tensor instead (the MPI path) is named by the handshake, not left waiting.
+constexpr int kGpuPayload = 1;
+
 // Tensors in host memory take the host backend's path (see the header).
 bool on_host(const torch::Tensor& t) { return t.defined() && t.device().is_cpu(); }
 
@@ -222,7 +226,7 @@ void NcclBackend::fail(const std::string& what, ncclResult_t async) {
 
 torch::Tensor NcclBackend::allreduce(torch::Tensor tensor, ReduceOp op) {
   if (on_host(tensor)) return host_->allreduce(tensor, op);
-  host_->check(Collective::Allreduce, &tensor, op, -1, problem(tensor, op));
+  host_->check(Collective::Allreduce, &tensor, op, -1, problem(tensor, op), kGpuPayload);
   if (tensor.numel() == 0) return tensor;
   const NcclPlan plan = nccl_plan(dtype_of(tensor), op);
   run_on_stream("allreduce", tensor.numel(), [&](cudaStream_t stream) {
@@ -242,7 +246,7 @@ torch::Tensor NcclBackend::broadcast(torch::Tensor tensor, int root) {
     error = ::tnt::detail::concat("broadcast root ", root, " is not a rank of this group (0..",
                                   size() - 1, "): pass a root in that range");
   }
-  host_->check(Collective::Broadcast, &tensor, std::nullopt, root, error);
+  host_->check(Collective::Broadcast, &tensor, std::nullopt, root, error, kGpuPayload);
   if (tensor.numel() == 0) return tensor;
   const NcclPlan plan = nccl_plan(dtype_of(tensor), std::nullopt);
   run_on_stream("broadcast", tensor.numel(), [&](cudaStream_t stream) {
@@ -257,7 +261,7 @@ torch::Tensor NcclBackend::broadcast(torch::Tensor tensor, int root) {
 torch::Tensor NcclBackend::allgather(torch::Tensor tensor) {
   if (on_host(tensor)) return host_->allgather(tensor);
   const std::optional<std::string> error = problem(tensor, std::nullopt, "allgather");
-  host_->check(Collective::Allgather, &tensor, std::nullopt, -1, error);
+  host_->check(Collective::Allgather, &tensor, std::nullopt, -1, error, kGpuPayload);
   std::vector<std::int64_t> shape = tensor.sizes().vec();
   shape[0] *= size();
   torch::Tensor out = result_like(tensor, shape);
@@ -273,7 +277,7 @@ torch::Tensor NcclBackend::allgatherv(torch::Tensor tensor) {
   if (on_host(tensor)) return host_->allgatherv(tensor);
   const std::optional<std::string> error = problem(tensor, std::nullopt, "allgatherv");
   const std::vector<Descriptor> table =
-      host_->check(Collective::Allgatherv, &tensor, std::nullopt, -1, error);
+      host_->check(Collective::Allgatherv, &tensor, std::nullopt, -1, error, kGpuPayload);
   std::vector<std::int64_t> counts;
   std::int64_t rows = 0;
   for (const Descriptor& d : table) {
@@ -305,7 +309,7 @@ torch::Tensor NcclBackend::allgatherv(torch::Tensor tensor) {
 torch::Tensor NcclBackend::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
   if (on_host(tensor)) return host_->reduce_scatter(tensor, op);
   const std::optional<std::string> error = problem(tensor, op, "reduce_scatter");
-  host_->check(Collective::ReduceScatter, &tensor, op, -1, error);
+  host_->check(Collective::ReduceScatter, &tensor, op, -1, error, kGpuPayload);
   const std::int64_t row = tensor.size(0) == 0 ? 0 : tensor.numel() / tensor.size(0);
   const std::vector<std::int64_t> rows = split_rows(tensor.size(0), size());
   std::vector<std::int64_t> counts;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 
 #include <torch/torch.h>
 
@@ -179,27 +180,47 @@ TEST(GradientSync, CompressedGradientsStayCloseToUncompressed) {
 
 TEST(GradientSync, FirstBucketAllreduceStartsBeforeBackwardEnds) {
   if (tnt::get_size() < 2) GTEST_SKIP() << "overlap needs a peer";
-  // A deep-ish model with many buckets: the last layer's bucket must be on
-  // the wire while the first layers still compute their gradients.
+  // A deep-ish model with many buckets: the last layers' buckets must be on
+  // the wire while the first layer still computes its gradients. Backward
+  // holds at the first layer (a hook on its output's gradient, which runs
+  // before that layer's weight gradients) until an allreduce has started,
+  // or 20 s: the check does not depend on how the OS schedules the
+  // communication thread on a loaded machine, only on the buckets being
+  // launched from backward (a synchronizer that sends them at finish()
+  // never starts one there and fails).
   torch::manual_seed(3);
   torch::nn::Sequential net;
   for (int i = 0; i < 12; ++i) net->push_back(torch::nn::Linear(256, 256));
   tnt::dp::GradientSynchronizer sync(tnt::world(), net->parameters(),
                                      tnt::dp::SyncOptions().fusion_threshold_bytes(256 * 1024));
   ASSERT_GE(sync.buckets().size(), 6u);
+  const auto any_started = [&sync] {
+    for (const auto& h : sync.last_handles())
+      if (h.started().has_value()) return true;
+    return false;
+  };
   const torch::Tensor x = torch::randn({128, 256});
-  bool overlapped = false;
-  for (int attempt = 0; attempt < 5 && !overlapped; ++attempt) {
-    const torch::Tensor loss = net->forward(x).pow(2).mean();
-    sync.begin_step(1.0 / tnt::get_size(), true);
-    loss.backward();
-    const auto backward_end = std::chrono::steady_clock::now();
-    sync.finish();
-    const auto first_start = sync.last_handles().front().started();
-    ASSERT_TRUE(first_start.has_value());
-    overlapped = *first_start < backward_end;
-  }
-  EXPECT_TRUE(overlapped) << "the first bucket's allreduce never started before backward ended";
+  torch::Tensor h = net[0]->as<torch::nn::Linear>()->forward(x);
+  bool started_during_backward = false;
+  h.register_hook([&](const torch::Tensor& g) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!any_started() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    started_during_backward = any_started();
+    return g;
+  });
+  for (std::size_t i = 1; i < net->size(); ++i) h = net[i]->as<torch::nn::Linear>()->forward(h);
+  const torch::Tensor loss = h.pow(2).mean();
+  sync.begin_step(1.0 / tnt::get_size(), true);
+  loss.backward();
+  const auto backward_end = std::chrono::steady_clock::now();
+  sync.finish();
+  EXPECT_TRUE(started_during_backward)
+      << "no bucket's allreduce started while the first layer's gradients were still to come";
+  const auto first_start = sync.last_handles().front().started();
+  ASSERT_TRUE(first_start.has_value());
+  EXPECT_LT(*first_start, backward_end)
+      << "the first bucket's allreduce did not start before backward ended";
 }
 
 TEST(GradientSync, DifferentModelsOnDifferentRanksFailEverywhere) {

@@ -356,7 +356,24 @@ Handle p2p_handle(std::shared_ptr<P2pWork> work, torch::Tensor tensor, std::stri
   times->started_ns = steady_ns();
   std::shared_future<torch::Tensor> result = completion->promise.get_future().share();
   Handle::Drive drive = [completion, work, tensor, times, naming, name, peer](bool block) {
-    if (!block && !work->test()) return;
+    if (!block) {
+      // ready() may be called from a thread of the library's own (a stage
+      // link's sender): a failure found while testing is the transfer's
+      // result, for its waiter to see, not an exception out of ready().
+      std::exception_ptr failed;
+      try {
+        if (!work->test()) return;
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      if (failed) {
+        std::call_once(completion->once, [&] {
+          completion->promise.set_exception(retold(naming, failed));
+          times->finished_ns = steady_ns();
+        });
+        return;
+      }
+    }
     std::optional<::tnt::detail::WaitingOn> waiting;
     if (block) waiting.emplace([&] { return waited_on(*naming, name, peer); });
     std::call_once(completion->once, [&] {

@@ -130,6 +130,13 @@ std::string sender_failed_text(const Transfer& t, int rank) {
                                "rank's error); no data was sent");
 }
 
+std::string receiver_failed_text(const Transfer& t, int rank) {
+  return ::tnt::detail::concat("[tarantella rank ", rank, "] ", transfer_text(t, false),
+                               ": rank ", t.peer,
+                               " could not receive it on the GPU transport (NCCL; see that "
+                               "rank's error); no data was sent");
+}
+
 std::string timeout_text(const Transfer& t, bool receiving, int rank, double seconds,
                          const std::string& peer_text, bool started, const std::string& where) {
   std::ostringstream out;

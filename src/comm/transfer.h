@@ -81,6 +81,9 @@ std::string mismatch_text(const P2pHeader& sent, int sender, const P2pHeader& ex
 
 /// The receiver's error when its sender rejected its own arguments.
 std::string sender_failed_text(const Transfer& t, int rank);
+/// A send's error when its receiver could not take the data on the device
+/// transport (NCCL): nothing was sent.
+std::string receiver_failed_text(const Transfer& t, int rank);
 
 /// The TimeoutError's sentence for a transfer of rank `rank` that waited
 /// `seconds` without its peer taking part. `peer_text`: the peer as

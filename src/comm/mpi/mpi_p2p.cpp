@@ -199,16 +199,25 @@ struct MpiP2p::Core {
       moved = true;
       const auto it = peer.awaiting.find({peer.ack_in.tag, peer.ack_in.seq});
       if (it == peer.awaiting.end()) continue;  // cannot happen: acks answer our own headers
-      SendOp& op = *it->second;
-      op.acked = true;
-      if (!peer.ack_in.agreed) {
-        op.error = std::make_exception_ptr(MismatchError(prefixed(
-            rank, mismatch_text(op.header, rank, peer.ack_in.receiver, p, op.t.tag))));
-      } else if (op.header.device) {
-        // The receiver has issued its receive: the send goes next, in ack order.
-        op.dev = device->send(p, op.host, op.ready);
-      }
+      // Off the list first: a send that fails below is over, not acked again.
+      const std::shared_ptr<SendOp> op = it->second;
       peer.awaiting.erase(it);
+      op->acked = true;
+      if (peer.ack_in.receiver.failed) {
+        op->error = std::make_exception_ptr(Error(receiver_failed_text(op->t, rank)));
+      } else if (!peer.ack_in.agreed) {
+        op->error = std::make_exception_ptr(MismatchError(prefixed(
+            rank, mismatch_text(op->header, rank, peer.ack_in.receiver, p, op->t.tag))));
+      } else if (op->header.device) {
+        // The receiver has issued its receive: the send goes next, in ack
+        // order. Its failure is this send's, not that of whichever transfer
+        // happens to drive progress.
+        try {
+          op->dev = device->send(p, op->host, op->ready);
+        } catch (...) {
+          op->error = std::current_exception();
+        }
+      }
     }
   }
 
@@ -267,9 +276,6 @@ struct MpiP2p::Core {
   }
 
   void take_header(int p, int tag, RecvOp& op) {
-    if (op.theirs.opens && device) {
-      device->join_from(p, std::string(op.theirs.channel, kMaxChannelToken));
-    }
     if (op.theirs.failed) {
       op.error = std::make_exception_ptr(Error(sender_failed_text(op.t, rank)));
       op.stage = RecvOp::Stage::Done;
@@ -286,7 +292,21 @@ struct MpiP2p::Core {
       op.scratch.resize(static_cast<std::size_t>(op.theirs.nbytes));
       into = op.scratch.data();
     } else if (op.mine.device) {
-      op.dev = device->recv(p, op.t.tensor, op.ready);
+      try {
+        // Every device header carries the channel's token: the first one
+        // taken opens it, whatever its tag (tags are taken in their own
+        // order, not in the sender's).
+        if (op.theirs.opens) device->join_from(p, std::string(op.theirs.channel, kMaxChannelToken));
+        op.dev = device->recv(p, op.t.tensor, op.ready);
+      } catch (...) {
+        // This recv fails with the transport's error; the sender learns it
+        // from the ack (it must not issue a send nobody receives).
+        op.error = std::current_exception();
+        op.mine.failed = 1;
+        send_ack(p, tag, op);
+        finish(op);
+        return;
+      }
       send_ack(p, tag, op);  // now: the sender issues its send on it
       op.stage = RecvOp::Stage::Device;
       return;

@@ -33,8 +33,13 @@
 // ends, so the receiver issues its receive when it takes the header (in
 // its order), then acks at once; the sender issues its send when the ack
 // arrives, and the acks from one rank arrive in the order they were sent.
-// Header, ack and the checks stay on MPI. A sender's first header to a
-// peer carries the token that opens the pair's channel (NCCL's unique id).
+// Header, ack and the checks stay on MPI. Every device header to a peer
+// carries the token of the pair's channel (NCCL's unique id): the receiver
+// takes headers tag by tag, not in the sender's order, and joins the
+// channel at the first it takes. A failure of the device transport is the
+// failure of the transfer it happened in: a receiver that cannot issue its
+// receive says so in its ack, and the sender then fails too, sending
+// nothing.
 //
 // Waiting: NeighbourWait (poll.h), restarted whenever a piece arrives. A
 // wait that lasts TNT_COMM_TIMEOUT raises a TimeoutError naming the peer
@@ -71,10 +76,11 @@ class DevicePayload {
   virtual ~DevicePayload() = default;
   /// Whether `tensor`'s data goes this way (a tensor on this rank's GPU).
   virtual bool takes(const torch::Tensor& tensor) const = 0;
-  /// The token that opens the channel to `peer`, on the first send there
-  /// (at most kMaxChannelToken bytes); empty once it is open.
+  /// The token of the channel to `peer` (at most kMaxChannelToken bytes),
+  /// opening it on the first call; the same token on every later call.
   virtual std::string open_to(int peer) = 0;
-  /// Joins the channel that `peer` opened with `token`.
+  /// Joins the channel that `peer` opened with `token`; nothing once
+  /// joined.
   virtual void join_from(int peer, const std::string& token) = 0;
   /// The moment `tensor` is ready on the calling thread's stream.
   virtual std::shared_ptr<void> ready_mark(const torch::Tensor& tensor) = 0;

@@ -96,7 +96,8 @@ NcclBackend::NcclBackend(std::unique_ptr<MpiBackend> host, c10::DeviceIndex devi
     : host_(std::move(host)),
       device_(device),
       comm_(*host_, device),
-      stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/true, device)),
+      own_stream_(device),
+      stream_(own_stream_.get()),
       p2p_(std::make_shared<NcclP2p>(device)) {
   host_->set_device_payload(p2p_);
 }

@@ -2,7 +2,9 @@
 
 #include <cstring>
 
+#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
 #include <torch/types.h>
 
 #include <tarantella/base/error.h>
@@ -117,11 +119,42 @@ NcclComm::NcclComm(MpiBackend& host, c10::DeviceIndex device) {
       host.who_stopped(host.last_seq(), "NCCL"), "; the communicator was aborted"));
 }
 
+void end_comm(ncclComm_t comm, bool idle) noexcept {
+  ncclResult_t state = ncclInProgress;
+  if (idle && ncclCommGetAsyncError(comm, &state) == ncclSuccess && state == ncclSuccess) {
+    // Non-blocking mode: finalizing may go on after the call; wait (bounded).
+    state = ncclCommFinalize(comm);
+    if (state == ncclInProgress) state = settle(comm, deadline_after(kSettleSeconds));
+    if (state == ncclSuccess) {
+      ncclCommDestroy(comm);
+      return;
+    }
+  }
+  ncclCommAbort(comm);
+}
+
+namespace {
+cudaStream_t new_stream(c10::DeviceIndex device) {
+  const c10::cuda::CUDAGuard guard(device);
+  int least = 0, greatest = 0;
+  C10_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  cudaStream_t stream = nullptr;
+  C10_CUDA_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, greatest));
+  return stream;
+}
+}  // namespace
+
+OwnStream::OwnStream(c10::DeviceIndex device)
+    : stream_(c10::cuda::getStreamFromExternal(new_stream(device), device)) {}
+
+OwnStream::~OwnStream() {
+  // Work still queued on it completes first (CUDA's rule for destroy). No
+  // device switch and no throw: this may run after a failure, or at exit.
+  (void)cudaStreamDestroy(stream_.stream());
+}
+
 NcclComm::~NcclComm() {
-  if (comm_ == nullptr) return;
-  // Non-blocking mode: finalizing may go on after the call; wait (bounded).
-  if (ncclCommFinalize(comm_) == ncclInProgress) settle(comm_, deadline_after(kSettleSeconds));
-  ncclCommDestroy(comm_);
+  if (comm_ != nullptr) end_comm(comm_, /*idle=*/true);
 }
 
 ncclResult_t NcclComm::async_error() const {

@@ -19,10 +19,18 @@
 #include <string>
 
 #include <c10/core/Device.h>
+#include <c10/cuda/CUDAStream.h>
 
 namespace tnt::comm {
 
 class MpiBackend;
+
+/// Ends `comm` (not null; noexcept): ncclCommFinalize, its host-side
+/// work waited for (bounded), then ncclCommDestroy; ncclCommAbort instead
+/// when `idle` is false (device work may still wait for a peer, which
+/// destroy would wait for without end), on an error, or when finalizing
+/// does not complete.
+void end_comm(ncclComm_t comm, bool idle) noexcept;
 
 /// Throws tnt::Error "<call> failed: <NCCL's words>" unless `rc` is
 /// ncclSuccess, or ncclInProgress that `comm` then completes (within the
@@ -41,6 +49,24 @@ class SettleLimit {
 
  private:
   double previous_;
+};
+
+/// A CUDA stream of a communicator's own: non-blocking, of the highest
+/// priority, destroyed with it. Not one of torch's pool streams, which are
+/// handed out in turn (32 per device) to user code and to other groups as
+/// well: sharing one would queue a transfer that waits for a peer in front
+/// of unrelated work, and the two could wait on each other.
+class OwnStream {
+ public:
+  explicit OwnStream(c10::DeviceIndex device);
+  ~OwnStream();
+  OwnStream(const OwnStream&) = delete;
+  OwnStream& operator=(const OwnStream&) = delete;
+
+  const c10::cuda::CUDAStream& get() const { return stream_; }
+
+ private:
+  c10::cuda::CUDAStream stream_;
 };
 
 class NcclComm {

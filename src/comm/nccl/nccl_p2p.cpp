@@ -16,7 +16,11 @@
 
 namespace tnt::comm {
 
-// One transfer on a channel: queued until the channel is ready, then issued.
+// One transfer on a channel: queued until the channel is ready, launched
+// (ncclSend/ncclRecv called), then issued once NCCL has put it on the
+// stream (the call's host-side work is over: in non-blocking mode that may
+// come later than the call's return, and take as long as the peer takes to
+// connect). Only then is `done` recorded after it.
 struct NcclItem final : DeviceTransfer {
   bool test() override;
 
@@ -25,12 +29,12 @@ struct NcclItem final : DeviceTransfer {
   bool sending = false;
   std::shared_ptr<void> ready;  ///< an at::cuda::CUDAEvent on the caller's stream
   at::cuda::CUDAEvent done;
+  bool launched = false;
   bool issued = false;
 };
 
 struct NcclP2p::Channel {
-  Channel(c10::DeviceIndex d, int p)
-      : device(d), peer(p), stream(c10::cuda::getStreamFromPool(/*isHighPriority=*/true, d)) {}
+  Channel(c10::DeviceIndex d, int p) : device(d), peer(p), own_stream(d), stream(own_stream.get()) {}
 
   /// Joins the two-rank communicator as `rank` (0: sender, 1: receiver).
   void join(const ncclUniqueId& id, int rank) {
@@ -45,7 +49,8 @@ struct NcclP2p::Channel {
     other = 1 - rank;
   }
 
-  /// Whether the communicator has joined; throws on its asynchronous error.
+  /// Whether the communicator has no host-side work in progress (joined,
+  /// and the last call's work done); throws on its asynchronous error.
   bool joined() const {
     TNT_CHECK(comm != nullptr, "the NCCL point-to-point channel with rank ", peer,
               " was aborted after an earlier failure: the job must end");
@@ -57,31 +62,43 @@ struct NcclP2p::Channel {
     return true;
   }
 
-  /// Issues the queued transfers, in order, once the communicator is ready.
+  /// Launches and issues the queued transfers, in order, as far as the
+  /// communicator lets them go without waiting: nothing here waits for the
+  /// peer (the caller holds the group's lock, and the peer may need this
+  /// rank to go on to another channel first). The transfer's own wait has
+  /// the deadline.
   void issue_queued() {
     while (!queued.empty() && joined()) {
-      issue(*queued.front());
+      NcclItem& front = *queued.front();
+      if (!front.launched) {
+        launch(front);
+        continue;  // NCCL may still be connecting: joined() says when it is done
+      }
+      const c10::cuda::CUDAGuard guard(device);
+      front.done.record(stream);
+      last_done.record(stream);
+      front.issued = true;
       queued.pop_front();
     }
   }
 
-  void issue(NcclItem& item) {
+  void launch(NcclItem& item) {
     const c10::cuda::CUDAGuard guard(device);
     if (item.ready) static_cast<at::cuda::CUDAEvent*>(item.ready.get())->block(stream);
     const std::size_t n = item.tensor.nbytes();
     if (n > 0) {
       void* data = item.tensor.data_ptr();
-      if (item.sending) {
-        check_nccl(ncclSend(data, n, ncclUint8, other, comm, stream.stream()), "ncclSend", comm);
-      } else {
-        check_nccl(ncclRecv(data, n, ncclUint8, other, comm, stream.stream()), "ncclRecv", comm);
+      const ncclResult_t rc =
+          item.sending ? ncclSend(data, n, ncclUint8, other, comm, stream.stream())
+                       : ncclRecv(data, n, ncclUint8, other, comm, stream.stream());
+      if (rc != ncclSuccess && rc != ncclInProgress) {
+        check_nccl(rc, item.sending ? "ncclSend" : "ncclRecv", comm);
       }
       // The caching allocator must not hand the memory out again before
       // this stream is done with it.
       c10::cuda::CUDACachingAllocator::recordStream(item.tensor.storage().data_ptr(), stream);
     }
-    item.done.record(stream);
-    item.issued = true;
+    item.launched = true;
   }
 
   void abort() noexcept {
@@ -91,29 +108,39 @@ struct NcclP2p::Channel {
 
   ~Channel() {
     if (comm == nullptr) return;
-    ncclResult_t state = ncclInProgress;
-    // Joined and idle: destroy; a peer that never joined: abort, which does not wait for it.
-    if (ncclCommGetAsyncError(comm, &state) == ncclSuccess && state == ncclSuccess) {
-      ncclCommDestroy(comm);
-    } else {
-      ncclCommAbort(comm);
+    // Destroy waits for the device work issued, which may wait for a peer
+    // that is gone: only an idle channel is destroyed, others are aborted
+    // (so is one whose peer never joined).
+    bool idle = queued.empty();
+    try {
+      idle = idle && last_done.query();
+    } catch (...) {
+      idle = false;
     }
+    end_comm(comm, idle);
   }
 
   c10::DeviceIndex device;
   int peer;  ///< the group rank at the other end
-  c10::cuda::CUDAStream stream;
+  OwnStream own_stream;
+  c10::cuda::CUDAStream stream;  ///< own_stream's
   ncclComm_t comm = nullptr;
   int other = 1;  ///< the other end's rank in the two-rank communicator
+  std::string token;  ///< NCCL's unique id, on the sender's side
   std::deque<std::shared_ptr<NcclItem>> queued;
+  at::cuda::CUDAEvent last_done;  ///< after the last transfer issued
 };
 
 bool NcclItem::test() {
+  // An issued transfer answers for itself only: a later transfer's failure
+  // to launch is that transfer's to report.
+  if (issued) {
+    if (done.query()) return true;
+    channel->joined();  // throws on an asynchronous error
+    return false;
+  }
   channel->issue_queued();
-  if (!issued) return false;
-  if (done.query()) return true;
-  channel->joined();  // throws on an asynchronous error
-  return false;
+  return issued && done.query();
 }
 
 NcclP2p::NcclP2p(c10::DeviceIndex device) : device_(device) {}
@@ -125,17 +152,19 @@ bool NcclP2p::takes(const torch::Tensor& tensor) const {
 }
 
 std::string NcclP2p::open_to(int peer) {
-  if (out_.count(peer) != 0) return "";
+  if (const auto it = out_.find(peer); it != out_.end()) return it->second->token;
   ncclUniqueId id;
   check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId (point-to-point)");
   auto channel = std::make_shared<Channel>(device_, peer);
   channel->join(id, 0);
-  out_[peer] = channel;
   static_assert(NCCL_UNIQUE_ID_BYTES <= kMaxChannelToken, "a header carries NCCL's unique id");
-  return std::string(id.internal, NCCL_UNIQUE_ID_BYTES);
+  channel->token.assign(id.internal, NCCL_UNIQUE_ID_BYTES);
+  out_[peer] = channel;
+  return channel->token;
 }
 
 void NcclP2p::join_from(int peer, const std::string& token) {
+  if (in_.count(peer) != 0) return;  // every header carries the token; the first joined
   ncclUniqueId id;
   std::memcpy(id.internal, token.data(), NCCL_UNIQUE_ID_BYTES);
   auto channel = std::make_shared<Channel>(device_, peer);

@@ -9,12 +9,18 @@
 // directions would let each rank's send wait on the device for the other's
 // receive queued behind it; collectives' communicator and stream stay
 // apart too (the engine thread issues those, the caller's thread these).
-// A channel is opened lazily by the first send to a peer, whose header
-// carries NCCL's unique id; both ends join it without blocking
-// (config.blocking = 0), and transfers queued meanwhile are issued, in
-// order, once it is ready. A transfer completes when an event recorded
+// A channel is opened lazily by the first send to a peer; every header to
+// that peer carries NCCL's unique id (the receiver takes headers tag by
+// tag, so the first it takes joins). Both ends join without blocking
+// (config.blocking = 0). A transfer is queued until the channel is ready,
+// launched (ncclSend/ncclRecv), and issued once NCCL has put it on the
+// stream; nothing here waits for the peer, as MpiP2p calls it under its
+// lock (a rank that waited for one channel to connect could keep its peer
+// from reaching the other). A transfer completes when an event recorded
 // after it on the channel's stream has passed (the same rule as the
-// collectives: a finished Handle means finished device work).
+// collectives: a finished Handle means finished device work). Its stream
+// is its own (OwnStream), and an idle channel is destroyed, a busy one
+// aborted (destroy would wait for a peer that may be gone).
 #pragma once
 
 #include <deque>

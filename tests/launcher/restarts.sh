@@ -44,7 +44,7 @@ expect_status "always failing: the last attempt's exit code" 3
 expect_contains "second restart" "$ERR" "restarting (restart 2 of 2)"
 expect_contains "final summary names the last failure" "$ERR" "exited with code 3 (rank"
 expect_contains "final summary says it gave up" "$ERR" "giving up after 2 restarts"
-expect_less "three attempts within 15 s" "$ELAPSED_MS" 15000
+expect_less "three attempts within 60 s" "$ELAPSED_MS" 60000
 
 # SIGTERM to the launcher during an attempt stops the job for good.
 rm -f "$LOG"

@@ -5,6 +5,8 @@
 // serial run in plain LibTorch, with the tolerances of the MPI tests.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -94,8 +96,9 @@ TEST(InProcess, AMissingRankIsATimeoutNamingIt) {
           messages[static_cast<std::size_t>(g.rank())] = e.what();
         }
       },
-      /*timeout_seconds=*/0.5);
-  EXPECT_NE(messages[0].find("rank 2"), std::string::npos) << messages[0];
+      /*timeout_seconds=*/2.0);  // a loaded machine may start rank 1 late too
+  EXPECT_TRUE(std::regex_search(messages[0], std::regex(R"(ranks? ([0-9]+,)*2\b)")))
+      << messages[0];
   EXPECT_NE(messages[1].find("did not arrive"), std::string::npos) << messages[1];
 }
 
@@ -134,7 +137,7 @@ TEST(InProcess, AGroupsErrorNamesItsRanksByWorldRankAndRole) {
           if (world.rank() == 1) message = e.what();
         }
       },
-      /*timeout_seconds=*/0.5);
+      /*timeout_seconds=*/2.0);
   EXPECT_NE(message.find("did not arrive"), std::string::npos) << message;
   EXPECT_NE(message.find("Ranks above are numbered within a group of 2: its rank 0 is rank 1 "
                          "(first of pair 1), its rank 1 is rank 3 (second of pair 1)"),

@@ -119,13 +119,26 @@ TEST(Shutdown, AnExceptionOnThePrefetchThreadArrivesAfterTheElementsBeforeIt) {
 
 TEST(Shutdown, AnExceptionOnAMapWorkerStopsTheBatchAndIsRethrown) {
   auto mapped = std::make_shared<std::atomic<std::int64_t>>(0);
+  auto failing = std::make_shared<std::atomic<bool>>(false);
+  // Samples after 3 wait until 3 is failing (at most 10 s), then take 20 ms
+  // each: the other workers cannot run through all 64 before the failure
+  // is seen, however late a loaded machine runs the failing thread (60
+  // samples on 3 workers: 400 ms).
   const auto ds = Dataset::range(64)
                       .map(
-                          [mapped](Element e) {
+                          [mapped, failing](Element e) {
                             ++*mapped;
-                            if (e[0].item<std::int64_t>() == 3)
+                            const std::int64_t i = e[0].item<std::int64_t>();
+                            if (i == 3) {
+                              failing->store(true);
                               throw std::runtime_error("worker failed");
-                            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                            }
+                            const auto deadline =
+                                std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                            while (i > 3 && !failing->load() &&
+                                   std::chrono::steady_clock::now() < deadline)
+                              std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                            std::this_thread::sleep_for(std::chrono::milliseconds(20));
                             return e;
                           },
                           tnt::data::MapOptions().num_workers(4))

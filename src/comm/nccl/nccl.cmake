@@ -59,6 +59,20 @@ function(_tnt_find_nccl)
   if(NOT TNT_NCCL_INCLUDE_DIR)
     set(_tnt_nccl_missing "libnccl is ${TNT_NCCL_LIBRARY}, but no nccl.h was found beside it or in "
         "the CUDA toolkit" PARENT_SCOPE)
+    return()
+  endif()
+  # 2.27 or later: the backend keeps several non-blocking communicators
+  # (point-to-point channels) in progress on one thread, which earlier
+  # NCCLs do not allow (one background job per thread).
+  file(STRINGS "${TNT_NCCL_INCLUDE_DIR}/nccl.h" _v REGEX "^#define NCCL_(MAJOR|MINOR) +[0-9]+")
+  string(REGEX REPLACE ".*NCCL_MAJOR +([0-9]+).*" "\\1" _major "${_v}")
+  string(REGEX REPLACE ".*NCCL_MINOR +([0-9]+).*" "\\1" _minor "${_v}")
+  if(NOT _major MATCHES "^[0-9]+$" OR NOT _minor MATCHES "^[0-9]+$")
+    set(_tnt_nccl_missing "${TNT_NCCL_INCLUDE_DIR}/nccl.h does not say its version" PARENT_SCOPE)
+  elseif(_major LESS 2 OR (_major EQUAL 2 AND _minor LESS 27))
+    set(_tnt_nccl_missing "NCCL ${_major}.${_minor} (${TNT_NCCL_INCLUDE_DIR}) is older than 2.27, "
+        "which the backend needs (non-blocking communicators side by side on one thread)"
+        PARENT_SCOPE)
   endif()
 endfunction()
 

@@ -95,8 +95,8 @@ void per_rank_grouped(const std::vector<std::int64_t>& counts, ncclComm_t comm, 
 NcclBackend::NcclBackend(std::unique_ptr<MpiBackend> host, c10::DeviceIndex device)
     : host_(std::move(host)),
       device_(device),
-      comm_(*host_, device),
       own_stream_(device),
+      comm_(*host_, device),
       stream_(own_stream_.get()),
       p2p_(std::make_shared<NcclP2p>(device)) {
   host_->set_device_payload(p2p_);

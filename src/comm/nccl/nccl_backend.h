@@ -97,8 +97,8 @@ class NcclBackend final : public Backend {
 
   std::unique_ptr<MpiBackend> host_;
   c10::DeviceIndex device_;
+  OwnStream own_stream_;  ///< the NCCL stream, not one of torch's pool; outlives comm_
   NcclComm comm_;
-  OwnStream own_stream_;          ///< the NCCL stream, not one of torch's pool
   c10::cuda::CUDAStream stream_;  ///< own_stream_'s
   at::cuda::CUDAEvent ready_;  ///< recorded on the caller's stream
   at::cuda::CUDAEvent done_;   ///< recorded on stream_ after the payload

@@ -1,6 +1,9 @@
 #include "comm/nccl/nccl_comm.h"
 
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
 
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -134,7 +137,31 @@ void end_comm(ncclComm_t comm, bool idle) noexcept {
 }
 
 namespace {
-cudaStream_t new_stream(c10::DeviceIndex device) {
+// Streams are never destroyed: the caching allocator keeps the streams a
+// block was used on (recordStream) and records events on them when the
+// tensor is freed, which may be long after its group is gone (received
+// activations, results). A stream given back is handed to the next
+// OwnStream of its device; leaked at exit.
+struct StreamShelf {
+  std::mutex mutex;
+  std::map<c10::DeviceIndex, std::vector<cudaStream_t>> free;
+};
+StreamShelf& shelf() {
+  static auto* s = new StreamShelf();
+  return *s;
+}
+
+cudaStream_t take_stream(c10::DeviceIndex device) {
+  {
+    StreamShelf& s = shelf();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    auto& free = s.free[device];
+    if (!free.empty()) {
+      cudaStream_t stream = free.back();
+      free.pop_back();
+      return stream;
+    }
+  }
   const c10::cuda::CUDAGuard guard(device);
   int least = 0, greatest = 0;
   C10_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
@@ -145,12 +172,16 @@ cudaStream_t new_stream(c10::DeviceIndex device) {
 }  // namespace
 
 OwnStream::OwnStream(c10::DeviceIndex device)
-    : stream_(c10::cuda::getStreamFromExternal(new_stream(device), device)) {}
+    : stream_(c10::cuda::getStreamFromExternal(take_stream(device), device)) {}
 
 OwnStream::~OwnStream() {
-  // Work still queued on it completes first (CUDA's rule for destroy). No
-  // device switch and no throw: this may run after a failure, or at exit.
-  (void)cudaStreamDestroy(stream_.stream());
+  try {
+    StreamShelf& s = shelf();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.free[stream_.device_index()].push_back(stream_.stream());
+  } catch (...) {
+    // Out of memory for the shelf: the stream stays alive, unused.
+  }
 }
 
 NcclComm::~NcclComm() {

@@ -51,11 +51,13 @@ class SettleLimit {
   double previous_;
 };
 
-/// A CUDA stream of a communicator's own: non-blocking, of the highest
-/// priority, destroyed with it. Not one of torch's pool streams, which are
-/// handed out in turn (32 per device) to user code and to other groups as
-/// well: sharing one would queue a transfer that waits for a peer in front
-/// of unrelated work, and the two could wait on each other.
+/// A CUDA stream of a communicator's own while it lives: non-blocking, of
+/// the highest priority. Not one of torch's pool streams, which are handed
+/// out in turn (32 per device) to user code and to other groups as well:
+/// sharing one would queue a transfer that waits for a peer in front of
+/// unrelated work, and the two could wait on each other. Given back, not
+/// destroyed (the caching allocator may still record events on it for
+/// tensors it touched): the next OwnStream of the device takes it.
 class OwnStream {
  public:
   explicit OwnStream(c10::DeviceIndex device);

@@ -8,6 +8,7 @@
 #include <tarantella/base/error.h>
 
 #include "comm/nccl/nccl_backend.h"
+#include "comm/nccl/nccl_comm.h"
 
 namespace tnt::comm {
 
@@ -25,6 +26,15 @@ std::string gpu_bus_id(int device) {
 }
 
 std::unique_ptr<Backend> make_nccl_backend(std::unique_ptr<Backend> host, int device) {
+  // The library loaded may be older than the headers built against
+  // (nccl.cmake checks those): the same limit, where it counts.
+  int version = 0;
+  check_nccl(ncclGetVersion(&version), "ncclGetVersion");
+  TNT_CHECK(version >= 22700, "the NCCL loaded is version ", version / 10000, ".",
+            version / 100 % 100, "; tarantella's NCCL backend needs 2.27 or later (several "
+            "non-blocking communicators in progress on one thread): install a newer NCCL "
+            "(a current pip torch brings one in its nvidia-nccl wheel), or use "
+            "TNT_COMM_BACKEND=mpi");
   auto* mpi = dynamic_cast<MpiBackend*>(host.get());
   TNT_CHECK(mpi != nullptr, "the NCCL backend is layered on an MPI backend, got a '",
             host ? host->name() : std::string("null"), "' backend");

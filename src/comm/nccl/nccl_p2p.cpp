@@ -67,18 +67,25 @@ struct NcclP2p::Channel {
   /// peer (the caller holds the group's lock, and the peer may need this
   /// rank to go on to another channel first). The transfer's own wait has
   /// the deadline.
+  /// A failure here ends the channel: it is aborted and its queue let go,
+  /// so that no transfer of it can be issued out of order afterwards.
   void issue_queued() {
-    while (!queued.empty() && joined()) {
-      NcclItem& front = *queued.front();
-      if (!front.launched) {
-        launch(front);
-        continue;  // NCCL may still be connecting: joined() says when it is done
+    try {
+      while (!queued.empty() && joined()) {
+        NcclItem& front = *queued.front();
+        if (!front.launched) {
+          launch(front);
+          continue;  // NCCL may still be connecting: joined() says when it is done
+        }
+        const c10::cuda::CUDAGuard guard(device);
+        front.done.record(stream);
+        last_done.record(stream);
+        front.issued = true;
+        queued.pop_front();
       }
-      const c10::cuda::CUDAGuard guard(device);
-      front.done.record(stream);
-      last_done.record(stream);
-      front.issued = true;
-      queued.pop_front();
+    } catch (...) {
+      end();
+      throw;
     }
   }
 
@@ -94,6 +101,7 @@ struct NcclP2p::Channel {
       if (rc != ncclSuccess && rc != ncclInProgress) {
         check_nccl(rc, item.sending ? "ncclSend" : "ncclRecv", comm);
       }
+      item.launched = true;  // whatever follows: never called twice
       // The caching allocator must not hand the memory out again before
       // this stream is done with it.
       c10::cuda::CUDACachingAllocator::recordStream(item.tensor.storage().data_ptr(), stream);
@@ -104,6 +112,13 @@ struct NcclP2p::Channel {
   void abort() noexcept {
     if (comm != nullptr) ncclCommAbort(comm);
     comm = nullptr;
+  }
+
+  /// Aborts and lets the queued transfers go (they hold the channel: the
+  /// cycle would keep both alive).
+  void end() noexcept {
+    abort();
+    queued.clear();
   }
 
   ~Channel() {
@@ -139,13 +154,21 @@ bool NcclItem::test() {
     channel->joined();  // throws on an asynchronous error
     return false;
   }
+  channel->joined();  // throws once the channel has ended after a failure
   channel->issue_queued();
   return issued && done.query();
 }
 
 NcclP2p::NcclP2p(c10::DeviceIndex device) : device_(device) {}
 
-NcclP2p::~NcclP2p() = default;
+NcclP2p::~NcclP2p() {
+  // Channels with transfers still queued are held by them: end those here.
+  for (auto* channels : {&out_, &in_}) {
+    for (auto& [peer, channel] : *channels) {
+      if (!channel->queued.empty()) channel->end();
+    }
+  }
+}
 
 bool NcclP2p::takes(const torch::Tensor& tensor) const {
   return tensor.defined() && tensor.is_cuda() && tensor.device().index() == device_;
@@ -210,8 +233,8 @@ std::shared_ptr<DeviceTransfer> NcclP2p::recv(int peer, const torch::Tensor& ten
 }
 
 void NcclP2p::abort() noexcept {
-  for (auto& [peer, channel] : out_) channel->abort();
-  for (auto& [peer, channel] : in_) channel->abort();
+  for (auto& [peer, channel] : out_) channel->end();
+  for (auto& [peer, channel] : in_) channel->end();
 }
 
 }  // namespace tnt::comm

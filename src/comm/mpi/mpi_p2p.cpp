@@ -259,8 +259,14 @@ struct MpiP2p::Core {
         if (tested.all) {
           send_ack(p, tag, *op);
           if (op->agreed && !op->t.tensor.device().is_cpu()) {
-            const c10::StreamGuard on(*op->consumer);
-            op->t.tensor.copy_(op->host);
+            // A failed copy (a CUDA error) is this recv's, and the recv is
+            // over: not retried, with the ack sent again, on every pass.
+            try {
+              const c10::StreamGuard on(*op->consumer);
+              op->t.tensor.copy_(op->host);
+            } catch (...) {
+              op->error = std::current_exception();
+            }
           }
           finish(*op);
           moved = true;
@@ -462,12 +468,25 @@ MpiP2p::~MpiP2p() {
 }
 
 std::shared_ptr<P2pWork> MpiP2p::send(const Transfer& t) {
-  std::lock_guard<std::mutex> lock(core_->mutex);
   Core& c = *core_;
+  // A GPU tensor that travels through host memory is copied there before
+  // the lock is taken: the copy waits for the GPU work queued before it,
+  // and the group's other transfers (a stage link's sender thread) move
+  // meanwhile.
+  torch::Tensor staged;
+  if (t.tensor.defined() && !t.tensor.device().is_cpu()) {
+    std::shared_ptr<DevicePayload> device;
+    {
+      std::lock_guard<std::mutex> lock(c.mutex);
+      device = c.device;
+    }
+    if (!device || !device->takes(t.tensor)) staged = t.tensor.cpu();
+  }
+  std::lock_guard<std::mutex> lock(c.mutex);
   c.check(t, false);
   auto op = std::make_shared<SendOp>(core_, t, false);
   const bool on_device = c.device && c.device->takes(t.tensor);
-  op->host = on_device || t.tensor.device().is_cpu() ? t.tensor : t.tensor.cpu();
+  op->host = on_device || t.tensor.device().is_cpu() ? t.tensor : staged;
   Core::Peer& peer = c.peers[static_cast<std::size_t>(t.peer)];
   op->header = header_of(op->host, peer.sent[t.tag]++, t.what);
   if (on_device) {

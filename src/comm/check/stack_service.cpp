@@ -202,7 +202,7 @@ std::vector<StackService::Where> StackService::where_are(const std::vector<int>&
 }
 
 double stack_wait_seconds(double timeout_seconds) {
-  return std::clamp(0.2 * timeout_seconds, 1.0, 3.0);
+  return std::clamp(0.2 * timeout_seconds, 2.0, 3.0);
 }
 
 std::string where_sentence(int rank, const std::string& host, const StackService::Where& where,

@@ -74,13 +74,14 @@ class StackService {
 };
 
 /// How long a report waits for the missing ranks' stacks: a fifth of the
-/// collective timeout, 1 to 3 s.
+/// collective timeout, 2 to 3 s (a rank's service looks every 50 ms, but
+/// a busy host can take a second to run it and the signalled thread).
 double stack_wait_seconds(double timeout_seconds);
 
 /// The report's sentence for `rank` (a rank of the group that timed out;
 /// `host` from its table, used when it did not answer):
 ///   "rank 1 (host vm) is in stuck.py line 10 (time.sleep) ← train() ← <module>"
-///   "the stack of rank 1 (host vm) is not available: it did not answer within 1 s ..."
+///   "the stack of rank 1 (host vm) is not available: it did not answer within 2 s ..."
 std::string where_sentence(int rank, const std::string& host, const StackService::Where& where,
                            double seconds);
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs a command that must fail: asserts a non-zero exit status, an elapsed
 # time under MAX_SECONDS, and output (stdout+stderr) matching REGEX. The
-# time counts from the mark the program writes to $TNT_TEST_MARK once every
-# rank is up (mpi_scenarios does), else from the launch.
+# time counts from the mark the program writes to $TNT_TEST_MARK just before
+# a rank fails (mpi_scenarios' culprit does), else from the launch.
 # Usage: expect_failure.sh MAX_SECONDS REGEX -- command [args...]
 set -u
 max=$1; regex=$2; shift 3

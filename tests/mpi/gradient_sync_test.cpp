@@ -194,6 +194,8 @@ TEST(GradientSync, FirstBucketAllreduceStartsBeforeBackwardEnds) {
   tnt::dp::GradientSynchronizer sync(tnt::world(), net->parameters(),
                                      tnt::dp::SyncOptions().fusion_threshold_bytes(256 * 1024));
   ASSERT_GE(sync.buckets().size(), 6u);
+  // Reads the handles from the hook: on the CPU, autograd runs the
+  // synchronizer's gradient hooks and this one on this thread, in turn.
   const auto any_started = [&sync] {
     for (const auto& h : sync.last_handles())
       if (h.started().has_value()) return true;

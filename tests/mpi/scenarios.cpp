@@ -82,13 +82,16 @@ int main(int argc, char** argv) {
   if (mode == "checkpoint-verify" && argc > 2) return checkpoint_verify(argv[2]);
   const bool culprit = tnt::get_rank() == 1;
   tnt::comm::barrier();
-  // Every rank is up: expect_failure.sh counts the time to the job's end
-  // from here (start-up on a loaded machine is not what it measures).
-  if (const char* mark = std::getenv("TNT_TEST_MARK"); mark != nullptr && tnt::get_rank() == 0) {
-    std::ofstream(mark) << std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
-  }
+  // The culprit calls mark() just before it fails (or starts to hang):
+  // expect_failure.sh counts the time to the job's end from there, not
+  // from the launch (start-up on a loaded machine is not what it measures).
+  const auto mark = [] {
+    if (const char* path = std::getenv("TNT_TEST_MARK")) {
+      std::ofstream(path) << std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+    }
+  };
   if (mode == "library-error") {
     load_missing_data();
     tnt::comm::allreduce(torch::ones({10}));
@@ -101,16 +104,26 @@ int main(int argc, char** argv) {
     } else if (mode == "timeout" || mode == "timeout-cached") {
       // timeout-cached: every rank has this descriptor cached already.
       if (mode == "timeout-cached") tnt::comm::allreduce(torch::ones({10}));
-      if (culprit) std::this_thread::sleep_for(std::chrono::seconds(30));
+      if (culprit) {
+        mark();
+        std::this_thread::sleep_for(std::chrono::seconds(30));
+      }
       tnt::comm::allreduce(torch::ones({10}));
     } else if (mode == "throw") {
-      if (culprit) throw std::runtime_error("rank 1 fails on purpose");
+      if (culprit) {
+        mark();
+        throw std::runtime_error("rank 1 fails on purpose");
+      }
       tnt::comm::allreduce(torch::ones({10}));
     } else if (mode == "exit") {
-      if (culprit) std::exit(3);
+      if (culprit) {
+        mark();
+        std::exit(3);
+      }
       tnt::comm::allreduce(torch::ones({10}));
     } else if (mode == "p2p-exit" || mode == "p2p-hang") {
       // Rank 2 waits for rank 1's activations, as the next stage does.
+      if (culprit) mark();
       if (culprit && mode == "p2p-exit") std::exit(3);
       if (culprit) std::this_thread::sleep_for(std::chrono::seconds(30));
       if (tnt::get_rank() == 2) {
@@ -118,7 +131,10 @@ int main(int argc, char** argv) {
       }
       tnt::comm::barrier();
     } else if (mode == "early-return") {
-      if (culprit) return 0;
+      if (culprit) {
+        mark();
+        return 0;
+      }
       tnt::comm::allreduce(torch::ones({10}));
     } else {
       std::fprintf(stderr,

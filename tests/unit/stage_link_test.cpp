@@ -123,7 +123,7 @@ torch::nn::Sequential stage_layers() {
 // on its first layer's weight (whose gradient is the last one computed)
 // waits until stage 0 holds the input's gradient. A backward that computed
 // every weight's gradient before sending the input's would make the hook
-// wait in vain (5 s), and the test fail. The gradients, weights' and
+// wait in vain (30 s), and the test fail. The gradients, weights' and
 // input's, are those of a plain backward of the same layers, bit for bit.
 TEST(pipeline_stage_link, ALaterStageSendsItsInputsGradientBeforeItComputesItsWeights) {
   // Made before the two stages' threads start (they share the generator).

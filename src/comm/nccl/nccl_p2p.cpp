@@ -89,6 +89,7 @@ struct NcclP2p::Channel {
     }
   }
 
+  /// A throw here ends the channel (issue_queued): never launched twice.
   void launch(NcclItem& item) {
     const c10::cuda::CUDAGuard guard(device);
     if (item.ready) static_cast<at::cuda::CUDAEvent*>(item.ready.get())->block(stream);
@@ -101,7 +102,6 @@ struct NcclP2p::Channel {
       if (rc != ncclSuccess && rc != ncclInProgress) {
         check_nccl(rc, item.sending ? "ncclSend" : "ncclRecv", comm);
       }
-      item.launched = true;  // whatever follows: never called twice
       // The caching allocator must not hand the memory out again before
       // this stream is done with it.
       c10::cuda::CUDACachingAllocator::recordStream(item.tensor.storage().data_ptr(), stream);

@@ -61,18 +61,26 @@
 #   gpu_python          bench/gpu/device_probe.py at 2 ranks sharing the GPU:
 #                       fit from host data and from data on the GPU, model(x),
 #                       get_weights() on the CPU, the current CUDA device (the
-#                       Python front end's GPU promises; pytest is not there)
+#                       Python front end's GPU promises, without pytest)
 #   resnet_python       bench/gpu/resnet_overhead.py: tnt.Model.fit against
 #                       plain PyTorch fed by a DataLoader, fp32 and fp16
 #   resnet_cpp_none, resnet_cpp_float16
 #                       the C++ tnt::Model::fit (bench/scaling) on ResNet-18
 #   gpu_backups         bench/checkpoint/background_backup.py, model on the GPU
+#   python_tests        bench/gpu/python_suite.sh: the pytest suite at 1 rank
+#                       and at 2 sharing the GPU (pipeline tests too), with
+#                       the GPU visible; pytest from .device/pytest where the
+#                       interpreter has none (scripts/device-pytest.sh makes
+#                       it here; the run tool carries it: carry [".device"]);
+#                       no pytest at all is FAILED where a GPU is present
 #   build_tests         the test programs of gpu_resume and unit_tests (built
 #                       late: a first call rarely reaches them)
 #   gpu_resume          mpi_dp_test's BackupAndRestore tests at 2 ranks sharing
 #                       the GPU: resumed with dropout, bitwise
 #   unit_tests          ctest -L unit with the GPU visible (not the layering.* source checks)
-#   python_tests        pytest at 1 and 2 ranks (skipped without pytest)
+#
+# TNT_DEVICE_PYTEST   a folder holding pytest (default: .device/pytest), used
+#                     when the interpreter cannot import pytest
 set -uo pipefail
 set +m  # no job control: a step's `setsid` then makes its session in place
 
@@ -101,6 +109,15 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 mkdir -p "$1" || exit 2
 out=$(cd "$1" && pwd)
 py=${TNT_DEVICE_PYTHON:-$(command -v python3)}
+# pytest for the python_tests step: the interpreter's own, else a folder
+# made by scripts/device-pytest.sh (the GPU machines have none).
+pytest_dir="" pytest_line="none"
+if "$py" -c 'import pytest' 2>/dev/null; then
+  pytest_line="$("$py" -c 'import pytest; print(pytest.__version__)' 2>/dev/null) (the interpreter's)"
+elif [ -f "${TNT_DEVICE_PYTEST:-$root/.device/pytest}/pytest/__init__.py" ]; then
+  pytest_dir=${TNT_DEVICE_PYTEST:-$root/.device/pytest}
+  pytest_line="from $pytest_dir"
+fi
 build=${TNT_DEVICE_BUILD:-$root/build-device}
 steps=${TNT_DEVICE_STEPS:-all}
 report=$out/report.md
@@ -114,6 +131,11 @@ min_step=5  # a step gets at least this much, or does not start
 # containers lack ("Read -1, expected ..., errno = 1" at the first 2-rank
 # message): copy in and out instead. mpirun hands OMPI_MCA_* to its ranks.
 export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
+# A step stopped at its limit keeps what Python printed before.
+export PYTHONUNBUFFERED=1
+# The driver's tools where a container mounts them (the launcher counts GPUs
+# with nvidia-smi).
+[ -d /usr/local/nvidia/bin ] && export PATH=$PATH:/usr/local/nvidia/bin
 
 if [ -n "${TNT_DEVICE_SCRATCH:-}" ]; then
   scratch=$TNT_DEVICE_SCRATCH own_scratch=0
@@ -122,10 +144,15 @@ else
   scratch=$(mktemp -d /tmp/tnt-device.XXXXXX) || exit 2
   own_scratch=1
 fi
+# The steps' logs, packed into OUT_DIR/logs.tar.gz with every report: the
+# run tool brings back at most 8 files from its OUT folder.
+logs=$scratch/logs
+rm -rf "$logs"
+mkdir -p "$logs" || exit 2
 
 all_steps=(configure build cuda_tests gpu_lenet5 gpu_stages gpu_python resnet_python resnet_cpp_none
            resnet_cpp_float16
-           gpu_backups build_tests gpu_resume unit_tests python_tests)
+           gpu_backups python_tests build_tests gpu_resume unit_tests)
 declare -A result took
 for s in "${all_steps[@]}"; do result[$s]="not run"; took[$s]=""; done
 
@@ -227,7 +254,9 @@ compiler_line() {
 }
 make_header() {
   local commit dirty=""
-  commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+  # The GPU machine gets a copy of the working tree without .git: the run
+  # names the commit (TNT_DEVICE_COMMIT).
+  commit=${TNT_DEVICE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
   if [ "$commit" != unknown ] && ! git -C "$root" diff --quiet HEAD -- 2>/dev/null; then
     dirty=" (with uncommitted changes)"
   fi
@@ -238,6 +267,7 @@ make_header() {
 - NCCL backend: ${nccl_line:-not configured yet}
 - compiler: $(compiler_line)
 - cmake: $(cmake --version 2>/dev/null | head -n 1)
+- pytest: $pytest_line
 - commit: $commit$dirty
 - deadline: $deadline s; build: $build; scratch: $scratch"
 }
@@ -249,14 +279,14 @@ figures() {
   echo
   echo "## Checks (bench/gpu/lenet5_checks.sh)"
   echo
-  grep -h '^PASS\|^FAIL' "$out/gpu_lenet5.log" 2>/dev/null | sed 's/^/- /'
+  grep -h '^PASS\|^FAIL' "$logs/gpu_lenet5.log" 2>/dev/null | sed 's/^/- /'
   echo
   echo "## ResNet-18, batch 128, one rank"
   echo
-  sed -n '/^| ResNet-18/,$p' "$out/resnet_python.log" 2>/dev/null
+  sed -n '/^| ResNet-18/,$p' "$logs/resnet_python.log" 2>/dev/null
   for precision in none float16; do
-    [ -f "$out/resnet_cpp_$precision.log" ] || continue
-    "$py" - "$out/resnet_cpp_$precision.log" "$precision" <<'PYEOF' 2>/dev/null
+    [ -f "$logs/resnet_cpp_$precision.log" ] || continue
+    "$py" - "$logs/resnet_cpp_$precision.log" "$precision" <<'PYEOF' 2>/dev/null
 import json, sys
 for line in open(sys.argv[1], errors="replace"):
     if line.startswith("RESULT "):
@@ -269,7 +299,7 @@ PYEOF
   echo
   echo "## Background backups of a model on the GPU (bench/checkpoint/background_backup.py)"
   echo
-  sed -n '/^| 60 steps/,$p' "$out/gpu_backups.log" 2>/dev/null
+  sed -n '/^| [0-9]* steps, backup/,$p' "$logs/gpu_backups.log" 2>/dev/null
 }
 
 write_report() {
@@ -288,8 +318,10 @@ write_report() {
     done
     figures
     echo
-    echo "Written at +$(($(now) - start)) s of the run; logs beside this file."
+    echo "Written at +$(($(now) - start)) s of the run; every step's log in logs.tar.gz beside"
+    echo "this file (tar -xzf logs.tar.gz)."
   } >"$report.tmp" && mv -f "$report.tmp" "$report"
+  tar -czf "$out/logs.tar.gz.tmp" -C "$logs" . 2>/dev/null && mv -f "$out/logs.tar.gz.tmp" "$out/logs.tar.gz"
 }
 
 finish() {  # finish EXIT_STATUS
@@ -299,7 +331,11 @@ finish() {  # finish EXIT_STATUS
   done
   write_report
   [ $own_scratch = 1 ] && rm -rf "$scratch"
-  echo "device-check: report in $report ($(($(now) - start)) s)"
+  # The report on stdout too: the run tool's output tail carries it even
+  # where files do not come back.
+  echo
+  cat "$report"
+  echo "device-check: report in $report, logs in $out/logs.tar.gz ($(($(now) - start)) s)"
   [ "$1" = auto ] && exit $bad
   exit "$1"
 }
@@ -359,7 +395,7 @@ step() {
   write_report
   echo "device-check: $name (limit $limit s)"
   t0=$(now)
-  run_limited "$limit" "$out/$name.log" "${c[@]}"
+  run_limited "$limit" "$logs/$name.log" "${c[@]}"
   took[$name]=$(($(now) - t0))
   if [ $run_rc = 124 ]; then
     result[$name]="TIMEOUT (limit $limit s)"
@@ -379,17 +415,17 @@ configured() { ran_ok configure || { ! wanted configure && [ -f "$build/CMakeCac
 # ---- what torch is this ----------------------------------------------------
 make_header
 write_report
-run_limited 60 "$out/torch.log" "$py" -c '
+run_limited 60 "$logs/torch.log" "$py" -c '
 import torch
 print("PREFIX", torch.utils.cmake_prefix_path)
 print("CUDA", torch.version.cuda or "none")
 print("LINE", torch.__version__, "CUDA", torch.version.cuda, "available", torch.cuda.is_available(),
       torch.cuda.get_device_name() if torch.cuda.is_available() else "")'
-prefix=$(sed -n 's/^PREFIX //p' "$out/torch.log")
-torch_cuda=$(sed -n 's/^CUDA //p' "$out/torch.log")
-torch_line=$(sed -n 's/^LINE //p' "$out/torch.log")
+prefix=$(sed -n 's/^PREFIX //p' "$logs/torch.log")
+torch_cuda=$(sed -n 's/^CUDA //p' "$logs/torch.log")
+torch_line=$(sed -n 's/^LINE //p' "$logs/torch.log")
 if [ -z "$prefix" ]; then
-  torch_line="$py cannot import torch (set TNT_DEVICE_PYTHON): $(tail -n 1 "$out/torch.log")"
+  torch_line="$py cannot import torch (set TNT_DEVICE_PYTHON): $(tail -n 1 "$logs/torch.log")"
 fi
 make_header
 write_report
@@ -425,7 +461,7 @@ plan_cuda_tests() {
   c=(ctest --test-dir "$build" -L cuda --no-tests=error --output-on-failure)
 }
 plan_gpu_lenet5() {
-  c=(bash "$root/bench/gpu/lenet5_checks.sh" "$launcher" "$py" "$scratch/lenet5" "$out/lenet5")
+  c=(bash "$root/bench/gpu/lenet5_checks.sh" "$launcher" "$py" "$scratch/lenet5" "$logs/lenet5")
 }
 # Pipeline stages with CUDA tensors (the split backward, transfers between
 # stages): the C++ pipeline suite at 2 ranks sharing the GPU, host-staged
@@ -454,16 +490,18 @@ plan_resnet_cpp() {
 }
 plan_resnet_cpp_none() { plan_resnet_cpp none; }
 plan_resnet_cpp_float16() { plan_resnet_cpp float16; }
-# Background backups of a model on the GPU: the snapshot goes to pinned
-# memory without waiting, the writer waits for the copies (one round, the
-# 134 MB model of the CPU figure, on the machine's disk).
 plan_gpu_python() {
   c=("$launcher" -n 2 --ranks-per-gpu 2 --output-on-all-devices -- "$py"
      "$root/bench/gpu/device_probe.py" --expect cuda:0)
 }
+# Background backups of a model on the GPU: the snapshot goes to pinned
+# memory without waiting, the writer waits for the copies (one round, the
+# 134 MB model of the CPU figure, on the machine's disk). A GPU step takes
+# about a millisecond: backups 150 steps apart, so that one write is over
+# before the next backup (the bench says when it is not).
 plan_gpu_backups() {
-  c=("$launcher" -n 1 -- "$py" "$root/bench/checkpoint/background_backup.py" --steps 60
-     --save-freq 20 --rounds 1 --dir "$scratch/backup-bench")
+  c=("$launcher" -n 1 -- "$py" "$root/bench/checkpoint/background_backup.py" --steps 300
+     --save-freq 150 --rounds 1 --dir "$scratch/backup-bench")
 }
 # The build's resource file gives the suite 2 core slots (a 2-core CI
 # machine's claims, cmake/TntTestCores.cmake); here every core is a slot, so
@@ -477,11 +515,16 @@ plan_unit_tests() {
   # not in the targets above (data_image_tests, callbacks_io_unit_tests:
   # nothing on the GPU) are left out here, as ctest leaves out their
   # unlabelled NOT_BUILT placeholders.
-  c=(ctest --test-dir "$build" -L unit -E '^layering\.' -j "$jobs"
+  # Two threads per test (as on CI's cores), not every core per test times
+  # $jobs tests: the few timed waits in the suite assume no more than that.
+  c=(env OMP_NUM_THREADS=2 ctest --test-dir "$build" -L unit -E '^layering\.' -j "$jobs"
      --resource-spec-file "$scratch/ctest-cores.json" --output-on-failure)
 }
+# The pytest suite at 1 rank and at 2 sharing the GPU, pipeline tests too
+# (bench/gpu/python_suite.sh); pytest from .device/pytest where the
+# interpreter has none.
 plan_python_tests() {
-  c=(ctest --test-dir "$build" -R '^python\.pytest\.n[12]$' --output-on-failure)
+  c=(bash "$root/bench/gpu/python_suite.sh" "$launcher" "$py" "$root/tests/python" ${pytest_dir:+"$pytest_dir"})
 }
 for s in "${all_steps[@]}"; do
   "plan_$s"
@@ -489,13 +532,22 @@ for s in "${all_steps[@]}"; do
 done
 write_report
 
-missing() {  # missing WHAT...: the first one not built, else nothing
+# stale TARGET: after a build of this run that failed somewhere, whether
+# ninja would still rebuild TARGET (a rerun on a kept build tree must not
+# test the binaries of an earlier run as if they were this commit's).
+stale() {
+  [ ${#generator[@]} != 0 ] && [ "${result[build]}" != ok ] && [ "${took[build]}" != "" ] || return 1
+  [[ $(ninja -C "$build" -n "$1" 2>/dev/null) != *"no work to do"* ]]
+}
+missing() {  # missing WHAT...: the first one not built (or not rebuilt), else nothing
   local f
   for f in "$@"; do
     case $f in
       python) compgen -G "$build/python/tarantella/_tarantella*.so" >/dev/null ||
-                { echo "the Python module"; return; } ;;
-      *) [ -x "$f" ] || { echo "${f#"$build"/}"; return; } ;;
+                { echo "the Python module"; return; }
+              stale tnt_python && { echo "the Python module (out of date: the build failed)"; return; } ;;
+      *) [ -x "$f" ] || { echo "${f#"$build"/}"; return; }
+         stale "${f#"$build"/}" && { echo "${f#"$build"/} (out of date: the build failed)"; return; } ;;
     esac
   done
 }
@@ -522,7 +574,16 @@ gpu_step() {
 no_torch=""
 [ -z "$prefix" ] && no_torch="no torch for $py"
 step configure 90 "$no_torch"
-nccl_line=$(sed -n 's/.*Tarantella: NCCL backend //p' "$out/configure.log" 2>/dev/null | head -n 1)
+nccl_line=$(sed -n 's/.*Tarantella: NCCL backend //p' "$logs/configure.log" 2>/dev/null | head -n 1)
+# A rerun that does not configure: what the kept build tree has.
+if [ -z "$nccl_line" ] && [ -f "$build/CMakeCache.txt" ]; then
+  if grep -q '^TNT_NCCL_LIBRARY:FILEPATH=/' "$build/CMakeCache.txt" &&
+     [ -f "$build/build.ninja" ] && grep -q 'nccl_backend_test' "$build/build.ninja"; then
+    nccl_line="ON (configured earlier: $(sed -n 's/^TNT_NCCL_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt"))"
+  else
+    nccl_line="OFF (configured earlier)"
+  fi
+fi
 make_header
 
 not_configured=""
@@ -550,7 +611,7 @@ no_nccl=$not_configured
   no_nccl="NCCL backend OFF (TNT_DEVICE_NCCL=OFF): no CUDA tests"
 step cuda_tests 90 "$no_nccl"
 if [ "${result[cuda_tests]}" = ok ] &&
-   grep -Eq '\*\*\*Skipped|Not Run|\(Skipped\)|tests did not run' "$out/cuda_tests.log"; then
+   grep -Eq '\*\*\*Skipped|Not Run|\(Skipped\)|tests did not run' "$logs/cuda_tests.log"; then
   if [ $gpu_present = 1 ]; then
     result[cuda_tests]="FAILED (the tests report skipped though a GPU is present)"
   else
@@ -566,21 +627,22 @@ gpu_step resnet_python 120 "$launcher python" 60
 gpu_step resnet_cpp_none 60 "$launcher $build/bench/scaling/bench_scaling" 30
 gpu_step resnet_cpp_float16 60 "$launcher $build/bench/scaling/bench_scaling" 30
 gpu_step gpu_backups 90 "$launcher python" 40
+# The Python suite a GPU user runs; with a GPU present, no pytest is a
+# failure of the run (scripts/device-pytest.sh), not a skip.
+no_pytest=""
+[ "$pytest_line" = none ] && no_pytest="no pytest for $py, and no .device/pytest (scripts/device-pytest.sh)"
+if [ $gpu_present = 1 ] && [ -n "$no_pytest" ] && wanted python_tests; then
+  plan_python_tests
+  cmdline[python_tests]="${c[*]}"
+  result[python_tests]="FAILED ($no_pytest)"
+  write_report
+else
+  gpu_step python_tests 150 "$launcher python" 60
+fi
 step build_tests 180 "$not_configured"
 gpu_step gpu_resume 60 "$launcher $build/tests/mpi/mpi_dp_test" 30
 
-# Last, the suite a GPU user runs, with the GPU visible.
+# Last, the C++ suite a GPU user runs, with the GPU visible.
 step unit_tests 150 "$not_configured" 60
-why=$not_configured
-if [ -z "$why" ] && ! "$py" -c 'import pytest' 2>/dev/null; then
-  why="no pytest for $py"
-elif [ -z "$why" ] && m=$(missing "$launcher" python) && [ -n "$m" ]; then
-  why="not built: $m"
-fi
-step python_tests 150 "$why" 60
-if [ $gpu_present = 1 ] && [[ ${result[python_tests]} == "skipped (not built"* ]]; then
-  result[python_tests]="FAILED (${result[python_tests]#skipped (}"
-  write_report
-fi
 
 finish auto

@@ -202,6 +202,10 @@ def main():
             loader_ms = plain_loader(dev, images, labels, a, precision, workers)
         set_tf32(tf32)
         tnt_ms, where = tnt_fit(tnt, dev, images, labels, a, precision)
+        if torch.device(where).type != dev.type:
+            raise SystemExit(f"resnet_overhead: tnt.Model trained on {where}, not on {dev.type}: "
+                             "the ratio would compare two devices (launch without --no-gpu, "
+                             "with the GPU visible)")
         if tf32_now() != tf32:
             notes.append(f"tnt.Model.fit left TF32 (matmul, cudnn) at {tf32_now()}, "
                          f"set to {tf32} before each run")

@@ -261,9 +261,12 @@ struct MpiP2p::Core {
           if (op->agreed && !op->t.tensor.device().is_cpu()) {
             // A failed copy (a CUDA error) is this recv's, and the recv is
             // over: not retried, with the ack sent again, on every pass.
+            // From pinned memory, queued on the consumer's stream (the host
+            // does not wait; torch's pinned allocator keeps the buffer
+            // until the copy is done).
             try {
               const c10::StreamGuard on(*op->consumer);
-              op->t.tensor.copy_(op->host);
+              op->t.tensor.copy_(op->host, /*non_blocking=*/op->host.is_pinned());
             } catch (...) {
               op->error = std::current_exception();
             }
@@ -512,14 +515,28 @@ std::shared_ptr<P2pWork> MpiP2p::send(const Transfer& t) {
 }
 
 std::shared_ptr<P2pWork> MpiP2p::recv(const Transfer& t) {
-  std::lock_guard<std::mutex> lock(core_->mutex);
   Core& c = *core_;
+  // A GPU tensor that travels through host memory arrives in a pinned host
+  // buffer (allocated before the lock: a first allocation pins memory),
+  // whose copy onto the GPU the host need not wait for.
+  torch::Tensor staged;
+  if (t.tensor.defined() && !t.tensor.device().is_cpu()) {
+    std::shared_ptr<DevicePayload> device;
+    {
+      std::lock_guard<std::mutex> lock(c.mutex);
+      device = c.device;
+    }
+    if (!device || !device->takes(t.tensor)) {
+      staged = torch::empty(t.tensor.sizes(), t.tensor.options()
+                                                  .device(torch::kCPU)
+                                                  .pinned_memory(t.tensor.device().is_cuda()));
+    }
+  }
+  std::lock_guard<std::mutex> lock(c.mutex);
   c.check(t, true);
   auto op = std::make_shared<RecvOp>(core_, t, true);
   const bool on_device = c.device && c.device->takes(t.tensor);
-  op->host = on_device || t.tensor.device().is_cpu()
-                 ? t.tensor
-                 : torch::empty(t.tensor.sizes(), t.tensor.options().device(torch::kCPU));
+  op->host = on_device || t.tensor.device().is_cpu() ? t.tensor : staged;
   Core::Peer& peer = c.peers[static_cast<std::size_t>(t.peer)];
   op->mine = header_of(t.tensor, peer.received[t.tag]++, t.what);
   op->mine.device = on_device ? 1 : 0;

@@ -7,10 +7,13 @@
 //   - a live progress bar under a fake clock that advances 100 ms per step:
 //     a read only at the steps where the bar is redrawn (at most every
 //     ProgressBar::kRedrawInterval, 250 ms: every third step);
-//   - the loss scaler: one read per step, its verdict.
+//   - the loss scaler: one read per step, its verdict;
+//   - clipping by norm: none (LibTorch's clip_grad_norm_ returns the norm as
+//     a number; the step clips with the same kernels and reads nothing).
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <mutex>
 #include <vector>
 
@@ -27,6 +30,7 @@
 #include "train/engine/engine.h"
 #include "train/persist/engine_host.h"
 #include "train/observe/host_reads.h"
+#include "train/step/clip_norm.h"
 #include "train/step/mixed_precision.h"
 #include "train/observe/progress_bar.h"
 
@@ -146,6 +150,55 @@ TEST(HostSync, TheLossScalerReadsOnlyItsVerdict) {
   ASSERT_TRUE(scaler.unscale_or_skip(params));
   EXPECT_EQ(host_reads() - before, 1);
   EXPECT_TRUE(torch::equal(params[0].grad(), torch::full({3}, 2.0)));
+}
+
+// The step's clipping gives LibTorch's clip_grad_norm_'s bits without its
+// closing .item() (scripts/check_host_sync.py keeps clip_grad_norm_ out of
+// the step's files): clipped, not clipped, one gradient, a missing one.
+TEST(HostSync, ClipNormIsLibTorchsWithoutReadingTheNorm) {
+  torch::Generator g = at::detail::createCPUGenerator(3);
+  auto make = [&](const std::vector<std::vector<std::int64_t>>& shapes, double scale) {
+    std::vector<torch::Tensor> params;
+    for (const auto& shape : shapes) {
+      torch::Tensor p = torch::zeros(shape, torch::requires_grad());
+      p.mutable_grad() = torch::randn(shape, g) * scale;
+      params.push_back(p);
+    }
+    return params;
+  };
+  const std::vector<std::vector<std::int64_t>> shapes{{7, 5}, {5}, {3, 4, 2}, {1}};
+  for (const double scale : {10.0, 1e-3}) {
+    for (const auto& case_shapes : {shapes, std::vector<std::vector<std::int64_t>>{{6, 6}}}) {
+      std::vector<torch::Tensor> ours = make(case_shapes, scale);
+      std::vector<torch::Tensor> theirs;
+      for (const auto& p : ours) {
+        torch::Tensor q = torch::zeros(p.sizes(), torch::requires_grad());
+        q.mutable_grad() = p.grad().clone();
+        theirs.push_back(q);
+      }
+      if (ours.size() > 1) {
+        ours[1].mutable_grad() = torch::Tensor();
+        theirs[1].mutable_grad() = torch::Tensor();
+      }
+      const std::int64_t before = host_reads();
+      tnt::train::clip_grad_norm_on_device(ours, 0.5);
+      EXPECT_EQ(host_reads() - before, 0);
+      torch::nn::utils::clip_grad_norm_(theirs, 0.5);
+      for (std::size_t i = 0; i < ours.size(); ++i) {
+        ASSERT_EQ(ours[i].grad().defined(), theirs[i].grad().defined());
+        if (!ours[i].grad().defined()) continue;
+        EXPECT_TRUE(torch::equal(ours[i].grad(), theirs[i].grad()))
+            << "scale " << scale << ", gradient " << i;
+      }
+      // Clipped (scale 10) to the bound; untouched (scale 1e-3) otherwise.
+      double norm = 0;
+      for (const auto& p : ours) {
+        if (p.grad().defined()) norm += p.grad().pow(2).sum().item<double>();
+      }
+      if (scale > 1) EXPECT_NEAR(std::sqrt(norm), 0.5, 1e-5);
+      else EXPECT_LT(std::sqrt(norm), 0.5);
+    }
+  }
 }
 
 }  // namespace

@@ -58,14 +58,18 @@ bool all_finite(const std::vector<torch::Tensor>& tensors) {
 
 namespace {
 
-// Gradients on one CUDA device in floating types: PyTorch's fused kernel
-// checks and unscales them in one pass (GradScaler's), instead of two
-// kernels per tensor for the check and one for the division.
+// Gradients on one CUDA device in float32, float64 or float16: PyTorch's
+// fused kernel checks and unscales them in one pass (GradScaler's), instead
+// of two kernels per tensor for the check and one for the division. Its
+// CUDA kernel has no bfloat16 (torch 2.11: "not implemented for
+// 'BFloat16'"): a model with bfloat16 parameters takes the two-kernel path.
 bool fused_unscale_applies(const std::vector<torch::Tensor>& grads) {
   if (grads.empty() || !grads.front().is_cuda()) return false;
   const c10::Device device = grads.front().device();
   return std::all_of(grads.begin(), grads.end(), [&](const torch::Tensor& g) {
-    return g.device() == device && g.is_floating_point() && g.layout() == torch::kStrided;
+    const auto dtype = g.scalar_type();
+    return g.device() == device && g.layout() == torch::kStrided &&
+           (dtype == torch::kFloat32 || dtype == torch::kFloat64 || dtype == torch::kFloat16);
   });
 }
 

@@ -11,6 +11,7 @@
 #include "dp/bucket_steps.h"
 #include "dp/optimizer_shards.h"
 #include "train/step/autotune.h"
+#include "train/step/clip_norm.h"
 #include "train/step/deterministic_step.h"
 #include "train/step/metrics_accumulator.h"
 #include "train/step/stage_forward.h"
@@ -344,7 +345,7 @@ bool apply_update(std::vector<torch::Tensor>& trainable, torch::optim::Optimizer
     } else if (rules.stages) {
       clip_norm_over_stages(trainable, *rules.clip_norm, *rules.stages);
     } else {
-      torch::nn::utils::clip_grad_norm_(trainable, *rules.clip_norm);
+      clip_grad_norm_on_device(trainable, *rules.clip_norm);  // no host read (clip_norm.h)
     }
   }
   if (rules.clip_value) torch::nn::utils::clip_grad_value_(grads_of, *rules.clip_value);

@@ -283,7 +283,11 @@ figures() {
   echo
   echo "## ResNet-18, batch 128, one rank"
   echo
-  sed -n '/^| ResNet-18/,$p' "$logs/resnet_python.log" 2>/dev/null
+  if grep -q '^| ResNet-18' "$logs/resnet_python.log" 2>/dev/null; then
+    sed -n '/^| ResNet-18/,$p' "$logs/resnet_python.log"
+  else  # cut short: the precisions it finished
+    grep -h '^RESULT ' "$logs/resnet_python.log" 2>/dev/null | sed 's/^/- /'
+  fi
   for precision in none float16; do
     [ -f "$logs/resnet_cpp_$precision.log" ] || continue
     "$py" - "$logs/resnet_cpp_$precision.log" "$precision" <<'PYEOF' 2>/dev/null

@@ -50,8 +50,12 @@ run() {  # run LABEL LAUNCHER-ARGS... -- FILES...
   echo "== python_suite: $label: exit $rc"
   [ $status = 0 ] && status=$rc
 }
-pytest_cmd=("$py" -m pytest -q -x -p no:cacheprovider -rs --color=no)
+pytest_cmd=("$py" -m pytest -q -p no:cacheprovider -rs --color=no)
+# One rank goes on past a failure (every failure in one run); ranks stop at
+# their first (-x), so that one rank's failure never leaves the others
+# waiting in a collective.
 run "1 rank" -n 1 -x TNT_COMM_TIMEOUT=60 -- "${pytest_cmd[@]}" "${files[@]}"
+pytest_cmd+=(-x)
 # Without a GPU (a dry run), the 2 ranks train on the CPU: the launcher
 # refuses --ranks-per-gpu where no GPU is listed.
 share=(--ranks-per-gpu 2) label="2 ranks sharing the GPU"

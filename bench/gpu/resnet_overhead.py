@@ -31,6 +31,7 @@ Prints one JSON line per precision ("RESULT {...}") and a Markdown table
 """
 import argparse
 import json
+import shutil
 import time
 
 import torch
@@ -96,10 +97,11 @@ def plain_resident(dev, images, labels, a, precision):
     return timed(dev, forever(), step, a.steps, a.warmup)
 
 
-def plain_loader(dev, images, labels, a, precision, workers):
-    """The DataLoader baseline with `workers` worker processes."""
+def plain_loader(dev, images, labels, a, precision, workers, prefetch=4):
+    """The DataLoader baseline with `workers` worker processes, each
+    `prefetch` batches ahead (in shared memory)."""
     step = plain_trainer(dev, precision)
-    extra = {"prefetch_factor": 4, "timeout": 30} if workers else {}
+    extra = {"prefetch_factor": prefetch, "timeout": 30} if workers else {}
     loader = torch.utils.data.DataLoader(
         torch.utils.data.TensorDataset(images, labels), batch_size=a.batch_size, shuffle=False,
         drop_last=True, num_workers=workers, pin_memory=dev.type == "cuda", **extra)
@@ -184,13 +186,30 @@ def main():
     tf32 = TF32[a.tf32]
     workers = a.workers
     notes = []
+    # The workers' batches wait in shared memory: a container's small
+    # /dev/shm fails them ("Bus error") or stalls them into the 30 s timeout.
+    # Fewer batches ahead, or none, where it cannot hold them.
+    prefetch = 4
+    batch_bytes = b * 3 * a.image_size * a.image_size * 4
+    try:
+        shm_free = shutil.disk_usage("/dev/shm").free
+    except OSError:
+        shm_free = None
+    while workers and shm_free is not None and shm_free < 1.5 * workers * prefetch * batch_bytes:
+        if prefetch > 2:
+            prefetch = 2
+        else:
+            workers //= 2
+    if (workers, prefetch) != (a.workers, 4):
+        notes.append(f"/dev/shm has {shm_free / 2**20:.0f} MiB free: the DataLoader runs "
+                     f"{workers} workers, {prefetch} batches ahead each")
     rows = []
     for precision in a.precisions.split(","):
         set_tf32(tf32)
         resident_ms = plain_resident(dev, images, labels, a, precision)
         set_tf32(tf32)
         try:
-            loader_ms = plain_loader(dev, images, labels, a, precision, workers)
+            loader_ms = plain_loader(dev, images, labels, a, precision, workers, prefetch)
         except RuntimeError as e:
             if not workers:
                 raise
@@ -229,7 +248,8 @@ def main():
               f"{r['tnt_over_loader']} |")
     print(f"\nMean of {a.steps} steps after {a.warmup} warm-up, the same batches for all three. "
           f"DataLoader: TensorDataset over the host tensors, batch_size={b}, "
-          f"num_workers={workers}, pin_memory={dev.type == 'cuda'}, "
+          f"num_workers={workers}, prefetch_factor={prefetch if workers else None}, "
+          f"pin_memory={dev.type == 'cuda'}, "
           f".to(device, non_blocking=True). tnt: one fit, timed from batch {a.warmup} to the "
           f"epoch's end by a callback without batch logs. "
           f"TF32 {a.tf32} (matmul {tf32[0]}, cuDNN {tf32[1]}) for every run. "

@@ -70,6 +70,24 @@ def test_allreduce_broadcast_allgather(rank, size):
     assert g.tolist() == [r for r in range(size) for _ in range(r + 1)]
 
 
+def test_collectives_on_the_gpu(rank, size):
+    """CUDA tensors through the Python collectives: NCCL at 1 rank, the
+    host-staged path with ranks sharing a GPU. Results stay on the tensor's
+    device. Without a GPU there is nothing to check."""
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU")
+    t = torch.full((3,), float(rank + 1), device="cuda")
+    assert tnt.allreduce(t) is t
+    assert t.device.type == "cuda"
+    assert t.tolist() == [float(size * (size + 1) // 2)] * 3
+    m = tnt.allreduce(torch.tensor([rank], device="cuda"), op="max")
+    assert m.device.type == "cuda" and m.item() == size - 1
+    b = tnt.broadcast(torch.tensor([rank * 10.0, 1.0], device="cuda"), root=size - 1)
+    assert b.device.type == "cuda" and b.tolist() == [(size - 1) * 10.0, 1.0]
+    g = tnt.allgather(torch.full((rank + 1,), rank, device="cuda"))
+    assert g.tolist() == [r for r in range(size) for _ in range(r + 1)]
+
+
 def test_sum_over_ranks_keeps_types(rank, size):
     correct, total, loss = tnt.sum_over_ranks((rank + 1, 10, 0.5))
     assert (correct, total) == (size * (size + 1) // 2, 10 * size)

@@ -462,7 +462,8 @@ plan_build_tests() {
   c=(cmake --build "$build" -j "$jobs" --target "${test_targets[@]}" -- "${keep_going[@]}")
 }
 plan_cuda_tests() {
-  c=(ctest --test-dir "$build" -L cuda --no-tests=error --output-on-failure)
+  # Verbose: a test stopped by the step's limit still shows how far it came.
+  c=(ctest --test-dir "$build" -L cuda --no-tests=error -V --timeout 45)
 }
 plan_gpu_lenet5() {
   c=(bash "$root/bench/gpu/lenet5_checks.sh" "$launcher" "$py" "$scratch/lenet5" "$logs/lenet5")
@@ -472,13 +473,15 @@ plan_gpu_lenet5() {
 # (NCCL refuses two ranks on one device), against the whole model alone on
 # the same GPU, within 1e-5 and bitwise in deterministic mode.
 plan_gpu_stages() {
-  c=("$launcher" -n 2 --ranks-per-gpu 2 -x TNT_COMM_TIMEOUT=60 -- "$build/tests/mpi/mpi_pipeline_test")
+  c=("$launcher" -n 2 --ranks-per-gpu 2 -x TNT_USE_GPU=true -x TNT_COMM_TIMEOUT=20 --
+     "$build/tests/mpi/mpi_pipeline_test")
 }
 # Resuming from a backup with dropout, bitwise (the GPU's generator is in
 # the backup), and deterministic mode's resume at one rank fewer: the C++
 # tests at 2 ranks sharing the GPU.
 plan_gpu_resume() {
-  c=("$launcher" -n 2 --ranks-per-gpu 2 -x TNT_COMM_TIMEOUT=60 -- "$build/tests/mpi/mpi_dp_test"
+  c=("$launcher" -n 2 --ranks-per-gpu 2 -x TNT_USE_GPU=true -x TNT_COMM_TIMEOUT=20 --
+     "$build/tests/mpi/mpi_dp_test"
      "--gtest_filter=BackupAndRestore.*:Callbacks.Resume*")
 }
 plan_resnet_python() {

@@ -124,31 +124,11 @@ check() {  # check NAME A B TOLERANCE
   fi
 }
 
-# Each check is told as soon as its runs are done: a step cut short by its
-# limit still reports the checks before it.
-run cpu cpu --no-gpu -n 1 --
-run cuda_mpi cuda --deterministic-kernels -n 1 -x TNT_COMM_BACKEND=mpi --
-check cuda_equals_cpu cpu cuda_mpi 1e-4
-run sharded_mpi cuda --deterministic-kernels -n 1 -x TNT_COMM_BACKEND=mpi -- --shard-optimizer
-run sharded_nccl cuda --deterministic-kernels -n 1 -x TNT_COMM_BACKEND=nccl -- --shard-optimizer
-check nccl_equals_mpi sharded_mpi sharded_nccl 1e-6
-run det_one cuda -n 1 -- --deterministic 8 --dropout 0.3
-run det_shared cuda -n 2 --ranks-per-gpu 2 -- --deterministic 8 --dropout 0.3
-if ! have det_one det_shared; then
-  fail "deterministic_shared: det_one or det_shared did not finish (logs in $LOGS)"
-elif cmp -s "$WORK/det_one.pt" "$WORK/det_shared.pt"; then
-  pass "deterministic_shared: 2 ranks sharing the GPU = 1 rank, bitwise (cmp)"
-else
-  fail "deterministic_shared: 2 ranks sharing the GPU and 1 rank differ: $(compare det_one det_shared 0 2>&1)"
-fi
-
 want() {  # want RUN TRANSPORT
   local got
   got=$(grep -o "collectives over [a-z]*" "$LOGS/$1.log" 2>/dev/null | head -n 1 | awk '{print $3}')
   if [ "$got" = "$2" ]; then pass "backends: $1 used $2"; else fail "backends: $1 used ${got:-?}, expected $2"; fi
 }
-want cuda_mpi mpi; want sharded_mpi mpi; want sharded_nccl nccl; want det_shared mpi
-
 said() {  # said RUN WHAT PATTERN: RUN's log matches PATTERN (grep -E)
   if grep -Eq "$3" "$LOGS/$1.log" 2>/dev/null; then
     pass "gpu_identity: $1 $2"
@@ -156,15 +136,6 @@ said() {  # said RUN WHAT PATTERN: RUN's log matches PATTERN (grep -E)
     fail "gpu_identity: $1 did not say $2 (/$3/ in $LOGS/$1.log)"
   fi
 }
-said det_one "its GPU's PCI bus id (auto chose NCCL)" \
-  "no other rank uses this rank's GPU \([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]\)"
-said det_shared "that rank 1 shares rank 0's GPU" "rank's GPU \([0-9a-f:.]+\) is also used by rank 1"
-if grep -q "WARNING.*share a GPU" "$LOGS/det_shared.log" 2>/dev/null; then
-  fail "gpu_identity: det_shared warned about sharing although --ranks-per-gpu 2 asked for it"
-else
-  pass "gpu_identity: det_shared, sharing on purpose, did not warn"
-fi
-
 devices() {  # devices RUN RANKS DEVICE: every rank's PROBE line names DEVICE
   local lines ok
   lines=$(grep -o 'PROBE rank=[0-9]* device=[^ ]*' "$LOGS/$1.log" 2>/dev/null | sort -u)
@@ -175,7 +146,37 @@ devices() {  # devices RUN RANKS DEVICE: every rank's PROBE line names DEVICE
     fail "devices: $1: expected $2 ranks on $3, saw: $(tr '\n' ' ' <<<"${lines:-nothing}")"
   fi
 }
-devices cpu 1 cpu; devices cuda_mpi 1 cuda; devices sharded_nccl 1 cuda
-devices det_one 1 cuda; devices det_shared 2 cuda
+
+# Each check is told as soon as its runs are done (a run's own checks right
+# after it): a step cut short by its limit still reports the checks before.
+run cpu cpu --no-gpu -n 1 --
+devices cpu 1 cpu
+run cuda_mpi cuda --deterministic-kernels -n 1 -x TNT_COMM_BACKEND=mpi --
+devices cuda_mpi 1 cuda; want cuda_mpi mpi
+check cuda_equals_cpu cpu cuda_mpi 1e-4
+run sharded_mpi cuda --deterministic-kernels -n 1 -x TNT_COMM_BACKEND=mpi -- --shard-optimizer
+want sharded_mpi mpi
+run sharded_nccl cuda --deterministic-kernels -n 1 -x TNT_COMM_BACKEND=nccl -- --shard-optimizer
+devices sharded_nccl 1 cuda; want sharded_nccl nccl
+check nccl_equals_mpi sharded_mpi sharded_nccl 1e-6
+run det_one cuda -n 1 -- --deterministic 8 --dropout 0.3
+devices det_one 1 cuda
+said det_one "its GPU's PCI bus id (auto chose NCCL)" \
+  "no other rank uses this rank's GPU \([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]\)"
+run det_shared cuda -n 2 --ranks-per-gpu 2 -- --deterministic 8 --dropout 0.3
+devices det_shared 2 cuda; want det_shared mpi
+said det_shared "that rank 1 shares rank 0's GPU" "rank's GPU \([0-9a-f:.]+\) is also used by rank 1"
+if grep -q "WARNING.*share a GPU" "$LOGS/det_shared.log" 2>/dev/null; then
+  fail "gpu_identity: det_shared warned about sharing although --ranks-per-gpu 2 asked for it"
+else
+  pass "gpu_identity: det_shared, sharing on purpose, did not warn"
+fi
+if ! have det_one det_shared; then
+  fail "deterministic_shared: det_one or det_shared did not finish (logs in $LOGS)"
+elif cmp -s "$WORK/det_one.pt" "$WORK/det_shared.pt"; then
+  pass "deterministic_shared: 2 ranks sharing the GPU = 1 rank, bitwise (cmp)"
+else
+  fail "deterministic_shared: 2 ranks sharing the GPU and 1 rank differ: $(compare det_one det_shared 0 2>&1)"
+fi
 echo "lenet5_checks: $failures failed"
 exit $failures

@@ -12,6 +12,8 @@
 #include <tarantella/base/error.h>
 #include <tarantella/runtime/seed.h>
 
+#include "train/step/deterministic_step.h"
+
 namespace {
 
 TEST(DeterministicCudaEnv, SetsTheCublasWorkspaceAndTurnsTf32Off) {
@@ -58,6 +60,67 @@ TEST(DeterministicCudaEnv, NotDeterministicLeavesTheEnvironmentAlone) {
   ::unsetenv("CUBLAS_WORKSPACE_CONFIG");
   tnt::set_seed(7, /*deterministic=*/false);
   EXPECT_EQ(std::getenv("CUBLAS_WORKSPACE_CONFIG"), nullptr);
+}
+
+// Deterministic mode's fit and evaluation on a GPU switch LibTorch to its
+// deterministic algorithms (atomics-based CUDA kernels give sums that change
+// from run to run) and restore them after; on the CPU nothing changes. The
+// flag is process-wide, so a CUDA device object is enough to check it here.
+TEST(DeterministicKernels, OnAGpuForTheScopesLifeOnly) {
+  at::Context& context = at::globalContext();
+  context.setDeterministicAlgorithms(false, false);
+  {
+    tnt::train::DeterministicKernelsScope cpu(c10::Device(c10::kCPU));
+    EXPECT_FALSE(context.deterministicAlgorithms());
+  }
+  {
+    tnt::train::DeterministicKernelsScope gpu(c10::Device(c10::kCUDA, 0));
+    EXPECT_TRUE(context.deterministicAlgorithms());
+    EXPECT_FALSE(context.deterministicAlgorithmsWarnOnly());
+    {
+      // Another rank's (in-process) or an evaluation inside the fit.
+      tnt::train::DeterministicKernelsScope nested(c10::Device(c10::kCUDA, 1));
+      EXPECT_TRUE(context.deterministicAlgorithms());
+    }
+    EXPECT_TRUE(context.deterministicAlgorithms()) << "the outer scope still lives";
+  }
+  EXPECT_FALSE(context.deterministicAlgorithms());
+}
+
+TEST(DeterministicKernels, AUsersOwnSettingIsKept) {
+  at::Context& context = at::globalContext();
+  context.setDeterministicAlgorithms(true, /*warn_only=*/true);  // the user's
+  {
+    tnt::train::DeterministicKernelsScope gpu(c10::Device(c10::kCUDA, 0));
+    EXPECT_TRUE(context.deterministicAlgorithms());
+  }
+  EXPECT_TRUE(context.deterministicAlgorithms());
+  EXPECT_TRUE(context.deterministicAlgorithmsWarnOnly());
+  context.setDeterministicAlgorithms(false, false);
+}
+
+TEST(DeterministicKernels, ARefusedOperationNamesDeterministicMode) {
+  const c10::Error refused(
+      c10::SourceLocation{"f", "f.cpp", 1},
+      "upsample_bilinear2d_backward_out_cuda does not have a deterministic implementation, but "
+      "you set 'torch.use_deterministic_algorithms(True)'. You can turn off determinism just for "
+      "this operation");
+  try {
+    tnt::train::explain_missing_deterministic_kernel(refused);
+    FAIL() << "no error";
+  } catch (const tnt::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("deterministic mode"), std::string::npos) << what;
+    EXPECT_NE(what.find("upsample_bilinear2d_backward_out_cuda does not have a deterministic"),
+              std::string::npos)
+        << what;
+    EXPECT_EQ(what.find("use_deterministic_algorithms"), std::string::npos)
+        << "the user did not call it: " << what;
+    EXPECT_NE(what.find("compile without deterministic mode"), std::string::npos) << what;
+  }
+  // Any other error is the caller's to rethrow.
+  const c10::Error other(c10::SourceLocation{"f", "f.cpp", 1}, "mat1 and mat2 shapes cannot be");
+  EXPECT_NO_THROW(tnt::train::explain_missing_deterministic_kernel(other));
 }
 
 }  // namespace

@@ -151,7 +151,11 @@ Logs evaluate_with(const LoopContext& c, const data::Dataset& dataset,
   const auto dist = distribute_for(c.group, dataset, options.distribute_dataset(),
                                    options.micro_batch_size(), c.device, chunk.value_or(1));
   std::optional<SingleThreadScope> one_thread;
-  if (chunk) one_thread.emplace();
+  std::optional<DeterministicKernelsScope> deterministic_kernels;
+  if (chunk) {
+    one_thread.emplace();
+    deterministic_kernels.emplace(c.device);
+  }
   CallbackList& cbs = make_callbacks(steps_per_epoch(dist.cardinality(), cap));
   cbs.test_begin();
   torch::NoGradGuard no_grad;

@@ -75,7 +75,10 @@ void FitLoop::begin() {
   if (c_.stage != nullptr && options_.distribute_dataset()) {
     stages::check_micro_batches(c_.micro_batches, dist_->global_batch_size() / c_.group.size());
   }
-  if (chunk) one_thread_.emplace();
+  if (chunk) {
+    one_thread_.emplace();
+    deterministic_kernels_.emplace(c_.device);
+  }
   if (c_.options.autotune() && !chunk) c_.gradients.start_autotuner();
   // With distribute_dataset(false) the dataset's batch is already this rank's.
   warn_small_batchnorm(c_.net, options_.distribute_dataset()

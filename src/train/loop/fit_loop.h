@@ -60,6 +60,7 @@ class FitLoop {
   Driver driver_;
   std::optional<data::DistributedDataset> dist_;
   std::optional<SingleThreadScope> one_thread_;
+  std::optional<DeterministicKernelsScope> deterministic_kernels_;
   std::unique_ptr<Step> step_;
   std::optional<StragglerMonitor> stragglers_;  // with a straggler window
   std::shared_ptr<callbacks::History> history_;

@@ -1,6 +1,8 @@
 #include "train/step/deterministic_step.h"
 
 #include <limits>
+#include <mutex>
+#include <string>
 #include <utility>
 
 #include <torch/torch.h>
@@ -32,6 +34,43 @@ class GeneratorStateGuard {
 };
 
 }  // namespace
+
+namespace {
+std::mutex g_kernels_mutex;
+int g_kernels_scopes = 0;       // live DeterministicKernelsScopes on a GPU
+bool g_kernels_switched = false;  // the first of them switched the algorithms on
+}  // namespace
+
+DeterministicKernelsScope::DeterministicKernelsScope(const c10::Device& device)
+    : active_(device.is_cuda()) {
+  if (!active_) return;
+  std::lock_guard<std::mutex> lock(g_kernels_mutex);
+  if (g_kernels_scopes++ == 0) {
+    at::Context& context = at::globalContext();
+    g_kernels_switched = !context.deterministicAlgorithms();
+    if (g_kernels_switched) context.setDeterministicAlgorithms(true, /*warn_only=*/false);
+  }
+}
+
+DeterministicKernelsScope::~DeterministicKernelsScope() {
+  if (!active_) return;
+  std::lock_guard<std::mutex> lock(g_kernels_mutex);
+  if (--g_kernels_scopes == 0 && g_kernels_switched) {
+    at::globalContext().setDeterministicAlgorithms(false, /*warn_only=*/false);
+    g_kernels_switched = false;
+  }
+}
+
+void explain_missing_deterministic_kernel(const c10::Error& e) {
+  const std::string what = e.what_without_backtrace();
+  if (what.find("does not have a deterministic implementation") == std::string::npos) return;
+  throw Error("deterministic mode (CompileOptions().deterministic, compile(deterministic=...)) "
+              "runs LibTorch's deterministic kernels on a GPU, and an operation of this model "
+              "has none, so its results would change from run to run: " +
+              what.substr(0, what.find(", but you set")) +
+              ". Replace that operation with one that has a deterministic kernel, or compile "
+              "without deterministic mode");
+}
 
 SingleThreadScope::SingleThreadScope() : previous_(at::get_num_threads()) {
   if (previous_ != 1) at::set_num_threads(1);
@@ -90,7 +129,13 @@ StepResult DeterministicStep::run(const StepInput& in) {
             " expected): distribute the dataset with the model's granularity");
   std::vector<torch::Tensor> base;
   for (const auto& b : c_.buffers) base.push_back(b.detach().clone());
-  const std::vector<torch::Tensor> sums = sum_chunks(in, lo / chunk_, base);
+  std::vector<torch::Tensor> sums;
+  try {
+    sums = sum_chunks(in, lo / chunk_, base);
+  } catch (const c10::Error& e) {
+    explain_missing_deterministic_kernel(e);
+    throw;
+  }
   t.backward_begin = t.backward_end = Clock::now();
   t.sync_end = Clock::now();
   t.waited = std::exchange(waited_, Clock::duration::zero());
@@ -281,12 +326,17 @@ void evaluate_chunks(const StepModel& model, const data::MicroBatch& mb, std::in
   const std::vector<data::MicroBatch> chunks = chunks_of(mb, chunk);
   for (std::size_t i = 0; i < chunks.size(); ++i) {
     const data::MicroBatch& c = chunks[i];
-    const StageForward f =
-        forward_on_stage(model, stage, c, static_cast<int>(i), /*training=*/false);
-    if (stage != nullptr && !stage->layout().last_stage()) continue;
-    const torch::Tensor target = model.target(c.tensors);
-    parts.push_back({model.state(f.output, target, model.loss(f.output, target), c.local_size)
-                         .to(torch::kFloat64)});
+    try {
+      const StageForward f =
+          forward_on_stage(model, stage, c, static_cast<int>(i), /*training=*/false);
+      if (stage != nullptr && !stage->layout().last_stage()) continue;
+      const torch::Tensor target = model.target(c.tensors);
+      parts.push_back({model.state(f.output, target, model.loss(f.output, target), c.local_size)
+                           .to(torch::kFloat64)});
+    } catch (const c10::Error& e) {
+      explain_missing_deterministic_kernel(e);
+      throw;
+    }
   }
   if (stage != nullptr) stage->finish_sends();
 }

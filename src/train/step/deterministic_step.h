@@ -127,6 +127,33 @@ class SingleThreadScope {
   int previous_;
 };
 
+/// Deterministic mode on a GPU: LibTorch's deterministic algorithms while
+/// it lives. Some CUDA kernels add with atomics (index_add_, scatter_add_,
+/// index_put_ with accumulate, the backward of interpolation), so their sums
+/// change from run to run; with deterministic algorithms LibTorch takes a
+/// deterministic kernel where it has one and refuses the operation where it
+/// has none (explain_missing_deterministic_kernel names deterministic mode in
+/// that error). On the CPU it changes nothing (LibTorch's CPU kernels are
+/// deterministic at one thread). Scopes nest and may overlap across threads
+/// (in-process ranks): the first one switches the algorithms on if they were
+/// off, the last one out restores them; a user's own setting (tnt::set_seed)
+/// is kept.
+class DeterministicKernelsScope {
+ public:
+  explicit DeterministicKernelsScope(const c10::Device& device);
+  ~DeterministicKernelsScope();
+  DeterministicKernelsScope(const DeterministicKernelsScope&) = delete;
+  DeterministicKernelsScope& operator=(const DeterministicKernelsScope&) = delete;
+
+ private:
+  bool active_ = false;
+};
+
+/// Throws tnt::Error naming deterministic mode and the fix when `e` is
+/// LibTorch's refusal of an operation without a deterministic kernel;
+/// returns otherwise (the caller rethrows `e`).
+void explain_missing_deterministic_kernel(const c10::Error& e);
+
 /// A seed for the fit, the same on every rank: drawn by the group's master
 /// from its CPU generator and broadcast. Collective.
 std::uint64_t shared_seed(const comm::ProcessGroup& group);

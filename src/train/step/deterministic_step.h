@@ -128,12 +128,13 @@ class SingleThreadScope {
 };
 
 /// Deterministic mode on a GPU: LibTorch's deterministic algorithms while
-/// it lives. Some CUDA kernels add with atomics (index_add_, scatter_add_,
-/// index_put_ with accumulate, the backward of interpolation), so their sums
-/// change from run to run; with deterministic algorithms LibTorch takes a
-/// deterministic kernel where it has one and refuses the operation where it
-/// has none (explain_missing_deterministic_kernel names deterministic mode in
-/// that error). On the CPU it changes nothing (LibTorch's CPU kernels are
+/// it lives. Some CUDA kernels add with atomics, so their sums change from
+/// run to run; with deterministic algorithms LibTorch takes a deterministic
+/// kernel where it has one (index_add_, scatter_add_, index_put_ with
+/// accumulate) and refuses the operation where it has none (interpolation's
+/// backward, a reduced nll_loss2d, cumsum of floats, ...;
+/// explain_missing_deterministic_kernel names deterministic mode in that
+/// error). On the CPU it changes nothing (LibTorch's CPU kernels are
 /// deterministic at one thread). Scopes nest and may overlap across threads
 /// (in-process ranks): the first one switches the algorithms on if they were
 /// off, the last one out restores them; a user's own setting (tnt::set_seed)

@@ -150,10 +150,16 @@ def test_grad_holds_the_global_gradient_before_the_inner_step(rank, size):
     assert w.tolist() == [1.0, 1.0]
 
 
-def grad_scaler_or_skip():
+def grad_scaler_or_skip(device="cpu"):
     if not hasattr(torch, "amp") or not hasattr(torch.amp, "GradScaler"):
         pytest.skip("torch.amp.GradScaler needs torch 2.3 or newer")
-    return torch.amp.GradScaler("cpu", init_scale=1024.0)
+    return torch.amp.GradScaler(device, init_scale=1024.0)
+
+
+# The scaler's own loop on the CPU, and on the GPU where there is one
+# (parameters on the rank's GPU, GradScaler("cuda"): its fused
+# check-and-unscale on the gradients summed over the ranks).
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
 def scaled_step(opt, scaler, loss):
@@ -163,32 +169,34 @@ def scaled_step(opt, scaler, loss):
     scaler.update()
 
 
-def test_grad_scaler_steps_on_the_unscaled_sums(rank, size):
+@pytest.mark.parametrize("device", DEVICES)
+def test_grad_scaler_steps_on_the_unscaled_sums(rank, size, device):
     """scaler.step(optimizer) unscales the gradients summed over the ranks:
     the update is the unscaled mean gradient's, as without the scaler."""
-    scaler = grad_scaler_or_skip()
-    w = torch.nn.Parameter(torch.zeros(3))
+    scaler = grad_scaler_or_skip(device)
+    w = torch.nn.Parameter(torch.zeros(3, device=device))
     opt = tnt.DistributedOptimizer(torch.optim.SGD([w], lr=1.0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # 1/N weights (no tnt loader); GradScaler's FutureWarning
         scaled_step(opt, scaler, (w * float(rank + 1)).sum())
     mean = sum(r + 1 for r in range(size)) / size
-    assert torch.allclose(w.detach(), torch.full((3,), -mean)), w
+    assert torch.allclose(w.detach().cpu(), torch.full((3,), -mean)), w
     assert scaler.get_scale() == 1024.0
 
 
-def test_grad_scaler_skips_on_every_rank_when_one_rank_overflows(rank, size):
-    scaler = grad_scaler_or_skip()
-    w = torch.nn.Parameter(torch.zeros(3))
+@pytest.mark.parametrize("device", DEVICES)
+def test_grad_scaler_skips_on_every_rank_when_one_rank_overflows(rank, size, device):
+    scaler = grad_scaler_or_skip(device)
+    w = torch.nn.Parameter(torch.zeros(3, device=device))
     opt = tnt.DistributedOptimizer(torch.optim.SGD([w], lr=1.0))
     factor = float("inf") if rank == size - 1 else 1.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         scaled_step(opt, scaler, (w * factor).sum())
-        assert torch.equal(w.detach(), torch.zeros(3)), "the step is skipped on every rank"
+        assert torch.equal(w.detach().cpu(), torch.zeros(3)), "the step is skipped on every rank"
         assert scaler.get_scale() == 512.0, "every rank backs off alike"
         scaled_step(opt, scaler, (w * 2.0).sum())  # the next step runs, on every rank
-    assert torch.allclose(w.detach(), torch.full((3,), -2.0))
+    assert torch.allclose(w.detach().cpu(), torch.full((3,), -2.0))
 
 
 def test_grad_scaler_unscale_for_clipping_after_synchronize(rank, size):

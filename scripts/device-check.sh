@@ -29,9 +29,10 @@
 # OUT_DIR gets report.md, rewritten after every step: a header (host, GPU,
 # python, torch, compiler, cmake, commit), one row per step
 # `| step | seconds | result | command |` with result ok, FAILED, TIMEOUT,
-# skipped or not run, then the figures pulled out of the logs. Beside it
-# every step's log. Large files (data sets, weights, backups) go to the
-# scratch folder, never to OUT_DIR. Exit status: 0 when every step was ok or
+# skipped or not run, then the figures pulled out of the logs; beside it
+# logs.tar.gz, every step's log (the run tool brings back at most 8 files).
+# Large files (data sets, weights, backups) go to the scratch folder, never
+# to OUT_DIR. Exit status: 0 when every step was ok or
 # skipped.
 #
 # TNT_DEVICE_PYTHON   the interpreter whose torch to build against (default:
@@ -257,7 +258,8 @@ make_header() {
   # The GPU machine gets a copy of the working tree without .git: the run
   # names the commit (TNT_DEVICE_COMMIT).
   commit=${TNT_DEVICE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
-  if [ "$commit" != unknown ] && ! git -C "$root" diff --quiet HEAD -- 2>/dev/null; then
+  if [ "$commit" != unknown ] && git -C "$root" rev-parse --git-dir >/dev/null 2>&1 &&
+     ! git -C "$root" diff --quiet HEAD -- 2>/dev/null; then
     dirty=" (with uncommitted changes)"
   fi
   header="- host: $(hostname), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)
@@ -370,7 +372,7 @@ trap 'on_signal HUP' HUP
 trap '[ -n "$cur_sid" ] && stop_session "$cur_sid"' EXIT
 
 # step NAME LIMIT SKIP [NEED]: runs plan_NAME's command, its log in
-# OUT_DIR/NAME.log; SKIP is empty, or why the step is skipped. NEED (default
+# NAME.log (in logs.tar.gz); SKIP is empty, or why the step is skipped. NEED (default
 # min_step): the seconds below which the step does not start (a run cut
 # short would read as a hang), leaving them to the shorter steps after it.
 step() {
@@ -462,8 +464,9 @@ plan_build_tests() {
   c=(cmake --build "$build" -j "$jobs" --target "${test_targets[@]}" -- "${keep_going[@]}")
 }
 plan_cuda_tests() {
-  # Verbose: a test stopped by the step's limit still shows how far it came.
-  c=(ctest --test-dir "$build" -L cuda --no-tests=error -V --timeout 45)
+  # Verbose: a test stopped by the step's limit still shows how far it came
+  # (the tests' own limits, tests/cuda/CMakeLists.txt, fit in the step's).
+  c=(ctest --test-dir "$build" -L cuda --no-tests=error -V)
 }
 plan_gpu_lenet5() {
   c=(bash "$root/bench/gpu/lenet5_checks.sh" "$launcher" "$py" "$scratch/lenet5" "$logs/lenet5")
@@ -542,8 +545,15 @@ write_report
 # stale TARGET: after a build of this run that failed somewhere, whether
 # ninja would still rebuild TARGET (a rerun on a kept build tree must not
 # test the binaries of an earlier run as if they were this commit's).
+build_failed() {  # a build step of this run (build, build_tests) that ran and failed
+  local s
+  for s in build build_tests; do
+    [ -n "${took[$s]}" ] && [ "${result[$s]}" != ok ] && return 0
+  done
+  return 1
+}
 stale() {
-  [ ${#generator[@]} != 0 ] && [ "${result[build]}" != ok ] && [ "${took[build]}" != "" ] || return 1
+  [ ${#generator[@]} != 0 ] && build_failed || return 1
   [[ $(ninja -C "$build" -n "$1" 2>/dev/null) != *"no work to do"* ]]
 }
 missing() {  # missing WHAT...: the first one not built (or not rebuilt), else nothing
@@ -616,7 +626,7 @@ no_nccl=$not_configured
 # A rerun built without NCCL on purpose (TNT_DEVICE_NCCL=OFF) has no CUDA tests.
 [ -z "$no_nccl" ] && [[ $nccl_line == OFF* ]] && [ "${TNT_DEVICE_NCCL:-}" = OFF ] &&
   no_nccl="NCCL backend OFF (TNT_DEVICE_NCCL=OFF): no CUDA tests"
-step cuda_tests 90 "$no_nccl"
+step cuda_tests 100 "$no_nccl"
 if [ "${result[cuda_tests]}" = ok ] &&
    grep -Eq '\*\*\*Skipped|Not Run|\(Skipped\)|tests did not run' "$logs/cuda_tests.log"; then
   if [ $gpu_present = 1 ]; then
@@ -651,5 +661,12 @@ gpu_step gpu_resume 60 "$launcher $build/tests/mpi/mpi_dp_test" 30
 
 # Last, the C++ suite a GPU user runs, with the GPU visible.
 step unit_tests 150 "$not_configured" 60
+# ctest runs whatever binaries there are: after a failed build_tests some
+# may be an earlier build's.
+if [ -n "${took[build_tests]}" ] && [ "${result[build_tests]}" != ok ] &&
+   [ -n "${took[unit_tests]}" ]; then
+  result[unit_tests]="${result[unit_tests]} (build_tests failed: a test program may be an earlier build's)"
+  write_report
+fi
 
 finish auto

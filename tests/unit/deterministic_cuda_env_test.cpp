@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 #include <ATen/Context.h>
@@ -117,6 +118,19 @@ TEST(DeterministicKernels, ARefusedOperationNamesDeterministicMode) {
     EXPECT_EQ(what.find("use_deterministic_algorithms"), std::string::npos)
         << "the user did not call it: " << what;
     EXPECT_NE(what.find("compile without deterministic mode"), std::string::npos) << what;
+  }
+  // A Python module's or loss's refusal arrives as its Python error's text.
+  const std::runtime_error from_python(
+      "RuntimeError: nll_loss2d_forward_out_cuda_template does not have a deterministic "
+      "implementation, but you set 'torch.use_deterministic_algorithms(True)'.");
+  try {
+    tnt::train::explain_missing_deterministic_kernel(from_python);
+    FAIL() << "no error";
+  } catch (const tnt::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("nll_loss2d_forward_out_cuda_template does not have"), std::string::npos)
+        << what;
+    EXPECT_EQ(what.find("use_deterministic_algorithms"), std::string::npos) << what;
   }
   // Any other error is the caller's to rethrow.
   const c10::Error other(c10::SourceLocation{"f", "f.cpp", 1}, "mat1 and mat2 shapes cannot be");

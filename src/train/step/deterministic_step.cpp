@@ -61,8 +61,9 @@ DeterministicKernelsScope::~DeterministicKernelsScope() {
   }
 }
 
-void explain_missing_deterministic_kernel(const c10::Error& e) {
-  const std::string what = e.what_without_backtrace();
+void explain_missing_deterministic_kernel(const std::exception& e) {
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+  const std::string what = c10_error ? c10_error->what_without_backtrace() : e.what();
   if (what.find("does not have a deterministic implementation") == std::string::npos) return;
   throw Error("deterministic mode (CompileOptions().deterministic, compile(deterministic=...)) "
               "runs LibTorch's deterministic kernels on a GPU, and an operation of this model "
@@ -132,7 +133,7 @@ StepResult DeterministicStep::run(const StepInput& in) {
   std::vector<torch::Tensor> sums;
   try {
     sums = sum_chunks(in, lo / chunk_, base);
-  } catch (const c10::Error& e) {
+  } catch (const std::exception& e) {  // c10::Error, or a Python module's
     explain_missing_deterministic_kernel(e);
     throw;
   }
@@ -333,7 +334,7 @@ void evaluate_chunks(const StepModel& model, const data::MicroBatch& mb, std::in
       const torch::Tensor target = model.target(c.tensors);
       parts.push_back({model.state(f.output, target, model.loss(f.output, target), c.local_size)
                            .to(torch::kFloat64)});
-    } catch (const c10::Error& e) {
+    } catch (const std::exception& e) {  // c10::Error, or a Python module's
       explain_missing_deterministic_kernel(e);
       throw;
     }

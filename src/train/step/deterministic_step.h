@@ -35,6 +35,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <optional>
@@ -151,9 +152,10 @@ class DeterministicKernelsScope {
 };
 
 /// Throws tnt::Error naming deterministic mode and the fix when `e` is
-/// LibTorch's refusal of an operation without a deterministic kernel;
-/// returns otherwise (the caller rethrows `e`).
-void explain_missing_deterministic_kernel(const c10::Error& e);
+/// LibTorch's refusal of an operation without a deterministic kernel (a
+/// c10::Error, or the Python error of a Python module or loss that met
+/// one); returns otherwise (the caller rethrows `e`).
+void explain_missing_deterministic_kernel(const std::exception& e);
 
 /// A seed for the fit, the same on every rank: drawn by the group's master
 /// from its CPU generator and broadcast. Collective.

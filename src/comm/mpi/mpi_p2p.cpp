@@ -372,6 +372,19 @@ struct MpiP2p::Core {
                                             "error): the job must end")));
   }
 
+  // Whether `t` is a GPU tensor that travels through host memory (no
+  // device transport takes it). Takes the lock for the payload only, so
+  // that the caller can stage the tensor before taking it.
+  bool staged_through_host(const torch::Tensor& t) {
+    if (!t.defined() || t.device().is_cpu()) return false;
+    std::shared_ptr<DevicePayload> payload;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      payload = device;
+    }
+    return !payload || !payload->takes(t);
+  }
+
   /// Throws for bad arguments, before anything is posted; a sender whose
   /// tensor alone is bad tells its receiver first. Lock held.
   void check(const Transfer& t, bool receiving) {
@@ -477,14 +490,7 @@ std::shared_ptr<P2pWork> MpiP2p::send(const Transfer& t) {
   // and the group's other transfers (a stage link's sender thread) move
   // meanwhile.
   torch::Tensor staged;
-  if (t.tensor.defined() && !t.tensor.device().is_cpu()) {
-    std::shared_ptr<DevicePayload> device;
-    {
-      std::lock_guard<std::mutex> lock(c.mutex);
-      device = c.device;
-    }
-    if (!device || !device->takes(t.tensor)) staged = t.tensor.cpu();
-  }
+  if (c.staged_through_host(t.tensor)) staged = t.tensor.cpu();
   std::lock_guard<std::mutex> lock(c.mutex);
   c.check(t, false);
   auto op = std::make_shared<SendOp>(core_, t, false);
@@ -520,17 +526,10 @@ std::shared_ptr<P2pWork> MpiP2p::recv(const Transfer& t) {
   // buffer (allocated before the lock: a first allocation pins memory),
   // whose copy onto the GPU the host need not wait for.
   torch::Tensor staged;
-  if (t.tensor.defined() && !t.tensor.device().is_cpu()) {
-    std::shared_ptr<DevicePayload> device;
-    {
-      std::lock_guard<std::mutex> lock(c.mutex);
-      device = c.device;
-    }
-    if (!device || !device->takes(t.tensor)) {
-      staged = torch::empty(t.tensor.sizes(), t.tensor.options()
-                                                  .device(torch::kCPU)
-                                                  .pinned_memory(t.tensor.device().is_cuda()));
-    }
+  if (c.staged_through_host(t.tensor)) {
+    staged = torch::empty(t.tensor.sizes(), t.tensor.options()
+                                                .device(torch::kCPU)
+                                                .pinned_memory(t.tensor.device().is_cuda()));
   }
   std::lock_guard<std::mutex> lock(c.mutex);
   c.check(t, true);

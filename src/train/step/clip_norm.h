@@ -18,4 +18,10 @@ namespace tnt::train {
 /// on the gradients' device, nothing read by the host.
 void clip_grad_norm_on_device(const std::vector<torch::Tensor>& params, double max_norm);
 
+/// The tail of that: scales the gradients of `params` by max_norm / (total
+/// + 1e-6), clamped at 1, with `total` their joint norm on their device
+/// (pipeline stages gather it from every stage's gradient norms).
+void scale_to_norm(const std::vector<torch::Tensor>& params, const torch::Tensor& total,
+                   double max_norm);
+
 }  // namespace tnt::train

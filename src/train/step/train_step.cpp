@@ -310,10 +310,7 @@ void clip_norm_over_stages(std::vector<torch::Tensor>& trainable, double max_nor
   // it: a GPU sums the 2-norm in another order than the CPU, and one bit of
   // the total changes every weight.
   const torch::Tensor all = gathered.to(with_grad[0].grad().device());
-  const torch::Tensor total = all.numel() == 1 ? all[0] : all.norm(2);
-  const torch::Tensor coef = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0);
-  torch::NoGradGuard no_grad;
-  for (auto& p : with_grad) p.mutable_grad().mul_(coef);
+  scale_to_norm(with_grad, all.numel() == 1 ? all[0] : all.norm(2), max_norm);
 }
 
 }  // namespace

@@ -649,8 +649,6 @@ gpu_step gpu_backups 90 "$launcher python" 40
 no_pytest=""
 [ "$pytest_line" = none ] && no_pytest="no pytest for $py, and no .device/pytest (scripts/device-pytest.sh)"
 if [ $gpu_present = 1 ] && [ -n "$no_pytest" ] && wanted python_tests; then
-  plan_python_tests
-  cmdline[python_tests]="${c[*]}"
   result[python_tests]="FAILED ($no_pytest)"
   write_report
 else

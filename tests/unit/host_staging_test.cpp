@@ -96,4 +96,21 @@ TEST(HostStaging, ACpuTargetReceivesAnotherHostTensor) {
   EXPECT_TRUE(t.equal(torch::ones({3})));
 }
 
+// A result of another shape (allgather, reduce_scatter) for a CPU tensor:
+// a new tensor of the caller's dtype, never a reused buffer (the caller
+// keeps it), returned as it is.
+TEST(HostStaging, CpuResultsAreNewTensorsReturnedAsTheyAre) {
+  RecordingAllocator alloc;
+  HostStaging staging(5.0, alloc.get());
+  const torch::Tensor like = torch::arange(4, torch::kDouble);
+  torch::Tensor a = staging.result_buffer({2, 4}, like);
+  torch::Tensor b = staging.result_buffer({2, 4}, like);
+  EXPECT_EQ(a.sizes(), (std::vector<std::int64_t>{2, 4}));
+  EXPECT_EQ(a.scalar_type(), torch::kDouble);
+  EXPECT_TRUE(a.device().is_cpu());
+  EXPECT_NE(a.data_ptr(), b.data_ptr());
+  EXPECT_TRUE(staging.result_to_device(a, like.device()).is_same(a));
+  EXPECT_TRUE(alloc.requests.empty());
+}
+
 }  // namespace

@@ -50,7 +50,7 @@ struct HostStaging::Device {
 };
 
 HostStaging::HostStaging(double timeout_seconds, StagingBuffers::Allocate allocate)
-    : timeout_seconds_(timeout_seconds), buffers_(std::move(allocate)) {}
+    : timeout_seconds_(timeout_seconds), buffers_(allocate), results_(std::move(allocate)) {}
 
 HostStaging::~HostStaging() = default;
 
@@ -96,11 +96,17 @@ void HostStaging::to_device(torch::Tensor& target, const torch::Tensor& host) {
     if (!target.is_same(host)) target.copy_(host);
     return;
   }
+  copy_back(target, host, consumer_stream(target.device()));
+}
+
+void HostStaging::copy_back(torch::Tensor& target, const torch::Tensor& host,
+                            const c10::Stream& caller) {
   Device& d = device_state(target.device());
-  // The caller's stream, where the engine thread runs this for it
-  // (comm/ready_mark.h). The side stream orders after `target`'s last use
-  // on it, and it after the copy.
-  const c10::Stream caller = consumer_stream(target.device());
+  // `caller`: the stream that consumes the result, the caller's where the
+  // engine thread runs this for it (comm/ready_mark.h). The side stream
+  // orders after `target`'s last use on it (for a new tensor: the last use
+  // of its memory, which the caching allocator hands out in that stream's
+  // order), and it after the copy.
   c10::Event free(target.device().type());
   free.record(caller);
   free.block(d.side);
@@ -111,6 +117,26 @@ void HostStaging::to_device(torch::Tensor& target, const torch::Tensor& host) {
     copied.record(d.side);
   }
   copied.block(caller);
+}
+
+torch::Tensor HostStaging::result_buffer(at::IntArrayRef sizes, const torch::Tensor& like) {
+  if (like.device().is_cpu()) return torch::empty(sizes, like.options());
+  return results_.view(sizes, like.scalar_type());
+}
+
+torch::Tensor HostStaging::result_to_device(const torch::Tensor& host,
+                                            const torch::Device& device) {
+  if (device.is_cpu()) return host;
+  const c10::Stream caller = consumer_stream(device);
+  torch::Tensor target;
+  {
+    // Allocated on the consumer's stream: the caching allocator frees it in
+    // that stream's order, after the copy it waits for below.
+    const c10::StreamGuard on_caller(caller);
+    target = torch::empty(host.sizes(), host.options().device(device).pinned_memory(false));
+  }
+  if (host.numel() > 0) copy_back(target, host, caller);
+  return target;
 }
 
 }  // namespace tnt::comm

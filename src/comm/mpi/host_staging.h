@@ -14,6 +14,9 @@
 //  3. to_device() copies the result back on the side stream and makes the
 //     caller's stream wait on it (the request's, where the engine thread runs
 //     it); the host does not wait.
+// A collective whose result has another shape (allgather, reduce_scatter)
+// receives it in pinned memory of its own (result_buffer) and copies it to
+// a new device tensor the same way (result_to_device).
 // The pinned buffers are reused: one per dtype, grown to the largest tensor
 // staged (pinning memory costs far more than a copy). A buffer is reused only
 // through to_host(), which waits for every earlier copy on the side stream
@@ -21,6 +24,7 @@
 // Tensors on the CPU pass through untouched.
 #pragma once
 
+#include <c10/core/Stream.h>
 #include <torch/types.h>
 
 #include <cstdint>
@@ -75,15 +79,30 @@ class HostStaging {
   /// `target` is that same CPU tensor; for a device tensor the copy runs on
   /// the side stream and `target`'s current stream waits for it.
   void to_device(torch::Tensor& target, const torch::Tensor& host);
+  /// Host memory for the result of a collective on `like` whose shape
+  /// differs from its input's (allgather, reduce_scatter), shaped `sizes`:
+  /// a new CPU tensor when `like` is on the CPU; else a view of a reused
+  /// pinned buffer kept apart from to_host()'s, valid until the next call.
+  /// Call it after the collective's to_host(): that waits for every earlier
+  /// copy on the side stream, so the previous result's copy back has read
+  /// the buffer before it is overwritten.
+  torch::Tensor result_buffer(at::IntArrayRef sizes, const torch::Tensor& like);
+  /// A tensor on `device` holding `host` (from result_buffer): `host` itself
+  /// for the CPU; else a new tensor, copied on the side stream, with the
+  /// consumer's stream waiting for the copy (the host does not).
+  torch::Tensor result_to_device(const torch::Tensor& host, const torch::Device& device);
   /// Device tensors staged so far (for tests and the timeline).
   std::int64_t staged() const { return staged_; }
 
  private:
   struct Device;  // the side stream of one GPU (CUDA types stay in the .cpp)
   Device& device_state(const torch::Device& device);
+  /// `target` (on a GPU) <- `host` on the side stream; `caller` waits.
+  void copy_back(torch::Tensor& target, const torch::Tensor& host, const c10::Stream& caller);
 
   double timeout_seconds_;
   StagingBuffers buffers_;
+  StagingBuffers results_;  ///< result_buffer()'s, apart from to_host()'s
   std::map<int, std::unique_ptr<Device>> devices_;
   std::int64_t staged_ = 0;
 };

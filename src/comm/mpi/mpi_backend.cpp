@@ -355,7 +355,7 @@ torch::Tensor MpiBackend::allgather(torch::Tensor tensor) {
   const torch::Tensor host = device_staging_.to_host(tensor);
   std::vector<std::int64_t> shape = host.sizes().vec();
   shape[0] *= size_;
-  torch::Tensor out = torch::empty(shape, host.options());
+  torch::Tensor out = device_staging_.result_buffer(shape, tensor);
   if (host.numel() > 0) {
     const MPI_Datatype type = types_.datatype(dtype_of(host));
     const int n = as_count(host.numel(), "allgather");
@@ -370,7 +370,7 @@ torch::Tensor MpiBackend::allgather(torch::Tensor tensor) {
                 "MPI_Allgather");
     }
   }
-  return out.to(tensor.device());
+  return device_staging_.result_to_device(out, tensor.device());
 }
 
 torch::Tensor MpiBackend::allgatherv(torch::Tensor tensor) {
@@ -390,7 +390,7 @@ torch::Tensor MpiBackend::allgatherv(torch::Tensor tensor) {
   }
   std::vector<std::int64_t> shape = host.sizes().vec();
   shape[0] = rows;
-  torch::Tensor out = torch::empty(shape, host.options());
+  torch::Tensor out = device_staging_.result_buffer(shape, tensor);
   if (out.numel() > 0) {
     const MPI_Datatype type = types_.datatype(dtype_of(host));
     const PayloadWatch watch(watchdog_, seq_ - 1, "allgatherv", out.numel());
@@ -403,7 +403,7 @@ torch::Tensor MpiBackend::allgatherv(torch::Tensor tensor) {
       allgatherv_in_rounds(host, counts, displs, rank_, type, data_, out);
     }
   }
-  return out.to(tensor.device());
+  return device_staging_.result_to_device(out, tensor.device());
 }
 
 torch::Tensor MpiBackend::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
@@ -419,7 +419,7 @@ torch::Tensor MpiBackend::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
   for (int r = 0; r < size_; ++r) counts[r] = as_count(rows[r] * row, "reduce_scatter");
   std::vector<std::int64_t> shape = host.sizes().vec();
   shape[0] = rows[rank_];
-  torch::Tensor out = torch::empty(shape, host.options());
+  torch::Tensor out = device_staging_.result_buffer(shape, tensor);
   if (host.numel() > 0) {
     const DType dtype = dtype_of(host);
     const MPI_Datatype type = types_.datatype(dtype);
@@ -431,12 +431,12 @@ torch::Tensor MpiBackend::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
                               counts, host.element_size(), type, mpi_op,
                               static_cast<char*>(out.data_ptr()));
       if (op == ReduceOp::Average) out.div_(size_);
-      return out.to(tensor.device());
+      return device_staging_.result_to_device(out, tensor.device());
     }
     reduce_scatter_in_rounds(host, counts, rank_, type, mpi_op, data_, out);
   }
   if (op == ReduceOp::Average && size_ > 1) out.div_(size_);
-  return out.to(tensor.device());
+  return device_staging_.result_to_device(out, tensor.device());
 }
 
 void MpiBackend::barrier() {

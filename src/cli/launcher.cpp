@@ -100,7 +100,9 @@ LaunchOptions with_hosts(LaunchOptions options, const std::string& hostfile) {
 
 NodeFacts facts_for(const LaunchOptions& options) {
   NodeFacts facts = detect_node_facts();
-  if (options.assumed_gpu_count()) facts.gpu_count(*options.assumed_gpu_count());
+  if (options.assumed_gpu_count()) {
+    facts.gpu_count(*options.assumed_gpu_count()).installed_gpu_count(*options.assumed_gpu_count());
+  }
   return facts;
 }
 

@@ -24,12 +24,20 @@ struct Capacity {
 
 Capacity capacity_of(const SlurmAllocation& allocation, const AllocationRequest& request) {
   const int gpus = allocation.gpus_per_node.value_or(request.local_gpu_count);
+  const int k = std::max(1, request.ranks_per_gpu);
   Capacity capacity;
-  capacity.gpus = !request.no_gpu && gpus > 0;
+  capacity.gpus = !request.no_gpu && (gpus > 0 || allocation.gpus_per_task.has_value());
   for (std::size_t i = 0; i < allocation.hosts.size(); ++i) {
-    capacity.hosts.push_back(
-        HostRanks{allocation.hosts[i], capacity.gpus ? gpus * std::max(1, request.ranks_per_gpu)
-                                                     : allocation.tasks_per_node[i]});
+    int ranks = allocation.tasks_per_node[i];
+    if (capacity.gpus && !allocation.gpus_per_node && allocation.gpus_per_task) {
+      // GPUs bound to tasks (--gpus-per-task): a host has its tasks' GPUs,
+      // however unevenly the tasks are spread; this node's count says
+      // nothing about the others.
+      ranks = allocation.tasks_per_node[i] * *allocation.gpus_per_task * k;
+    } else if (capacity.gpus) {
+      ranks = gpus * k;
+    }
+    capacity.hosts.push_back(HostRanks{allocation.hosts[i], ranks});
   }
   return capacity;
 }

@@ -44,15 +44,11 @@ std::optional<bool> parse_gpu_request(const std::string& raw) {
 
 namespace {
 
-// -x TNT_USE_GPU=true: every rank gets a GPU of its own, or nothing starts.
-DevicePlacement demand_gpus(std::optional<int> requested_per_node, bool no_gpu, int gpu_count,
+// -x TNT_USE_GPU=true (without --no-gpu: check_gpu_flags): every rank gets a
+// GPU of its own, or nothing starts.
+DevicePlacement demand_gpus(std::optional<int> requested_per_node, int gpu_count,
                             const std::string& raw, int ranks_per_gpu) {
   const std::string request = "-x TNT_USE_GPU=" + raw;
-  if (no_gpu) {
-    throw LauncherError(request +
-                        " asks for a GPU on every rank and --no-gpu for none: drop one "
-                        "of the two");
-  }
   if (gpu_count == 0) {
     throw LauncherError(request +
                         " asks for a GPU on every rank, but this node has no GPU (`nvidia-smi "
@@ -73,8 +69,8 @@ DevicePlacement demand_gpus(std::optional<int> requested_per_node, bool no_gpu, 
 
 }  // namespace
 
-DevicePlacement place_ranks(std::optional<int> requested_per_node, bool no_gpu, int gpu_count,
-                            const std::optional<std::string>& gpu_request, int ranks_per_gpu) {
+std::optional<bool> check_gpu_flags(bool no_gpu, const std::optional<std::string>& gpu_request,
+                                    int ranks_per_gpu) {
   if (ranks_per_gpu < 1) {
     throw LauncherError("--ranks-per-gpu " + std::to_string(ranks_per_gpu) +
                         ": the number of ranks per GPU must be at least 1");
@@ -85,6 +81,17 @@ DevicePlacement place_ranks(std::optional<int> requested_per_node, bool no_gpu, 
                         (no_gpu ? std::string("--no-gpu") : "-x TNT_USE_GPU=" + *gpu_request) +
                         " runs every rank on the CPU: drop one of the two");
   }
+  if (demand == true && no_gpu) {
+    throw LauncherError("-x TNT_USE_GPU=" + *gpu_request +
+                        " asks for a GPU on every rank and --no-gpu for none: drop one "
+                        "of the two");
+  }
+  return demand;
+}
+
+DevicePlacement place_ranks(std::optional<int> requested_per_node, bool no_gpu, int gpu_count,
+                            const std::optional<std::string>& gpu_request, int ranks_per_gpu) {
+  const std::optional<bool> demand = check_gpu_flags(no_gpu, gpu_request, ranks_per_gpu);
   if (ranks_per_gpu > 1 && gpu_count == 0) {
     throw LauncherError("--ranks-per-gpu " + std::to_string(ranks_per_gpu) +
                         " shares GPUs between ranks, but this node has no GPU (`nvidia-smi -L` "
@@ -92,7 +99,7 @@ DevicePlacement place_ranks(std::optional<int> requested_per_node, bool no_gpu, 
                         "on a node with GPUs");
   }
   if (demand == true) {
-    return demand_gpus(requested_per_node, no_gpu, gpu_count, *gpu_request, ranks_per_gpu);
+    return demand_gpus(requested_per_node, gpu_count, *gpu_request, ranks_per_gpu);
   }
   if (no_gpu || demand == false) return on_cpu(requested_per_node.value_or(1), "");
   // No GPU installed and none asked for: the CPU run is the only run there

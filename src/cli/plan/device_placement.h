@@ -48,6 +48,14 @@ DevicePlacement place_ranks(std::optional<int> requested_per_node, bool no_gpu, 
 /// decides). Throws LauncherError for anything else.
 std::optional<bool> parse_gpu_request(const std::string& raw);
 
+/// The GPU flags read together, before any placement: the parsed -x
+/// TNT_USE_GPU (nullopt: none, or auto). Throws LauncherError for
+/// --ranks-per-gpu below 1, or above 1 with --no-gpu or -x TNT_USE_GPU=false
+/// (sharing GPUs and running on the CPU), and for -x TNT_USE_GPU=true with
+/// --no-gpu. Both place_ranks and a Slurm job's placement start with it.
+std::optional<bool> check_gpu_flags(bool no_gpu, const std::optional<std::string>& gpu_request,
+                                    int ranks_per_gpu);
+
 /// "GPU (one GPU per rank)" or "GPU (2 ranks per GPU, collectives staged
 /// through host memory over MPI)", or "CPU": for --dry-run's notes.
 std::string describe_device(bool use_gpu, int ranks_per_gpu);

@@ -86,10 +86,15 @@ JobPlacement place_job(const LaunchOptions& options, const NodeFacts& facts) {
                         options.ranks_per_gpu()),
             std::nullopt};
   }
+  // The same flags as on a node of one's own: -x TNT_USE_GPU=false means the
+  // CPU, so the job's tasks count and not its GPUs; contradictions are
+  // refused. A demand (true) is checked by each rank on its own host.
+  const std::optional<bool> demand =
+      check_gpu_flags(options.no_gpu(), user_export(options, env::kUseGpu), options.ranks_per_gpu());
   AllocationRequest request;
   request.total_ranks = options.ranks();
   request.ranks_per_node = options.ranks_per_node();
-  request.no_gpu = options.no_gpu();
+  request.no_gpu = options.no_gpu() || demand == false;
   request.local_gpu_count = facts.gpu_count();
   request.ranks_per_gpu = options.ranks_per_gpu();
   JobPlacement job{{}, place_in_allocation(*slurm, request)};
@@ -318,11 +323,40 @@ std::string threads_note(bool keep_user_value, const NodeFacts& facts, int per_n
          " ranks; computed on each host from its own cores)";
 }
 
+// GPUs bound to tasks (sbatch --gpus-per-task) and mpirun across nodes:
+// mpirun starts its daemons on the other nodes with one srun task each, so
+// that step holds one task's GPUs and all of the node's ranks share them.
+std::optional<std::string> gpus_per_task_warning(const LaunchOptions& options,
+                                                 const NodeFacts& facts, const JobPlacement& job) {
+  if (!job.allocation || options.srun() || !job.allocation->use_gpu ||
+      job.allocation->hosts.size() < 2) {
+    return std::nullopt;
+  }
+  const SlurmAllocation& slurm = *facts.slurm_allocation();
+  if (!slurm.gpus_per_task || slurm.gpus_per_node) return std::nullopt;
+  return "Slurm job " + slurm.job_id + " binds its GPUs to tasks (SLURM_GPUS_PER_TASK=" +
+         std::to_string(*slurm.gpus_per_task) +
+         "): mpirun starts the ranks of the other nodes inside one Slurm task per node, which "
+         "may see that task's GPUs only, so those ranks would share them (they warn if so); "
+         "add --srun to start every rank as a task of its own, with its own GPUs";
+}
+
+// The node as the ranks will see it: a CUDA_VISIBLE_DEVICES given with -x
+// (the last one wins, as for mpirun) replaces the launcher's own when the
+// GPUs are counted.
+NodeFacts as_ranks_see_it(const LaunchOptions& options, NodeFacts facts) {
+  const auto visible = user_export(options, "CUDA_VISIBLE_DEVICES");
+  if (!visible) return facts;
+  return facts.gpu_count(
+      visible_gpu_count(facts.installed_gpu_count().value_or(facts.gpu_count()), visible->c_str()));
+}
+
 }  // namespace
 
-LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& facts,
+LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& node,
                              const std::string& program_path) {
   if (options.command().empty()) throw LauncherError("missing program after '--'");
+  const NodeFacts facts = as_ranks_see_it(options, node);
   const JobPlacement job = place_job(options, facts);
   const DevicePlacement& placement = job.device;
   check_pinning(options, facts, placement.ranks_per_node);
@@ -336,7 +370,12 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& fact
   export_tarantella_settings(command, options, facts, job);
   const bool keep_threads = facts.omp_num_threads_set() || user_export(options, "OMP_NUM_THREADS");
   if (facts.omp_num_threads_set()) command.export_inherited("OMP_NUM_THREADS");
-  for (const auto& e : options.exports()) command.export_value(e.name, e.value);
+  for (const auto& e : options.exports()) {
+    // -x TNT_USE_GPU=auto leaves the choice to the launcher, as no -x does
+    // (place_ranks): its "false" for more ranks than GPUs must stand.
+    if (e.name == env::kUseGpu && !parse_gpu_request(e.value).has_value()) continue;
+    command.export_value(e.name, e.value);
+  }
   export_python_path(command, options, facts);
   // After -x: a fact about this attempt, not a setting the user may change.
   command.export_value(kRestartCountVariable, std::to_string(options.restart_count()));
@@ -353,6 +392,7 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& fact
   LaunchPlan plan =
       command.build(rank_command_for(options, facts, wrapper, interpreter, program_path));
   if (!placement.warning.empty()) plan.warnings.push_back(placement.warning);
+  if (auto warning = gpus_per_task_warning(options, facts, job)) plan.warnings.push_back(*warning);
   for (auto& note : placement_notes(options, facts, job)) plan.notes.push_back(std::move(note));
   plan.notes.push_back(threads_note(keep_threads, facts, placement.ranks_per_node));
   if (auto note = interpreter_note(interpreter, options, program_path)) plan.notes.push_back(*note);

@@ -77,17 +77,13 @@ int visible_gpu_count(int installed, const char* cuda_visible_devices) {
 
 namespace {
 
-int detect_gpu_count() {
+int detect_installed_gpu_count() {
   if (find_in_path("nvidia-smi").empty()) return 0;
-  int installed = 0;
   try {
-    installed = count_gpu_lines(capture_stdout({"nvidia-smi", "-L"}));
+    return count_gpu_lines(capture_stdout({"nvidia-smi", "-L"}));
   } catch (const std::exception&) {
     return 0;  // a broken driver install means "no usable GPU", not a launch failure
   }
-  // The ranks inherit CUDA_VISIBLE_DEVICES (a Slurm job's, or the user's):
-  // one rank per GPU means one per GPU they can see.
-  return visible_gpu_count(installed, std::getenv("CUDA_VISIBLE_DEVICES"));
 }
 
 std::string self_path() {
@@ -102,8 +98,12 @@ std::string self_path() {
 NodeFacts detect_node_facts() {
   const std::string launcher = self_path();
   const char* python_path = std::getenv("PYTHONPATH");
+  const int installed = detect_installed_gpu_count();
   return NodeFacts()
-      .gpu_count(detect_gpu_count())
+      // The ranks inherit CUDA_VISIBLE_DEVICES (a Slurm job's, or the
+      // user's): one rank per GPU means one per GPU they can see.
+      .gpu_count(visible_gpu_count(installed, std::getenv("CUDA_VISIBLE_DEVICES")))
+      .installed_gpu_count(installed)
       .core_count(usable_core_count())
       .numa_node_count(count_numa_nodes())
       .numactl_available(!find_in_path("numactl").empty())

@@ -17,8 +17,12 @@ namespace tnt::cli {
 /// Facts about the launching node.
 /// Example: `NodeFacts().gpu_count(2).core_count(16).effective_uid(1000)`.
 class NodeFacts {
-  /// GPUs reported by `nvidia-smi -L` (0 when nvidia-smi is missing).
+  /// GPUs the ranks will see: those `nvidia-smi -L` reports (0 when
+  /// nvidia-smi is missing), limited by the launcher's CUDA_VISIBLE_DEVICES.
   TNT_ARG(int, gpu_count) = 0;
+  /// All the GPUs `nvidia-smi -L` reports, CUDA_VISIBLE_DEVICES aside (unset:
+  /// gpu_count), for a CUDA_VISIBLE_DEVICES that -x gives the ranks.
+  TNT_ARG(std::optional<int>, installed_gpu_count);
   /// CPU cores this process may run on.
   TNT_ARG(int, core_count) = 1;
   /// NUMA nodes under /sys/devices/system/node.

@@ -98,14 +98,16 @@ std::vector<std::string> expand_item(const std::string& item, const std::string&
 }
 
 // "tesla:2" or "2" (a list of them is summed); nullopt for "0"/unset.
-std::optional<int> parse_gpus_per_node(const std::optional<std::string>& text) {
+// SLURM_GPUS_PER_NODE or SLURM_GPUS_PER_TASK: "2", "a100:2", "a100:1,v100:1".
+std::optional<int> parse_gpu_count(const std::optional<std::string>& text,
+                                   const std::string& variable) {
   if (!text || text->empty()) return std::nullopt;
   long total = 0;
   for (const auto& part : split_top_level(*text)) {
     const std::string count = part.substr(part.rfind(':') + 1);
     const auto value = parse_count(count, 0);
     if (!value) {
-      bad_value("SLURM_GPUS_PER_NODE", *text, "is not a GPU count",
+      bad_value(variable, *text, "is not a GPU count",
                 "a count such as '2' or 'a100:2'");
     }
     total += *value;
@@ -199,7 +201,8 @@ std::optional<SlurmAllocation> read_slurm_allocation(const EnvLookup& env) {
         " host(s): the Slurm environment is inconsistent; start tarantella in the job's batch "
         "script or salloc shell, where Slurm sets both");
   }
-  allocation.gpus_per_node = parse_gpus_per_node(env("SLURM_GPUS_PER_NODE"));
+  allocation.gpus_per_node = parse_gpu_count(env("SLURM_GPUS_PER_NODE"), "SLURM_GPUS_PER_NODE");
+  allocation.gpus_per_task = parse_gpu_count(env("SLURM_GPUS_PER_TASK"), "SLURM_GPUS_PER_TASK");
   return allocation;
 }
 

@@ -26,6 +26,9 @@ struct SlurmAllocation {
   std::vector<int> tasks_per_node;
   /// SLURM_GPUS_PER_NODE ("2", "a100:2"); nullopt when the job asked for no GPUs.
   std::optional<int> gpus_per_node;
+  /// SLURM_GPUS_PER_TASK (sbatch --gpus-per-task): each task's own GPUs;
+  /// nullopt when not set.
+  std::optional<int> gpus_per_task;
   /// The raw values, quoted in messages and --dry-run notes.
   std::string node_list_text;
   std::string tasks_per_node_text;

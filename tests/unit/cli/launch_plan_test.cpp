@@ -230,6 +230,47 @@ TEST(LaunchPlan, RanksPerGpuSharesTheGpusOfTheNode) {
   EXPECT_THROW(build_launch_plan(job(2).ranks_per_gpu(2), cpu_node(), kProgram), LauncherError);
 }
 
+// The ranks see the GPUs of the CUDA_VISIBLE_DEVICES that -x gives them,
+// not of the launcher's own: the rank count and the device follow it.
+TEST(LaunchPlan, ACudaVisibleDevicesGivenWithXIsWhatTheGpusAreCountedFrom) {
+  const auto eight = cpu_node().gpu_count(8).installed_gpu_count(8);
+  const auto visible = [](const std::string& value) {
+    return LaunchOptions().exports({{"CUDA_VISIBLE_DEVICES", value}}).command({"p"});
+  };
+  const auto two = build_launch_plan(visible("0,1"), eight, kProgram);
+  EXPECT_TRUE(contains_sequence(two.argv, {"-np", "2"}));
+  EXPECT_EQ(env_value(two, "TNT_USE_GPU"), "auto");
+  EXPECT_EQ(env_value(two, "CUDA_VISIBLE_DEVICES"), "0,1");
+  const auto too_many = build_launch_plan(
+      job(8).exports({{"CUDA_VISIBLE_DEVICES", "0,1"}}), eight, kProgram);
+  EXPECT_EQ(env_value(too_many, "TNT_USE_GPU"), "false");
+  EXPECT_THAT(too_many.warnings, ElementsAre(HasSubstr("this node has 2 GPUs")));
+  EXPECT_THROW(build_launch_plan(job(8).exports({{"CUDA_VISIBLE_DEVICES", "0,1"},
+                                                 {"TNT_USE_GPU", "true"}}),
+                                 eight, kProgram),
+               LauncherError);
+  const auto none = build_launch_plan(visible(""), eight, kProgram);  // hides every GPU
+  EXPECT_TRUE(contains_sequence(none.argv, {"-np", "1"}));
+  EXPECT_EQ(env_value(none, "TNT_USE_GPU"), "false");
+  EXPECT_THAT(none.notes.front(), HasSubstr("on the CPU"));
+  // The launcher's own CUDA_VISIBLE_DEVICES (one GPU seen of 8) gives way.
+  const auto four =
+      build_launch_plan(visible("0,1,2,3"), cpu_node().gpu_count(1).installed_gpu_count(8), kProgram);
+  EXPECT_TRUE(contains_sequence(four.argv, {"-np", "4"}));
+}
+
+// -x TNT_USE_GPU=auto is no request: the launcher's choice stands, and the
+// ranks are told it (not "auto", which would put 3 ranks on 2 GPUs).
+TEST(LaunchPlan, AutoGivenWithXLeavesTheChoiceToTheLauncher) {
+  const auto plan = build_launch_plan(job(3).exports({{"TNT_USE_GPU", "auto"}}),
+                                      cpu_node().gpu_count(2), kProgram);
+  EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "false");
+  EXPECT_THAT(plan.warnings, ElementsAre(HasSubstr("all ranks run on the CPU")));
+  const auto fits = build_launch_plan(job(2).exports({{"TNT_USE_GPU", " Auto"}}),
+                                      cpu_node().gpu_count(2), kProgram);
+  EXPECT_EQ(env_value(fits, "TNT_USE_GPU"), "auto");
+}
+
 TEST(LaunchPlan, NoGpuFlagIsSilent) {
   const auto plan = build_launch_plan(job(2).no_gpu(true), cpu_node().gpu_count(4), kProgram);
   EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "false");
@@ -553,6 +594,54 @@ TEST(LaunchPlan, SlurmJobThatDoesNotSayItsGpusLetsEachHostDecideFromALoginNode) 
   EXPECT_EQ(env_value(build_launch_plan(any_ranks(), cpu_node().slurm_allocation(none), kProgram),
                       "TNT_USE_GPU"),
             "false");
+}
+
+// Inside a Slurm job the GPU flags mean what they mean on a node of one's
+// own: TNT_USE_GPU=false counts the job's tasks, not its GPUs, and the
+// contradictions are refused before anything starts.
+TEST(LaunchPlan, SlurmJobTakesTheGpuFlagsAsANodeDoes) {
+  SlurmAllocation gpus = *slurm_node().slurm_allocation();
+  gpus.tasks_per_node = {1, 1};
+  gpus.tasks_per_node_text = "1(x2)";
+  gpus.gpus_per_node = 8;
+  const NodeFacts node = cpu_node().gpu_count(8).slurm_allocation(gpus);
+  EXPECT_TRUE(contains_sequence(build_launch_plan(any_ranks(), node, kProgram).argv,
+                                {"--host", "node01:8,node02:8", "-np", "16"}));
+  const auto cpu =
+      build_launch_plan(any_ranks().exports({{"TNT_USE_GPU", "false"}}), node, kProgram);
+  EXPECT_TRUE(contains_sequence(cpu.argv, {"--host", "node01:1,node02:1", "-np", "2"}));
+  EXPECT_EQ(env_value(cpu, "TNT_USE_GPU"), "false");
+  EXPECT_THAT(cpu.notes.front(), HasSubstr("on the CPU"));
+  EXPECT_THAT(error_of([&] {
+                build_launch_plan(any_ranks().ranks_per_gpu(2).exports({{"TNT_USE_GPU", "false"}}),
+                                  node, kProgram);
+              }),
+              HasSubstr("--ranks-per-gpu 2 shares GPUs, but -x TNT_USE_GPU=false runs every rank "
+                        "on the CPU"));
+  EXPECT_THAT(error_of([&] {
+                build_launch_plan(any_ranks().ranks_per_gpu(2).no_gpu(true), node, kProgram);
+              }),
+              HasSubstr("--ranks-per-gpu 2 shares GPUs, but --no-gpu"));
+  EXPECT_THAT(error_of([&] {
+                build_launch_plan(any_ranks().no_gpu(true).exports({{"TNT_USE_GPU", "true"}}),
+                                  node, kProgram);
+              }),
+              HasSubstr("asks for a GPU on every rank and --no-gpu for none"));
+}
+
+// sbatch --gpus-per-task=1 --ntasks=3 over 2 nodes (2 + 1): a rank per
+// task's GPU, wherever the tasks are; mpirun across nodes is warned about.
+TEST(LaunchPlan, SlurmGpusBoundToTasksGiveARankPerTask) {
+  SlurmAllocation per_task = *slurm_node().slurm_allocation();
+  per_task.gpus_per_task = 1;
+  const NodeFacts node = cpu_node().gpu_count(2).slurm_allocation(per_task);
+  const auto plan = build_launch_plan(any_ranks(), node, kProgram);
+  EXPECT_TRUE(contains_sequence(plan.argv, {"--host", "node01:2,node02:1", "-np", "3"}));
+  EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "auto");
+  EXPECT_THAT(plan.warnings, ElementsAre(HasSubstr("binds its GPUs to tasks (SLURM_GPUS_PER_TASK=1)"
+                                                   ": mpirun starts the ranks of the other nodes")));
+  EXPECT_THAT(build_launch_plan(any_ranks().srun(true), node, kProgram).warnings, IsEmpty());
+  EXPECT_THAT(build_launch_plan(job(2), node, kProgram).warnings, IsEmpty());  // node01 only
 }
 
 TEST(LaunchPlan, SlurmAllocationNarrowedByMinusN) {

@@ -104,6 +104,12 @@ TEST(SlurmAllocation, GpusPerNodeWithOrWithoutType) {
   EXPECT_EQ(read_slurm_allocation(lookup(env))->gpus_per_node, 4);
   env["SLURM_GPUS_PER_NODE"] = "0";
   EXPECT_FALSE(read_slurm_allocation(lookup(env))->gpus_per_node);
+  env["SLURM_GPUS_PER_TASK"] = "h100:1";
+  EXPECT_EQ(read_slurm_allocation(lookup(env))->gpus_per_task, 1);
+  env["SLURM_GPUS_PER_TASK"] = "one";
+  EXPECT_THAT(error_of([&] { read_slurm_allocation(lookup(env)); }),
+              HasSubstr("SLURM_GPUS_PER_TASK='one' is not a GPU count"));
+  env.erase("SLURM_GPUS_PER_TASK");
   env["SLURM_GPUS_PER_NODE"] = "a100:lots";
   EXPECT_THAT(error_of([&] { read_slurm_allocation(lookup(env)); }),
               HasSubstr("SLURM_GPUS_PER_NODE='a100:lots' is not a GPU count"));

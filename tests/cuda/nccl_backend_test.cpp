@@ -101,18 +101,8 @@ TEST(NcclBackend, EachRankTrainsOnAGpuOfItsOwn) {
     EXPECT_EQ(p.device(), gpu()) << name;
   }
 
-  // (host, GPU) of every rank: no pair twice.
-  const auto host_id = static_cast<std::int64_t>(std::hash<std::string>{}(host) >> 1);
-  const std::int64_t index = gpu().index();
-  const torch::Tensor all =
-      tnt::world().allgather(torch::tensor({host_id, index}, torch::kInt64).view({1, 2}));
-  std::set<std::pair<std::int64_t, std::int64_t>> seen;
-  for (int q = 0; q < tnt::get_size(); ++q) {
-    const std::int64_t host_q = all[q][0].item<std::int64_t>();
-    const std::int64_t gpu_q = all[q][1].item<std::int64_t>();
-    EXPECT_TRUE(seen.insert({host_q, gpu_q}).second)
-        << "rank " << q << " shares cuda:" << gpu_q << " with another rank of its host";
-  }
+  // No (host, index) uniqueness check: under Slurm's --gpus-per-task every
+  // rank sees its own GPU as cuda:0. The bus ids above tell GPUs apart.
 }
 
 TEST(NcclBackend, AllreduceEveryDtypeAndOpExactly) {

@@ -75,6 +75,22 @@ TEST(BackendChoice, AutomaticFallsBackToMpiAndSaysWhy) {
   expect_contains(c.reason, "this rank's GPU (0000:3b:00.0) is also used by rank 1");
 }
 
+// A library older than the backend needs (loaded at run time, whatever the
+// headers were): MPI with the reason, or, forced, an error with the fix.
+TEST(BackendChoice, AnNcclTooOldFallsBackToMpiOrNamesTheFix) {
+  BackendFacts old = gpu_host();
+  old.nccl_version = 22605;
+  const BackendChoice c = tnt::comm::choose_backend(old);
+  EXPECT_EQ(c.kind, BackendKind::Mpi);
+  expect_contains(c.reason, "the NCCL loaded is version 2.26.5, and the NCCL backend needs 2.27");
+  old.requested = CommBackend::Nccl;
+  const std::string e = choice_error(old);
+  expect_contains(e, "TNT_COMM_BACKEND=nccl, but the NCCL loaded is version 2.26.5");
+  expect_contains(e, "install a newer NCCL");
+  old.nccl_version = 22809;
+  EXPECT_EQ(tnt::comm::choose_backend(old).kind, BackendKind::Nccl);
+}
+
 TEST(BackendChoice, MpiForcedIsAlwaysMpi) {
   EXPECT_EQ(tnt::comm::choose_backend(gpu_host(CommBackend::Mpi)).kind, BackendKind::Mpi);
   BackendFacts nothing;  // CPU, no NCCL

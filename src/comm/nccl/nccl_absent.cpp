@@ -11,6 +11,8 @@ bool nccl_built() { return false; }
 
 std::string gpu_bus_id(int) { return ""; }
 
+int nccl_version() { return 0; }
+
 std::unique_ptr<Backend> make_nccl_backend(std::unique_ptr<Backend>, int) {
   ::tnt::detail::throw_error(
       "this build of Tarantella has no NCCL backend: rebuild against a CUDA build of torch with "

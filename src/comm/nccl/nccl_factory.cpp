@@ -25,11 +25,17 @@ std::string gpu_bus_id(int device) {
   return out;
 }
 
-std::unique_ptr<Backend> make_nccl_backend(std::unique_ptr<Backend> host, int device) {
-  // The library loaded may be older than the headers built against
-  // (nccl.cmake checks those): the same limit, where it counts.
+int nccl_version() {
   int version = 0;
   check_nccl(ncclGetVersion(&version), "ncclGetVersion");
+  return version;
+}
+
+std::unique_ptr<Backend> make_nccl_backend(std::unique_ptr<Backend> host, int device) {
+  // The library loaded may be older than the headers built against
+  // (nccl.cmake checks those): the same limit, where it counts (the vote
+  // falls back to MPI before, backend_choice.cpp; this guards other callers).
+  const int version = nccl_version();
   TNT_CHECK(version >= 22700, "the NCCL loaded is version ", version / 10000, ".",
             version / 100 % 100, "; tarantella's NCCL backend needs 2.27 or later (several "
             "non-blocking communicators in progress on one thread): install a newer NCCL "

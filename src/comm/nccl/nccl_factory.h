@@ -20,6 +20,10 @@ bool nccl_built();
 /// tnt::Error naming the device and CUDA's error where CUDA fails.
 std::string gpu_bus_id(int device);
 
+/// The NCCL library loaded, as ncclGetVersion says (22809 for 2.28.9); 0
+/// without the NCCL backend.
+int nccl_version();
+
 /// Collective over `host`'s ranks (an MpiBackend, as MpiSession::world and
 /// MpiBackend::split make): an NCCL backend layered on it, on CUDA device
 /// `device` of this process. Throws tnt::Error where NCCL is not built.

@@ -18,10 +18,20 @@ std::string ranks_text(const std::vector<int>& ranks) {
 }
 
 // Why NCCL cannot serve this rank, or "" when it can.
+// ncclGetVersion's form of 2.27.0: the first with several non-blocking
+// communicators in progress on one thread (comm/nccl/nccl_factory.cpp).
+constexpr int kMinNcclVersion = 22700;
+
 std::string nccl_obstacle(const BackendFacts& f) {
   if (!f.nccl_built) {
     return "this build of Tarantella has no NCCL backend (built against a LibTorch without "
            "CUDA, or configured without NCCL)";
+  }
+  if (f.nccl_version > 0 && f.nccl_version < kMinNcclVersion) {
+    return ::tnt::detail::concat("the NCCL loaded is version ", f.nccl_version / 10000, ".",
+                                 f.nccl_version / 100 % 100, ".", f.nccl_version % 100,
+                                 ", and the NCCL backend needs 2.27 or later (several "
+                                 "non-blocking communicators in progress on one thread)");
   }
   if (!f.model_on_cuda) {
     return "this rank trains on the CPU (TNT_USE_GPU=false, or LibTorch sees no GPU), and NCCL "
@@ -39,6 +49,10 @@ std::string nccl_fix(const BackendFacts& f) {
   if (!f.nccl_built) {
     return ::tnt::detail::concat("rebuild against a CUDA build of torch with -DTNT_WITH_NCCL=ON, "
                                  "or use ", env::kCommBackend, "=mpi");
+  }
+  if (f.nccl_version > 0 && f.nccl_version < kMinNcclVersion) {
+    return ::tnt::detail::concat("install a newer NCCL (a current pip torch brings one in its "
+                                 "nvidia-nccl wheel), or use ", env::kCommBackend, "=mpi");
   }
   if (!f.model_on_cuda) {
     return ::tnt::detail::concat("unset ", env::kCommBackend, " or set it to mpi, or train on a "

@@ -36,6 +36,9 @@ struct BackendFacts {
   bool model_on_cuda = false;
   /// Whether this build has the NCCL backend (nccl_built()).
   bool nccl_built = false;
+  /// The NCCL library loaded (ncclGetVersion: 22809 for 2.28.9); 0 when not
+  /// known (not built).
+  int nccl_version = 0;
   /// The GPU this rank's model would use, as NCCL names it (its PCI bus id,
   /// "0000:3b:00.0"); empty without one.
   std::string gpu;

@@ -36,6 +36,7 @@ BackendFacts local_facts(const Config& config, const Backend& world) {
   BackendFacts facts;
   facts.requested = config.comm_backend;
   facts.nccl_built = nccl_built();
+  facts.nccl_version = nccl_version();
   const int visible = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count())
                                                   : 0;
   // The engine's device rule (train/engine/engine_state.cpp, pick_device).

@@ -96,6 +96,12 @@ DistributedDataset::DistributedDataset(const Dataset& dataset, DistributeOptions
     } else if (batching.kind != Batching::Kind::Samples) {
       global_batch_size_ = batching.batch_size;
     }
+    // Not split, but read ahead and pinned all the same (pin_memory): off
+    // the training thread, as a split pipeline's.
+    if (options.pin_memory()) {
+      pipeline_ = Dataset(detail::make_prefetch(pipeline_.node(), kPinnedAhead,
+                                                options.pin_memory_device()));
+    }
     return;
   }
 
@@ -123,8 +129,11 @@ DistributedDataset::DistributedDataset(const Dataset& dataset, DistributeOptions
             size_, " or fewer ranks");
   TNT_CHECK(options.granularity() >= 1, "distribute: granularity ", options.granularity(),
             " is invalid: use at least 1 (samples per chunk)");
-  detail::SplitSpec spec{rank_, size_, options.granularity(), nullptr};
-  if (options.pin_memory()) spec.collate_into = detail::pinned_or_in_place;
+  detail::SplitSpec spec{rank_, size_, options.granularity(), nullptr, std::nullopt};
+  if (options.pin_memory()) {
+    spec.collate_into = detail::pinned_or_in_place;
+    spec.pin_device = options.pin_memory_device();
+  }
   pipeline_ = Dataset(node->split(spec));
   // The collation (and whatever lies above it) on a thread of its own.
   if (options.pin_memory()) {

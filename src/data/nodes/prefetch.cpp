@@ -15,6 +15,7 @@
 
 #include "base/stack_dump.h"
 #include "base/threads.h"
+#include "data/pipeline/element_ops.h"
 #include "data/pipeline/nodes.h"
 
 namespace tnt::data::detail {
@@ -75,6 +76,13 @@ class PrefetchStream final : public EagerStream {
           e = input_->next();
         }
         if (!e) break;
+        // Pinning read-ahead (pin_memory): what the steps above the
+        // collation made (a map's new tensors, a cache's, a strided view)
+        // is pinned here, not on the training thread (once: a pinned
+        // collation passes through).
+        if (device_) {
+          for (torch::Tensor& t : *e) t = pinned_dense(t);
+        }
         const std::int64_t global_size = input_->global_size();
         {
           std::lock_guard<std::mutex> lock(mutex_);
@@ -128,8 +136,11 @@ class PrefetchNode final : public Node {
     return std::make_unique<PrefetchStream>(input_->stream(key), capacity_, device_);
   }
   Batching batching() const override { return pass_through_batching(input_); }
+  // A user's prefetch above the collation reads pinned micro-batches ahead:
+  // its thread adopts the rank's GPU (base/threads.h) and pins as above.
   NodePtr split(const SplitSpec& spec) const override {
-    return std::make_shared<PrefetchNode>(input_->split(spec), capacity_, device_);
+    return std::make_shared<PrefetchNode>(input_->split(spec), capacity_,
+                                          device_ ? device_ : spec.pin_device);
   }
 
  private:

@@ -114,4 +114,10 @@ torch::Tensor pinned_or_in_place(at::IntArrayRef sizes, const torch::TensorOptio
   return torch::empty(sizes, options);
 }
 
+torch::Tensor pinned_dense(const torch::Tensor& t) {
+  if (!t.defined() || !t.device().is_cpu()) return t;
+  if (t.is_pinned() && t.is_non_overlapping_and_dense()) return t;
+  return torch::empty(t.sizes(), t.options().pinned_memory(true)).copy_(t);
+}
+
 }  // namespace tnt::data::detail

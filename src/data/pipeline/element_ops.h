@@ -37,6 +37,11 @@ Element empty_rows(const Element& batch);
 /// memory; samples already on a device (a user's CUDA tensors) are collated
 /// there, since stacking them into host memory is an error.
 torch::Tensor pinned_or_in_place(at::IntArrayRef sizes, const torch::TensorOptions& options);
+/// A host tensor ready for a copy to a GPU that does not block: `t` itself
+/// when it is pinned and dense (a non-dense source would be copied through
+/// a pageable temporary, which synchronises), else a pinned contiguous copy.
+/// Tensors on a device pass through.
+torch::Tensor pinned_dense(const torch::Tensor& t);
 /// The samples that were not dropped.
 std::vector<Element> kept_samples(const std::vector<Element>& samples);
 /// "[2, 3]".

@@ -136,6 +136,9 @@ struct SplitSpec {
   /// GPU: the copy to the device then needs no second host copy); null:
   /// memory of the usual kind.
   CollateInto collate_into;
+  /// With collate_into pinned: the rank's GPU, which a prefetch above the
+  /// collation adopts (its thread then pins, see nodes/prefetch.cpp).
+  std::optional<c10::Device> pin_device;
 };
 
 class Node;

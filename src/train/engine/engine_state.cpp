@@ -16,6 +16,7 @@
 #include <tarantella/keras/sync_batchnorm.h>
 
 #include "comm/world/backend_choice.h"
+#include "data/pipeline/element_ops.h"
 #include "dp/optimizer_shards.h"
 #include "train/observe/timeline.h"
 
@@ -41,15 +42,16 @@ torch::Device pick_device(const EngineOptions& options, const comm::ProcessGroup
 }
 
 // A batch tensor on the training device. From the CPU to a GPU, the tensor
-// is pinned first (a host copy into torch's cached pinned blocks, unless a
-// pipeline stage pinned it already) and copied without blocking: a copy from
-// pageable memory synchronises the host with the stream, so the host would
-// wait for the previous step's kernels before it could queue this step's.
-// The caching host allocator keeps the pinned block until the copy is done.
+// is pinned first (a host copy into torch's cached pinned blocks, unless the
+// pipeline's read-ahead pinned it already, as it does under fit) and copied
+// without blocking: a copy from pageable memory, or from a pinned tensor that
+// is not dense (copied through a pageable temporary), synchronises the host
+// with the stream, so the host would wait for the previous step's kernels
+// before it could queue this step's. The caching host allocator keeps the
+// pinned block until the copy is done.
 torch::Tensor on_device(const torch::Tensor& t, torch::Device device) {
   if (!device.is_cuda() || !t.device().is_cpu()) return t.to(device);
-  const torch::Tensor host = t.is_pinned() ? t : t.pin_memory();
-  return host.to(device, /*non_blocking=*/true);
+  return data::detail::pinned_dense(t).to(device, /*non_blocking=*/true);
 }
 
 // compile()'s checks: every problem named with its fix, before any state

@@ -680,6 +680,49 @@ TEST(Distribute, PinMemoryCollatesDeviceSamplesWhereTheyAre) {
   }
 }
 
+// pin_memory's read-ahead hands out pinned, dense host tensors whatever the
+// steps above the collation did (a map's new tensors, a strided view), split
+// or not, with a user's prefetch above the batch or without: the training
+// thread then copies them to the GPU without pinning or synchronising
+// (train/engine/engine_state.cpp, on_device). Page-locked memory needs CUDA:
+// on a GPU machine only (scripts/device-check.sh, unit_tests).
+TEST(Distribute, PinnedReadAheadPinsWhatTheStepsAboveTheCollationMade) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "page-locked memory needs a GPU";
+  const auto made_anew = [](Element e) {
+    e[0] = e[0].to(torch::kDouble).t().t();            // a new tensor, pageable
+    e[1] = e[1].unsqueeze(1).expand({-1, 3}).select(1, 1);  // strided: not dense
+    return e;
+  };
+  const Dataset plain = tnt::data::Dataset::from_tensor_slices(
+                            {torch::arange(24, torch::kFloat).view({12, 2}), torch::arange(12)})
+                            .batch(6);
+  const auto options = DistributeOptions().pin_memory(true).pin_memory_device(
+      torch::Device(torch::kCUDA, 0));
+  for (const Dataset& ds : {plain.map(made_anew), plain.prefetch(2).map(made_anew),
+                            plain.map(made_anew).prefetch(2)}) {
+    for (bool split : {true, false}) {
+      auto dist = tnt::data::distribute(ds, DistributeOptions(options).enabled(split).rank(0).size(2));
+      auto it = dist.iterate(0);
+      int batches = 0;
+      while (auto mb = it.next()) {
+        ++batches;
+        for (const torch::Tensor& t : mb->tensors) {
+          EXPECT_TRUE(t.is_pinned() && t.is_non_overlapping_and_dense())
+              << "split " << split << ": a tensor of " << t.sizes() << " is not pinned and dense";
+        }
+        EXPECT_EQ(mb->tensors.at(0).scalar_type(), torch::kDouble);
+      }
+      EXPECT_EQ(batches, 2);
+    }
+  }
+  // Pinned and dense already: handed on, not copied again.
+  const torch::Tensor pinned = torch::ones({4}, torch::TensorOptions().pinned_memory(true));
+  EXPECT_TRUE(tnt::data::detail::pinned_dense(pinned).is_same(pinned));
+  const torch::Tensor every_other = pinned.slice(0, 0, 4, 2);
+  const torch::Tensor dense = tnt::data::detail::pinned_dense(every_other);
+  EXPECT_TRUE(dense.is_pinned() && dense.is_contiguous() && torch::equal(dense, every_other));
+}
+
 // The rows-less batch kept to stand for dropped batches holds none of the
 // batch's storage (with pin_memory, page-locked for as long as it is kept).
 TEST(Distribute, EmptyRowsKeepNothingOfTheBatch) {

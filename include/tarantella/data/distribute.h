@@ -132,8 +132,10 @@ class DistributeOptions {
   }
   /// For training on a GPU: each micro-batch is collated straight into
   /// page-locked host memory on a thread that reads two ahead: one host copy,
-  /// off the training thread (samples already on a GPU: collated there;
-  /// below a cache(): pageable, pinned per step). Needs a CUDA build of
+  /// off the training thread (samples already on a GPU: collated there).
+  /// What steps after the batch make (a map's new tensors, a cache's, a
+  /// strided view) is pinned on that thread too, as is every batch with
+  /// distribution off (enabled(false)). Needs a CUDA build of
   /// LibTorch with a GPU; fit(), evaluate() and predict() set it when the
   /// model is on a GPU.
   DistributeOptions& pin_memory(bool on) {

@@ -171,7 +171,7 @@ void OptimizerShards::gather_parameters() {
   finish_gather();
 }
 
-OptimizerShards::FullState OptimizerShards::gather_state() {
+OptimizerShards::FullState OptimizerShards::gather_state(const std::optional<torch::Device>& into) {
   const StateKind& kind = *kind_;
   auto& state = optimizer_->state();
   const std::size_t n_fields = kind.fields;
@@ -206,8 +206,10 @@ OptimizerShards::FullState OptimizerShards::gather_state() {
   }
   std::vector<std::vector<torch::Tensor>> fields(params_.size(),
                                                  std::vector<torch::Tensor>(n_fields));
-  // One allgatherv per bucket: this rank's slice of every defined field.
-  std::vector<comm::Handle> handles;
+  // One allgatherv per bucket: this rank's slice of every defined field,
+  // one bucket at a time, so that no more than one bucket's gathered state
+  // is in flight beside the full state being built (on a GPU, the full
+  // state of an optimizer sharded because it did not fit is large).
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     const std::int64_t len = ranges_[b].length;
     const auto options = params_[buckets_[b].params[0]].options().requires_grad(false);
@@ -223,17 +225,15 @@ OptimizerShards::FullState OptimizerShards::gather_state() {
             .copy_(values[defined[d]].reshape({-1}));
       }
     }
-    handles.push_back(group_.allgatherv_async(local));
-  }
-  for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    const torch::Tensor all = handles[b].wait();
+    torch::Tensor all = group_.allgatherv(local);
+    local = torch::Tensor();
+    const auto out_options = into ? options.device(*into) : options;
+    if (into) all = all.to(*into);
     const Bucket& bucket = buckets_[b];
     // Rank r's part holds nd fields of its slice: reorder into one flat
     // bucket-shaped tensor per field.
     std::vector<torch::Tensor> flat(nd);
-    for (auto& t : flat) {
-      t = torch::empty({bucket.numel}, params_[bucket.params[0]].options().requires_grad(false));
-    }
+    for (auto& t : flat) t = torch::empty({bucket.numel}, out_options);
     std::int64_t at = 0;
     for (int r = 0; r < group_.size(); ++r) {
       const ShardRange range = shard_range(bucket.numel, r, group_.size());
@@ -260,7 +260,7 @@ OptimizerShards::FullState OptimizerShards::gather_state() {
 void OptimizerShards::with_full_form(
     const std::function<void(const torch::optim::Optimizer&)>& use) {
   TNT_CHECK(!released_, "OptimizerShards: used after unshard()");
-  FullState full = gather_state();
+  FullState full = gather_state(torch::Device(torch::kCPU));
   auto& state = optimizer_->state();
   auto& groups = optimizer_->param_groups();
   // Swap the full form in, then back.
@@ -288,7 +288,7 @@ void OptimizerShards::with_full_form(
 
 void OptimizerShards::unshard() {
   TNT_CHECK(!released_, "OptimizerShards: unshard() called twice");
-  FullState full = gather_state();
+  FullState full = gather_state(std::nullopt);
   auto& state = optimizer_->state();
   for (const auto& t : pieces_) state.erase(state_key(t));
   auto& groups = optimizer_->param_groups();

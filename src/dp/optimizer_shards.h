@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,8 +90,9 @@ class OptimizerShards {
   /// start_gather for every bucket, then finish_gather. Collective.
   void gather_parameters();
   /// Calls `use` with the optimizer in full form (groups on the parameters,
-  /// the whole state), then puts the shards back: on every rank.
-  /// Collective. A checkpoint saves the optimizer in this form.
+  /// the whole state, in host memory: GPU memory holds the shards only),
+  /// then puts the shards back: on every rank. Collective. A checkpoint
+  /// saves the optimizer in this form.
   void with_full_form(const std::function<void(const torch::optim::Optimizer&)>& use);
   /// Puts the optimizer back in full form on every rank: groups on the
   /// parameters, the whole state. Collective. The object is spent after.
@@ -98,8 +100,9 @@ class OptimizerShards {
 
  private:
   struct FullState;
-  /// The whole state per parameter, gathered (collective).
-  FullState gather_state();
+  /// The whole state per parameter, gathered (collective), on `into` (else
+  /// where the parameters are).
+  FullState gather_state(const std::optional<torch::Device>& into);
 
   comm::ProcessGroup group_;
   std::vector<torch::Tensor> params_;

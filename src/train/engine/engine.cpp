@@ -161,6 +161,7 @@ std::optional<EngineSnapshot> Engine::snapshot(bool keep, SnapshotUse use) {
   std::string names;  // the optimizer's parameters' names, in its order
   if (dp::OptimizerShards* shards = s.gradients().shards()) {
     shards->with_full_form([&](const torch::optim::Optimizer& full) {
+      if (!keep) return;  // the gather is collective; the bytes are the master's
       gathered = optimizer_bytes(full);
       names = optimizer_parameter_names(full, s.net().named_parameters());
     });

@@ -46,4 +46,10 @@ struct ModelInternals {
 CompileOptions compile_options_from_config(const std::string& compile_json,
                                            const std::string& path);
 
+/// `options` as a model on `device` can run them: float16 mixed precision
+/// (a GPU's) becomes full precision on the CPU, with a warning that names
+/// `path` and bfloat16; anything else as it is. For load_model, whose file
+/// may come from a GPU run.
+CompileOptions runnable_on(CompileOptions options, torch::Device device, const std::string& path);
+
 }  // namespace tnt

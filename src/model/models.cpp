@@ -15,6 +15,7 @@
 #include <tarantella/keras/schedules.h>
 #include <tarantella/base/argument_error.h>
 #include <tarantella/base/error.h>
+#include <tarantella/base/logging.h>
 
 #include "model/model_impl.h"
 #include "train/engine/compile_config.h"
@@ -181,6 +182,19 @@ Model clone_model(const Model& model) {
   return Model(s.net().clone(), s.group());
 }
 
+}  // namespace models
+
+CompileOptions runnable_on(CompileOptions options, torch::Device device, const std::string& path) {
+  if (device.is_cuda() || options.mixed_precision() != MixedPrecision::Float16) return options;
+  log::warning(detail::concat(
+      "load_model: ", path, " was compiled with mixed_precision float16, which needs a GPU; ",
+      "this model is on the ", device.str(), " and is compiled in full precision (float32) ",
+      "instead: compile it again with mixed_precision bfloat16 to keep mixed precision there"));
+  return options.mixed_precision(MixedPrecision::None).loss_scaling(std::nullopt);
+}
+
+namespace models {
+
 Model load_model(const std::string& path, bool compile) {
   return load_model(path, default_group(), compile);
 }
@@ -189,7 +203,7 @@ Model load_model(const std::string& path, const comm::ProcessGroup& group, bool 
   const SavedModelDescription d = train::read_saved_model_description(group, path);
   Model model = model_from_description(d, path, group);
   if (compile && !d.compile.empty()) {
-    model.compile(compile_options_from_config(d.compile, path));
+    model.compile(runnable_on(compile_options_from_config(d.compile, path), model.device(), path));
     model.load(path);  // weights, optimizer state, epochs, steps, RNG
   } else {
     train::load_weights_of_checkpoint(ModelInternals::of(model), path);

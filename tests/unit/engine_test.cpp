@@ -23,6 +23,7 @@
 
 #include "../support/test_host.h"
 #include "../support/weights.h"
+#include "model/model_impl.h"
 #include "train/engine/engine.h"
 #include "train/engine/engine_state.h"
 #include "train/loop/fit_loop.h"
@@ -415,4 +416,22 @@ TEST(EngineOptions, EverySwitchTakesEffectThroughTheStruct) {
   std::filesystem::remove(timeline);
 }
 
+}  // namespace
+
+// load_model of a file from a float16 GPU run, on a machine without a GPU:
+// compiled in full precision with a warning, not refused (compile() refuses
+// float16 on the CPU); on a GPU, or another precision, as saved.
+namespace {
+TEST(Engine, LoadModelTurnsAGpusFloat16IntoFullPrecisionOnTheCpu) {
+  const auto saved = tnt::CompileOptions().mixed_precision(tnt::MixedPrecision::Float16).loss_scaling(true);
+  const tnt::CompileOptions cpu = tnt::runnable_on(saved, torch::Device(torch::kCPU), "m.pt");
+  EXPECT_EQ(cpu.mixed_precision(), tnt::MixedPrecision::None);
+  EXPECT_FALSE(cpu.loss_scaling().has_value());
+  const tnt::CompileOptions gpu = tnt::runnable_on(saved, torch::Device(torch::kCUDA, 0), "m.pt");
+  EXPECT_EQ(gpu.mixed_precision(), tnt::MixedPrecision::Float16);
+  EXPECT_EQ(gpu.loss_scaling(), std::optional<bool>(true));
+  const auto bf16 = tnt::CompileOptions().mixed_precision(tnt::MixedPrecision::BFloat16);
+  EXPECT_EQ(tnt::runnable_on(bf16, torch::Device(torch::kCPU), "m.pt").mixed_precision(),
+            tnt::MixedPrecision::BFloat16);
+}
 }  // namespace

@@ -301,15 +301,18 @@ void clip_norm_over_stages(std::vector<torch::Tensor>& trainable, double max_nor
     with_grad.push_back(p);
     norms.push_back(p.grad().norm(2).reshape({1}));
   }
-  const torch::Tensor mine = norms.empty() ? torch::empty({0}, torch::kFloat32)
-                                           : torch::cat(norms).cpu();  // host-sync: clipping by norm (docs/performance.md)
+  // In float64 over the stages (exact for every floating dtype's norms), so
+  // that a stage without gradients, or one in another precision, agrees on
+  // the dtype with the others; back in the gradients' dtype below.
+  const torch::Tensor mine = norms.empty() ? torch::empty({0}, torch::kFloat64)
+                                           : torch::cat(norms).to(torch::kFloat64).cpu();  // host-sync: clipping by norm (docs/performance.md)
   // Stage order is the model's order: rank s of the pipeline is stage s.
   const torch::Tensor gathered = stages.allgatherv(mine);
   if (gathered.numel() == 0 || with_grad.empty()) return;
   // The norm of the norms on the gradients' device, as clip_grad_norm_ takes
   // it: a GPU sums the 2-norm in another order than the CPU, and one bit of
   // the total changes every weight.
-  const torch::Tensor all = gathered.to(with_grad[0].grad().device());
+  const torch::Tensor all = gathered.to(with_grad[0].grad().device(), norms[0].scalar_type());
   scale_to_norm(with_grad, all.numel() == 1 ? all[0] : all.norm(2), max_norm);
 }
 

@@ -74,6 +74,9 @@
 #                       interpreter has none (scripts/device-pytest.sh makes
 #                       it here; the run tool carries it: carry [".device"]);
 #                       no pytest at all is FAILED where a GPU is present
+#   gpu_stages4         the same suite at 4 ranks sharing the GPU: 2 stages x 2
+#                       replicas, 4 stages (a middle stage), a sharded
+#                       optimizer inside a stage, the resume at another layout
 #   build_tests         the test programs of gpu_resume and unit_tests (built
 #                       late: a first call rarely reaches them)
 #   gpu_resume          mpi_dp_test's BackupAndRestore tests at 2 ranks sharing
@@ -153,7 +156,7 @@ mkdir -p "$logs" || exit 2
 
 all_steps=(configure build cuda_tests gpu_lenet5 gpu_stages gpu_python resnet_python resnet_cpp_none
            resnet_cpp_float16
-           gpu_backups python_tests build_tests gpu_resume unit_tests)
+           gpu_backups python_tests build_tests gpu_resume gpu_stages4 unit_tests)
 declare -A result took
 for s in "${all_steps[@]}"; do result[$s]="not run"; took[$s]=""; done
 
@@ -479,6 +482,12 @@ plan_gpu_stages() {
   c=("$launcher" -n 2 --ranks-per-gpu 2 -x TNT_USE_GPU=true -x TNT_COMM_TIMEOUT=20 --
      "$build/tests/mpi/mpi_pipeline_test")
 }
+# The same at 4 ranks: what 2 cannot show (stages x replicas, a middle
+# stage, shards within a stage, the 4-rank resume at another layout).
+plan_gpu_stages4() {
+  c=("$launcher" -n 4 --ranks-per-gpu 4 -x TNT_USE_GPU=true -x TNT_COMM_TIMEOUT=20 --
+     "$build/tests/mpi/mpi_pipeline_test")
+}
 # Resuming from a backup with dropout, bitwise (the GPU's generator is in
 # the backup), and deterministic mode's resume at one rank fewer: the C++
 # tests at 2 ranks sharing the GPU.
@@ -656,6 +665,7 @@ else
 fi
 step build_tests 180 "$not_configured"
 gpu_step gpu_resume 60 "$launcher $build/tests/mpi/mpi_dp_test" 30
+gpu_step gpu_stages4 90 "$launcher $build/tests/mpi/mpi_pipeline_test" 40
 
 # Last, the C++ suite a GPU user runs, with the GPU visible.
 step unit_tests 150 "$not_configured" 60

@@ -152,6 +152,32 @@ void Engine::set_weights(const std::vector<torch::Tensor>& weights) {
   state_->synchronize_state();
 }
 
+HostCopies::HostCopies(SnapshotUse use, torch::Device device)
+    : later_(use == SnapshotUse::write_later), device_(device) {}
+
+torch::Tensor HostCopies::operator()(const torch::Tensor& t) {
+  if (t.is_cuda()) {
+    from_gpu_ = true;
+    torch::Tensor out = torch::empty(
+        t.sizes(), t.options().device(torch::kCPU).pinned_memory(true).requires_grad(false));
+    out.copy_(t.detach(), /*non_blocking=*/true);
+    return out;
+  }
+  return later_ ? t.detach().clone(at::MemoryFormat::Contiguous) : t.detach().contiguous();
+}
+
+std::function<void()> HostCopies::waiter() const {
+  if (!from_gpu_) return {};
+  const torch::Device device = device_;
+  auto copied = std::make_shared<c10::Event>(device.type());
+  copied->record(c10::impl::VirtualGuardImpl(device.type()).getStream(device));
+  // Polled (and destroyed) on the writer's thread: on this GPU, not GPU 0.
+  return [copied, device] {
+    ::tnt::detail::adopt_device(device);
+    while (!copied->query()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  };
+}
+
 std::optional<EngineSnapshot> Engine::snapshot(bool keep, SnapshotUse use) {
   EngineState& s = *state_;
   // With stages: host copies, whatever the use.
@@ -170,28 +196,17 @@ std::optional<EngineSnapshot> Engine::snapshot(bool keep, SnapshotUse use) {
   }
   if (!keep) return std::nullopt;
   // For a later write, host copies, so that training can change its
-  // tensors while these are written. From a GPU: into pinned memory, on the
-  // device's stream, without waiting here; the writer waits
-  // (wait_for_copies). Training's next kernels on that stream run after the
-  // copies. A write before training goes on needs no copy in host memory.
+  // tensors while these are written; the writer waits for those from a GPU
+  // (wait_for_copies). A write before training goes on needs no copy in
+  // host memory.
   const bool later = use == SnapshotUse::write_later;
-  bool from_gpu = false;
-  const auto host_copy = [&](const torch::Tensor& t) {
-    if (t.is_cuda()) {
-      from_gpu = true;
-      torch::Tensor out = torch::empty(
-          t.sizes(), t.options().device(torch::kCPU).pinned_memory(true).requires_grad(false));
-      out.copy_(t.detach(), /*non_blocking=*/true);
-      return out;
-    }
-    return later ? t.detach().clone(at::MemoryFormat::Contiguous) : t.detach().contiguous();
-  };
+  HostCopies host_copy(use, s.device());
   EngineSnapshot out;
   for (const auto& [name, t] : all_weights(s.net())) out.weights.emplace_back(name, host_copy(t));
   if (s.is_compiled()) {
     if (gathered) {
       out.optimizer = std::move(gathered);
-    } else if (auto copy = later ? dp::state_copy(s.optimizer(), host_copy) : nullptr) {
+    } else if (auto copy = later ? dp::state_copy(s.optimizer(), std::ref(host_copy)) : nullptr) {
       out.optimizer_copy = std::move(copy);
     } else {
       out.optimizer = optimizer_bytes(s.optimizer());  // a type state_copy does not know
@@ -199,16 +214,7 @@ std::optional<EngineSnapshot> Engine::snapshot(bool keep, SnapshotUse use) {
     out.optimizer_names = std::move(names);
     out.compile = compile_config(s.compiled()).dump();
   }
-  if (from_gpu) {
-    const torch::Device device = s.device();
-    auto copied = std::make_shared<c10::Event>(device.type());
-    copied->record(c10::impl::VirtualGuardImpl(device.type()).getStream(device));
-    // Polled (and destroyed) on the writer's thread: on this GPU, not GPU 0.
-    out.wait_for_copies = [copied, device] {
-      ::tnt::detail::adopt_device(device);
-      while (!copied->query()) std::this_thread::sleep_for(std::chrono::microseconds(100));
-    };
-  }
+  out.wait_for_copies = host_copy.waiter();
   out.counters = s.counters();
   out.loss_scale = loss_scale();
   out.architecture = s.net().config_json();

@@ -89,6 +89,26 @@ struct EngineSnapshot {
 /// training (host copies of every tensor).
 enum class SnapshotUse { write_now, write_later };
 
+/// Host copies of a model's tensors for a snapshot. For a write later,
+/// beside training: from a GPU into pinned memory, queued on the device's
+/// current stream (after the kernels that wrote them, before training's
+/// next ones) without the host waiting, else a copy in host memory. For a
+/// write now: the tensors themselves where they are in host memory.
+class HostCopies {
+ public:
+  HostCopies(SnapshotUse use, torch::Device device);
+  torch::Tensor operator()(const torch::Tensor& t);
+  /// Waits until the copies from the GPU are done, on any thread (the
+  /// writer's: it makes the device its own first); empty when none was made.
+  /// Call it after the last copy.
+  std::function<void()> waiter() const;
+
+ private:
+  bool later_;
+  torch::Device device_;
+  bool from_gpu_ = false;
+};
+
 /// The snapshot's optimizer state as torch::optim's bytes (serialized here
 /// from optimizer_copy if that is the form), or none if not compiled. Call
 /// wait_for_copies first. Any thread.

@@ -58,8 +58,12 @@ void EngineHost::save_in_background(const std::string& path, bool weights_only) 
   }
   if (!checkpoint_writer_) checkpoint_writer_ = std::make_unique<CheckpointWriter>();
   if (weights_only) {
-    auto weights = std::make_shared<const NamedTensorList>(snapshot_weights(*engine_, SnapshotUse::write_later));
-    checkpoint_writer_->submit([weights, path] { write_weights(*weights, path); });
+    auto weights = std::make_shared<const WeightsSnapshot>(
+        snapshot_weights(*engine_, SnapshotUse::write_later));
+    checkpoint_writer_->submit([weights, path] {
+      if (weights->wait_for_copies) weights->wait_for_copies();  // a GPU's, queued
+      write_weights(weights->weights, path);
+    });
   } else {
     checkpoint_writer_->submit(std::move(*snapshot_checkpoint(*engine_, false)), path);
   }

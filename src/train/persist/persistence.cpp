@@ -253,14 +253,16 @@ void load_weights_of_checkpoint(Engine& engine, const std::string& path) {
   engine.restore_counters(c, std::nullopt);
 }
 
-NamedTensorList snapshot_weights(Engine& engine, SnapshotUse use) {
-  NamedTensorList all = engine.whole_model_weights();
-  const bool later = use == SnapshotUse::write_later;
-  for (auto& [name, t] : all) {
-    t = later && !t.is_cuda() ? t.detach().clone(at::MemoryFormat::Contiguous)
-                              : t.detach().cpu().contiguous();
+WeightsSnapshot snapshot_weights(Engine& engine, SnapshotUse use) {
+  WeightsSnapshot out{engine.whole_model_weights(), {}};
+  if (use == SnapshotUse::write_now) {
+    for (auto& [name, t] : out.weights) t = t.detach().cpu().contiguous();
+    return out;
   }
-  return all;
+  HostCopies host_copy(use, engine.device());
+  for (auto& [name, t] : out.weights) t = host_copy(t);
+  out.wait_for_copies = host_copy.waiter();
+  return out;
 }
 
 void write_weights(const NamedTensorList& weights, const std::string& path) {
@@ -274,12 +276,12 @@ void save_weights(Engine& engine, const std::string& path, bool all_ranks) {
     // model's, under the Sequential's names.
     TNT_CHECK(!all_ranks, "save_weights(all_ranks=true) with pipeline stages: a rank holds its "
               "stage's weights only (this rank: ", layout->describe(), "); save on the master");
-    const NamedTensorList all = snapshot_weights(engine, SnapshotUse::write_now);
+    const NamedTensorList all = snapshot_weights(engine, SnapshotUse::write_now).weights;
     run_on_master_checked(engine.group(), [&] { write_weights(all, path); });
     return;
   }
   // Weights only: no collective is needed to take them.
-  auto write = [&] { write_weights(snapshot_weights(engine, SnapshotUse::write_now), path); };
+  auto write = [&] { write_weights(snapshot_weights(engine, SnapshotUse::write_now).weights, path); };
   if (all_ranks) {
     write();
     engine.group().barrier();

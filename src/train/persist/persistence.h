@@ -43,6 +43,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -87,12 +88,17 @@ std::optional<CheckpointSnapshot> snapshot_backup(Engine& engine,
 void write_checkpoint(const CheckpointSnapshot& snapshot, const std::string& path);
 
 /// A weights file's content (parameters, then buffers) in host memory:
-/// copies for `write_later` (a write beside training). Not collective
-/// without stages; with pipeline stages, collective over the first
-/// replica's stages, and the whole model's on the master only.
+/// copies for `write_later` (a write beside training; from a GPU, queued
+/// without the host waiting: call wait_for_copies before reading them). Not
+/// collective without stages; with pipeline stages, collective over the
+/// first replica's stages, and the whole model's on the master only.
 /// write_weights writes it in the format of save_weights, atomically; any
 /// thread.
-NamedTensorList snapshot_weights(Engine& engine, SnapshotUse use);
+struct WeightsSnapshot {
+  NamedTensorList weights;
+  std::function<void()> wait_for_copies;  ///< empty: nothing to wait for
+};
+WeightsSnapshot snapshot_weights(Engine& engine, SnapshotUse use);
 void write_weights(const NamedTensorList& weights, const std::string& path);
 
 /// Whole-model checkpoints (collective). load() needs a compiled engine and

@@ -5,7 +5,11 @@
 // gathers the outputs once at the end and puts them back into dataset order.
 #include "train/loop/evaluate_loop.h"
 
+#include <c10/core/Stream.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/torch.h>
+
+#include <optional>
 
 #include <tarantella/base/argument_error.h>
 #include <tarantella/base/error.h>
@@ -213,6 +217,36 @@ torch::Tensor predict_on_stage(const PredictContext& c, const data::MicroBatch& 
   return out;
 }
 
+// predict()'s outputs in host memory, copied as they come without the host
+// waiting for each (a GPU's into pinned memory, on the current stream);
+// done() waits once for all of them.
+class HostOutputs {
+ public:
+  void add(const torch::Tensor& out) {
+    if (!out.is_cuda()) {
+      outputs_.push_back(out.contiguous());
+      return;
+    }
+    torch::Tensor host = torch::empty(out.sizes(), out.options().device(torch::kCPU).pinned_memory(true));
+    host.copy_(out, /*non_blocking=*/true);
+    outputs_.push_back(std::move(host));
+    device_ = out.device();
+  }
+  std::vector<torch::Tensor>& done() {
+    if (device_) {
+      // The copies' stream (this thread's current one on the device).
+      c10::impl::VirtualGuardImpl(device_->type()).getStream(*device_).synchronize();  // host-sync: predict returns host tensors (once, not per batch)
+      device_.reset();
+    }
+    return outputs_;
+  }
+  bool empty() const { return outputs_.empty(); }
+
+ private:
+  std::vector<torch::Tensor> outputs_;
+  std::optional<torch::Device> device_;
+};
+
 }  // namespace
 
 torch::Tensor predict(const PredictContext& c, const data::Dataset& dataset,
@@ -226,7 +260,7 @@ torch::Tensor predict(const PredictContext& c, const data::Dataset& dataset,
   cbs.predict_begin();
   torch::NoGradGuard no_grad;
   c.net.train(false);
-  std::vector<torch::Tensor> outputs;
+  HostOutputs outputs;
   std::vector<std::int64_t> sizes;
   auto it = dist.iterate(0);
   std::int64_t step = 0;
@@ -240,15 +274,15 @@ torch::Tensor predict(const PredictContext& c, const data::Dataset& dataset,
                                              : micro_batches_of(*mb, c.micro_batches);
       for (std::size_t i = 0; i < parts.size(); ++i) {
         const torch::Tensor out = predict_on_stage(c, parts[i], static_cast<int>(i));
-        if (c.stage->layout().last_stage()) outputs.push_back(out.cpu().contiguous());  // host-sync: predict returns host tensors
+        if (c.stage->layout().last_stage()) outputs.add(out);
       }
       c.stage->finish_sends();
     } else if (c.chunk && mb->local_size > 0) {
       for (const data::MicroBatch& part : chunks_of(*mb, *c.chunk)) {
-        outputs.push_back(c.output(part.tensors).cpu().contiguous());  // host-sync: predict returns host tensors
+        outputs.add(c.output(part.tensors));
       }
     } else if (!mb->tensors.empty()) {
-      outputs.push_back(c.output(mb->tensors).cpu().contiguous());  // host-sync: predict returns host tensors
+      outputs.add(c.output(mb->tensors));
     }
     sizes.push_back(mb->local_size);
     cbs.predict_batch_end(step);
@@ -257,7 +291,7 @@ torch::Tensor predict(const PredictContext& c, const data::Dataset& dataset,
   torch::Tensor result;
   if (has_outputs) {  // with stages, the last stage's replicas
     TNT_CHECK(!outputs.empty(), "predict() on an empty dataset: there is nothing to predict");
-    const torch::Tensor all = group.allgatherv(torch::cat(outputs));
+    const torch::Tensor all = group.allgatherv(torch::cat(outputs.done()));
     const torch::Tensor all_sizes = group.allgather(torch::tensor(sizes));
     result = in_dataset_order(all, all_sizes, group.size(), static_cast<std::int64_t>(sizes.size()));
   }

@@ -100,7 +100,7 @@ DistributedDataset::DistributedDataset(const Dataset& dataset, DistributeOptions
     // the training thread, as a split pipeline's.
     if (options.pin_memory()) {
       pipeline_ = Dataset(detail::make_prefetch(pipeline_.node(), kPinnedAhead,
-                                                options.pin_memory_device()));
+                                                {true, options.pin_memory_device()}));
     }
     return;
   }
@@ -129,16 +129,16 @@ DistributedDataset::DistributedDataset(const Dataset& dataset, DistributeOptions
             size_, " or fewer ranks");
   TNT_CHECK(options.granularity() >= 1, "distribute: granularity ", options.granularity(),
             " is invalid: use at least 1 (samples per chunk)");
-  detail::SplitSpec spec{rank_, size_, options.granularity(), nullptr, std::nullopt};
+  detail::SplitSpec spec{rank_, size_, options.granularity(), nullptr, {}};
   if (options.pin_memory()) {
     spec.collate_into = detail::pinned_or_in_place;
-    spec.pin_device = options.pin_memory_device();
+    spec.pin = {true, options.pin_memory_device()};
   }
   pipeline_ = Dataset(node->split(spec));
   // The collation (and whatever lies above it) on a thread of its own.
   if (options.pin_memory()) {
     pipeline_ = Dataset(detail::make_prefetch(pipeline_.node(), kPinnedAhead,
-                                              options.pin_memory_device()));
+                                              {true, options.pin_memory_device()}));
   }
 }
 

@@ -136,12 +136,13 @@ class CacheNode final : public Node {
   }
   Batching batching() const override { return pass_through_batching(input_); }
   NodePtr split(const SplitSpec& spec) const override {
-    // Below a cache, micro-batches are not collated into page-locked memory:
-    // the cache would keep every one of them (the whole data set, rounded up
-    // to powers of two by the pinned allocator) for good. The step pins each
-    // micro-batch as it goes to the GPU.
+    // Below a cache, micro-batches are not collated into (nor read ahead
+    // in) page-locked memory: the cache would keep every one of them (the
+    // whole data set, rounded up to powers of two by the pinned allocator)
+    // for good. The read-ahead above the cache pins each as it comes.
     SplitSpec below = spec;
     below.collate_into = nullptr;
+    below.pin = {};
     return std::make_shared<CacheNode>(input_->split(below));
   }
 

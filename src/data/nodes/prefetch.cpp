@@ -23,8 +23,8 @@ namespace {
 
 class PrefetchStream final : public EagerStream {
  public:
-  PrefetchStream(StreamPtr input, std::int64_t capacity, std::optional<c10::Device> device)
-      : input_(std::move(input)), capacity_(static_cast<std::size_t>(capacity)), device_(device) {}
+  PrefetchStream(StreamPtr input, std::int64_t capacity, Pinning pin)
+      : input_(std::move(input)), capacity_(static_cast<std::size_t>(capacity)), pin_(std::move(pin)) {}
   ~PrefetchStream() override {
     if (!thread_.joinable()) return;
     {
@@ -63,7 +63,7 @@ class PrefetchStream final : public EagerStream {
     try {
       // Page-locked collation checks the pinned blocks' CUDA events: on the
       // rank's GPU, not GPU 0 (base/threads.h).
-      if (device_) ::tnt::detail::adopt_device(*device_);
+      if (pin_.device) ::tnt::detail::adopt_device(*pin_.device);
       for (;;) {
         {
           std::unique_lock<std::mutex> lock(mutex_);
@@ -80,7 +80,7 @@ class PrefetchStream final : public EagerStream {
         // collation made (a map's new tensors, a cache's, a strided view)
         // is pinned here, not on the training thread (once: a pinned
         // collation passes through).
-        if (device_) {
+        if (pin_.on) {
           for (torch::Tensor& t : *e) t = pinned_dense(t);
         }
         const std::int64_t global_size = input_->global_size();
@@ -103,7 +103,7 @@ class PrefetchStream final : public EagerStream {
 
   StreamPtr input_;  // used by the producer thread only
   std::size_t capacity_;
-  std::optional<c10::Device> device_;
+  Pinning pin_;
   std::mutex mutex_;
   std::condition_variable ready_;  // consumer: an element, or the end
   std::condition_variable space_;  // producer: room in the queue, or stop
@@ -122,8 +122,8 @@ class PrefetchStream final : public EagerStream {
 
 class PrefetchNode final : public Node {
  public:
-  PrefetchNode(NodePtr input, std::int64_t capacity, std::optional<c10::Device> device)
-      : input_(std::move(input)), capacity_(capacity), device_(device) {}
+  PrefetchNode(NodePtr input, std::int64_t capacity, Pinning pin)
+      : input_(std::move(input)), capacity_(capacity), pin_(std::move(pin)) {}
   std::string name() const override { return "prefetch(" + std::to_string(capacity_) + ")"; }
   std::vector<NodePtr> inputs() const override { return {input_}; }
   std::int64_t cardinality() const override { return input_->cardinality(); }
@@ -133,27 +133,27 @@ class PrefetchNode final : public Node {
   bool streams_itself() const override { return true; }
   IndexedPtr indexed(PassKey key) const override { return input_->indexed(key); }
   StreamPtr stream(PassKey key) const override {
-    return std::make_unique<PrefetchStream>(input_->stream(key), capacity_, device_);
+    return std::make_unique<PrefetchStream>(input_->stream(key), capacity_, pin_);
   }
   Batching batching() const override { return pass_through_batching(input_); }
   // A user's prefetch above the collation reads pinned micro-batches ahead:
   // its thread adopts the rank's GPU (base/threads.h) and pins as above.
   NodePtr split(const SplitSpec& spec) const override {
     return std::make_shared<PrefetchNode>(input_->split(spec), capacity_,
-                                          device_ ? device_ : spec.pin_device);
+                                          pin_.on ? pin_ : spec.pin);
   }
 
  private:
   NodePtr input_;
   std::int64_t capacity_;
-  std::optional<c10::Device> device_;
+  Pinning pin_;
 };
 
 }  // namespace
 
-NodePtr make_prefetch(NodePtr input, std::int64_t buffer_size, std::optional<c10::Device> device) {
+NodePtr make_prefetch(NodePtr input, std::int64_t buffer_size, Pinning pin) {
   TNT_CHECK(buffer_size >= 1, "prefetch: buffer_size ", buffer_size, " is invalid: use at least 1");
-  return std::make_shared<PrefetchNode>(std::move(input), buffer_size, device);
+  return std::make_shared<PrefetchNode>(std::move(input), buffer_size, std::move(pin));
 }
 
 }  // namespace tnt::data::detail

@@ -126,6 +126,14 @@ struct Batching {
 };
 
 /// The rank a pipeline is split for.
+/// Page-locked read-ahead (DistributeOptions::pin_memory): whether a
+/// prefetch pins what it hands on, and the GPU its thread adopts (none: the
+/// thread's current device stays; base/threads.h).
+struct Pinning {
+  bool on = false;
+  std::optional<c10::Device> device;
+};
+
 struct SplitSpec {
   int rank = 0;
   int size = 1;
@@ -136,9 +144,9 @@ struct SplitSpec {
   /// GPU: the copy to the device then needs no second host copy); null:
   /// memory of the usual kind.
   CollateInto collate_into;
-  /// With collate_into pinned: the rank's GPU, which a prefetch above the
-  /// collation adopts (its thread then pins, see nodes/prefetch.cpp).
-  std::optional<c10::Device> pin_device;
+  /// pin_memory: a prefetch above the collation pins on its thread what is
+  /// not pinned yet, and adopts the rank's GPU (nodes/prefetch.cpp).
+  Pinning pin;
 };
 
 class Node;

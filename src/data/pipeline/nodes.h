@@ -38,10 +38,9 @@ NodePtr make_zip(std::vector<NodePtr> inputs);
 NodePtr make_concatenate(NodePtr first, NodePtr second);
 NodePtr make_enumerate(NodePtr input, std::int64_t start);
 NodePtr make_cache(NodePtr input);
-/// `device`: a GPU whose page-locked batches the thread collates; it
-/// becomes the thread's current device (base/threads.h, adopt_device).
-NodePtr make_prefetch(NodePtr input, std::int64_t buffer_size,
-                      std::optional<c10::Device> device = std::nullopt);
+/// `pin`: page-locked read-ahead: the thread pins what it hands on (dense),
+/// and makes pin.device its current device (base/threads.h, adopt_device).
+NodePtr make_prefetch(NodePtr input, std::int64_t buffer_size, Pinning pin = {});
 /// The micro-batch rule (public as tnt::data::micro_batch_range): rank
 /// `rank`'s rows [lo, hi) of a batch of `batch` samples over `size` ranks.
 std::pair<std::int64_t, std::int64_t> share_range(std::int64_t batch, int size, int rank,

@@ -715,6 +715,19 @@ TEST(Distribute, PinnedReadAheadPinsWhatTheStepsAboveTheCollationMade) {
       EXPECT_EQ(batches, 2);
     }
   }
+  // A user's prefetch above the batch, split for pinned read-ahead, pins on
+  // its own thread (iterated here without distribute's read-ahead on top).
+  const tnt::data::detail::SplitSpec pinned_spec{
+      0, 2, 1, tnt::data::detail::pinned_or_in_place, {true, torch::Device(torch::kCUDA, 0)}};
+  auto own = Dataset(plain.map(made_anew).prefetch(2).node()->split(pinned_spec)).iterate(0);
+  int own_batches = 0;
+  while (auto e = own.next()) {
+    ++own_batches;
+    EXPECT_TRUE(e->at(0).is_pinned() && e->at(1).is_pinned() &&
+                e->at(1).is_non_overlapping_and_dense())
+        << "the user's prefetch did not pin";
+  }
+  EXPECT_EQ(own_batches, 2);
   // Pinned and dense already: handed on, not copied again.
   const torch::Tensor pinned = torch::ones({4}, torch::TensorOptions().pinned_memory(true));
   EXPECT_TRUE(tnt::data::detail::pinned_dense(pinned).is_same(pinned));

@@ -2,6 +2,7 @@
 #include "plan/allocation_placement.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "common/launcher_error.h"
 
@@ -23,7 +24,8 @@ struct Capacity {
 };
 
 Capacity capacity_of(const SlurmAllocation& allocation, const AllocationRequest& request) {
-  const int gpus = allocation.gpus_per_node.value_or(request.local_gpu_count);
+  const int gpus = std::min(allocation.gpus_per_node.value_or(request.local_gpu_count),
+                            request.visible_gpus.value_or(std::numeric_limits<int>::max()));
   const int k = std::max(1, request.ranks_per_gpu);
   Capacity capacity;
   capacity.gpus = !request.no_gpu && (gpus > 0 || allocation.gpus_per_task.has_value());

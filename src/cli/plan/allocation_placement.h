@@ -45,6 +45,9 @@ struct AllocationRequest {
   /// --ranks-per-gpu: each GPU holds this many ranks (a host's capacity is
   /// its GPUs times this).
   int ranks_per_gpu = 1;
+  /// The GPUs of a CUDA_VISIBLE_DEVICES given with -x (at most this many of
+  /// a node's are seen by its ranks); nullopt without one.
+  std::optional<int> visible_gpus;
 };
 
 /// Throws LauncherError when the request exceeds the allocation.

@@ -13,6 +13,7 @@
 #include "rank/thread_rule.h"
 
 #include <algorithm>
+#include <limits>
 #include <tarantella/base/env_contract.h>
 
 namespace tnt::cli {
@@ -97,12 +98,30 @@ JobPlacement place_job(const LaunchOptions& options, const NodeFacts& facts) {
   request.no_gpu = options.no_gpu() || demand == false;
   request.local_gpu_count = facts.gpu_count();
   request.ranks_per_gpu = options.ranks_per_gpu();
+  if (const auto visible = user_export(options, "CUDA_VISIBLE_DEVICES")) {
+    request.visible_gpus = visible_gpu_count(std::numeric_limits<int>::max(), visible->c_str());
+  }
   JobPlacement job{{}, place_in_allocation(*slurm, request)};
   for (const auto& h : job.allocation->hosts) {
     job.device.ranks_per_node = std::max(job.device.ranks_per_node, h.ranks);
   }
   job.device.use_gpu = job.allocation->use_gpu;
   job.device.ranks_per_gpu = job.allocation->use_gpu ? options.ranks_per_gpu() : 1;
+  // srun starts one rank per task of its own, each with its task's GPUs:
+  // more ranks than the job has tasks (one per GPU of a task, or K per GPU)
+  // would be a step larger than the job.
+  const int per_task = slurm->gpus_per_task.value_or(1);
+  if (options.srun() && job.allocation->use_gpu && slurm->gpus_per_task &&
+      !slurm->gpus_per_node && (per_task > 1 || options.ranks_per_gpu() > 1)) {
+    throw LauncherError(
+        "--srun starts every rank as a Slurm task with that task's GPUs, but Slurm job " +
+        slurm->job_id + " gives each task " + std::to_string(per_task) +
+        " GPU(s) (SLURM_GPUS_PER_TASK=" + std::to_string(per_task) + ")" +
+        (options.ranks_per_gpu() > 1
+             ? " and --ranks-per-gpu " + std::to_string(options.ranks_per_gpu()) + " asks for more ranks than tasks"
+             : std::string(", one rank per GPU would be more ranks than tasks")) +
+        ": submit the job with --gpus-per-task=1 (and one task per rank), or drop --srun");
+  }
   return job;
 }
 
@@ -370,11 +389,14 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& node
   export_tarantella_settings(command, options, facts, job);
   const bool keep_threads = facts.omp_num_threads_set() || user_export(options, "OMP_NUM_THREADS");
   if (facts.omp_num_threads_set()) command.export_inherited("OMP_NUM_THREADS");
+  const auto gpu_request = user_export(options, env::kUseGpu);  // the last -x wins
   for (const auto& e : options.exports()) {
-    // -x TNT_USE_GPU=auto leaves the choice to the launcher, as no -x does
-    // (place_ranks): its "false" for more ranks than GPUs must stand.
-    if (e.name == env::kUseGpu && !parse_gpu_request(e.value).has_value()) continue;
-    command.export_value(e.name, e.value);
+    if (e.name != env::kUseGpu) command.export_value(e.name, e.value);
+  }
+  // -x TNT_USE_GPU=auto leaves the choice to the launcher, as no -x does
+  // (place_ranks): its "false" for more ranks than GPUs must stand.
+  if (gpu_request && parse_gpu_request(*gpu_request).has_value()) {
+    command.export_value(env::kUseGpu, *gpu_request);
   }
   export_python_path(command, options, facts);
   // After -x: a fact about this attempt, not a setting the user may change.

@@ -269,6 +269,11 @@ TEST(LaunchPlan, AutoGivenWithXLeavesTheChoiceToTheLauncher) {
   const auto fits = build_launch_plan(job(2).exports({{"TNT_USE_GPU", " Auto"}}),
                                       cpu_node().gpu_count(2), kProgram);
   EXPECT_EQ(env_value(fits, "TNT_USE_GPU"), "auto");
+  // The last -x is the one that counts, for the plan and for the ranks.
+  const auto last = build_launch_plan(
+      job(3).exports({{"TNT_USE_GPU", "true"}, {"TNT_USE_GPU", "auto"}}), cpu_node().gpu_count(2),
+      kProgram);
+  EXPECT_EQ(env_value(last, "TNT_USE_GPU"), "false");
 }
 
 TEST(LaunchPlan, NoGpuFlagIsSilent) {
@@ -607,6 +612,11 @@ TEST(LaunchPlan, SlurmJobTakesTheGpuFlagsAsANodeDoes) {
   const NodeFacts node = cpu_node().gpu_count(8).slurm_allocation(gpus);
   EXPECT_TRUE(contains_sequence(build_launch_plan(any_ranks(), node, kProgram).argv,
                                 {"--host", "node01:8,node02:8", "-np", "16"}));
+  // A CUDA_VISIBLE_DEVICES given to the ranks caps the job's GPUs per node.
+  EXPECT_TRUE(contains_sequence(
+      build_launch_plan(any_ranks().exports({{"CUDA_VISIBLE_DEVICES", "0,1"}}), node, kProgram)
+          .argv,
+      {"--host", "node01:2,node02:2", "-np", "4"}));
   const auto cpu =
       build_launch_plan(any_ranks().exports({{"TNT_USE_GPU", "false"}}), node, kProgram);
   EXPECT_TRUE(contains_sequence(cpu.argv, {"--host", "node01:1,node02:1", "-np", "2"}));
@@ -642,6 +652,17 @@ TEST(LaunchPlan, SlurmGpusBoundToTasksGiveARankPerTask) {
                                                    ": mpirun starts the ranks of the other nodes")));
   EXPECT_THAT(build_launch_plan(any_ranks().srun(true), node, kProgram).warnings, IsEmpty());
   EXPECT_THAT(build_launch_plan(job(2), node, kProgram).warnings, IsEmpty());  // node01 only
+  // srun: one rank per task, so one GPU per task and no sharing.
+  EXPECT_THAT(error_of([&] {
+                build_launch_plan(any_ranks().srun(true).ranks_per_gpu(2), node, kProgram);
+              }),
+              HasSubstr("--ranks-per-gpu 2 asks for more ranks than tasks"));
+  per_task.gpus_per_task = 2;
+  EXPECT_THAT(error_of([&] {
+                build_launch_plan(any_ranks().srun(true), cpu_node().gpu_count(4).slurm_allocation(per_task),
+                                  kProgram);
+              }),
+              HasSubstr("gives each task 2 GPU(s) (SLURM_GPUS_PER_TASK=2)"));
 }
 
 TEST(LaunchPlan, SlurmAllocationNarrowedByMinusN) {

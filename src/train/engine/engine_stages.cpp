@@ -143,9 +143,9 @@ std::optional<EngineSnapshot> Engine::snapshot_with_stages(bool keep) {
   // before the gather returns, so the training tensors go as they are.
   NamedTensorList mine;
   for (const auto& [name, t] : all_weights(s.net())) mine.emplace_back(kWeight + name, as_is(t));
-  for (auto& [name, t] : to_named_tensors(state)) {
-    mine.emplace_back(kOptimizer + name, t.to(s.device()));
-  }
+  // The optimizer state where it is: a sharded optimizer's full form is in
+  // host memory (OptimizerShards::with_full_form) and goes so, over MPI.
+  for (auto& [name, t] : to_named_tensors(state)) mine.emplace_back(kOptimizer + name, t);
   // Host tensors travel over MPI whatever the device, and are received in
   // host memory (StageLink::take).
   for (const auto& [name, e] : s.counters().deterministic_exponents) {

@@ -301,18 +301,33 @@ void clip_norm_over_stages(std::vector<torch::Tensor>& trainable, double max_nor
     with_grad.push_back(p);
     norms.push_back(p.grad().norm(2).reshape({1}));
   }
-  // In float64 over the stages (exact for every floating dtype's norms), so
-  // that a stage without gradients, or one in another precision, agrees on
-  // the dtype with the others; back in the gradients' dtype below.
+  // The norms travel in float64 (exact for every floating dtype), so that a
+  // stage without gradients, or in another precision, sends what the others
+  // do. The norm of the norms is taken in the dtype that LibTorch's stack of
+  // the whole model's norms would have: every stage's promoted, agreed here.
+  // A dtype as a number, -1 for none (a stage without gradients).
+  const auto promote = [](std::int64_t a, std::int64_t b) {
+    if (a < 0 || b < 0) return std::max(a, b);
+    return static_cast<std::int64_t>(
+        c10::promoteTypes(static_cast<torch::ScalarType>(a), static_cast<torch::ScalarType>(b)));
+  };
+  std::int64_t promoted = -1;
+  for (const auto& n : norms) promoted = promote(promoted, static_cast<std::int64_t>(n.scalar_type()));
   const torch::Tensor mine = norms.empty() ? torch::empty({0}, torch::kFloat64)
                                            : torch::cat(norms).to(torch::kFloat64).cpu();  // host-sync: clipping by norm (docs/performance.md)
   // Stage order is the model's order: rank s of the pipeline is stage s.
   const torch::Tensor gathered = stages.allgatherv(mine);
+  const torch::Tensor types = stages.allgather(torch::tensor({promoted}, torch::kInt64));
   if (gathered.numel() == 0 || with_grad.empty()) return;
+  std::int64_t agreed = -1;
+  for (std::int64_t i = 0; i < types.numel(); ++i) {
+    agreed = promote(agreed, types.data_ptr<std::int64_t>()[i]);
+  }
   // The norm of the norms on the gradients' device, as clip_grad_norm_ takes
   // it: a GPU sums the 2-norm in another order than the CPU, and one bit of
   // the total changes every weight.
-  const torch::Tensor all = gathered.to(with_grad[0].grad().device(), norms[0].scalar_type());
+  const torch::Tensor all =
+      gathered.to(with_grad[0].grad().device(), static_cast<torch::ScalarType>(agreed));
   scale_to_norm(with_grad, all.numel() == 1 ? all[0] : all.norm(2), max_norm);
 }
 

@@ -92,6 +92,12 @@ void per_rank_grouped(const std::vector<std::int64_t>& counts, ncclComm_t comm, 
 
 }  // namespace
 
+namespace {
+constexpr const char* kBrokenText =
+    "the NCCL communicator was aborted after an earlier collective failed; the job must be "
+    "restarted";
+}  // namespace
+
 NcclBackend::NcclBackend(std::unique_ptr<MpiBackend> host, c10::DeviceIndex device)
     : host_(std::move(host)),
       device_(device),
@@ -112,6 +118,9 @@ NcclBackend::~NcclBackend() {
 std::optional<std::string> NcclBackend::problem(const torch::Tensor& tensor,
                                                 std::optional<ReduceOp> op,
                                                 const char* needs_rows) const {
+  // Said in the handshake, so that every rank fails there: a peer told only
+  // after it agreed would wait in NCCL for this rank until its timeout.
+  if (broken_) return std::string(kBrokenText);
   if (auto error = validate(tensor, op)) return error;
   if (needs_rows != nullptr && tensor.dim() == 0) {
     return ::tnt::detail::concat(needs_rows, " needs a tensor with at least one dimension: use "
@@ -128,31 +137,41 @@ std::optional<std::string> NcclBackend::problem(const torch::Tensor& tensor,
 
 template <typename Enqueue>
 void NcclBackend::run_on_stream(const char* what, std::int64_t elements, Enqueue enqueue) {
-  TNT_CHECK(!broken_, "the NCCL communicator was aborted after an earlier collective failed; the "
-                      "job must be restarted");
+  TNT_CHECK(!broken_, kBrokenText);
   const c10::cuda::CUDAGuard guard(device_);  // this thread may be the caller's, or the engine's
-  const c10::cuda::CUDAStream caller(consumer());
-  if (const ReadyMark* mark = current_ready_mark()) {
-    // Enqueued asynchronously (a gradient bucket): wait for the moment its
-    // tensor was ready on the stream that produced it, not for everything
-    // queued since (comm/ready_mark.h).
-    mark->event.block(stream_.unwrap());
-  } else {
-    ready_.record(caller);  // after the kernels that produced the tensor
-    ready_.block(stream_);
-  }
   try {
-    const SettleLimit limit(host_->timeout_seconds());
-    enqueue(stream_.stream());
-  } catch (...) {
+    const c10::cuda::CUDAStream caller(consumer());
+    if (const ReadyMark* mark = current_ready_mark()) {
+      // Enqueued asynchronously (a gradient bucket): wait for the moment its
+      // tensor was ready on the stream that produced it, not for everything
+      // queued since (comm/ready_mark.h).
+      mark->event.block(stream_.unwrap());
+    } else {
+      ready_.record(caller);  // after the kernels that produced the tensor
+      ready_.block(stream_);
+    }
+    {
+      const SettleLimit limit(host_->timeout_seconds());
+      enqueue(stream_.stream());
+    }
+    done_.record(stream_);
+    await_done(what, elements);
+    done_.block(caller);  // the consumer's stream orders after the payload
+  } catch (const Error&) {
     // Peers may have enqueued their part: they must not wait for ours.
-    comm_.abort();
+    if (!broken_) comm_.abort();
     broken_ = true;
     throw;
+  } catch (const std::exception& e) {
+    // A CUDA error on the way (an event's record or query after a kernel
+    // faulted): the same, told as the job's failure.
+    if (!broken_) comm_.abort();
+    broken_ = true;
+    throw Error(::tnt::detail::concat("[tarantella rank ", rank(), "] ", what, " of ", elements,
+                                      " elements failed on the GPU: ", e.what(),
+                                      "; the NCCL communicator was aborted and the job must be "
+                                      "restarted"));
   }
-  done_.record(stream_);
-  await_done(what, elements);
-  done_.block(caller);  // the consumer's stream orders after the payload
 }
 
 c10::Stream NcclBackend::consumer() const {
@@ -176,7 +195,9 @@ torch::Tensor NcclBackend::result_like(const torch::Tensor& tensor, at::IntArray
 }
 
 void NcclBackend::average(torch::Tensor& tensor) const {
-  const c10::StreamGuard on(consumer());
+  // On the NCCL stream, before the payload's done event: a finished handle
+  // means the division is done too, for a consumer on any stream.
+  const c10::StreamGuard on(stream_.unwrap());
   tensor.div_(size());
 }
 
@@ -235,8 +256,8 @@ torch::Tensor NcclBackend::allreduce(torch::Tensor tensor, ReduceOp op) {
                              static_cast<std::size_t>(tensor.numel()), to_nccl(plan.type),
                              to_nccl(plan.op), comm_.get(), stream),
                "ncclAllReduce", comm_.get());
+    if (plan.divide_by_size && size() > 1) average(tensor);
   });
-  if (plan.divide_by_size && size() > 1) average(tensor);
   return tensor;
 }
 
@@ -336,8 +357,8 @@ torch::Tensor NcclBackend::reduce_scatter(torch::Tensor tensor, ReduceOp op) {
                    "ncclReduce", comm_.get());
       });
     }
+    if (plan.divide_by_size && size() > 1) average(out);
   });
-  if (plan.divide_by_size && size() > 1) average(out);
   return out;
 }
 

@@ -89,7 +89,8 @@ class NcclBackend final : public Backend {
   /// A result tensor, allocated on the consumer's stream (the caching
   /// allocator ties a block to the stream it was allocated on).
   torch::Tensor result_like(const torch::Tensor& tensor, at::IntArrayRef shape) const;
-  /// Divides a reduced tensor by the group's size on the consumer's stream.
+  /// Divides a reduced tensor by the group's size on the NCCL stream (inside
+  /// run_on_stream's enqueue: before the done event).
   void average(torch::Tensor& tensor) const;
   /// Waits for `done_` as step 3 says; aborts and throws on failure.
   void await_done(const char* what, std::int64_t elements);

@@ -29,6 +29,7 @@
 #include <thread>
 #include <utility>
 
+#include <ATen/cuda/Sleep.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/torch.h>
@@ -174,6 +175,34 @@ TEST(NcclBackend, BroadcastAllgatherAllgathervReduceScatter) {
     ASSERT_EQ(out.size(0), mine);
     EXPECT_TRUE(torch::equal(out.cpu(), in.cpu().narrow(0, first, mine) * n));
   }
+}
+
+// An asynchronous collective enqueued from a side stream (as a backward hook
+// runs on autograd's stream) waits for the kernels queued on that stream
+// before it (its ready mark), and its result is ordered before that stream's
+// next use. A long kernel, then a fill on the side stream, then the call: at
+// 1 rank NCCL copies the allgather's input into its result, and that copy
+// must read the filled values. An average is divided before the handle is
+// done (on the NCCL stream), so the side stream reads the mean.
+TEST(NcclBackend, AsyncCallsFromASideStreamWaitForTheirTensorThere) {
+  const int n = tnt::get_size();
+  const c10::cuda::CUDAGuard on_gpu(gpu().index());
+  const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, gpu().index());
+  const c10::cuda::CUDAStreamGuard on_side(side);
+  const std::int64_t count = 1 << 20;
+  torch::Tensor x = torch::zeros({count}, torch::TensorOptions().device(gpu()));
+  at::cuda::sleep(200'000'000);  // about 0.1 s of the side stream
+  x.fill_(7);
+  const torch::Tensor all = tnt::world().allgather_async(x).wait();
+  EXPECT_TRUE(torch::equal(all.cpu(), torch::full({count * n}, 7.0f)))
+      << "the allgather read its input before the side stream's fill";
+
+  torch::Tensor y = torch::zeros({1000}, torch::TensorOptions().device(gpu()));
+  at::cuda::sleep(200'000'000);
+  y.fill_(2.0f * n);
+  tnt::world().allreduce_async(y, ReduceOp::Average).wait();
+  EXPECT_TRUE(torch::equal(y.cpu(), torch::full({1000}, 2.0f * n)))
+      << "the average is not 2n: it read its input early, or was not divided by " << n;
 }
 
 TEST(NcclBackend, HostTensorsGoOverMpiOnTheSameGroup) {

@@ -17,6 +17,7 @@
 #include <torch/torch.h>
 
 #include <tarantella/base/error.h>
+#include <tarantella/base/logging.h>
 
 #include "base/threads.h"
 #include "dp/optimizer_shards.h"
@@ -156,13 +157,27 @@ HostCopies::HostCopies(SnapshotUse use, torch::Device device)
     : later_(use == SnapshotUse::write_later), device_(device) {}
 
 torch::Tensor HostCopies::operator()(const torch::Tensor& t) {
-  if (t.is_cuda()) {
-    from_gpu_ = true;
-    torch::Tensor out = torch::empty(
-        t.sizes(), t.options().device(torch::kCPU).pinned_memory(true).requires_grad(false));
-    out.copy_(t.detach(), /*non_blocking=*/true);
-    return out;
+  if (t.is_cuda() && !pinning_failed_) {
+    torch::Tensor out;
+    try {
+      out = torch::empty(t.sizes(),
+                         t.options().device(torch::kCPU).pinned_memory(true).requires_grad(false));
+    } catch (const std::exception& e) {
+      // Page-locked memory ran out (the host's, or a container's limit): the
+      // snapshot is still taken, with copies the host waits for, rather than
+      // failing on this rank alone while the others go on.
+      pinning_failed_ = true;
+      ::tnt::log::warning(::tnt::detail::concat(
+          "a snapshot's host copies could not be page-locked (", e.what(),
+          "); this one is copied without overlap: training waits for it"));
+    }
+    if (out.defined()) {
+      from_gpu_ = true;
+      out.copy_(t.detach(), /*non_blocking=*/true);
+      return out;
+    }
   }
+  if (t.is_cuda()) return t.detach().to(torch::kCPU).contiguous();  // host-sync: pinning failed
   return later_ ? t.detach().clone(at::MemoryFormat::Contiguous) : t.detach().contiguous();
 }
 

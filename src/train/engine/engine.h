@@ -107,6 +107,7 @@ class HostCopies {
   bool later_;
   torch::Device device_;
   bool from_gpu_ = false;
+  bool pinning_failed_ = false;  ///< then copies the host waits for
 };
 
 /// The snapshot's optimizer state as torch::optim's bytes (serialized here

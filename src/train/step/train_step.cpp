@@ -321,7 +321,7 @@ void clip_norm_over_stages(std::vector<torch::Tensor>& trainable, double max_nor
   if (gathered.numel() == 0 || with_grad.empty()) return;
   std::int64_t agreed = -1;
   for (std::int64_t i = 0; i < types.numel(); ++i) {
-    agreed = promote(agreed, types.data_ptr<std::int64_t>()[i]);
+    agreed = promote(agreed, types.data_ptr<std::int64_t>()[i]);  // host-only: the dtypes travel in host memory
   }
   // The norm of the norms on the gradients' device, as clip_grad_norm_ takes
   // it: a GPU sums the 2-norm in another order than the CPU, and one bit of

@@ -143,8 +143,10 @@ torch::Tensor StageLink::take(int peer, int header_tag, int data_tag, const std:
   pipeline_.recv(header, peer, header_tag, what + " (shape)");
   waited_ += Clock::now() - begin;
   const Header h = read_header(header);
-  return take_data(torch::empty(h.shape, torch::TensorOptions().dtype(h.dtype).device(
-                                             sender_device(h.on_host))),
+  // Where the sender's tensor is: on an NCCL group both ends of a transfer
+  // hold it on the GPU, or both in host memory.
+  const torch::Device device = h.on_host ? torch::Device(torch::kCPU) : device_;
+  return take_data(torch::empty(h.shape, torch::TensorOptions().dtype(h.dtype).device(device)),
                    peer, data_tag, what);
 }
 
@@ -156,12 +158,6 @@ torch::Tensor StageLink::take_data(torch::Tensor buffer, int peer, int data_tag,
   return buffer;
 }
 
-torch::Device StageLink::sender_device(bool on_host) const {
-  // On an NCCL group both ends of a transfer hold it on the GPU, or both in
-  // host memory.
-  return on_host ? torch::Device(torch::kCPU) : device_;
-}
-
 bool StageLink::headerless(int micro, std::int64_t samples, const StepShape& shape) const {
   return micro > 0 && samples >= 0 && shape.batch_major;
 }
@@ -169,10 +165,9 @@ bool StageLink::headerless(int micro, std::int64_t samples, const StepShape& sha
 // What micro-batch 0's header says about the rest of the step.
 StageLink::StepShape StageLink::step_shape(torch::ScalarType dtype,
                                            const std::vector<std::int64_t>& shape,
-                                           std::int64_t samples, bool on_host) {
+                                           std::int64_t samples) {
   StepShape s;
   s.dtype = dtype;
-  s.on_host = on_host;
   s.batch_major = samples >= 0 && !shape.empty() && shape[0] == samples;
   if (!shape.empty()) s.rest.assign(shape.begin() + 1, shape.end());
   return s;
@@ -193,25 +188,18 @@ void StageLink::send_activation(const torch::Tensor& output, int micro, std::int
   const std::string what = label("activations", layout_.stage, micro);
   if (headerless(micro, samples, sent_)) {
     const std::vector<std::int64_t> expected = batch_of(samples, sent_.rest);
-    // Where each was, said only when that is what changed.
-    const bool moved = output.device().is_cpu() != sent_.on_host;
-    const auto where = [&](bool on_host) {
-      return moved ? (on_host ? " in host memory" : " on the device") : "";
-    };
-    TNT_CHECK(output.scalar_type() == sent_.dtype && output.sizes().vec() == expected && !moved,
-              what, " are ", output.scalar_type(), " of shape ", output.sizes(),
-              where(output.device().is_cpu()), ", but micro-batch 0 of this step sent ",
-              sent_.dtype, " of shape [samples", sent_.rest.empty() ? "" : ", ",
-              fmt::format("{}", fmt::join(sent_.rest, ", ")), "]", where(sent_.on_host),
-              ": within a step, a stage's outputs must keep one dtype, one device and one shape ",
-              "past the first dimension, and the first must be the micro-batch's sample count (",
+    TNT_CHECK(output.scalar_type() == sent_.dtype && output.sizes().vec() == expected, what,
+              " are ", output.scalar_type(), " of shape ", output.sizes(),
+              ", but micro-batch 0 of this step sent ", sent_.dtype, " of shape [samples",
+              sent_.rest.empty() ? "" : ", ", fmt::format("{}", fmt::join(sent_.rest, ", ")),
+              "]: within a step, a stage's outputs must keep one dtype and one shape past ",
+              "the first dimension, and the first must be the micro-batch's sample count (",
               samples, " here)");
     post_data(output, to, kActivationData, what);
   } else {
     post(output, to, kActivationHeader, kActivationData, what, samples);
     if (micro == 0) {
-      sent_ = step_shape(output.scalar_type(), output.sizes().vec(), samples,
-                         output.device().is_cpu());
+      sent_ = step_shape(output.scalar_type(), output.sizes().vec(), samples);
     }
   }
   if (tracing_) {
@@ -226,10 +214,8 @@ torch::Tensor StageLink::recv_activation(int micro, std::int64_t samples) {
   const auto begin = Clock::now();
   torch::Tensor data;
   if (headerless(micro, samples, received_)) {
-    // Where the sender's tensor is, as micro-batch 0's header said.
     data = take_data(torch::empty(batch_of(samples, received_.rest),
-                                  torch::TensorOptions().dtype(received_.dtype).device(
-                                      sender_device(received_.on_host))),
+                                  torch::TensorOptions().dtype(received_.dtype).device(device_)),
                      from, kActivationData, what);
   } else {
     TNT_CHECK(micro == 0 || !received_.batch_major || samples >= 0, "internal error: ", what,
@@ -238,9 +224,8 @@ torch::Tensor StageLink::recv_activation(int micro, std::int64_t samples) {
     pipeline_.recv(header, from, kActivationHeader, what + " (shape)");
     waited_ += Clock::now() - begin;
     const Header h = read_header(header);
-    if (micro == 0) received_ = step_shape(h.dtype, h.shape, h.samples, h.on_host);
-    data = take_data(torch::empty(h.shape, torch::TensorOptions().dtype(h.dtype).device(
-                                               sender_device(h.on_host))),
+    if (micro == 0) received_ = step_shape(h.dtype, h.shape, h.samples);
+    data = take_data(torch::empty(h.shape, torch::TensorOptions().dtype(h.dtype).device(device_)),
                      from, kActivationData, what);
   }
   if (tracing_) {

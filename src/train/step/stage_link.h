@@ -121,7 +121,6 @@ class StageLink {
     torch::ScalarType dtype = torch::kFloat32;
     std::vector<std::int64_t> rest;  // the shape past the first dimension
     bool batch_major = false;
-    bool on_host = false;  // the sender's tensor was in host memory
   };
   // `t` with its header on `header_tag` (`samples` in it, see the note),
   // its data on `data_tag`.
@@ -137,13 +136,10 @@ class StageLink {
   // Whether micro-batch `micro`'s activation goes without a header (both
   // ends decide alike: the note above).
   bool headerless(int micro, std::int64_t samples, const StepShape& shape) const;
-  // Where a received tensor goes: host memory where the sender's was, else
-  // the training device.
-  torch::Device sender_device(bool on_host) const;
   std::string label(const char* kind, int from, int micro) const;
   void drive_sends();
   static StepShape step_shape(torch::ScalarType dtype, const std::vector<std::int64_t>& shape,
-                              std::int64_t samples, bool on_host);
+                              std::int64_t samples);
 
   comm::ProcessGroup pipeline_;
   stages::StageLayout layout_;

@@ -9,10 +9,12 @@
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <optional>
 
 #include <tarantella/base/argument_error.h>
 #include <tarantella/base/error.h>
+#include <tarantella/base/logging.h>
 #include <tarantella/data/dataset.h>
 #include <tarantella/data/distribute.h>
 #include <tarantella/train/progbar_logger.h>
@@ -218,33 +220,68 @@ torch::Tensor predict_on_stage(const PredictContext& c, const data::MicroBatch& 
 }
 
 // predict()'s outputs in host memory, copied as they come without the host
-// waiting for each (a GPU's into pinned memory, on the current stream);
-// done() waits once for all of them.
+// waiting for each: a GPU's into pinned memory, on the stream current at the
+// copy. The pinned copies are moved into ordinary host memory every
+// kPinnedBound bytes (one wait per such slice, not one per batch), so that
+// page-locked memory stays bounded (torch keeps the blocks it pinned for
+// reuse: the next slice takes them again); where pinning fails (the host's
+// or a container's limit), the copies are ones the host waits for.
 class HostOutputs {
  public:
+  static constexpr std::int64_t kPinnedBound = std::int64_t{64} << 20;
+
   void add(const torch::Tensor& out) {
     if (!out.is_cuda()) {
       outputs_.push_back(out.contiguous());
       return;
     }
-    torch::Tensor host = torch::empty(out.sizes(), out.options().device(torch::kCPU).pinned_memory(true));
+    const std::int64_t bytes = out.numel() * static_cast<std::int64_t>(out.element_size());
+    if (pinned_bytes_ > 0 && pinned_bytes_ + bytes > kPinnedBound) settle();
+    torch::Tensor host;
+    if (!pinning_failed_) {
+      try {
+        host = torch::empty(out.sizes(), out.options().device(torch::kCPU).pinned_memory(true));
+      } catch (const std::exception& e) {
+        pinning_failed_ = true;
+        ::tnt::log::warning(::tnt::detail::concat(
+            "predict: its outputs could not be page-locked (", e.what(),
+            "); they are copied to host memory one batch at a time, the host waiting for each"));
+      }
+    }
+    if (!host.defined()) {
+      outputs_.push_back(out.to(torch::kCPU).contiguous());  // host-sync: pinning failed
+      return;
+    }
     host.copy_(out, /*non_blocking=*/true);
+    const c10::Stream stream = c10::impl::VirtualGuardImpl(out.device().type()).getStream(out.device());
+    if (std::find(streams_.begin(), streams_.end(), stream) == streams_.end()) {
+      streams_.push_back(stream);
+    }
+    pinned_.push_back(outputs_.size());
     outputs_.push_back(std::move(host));
-    device_ = out.device();
+    pinned_bytes_ += bytes;
   }
   std::vector<torch::Tensor>& done() {
-    if (device_) {
-      // The copies' stream (this thread's current one on the device).
-      c10::impl::VirtualGuardImpl(device_->type()).getStream(*device_).synchronize();  // host-sync: predict returns host tensors (once, not per batch)
-      device_.reset();
-    }
+    settle();
     return outputs_;
   }
   bool empty() const { return outputs_.empty(); }
 
  private:
+  // Waits for the copies queued so far and moves them out of pinned memory.
+  void settle() {
+    for (const c10::Stream& s : streams_) s.synchronize();  // host-sync: predict returns host tensors (once per slice)
+    for (const std::size_t i : pinned_) outputs_[i] = outputs_[i].clone();
+    streams_.clear();
+    pinned_.clear();
+    pinned_bytes_ = 0;
+  }
+
   std::vector<torch::Tensor> outputs_;
-  std::optional<torch::Device> device_;
+  std::vector<std::size_t> pinned_;  ///< outputs_ still in pinned memory
+  std::vector<c10::Stream> streams_;  ///< where their copies were queued
+  std::int64_t pinned_bytes_ = 0;
+  bool pinning_failed_ = false;
 };
 
 }  // namespace

@@ -108,19 +108,27 @@ JobPlacement place_job(const LaunchOptions& options, const NodeFacts& facts) {
   job.device.use_gpu = job.allocation->use_gpu;
   job.device.ranks_per_gpu = job.allocation->use_gpu ? options.ranks_per_gpu() : 1;
   // srun starts one rank per task of its own, each with its task's GPUs:
-  // more ranks than the job has tasks (one per GPU of a task, or K per GPU)
-  // would be a step larger than the job.
-  const int per_task = slurm->gpus_per_task.value_or(1);
-  if (options.srun() && job.allocation->use_gpu && slurm->gpus_per_task &&
-      !slurm->gpus_per_node && (per_task > 1 || options.ranks_per_gpu() > 1)) {
-    throw LauncherError(
-        "--srun starts every rank as a Slurm task with that task's GPUs, but Slurm job " +
-        slurm->job_id + " gives each task " + std::to_string(per_task) +
-        " GPU(s) (SLURM_GPUS_PER_TASK=" + std::to_string(per_task) + ")" +
-        (options.ranks_per_gpu() > 1
-             ? " and --ranks-per-gpu " + std::to_string(options.ranks_per_gpu()) + " asks for more ranks than tasks"
-             : std::string(", one rank per GPU would be more ranks than tasks")) +
-        ": submit the job with --gpus-per-task=1 (and one task per rank), or drop --srun");
+  // a host with more ranks than tasks (one rank per GPU of a task, or K per
+  // GPU) would be a step larger than the job.
+  if (options.srun() && job.allocation->use_gpu && slurm->gpus_per_task && !slurm->gpus_per_node) {
+    for (const HostRanks& h : job.allocation->hosts) {
+      const auto at = std::find(slurm->hosts.begin(), slurm->hosts.end(), h.host);
+      const int tasks = at == slurm->hosts.end()
+                            ? 0
+                            : slurm->tasks_per_node[static_cast<std::size_t>(at - slurm->hosts.begin())];
+      if (h.ranks <= tasks) continue;
+      const int per_task = *slurm->gpus_per_task;
+      throw LauncherError(
+          "--srun starts every rank as a Slurm task with that task's GPUs, but " +
+          std::to_string(h.ranks) + " ranks on " + h.host + " (one per GPU" +
+          (options.ranks_per_gpu() > 1
+               ? ", " + std::to_string(options.ranks_per_gpu()) + " per GPU with --ranks-per-gpu"
+               : std::string()) +
+          ") are more than its " + std::to_string(tasks) + " task(s) of Slurm job " +
+          slurm->job_id + " (SLURM_GPUS_PER_TASK=" + std::to_string(per_task) +
+          "): give -n or --n-per-node within the tasks, submit with --gpus-per-task=1 and a "
+          "task per rank, or drop --srun");
+    }
   }
   return job;
 }
@@ -357,7 +365,8 @@ std::optional<std::string> gpus_per_task_warning(const LaunchOptions& options,
          std::to_string(*slurm.gpus_per_task) +
          "): mpirun starts the ranks of the other nodes inside one Slurm task per node, which "
          "may see that task's GPUs only, so those ranks would share them (they warn if so); "
-         "add --srun to start every rank as a task of its own, with its own GPUs";
+         "add --srun to start every rank as a task of its own, with its own GPUs (a rank per "
+         "task: --gpus-per-task=1)";
 }
 
 // The node as the ranks will see it: a CUDA_VISIBLE_DEVICES given with -x

@@ -652,17 +652,20 @@ TEST(LaunchPlan, SlurmGpusBoundToTasksGiveARankPerTask) {
                                                    ": mpirun starts the ranks of the other nodes")));
   EXPECT_THAT(build_launch_plan(any_ranks().srun(true), node, kProgram).warnings, IsEmpty());
   EXPECT_THAT(build_launch_plan(job(2), node, kProgram).warnings, IsEmpty());  // node01 only
-  // srun: one rank per task, so one GPU per task and no sharing.
+  // srun: one rank per task, so no host may have more ranks than tasks.
   EXPECT_THAT(error_of([&] {
                 build_launch_plan(any_ranks().srun(true).ranks_per_gpu(2), node, kProgram);
               }),
-              HasSubstr("--ranks-per-gpu 2 asks for more ranks than tasks"));
+              HasSubstr("4 ranks on node01 (one per GPU, 2 per GPU with --ranks-per-gpu) are "
+                        "more than its 2 task(s) of Slurm job 42 (SLURM_GPUS_PER_TASK=1)"));
   per_task.gpus_per_task = 2;
-  EXPECT_THAT(error_of([&] {
-                build_launch_plan(any_ranks().srun(true), cpu_node().gpu_count(4).slurm_allocation(per_task),
-                                  kProgram);
-              }),
-              HasSubstr("gives each task 2 GPU(s) (SLURM_GPUS_PER_TASK=2)"));
+  const NodeFacts two = cpu_node().gpu_count(4).slurm_allocation(per_task);
+  EXPECT_THAT(error_of([&] { build_launch_plan(any_ranks().srun(true), two, kProgram); }),
+              HasSubstr("4 ranks on node01 (one per GPU) are more than its 2 task(s)"));
+  // Within the tasks: allowed (2 ranks, 2 tasks on node01).
+  EXPECT_TRUE(contains_sequence(
+      build_launch_plan(any_ranks().srun(true).ranks_per_node(1), two, kProgram).argv,
+      {"--nodes=2", "--ntasks=2"}));
 }
 
 TEST(LaunchPlan, SlurmAllocationNarrowedByMinusN) {

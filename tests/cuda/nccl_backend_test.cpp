@@ -197,12 +197,18 @@ TEST(NcclBackend, AsyncCallsFromASideStreamWaitForTheirTensorThere) {
   EXPECT_TRUE(torch::equal(all.cpu(), torch::full({count * n}, 7.0f)))
       << "the allgather read its input before the side stream's fill";
 
+  // The average, read from a third stream after wait(): the division must
+  // be done by then, not queued behind the side stream's next kernel (at 1
+  // rank nothing is divided: this part tells only at 2 ranks or more).
   torch::Tensor y = torch::zeros({1000}, torch::TensorOptions().device(gpu()));
   at::cuda::sleep(200'000'000);
   y.fill_(2.0f * n);
-  tnt::world().allreduce_async(y, ReduceOp::Average).wait();
+  tnt::comm::Handle h = tnt::world().allreduce_async(y, ReduceOp::Average);
+  at::cuda::sleep(200'000'000);  // the side stream busy while the handle completes
+  h.wait();
+  const c10::cuda::CUDAStreamGuard on_third(c10::cuda::getStreamFromPool(false, gpu().index()));
   EXPECT_TRUE(torch::equal(y.cpu(), torch::full({1000}, 2.0f * n)))
-      << "the average is not 2n: it read its input early, or was not divided by " << n;
+      << "the average is not 2n once the handle is done: not yet divided by " << n;
 }
 
 TEST(NcclBackend, HostTensorsGoOverMpiOnTheSameGroup) {

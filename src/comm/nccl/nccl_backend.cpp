@@ -198,6 +198,9 @@ void NcclBackend::average(torch::Tensor& tensor) const {
   // On the NCCL stream, before the payload's done event: a finished handle
   // means the division is done too, for a consumer on any stream.
   const c10::StreamGuard on(stream_.unwrap());
+  // Not an autograd operation (a leaf that requires grad may be averaged in
+  // place, as on the MPI backend): an error here would break the group.
+  const at::NoGradGuard no_grad;
   tensor.div_(size());
 }
 

@@ -45,17 +45,36 @@ std::vector<std::int64_t> sbn_channel_shape(const torch::Tensor& input) {
 }
 
 // Statistics are computed in float32 at least (float16/bfloat16 inputs).
-torch::Tensor sbn_stat_input(const torch::Tensor& input) {
+// The dtype SyncBatchNorm computes in: float32 for float16/bfloat16 inputs.
+torch::ScalarType sbn_compute_type(const torch::Tensor& input) {
   const bool low = input.scalar_type() == torch::kHalf || input.scalar_type() == torch::kBFloat16;
-  return low ? input.to(torch::kFloat) : input;
+  return low ? torch::kFloat : input.scalar_type();
 }
+
+torch::Tensor sbn_stat_input(const torch::Tensor& input) {
+  return input.to(sbn_compute_type(input));
+}
+
+// An absent tensor as it crosses SyncBatchNormFunction::apply, and back.
+torch::Tensor sbn_absent_as_empty(const torch::Tensor& t) {
+  return t.defined() ? t : torch::empty({0});
+}
+torch::Tensor sbn_present(const torch::Tensor& t) { return t.numel() > 0 ? t : torch::Tensor(); }
 
 class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunction> {
  public:
+  // weight, bias and the running statistics come as empty tensors where
+  // they are absent (affine(false), track_running_stats(false)): LibTorch
+  // 1.13's custom functions cannot take undefined tensors.
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& input,
-                               const torch::Tensor& weight, const torch::Tensor& bias,
-                               const torch::Tensor& running_mean, const torch::Tensor& running_var,
-                               double momentum, double eps, const comm::ProcessGroup& group) {
+                               const torch::Tensor& weight_in, const torch::Tensor& bias_in,
+                               const torch::Tensor& running_mean_in,
+                               const torch::Tensor& running_var_in, double momentum, double eps,
+                               const comm::ProcessGroup& group) {
+    const torch::Tensor weight = sbn_present(weight_in);
+    const torch::Tensor bias = sbn_present(bias_in);
+    torch::Tensor running_mean = sbn_present(running_mean_in);
+    torch::Tensor running_var = sbn_present(running_var_in);
     const std::int64_t channels = input.size(1);
     const std::int64_t elements = channels > 0 ? input.numel() / channels : 0;
     const auto dims = sbn_reduced_dims(input);
@@ -91,8 +110,15 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
     torch::Tensor scale = weight.defined() ? invstd * weight.to(torch::kDouble) : invstd;
     torch::Tensor shift = -mean * scale;
     if (bias.defined()) shift = shift + bias.to(torch::kDouble);
-    const torch::Tensor output = torch::addcmul(shift.to(input.dtype()).view(shape), input,
-                                                scale.to(input.dtype()).view(shape));
+    // In float32 for a float16/bfloat16 input (autocast), cast once at the
+    // end, as torch's own batch norm kernels do: scale and shift rounded to
+    // the input's dtype would err by |mean| * invstd ulps, not |y| (and a
+    // large shift overflows float16).
+    const torch::Tensor x = sbn_stat_input(input);
+    const auto compute = x.scalar_type();
+    const torch::Tensor output =
+        torch::addcmul(shift.to(compute).view(shape), x, scale.to(compute).view(shape))
+            .to(input.scalar_type());
 
     ctx->save_for_backward({input, weight, mean, invstd});
     ctx->saved_data["samples"] = input.size(0);
@@ -120,11 +146,16 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
     const bool any = input.numel() > 0 && dy.defined();
     torch::Tensor sum_dy = torch::zeros({channels}, mean.options());
     torch::Tensor sum_dy_xmu = torch::zeros({channels}, mean.options());
-    torch::Tensor xmu;
+    // float32 for float16/bfloat16 (as in forward): dy is loss-scaled, and
+    // dy * (x - mean) formed in float16 overflows where torch's kernels,
+    // which compute it in float32, do not.
+    torch::Tensor xmu, dyc;
+    const auto compute = sbn_compute_type(input);
     if (any) {
-      xmu = input - mean.to(input.dtype()).view(shape);
-      sum_dy = sbn_stat_input(dy).sum(dims).to(torch::kDouble);
-      sum_dy_xmu = sbn_stat_input(dy * xmu).sum(dims).to(torch::kDouble);
+      dyc = sbn_stat_input(dy);
+      xmu = sbn_stat_input(input) - mean.to(compute).view(shape);
+      sum_dy = dyc.sum(dims).to(torch::kDouble);
+      sum_dy_xmu = (dyc * xmu).sum(dims).to(torch::kDouble);
     }
 
     torch::Tensor grad_input;
@@ -138,9 +169,9 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
         const torch::Tensor k1 = sums.narrow(0, 0, channels) * per;
         const torch::Tensor k2 = sums.narrow(0, channels, channels) * per * invstd * invstd;
         const torch::Tensor scale = weight.defined() ? invstd * weight.to(torch::kDouble) : invstd;
-        const auto dtype = input.dtype();
-        grad_input = (dy - k1.to(dtype).view(shape) - xmu * k2.to(dtype).view(shape)) *
-                     scale.to(dtype).view(shape);
+        grad_input = ((dyc - k1.to(compute).view(shape) - xmu * k2.to(compute).view(shape)) *
+                      scale.to(compute).view(shape))
+                         .to(input.scalar_type());
       } else {
         grad_input = torch::zeros_like(input);
       }
@@ -187,8 +218,9 @@ torch::Tensor sync_batch_norm(const torch::Tensor& input, const torch::Tensor& w
   }
   TNT_CHECK(active.is_member(), "SyncBatchNorm: this rank is not a member of the ",
             active.describe(), " it normalizes over: give it a group this rank belongs to");
-  return SyncBatchNormFunction::apply(input, weight, bias, running_mean, running_var, momentum,
-                                      eps, active);
+  return SyncBatchNormFunction::apply(input, sbn_absent_as_empty(weight), sbn_absent_as_empty(bias),
+                                      sbn_absent_as_empty(running_mean),
+                                      sbn_absent_as_empty(running_var), momentum, eps, active);
 }
 
 SyncBatchNormImpl::SyncBatchNormImpl(const SyncBatchNormOptions& options_,

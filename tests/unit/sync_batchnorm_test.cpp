@@ -42,6 +42,36 @@ TEST(SyncBatchNorm, InProcessRanksMatchSerialBatchNorm) {
   }
 }
 
+// Under autocast the input is bfloat16 (or float16): the normalisation is
+// computed in float32 and rounded once, as LibTorch's kernels do, so a
+// channel with a large mean (1000, std 10) is as exact as any other. Rounding
+// scale and shift to bfloat16 first erred by about |mean| * invstd * 2^-9
+// (0.2 here); the gradient likewise (dy * (x - mean) formed in float32).
+TEST(SyncBatchNorm, LowPrecisionInputsAreNormalisedInFloat32) {
+  torch::Generator gen = at::detail::createCPUGenerator(7);
+  const torch::Tensor x = (torch::randn({8, 2}, gen) * 10 + torch::tensor({1000.0f, 0.0f}))
+                              .to(torch::kBFloat16);
+  const torch::Tensor dy = torch::randn({8, 2}, gen).to(torch::kBFloat16);
+  // The reference in float32 on the same (bfloat16) values, over the whole batch.
+  const torch::Tensor xf = x.to(torch::kFloat).requires_grad_(true);
+  const torch::Tensor want = torch::batch_norm(xf, {}, {}, {}, {}, true, 0.1, 1e-5, false);
+  want.backward(dy.to(torch::kFloat));
+  tnt::comm::run_in_process(2, [&](const tnt::comm::ProcessGroup& g) {
+    tnt::nn::SyncBatchNorm sync(tnt::nn::SyncBatchNormOptions(2).affine(false), g);
+    const torch::Tensor mine = x.narrow(0, 4 * g.rank(), 4).clone().requires_grad_(true);
+    const torch::Tensor got = sync->forward(mine);
+    EXPECT_EQ(got.scalar_type(), torch::kBFloat16);
+    got.backward(dy.narrow(0, 4 * g.rank(), 4));
+    const torch::Tensor out_err =
+        (got.to(torch::kFloat) - want.detach().narrow(0, 4 * g.rank(), 4)).abs().max();
+    const torch::Tensor grad_err =
+        (mine.grad().to(torch::kFloat) - xf.grad().narrow(0, 4 * g.rank(), 4)).abs().max();
+    // One bfloat16 rounding of values of order 1: 2^-8 relative.
+    EXPECT_LE(out_err.item<float>(), 0.02f) << "rank " << g.rank();
+    EXPECT_LE(grad_err.item<float>(), 0.02f) << "rank " << g.rank();
+  });
+}
+
 TEST(SyncBatchNorm, OneValuePerChannelIsAnErrorOnEveryRank) {
   tnt::comm::run_in_process(2, [](const tnt::comm::ProcessGroup& g) {
     tnt::nn::SyncBatchNorm bn(tnt::nn::SyncBatchNormOptions(3), g);

@@ -74,10 +74,16 @@ TEST(DeterministicKernels, OnAGpuForTheScopesLifeOnly) {
     tnt::train::DeterministicKernelsScope cpu(c10::Device(c10::kCPU));
     EXPECT_FALSE(context.deterministicAlgorithms());
   }
+  context.setAllowTF32CuDNN(true);
+  context.setBenchmarkCuDNN(true);
   {
     tnt::train::DeterministicKernelsScope gpu(c10::Device(c10::kCUDA, 0));
     EXPECT_TRUE(context.deterministicAlgorithms());
     EXPECT_FALSE(context.deterministicAlgorithmsWarnOnly());
+    // The CUDA settings too, from the scope's start (an evaluate before any
+    // deterministic step): no TF32, no cuDNN benchmarking.
+    EXPECT_FALSE(context.allowTF32CuDNN());
+    EXPECT_FALSE(context.benchmarkCuDNN());
     {
       // Another rank's (in-process) or an evaluation inside the fit.
       tnt::train::DeterministicKernelsScope nested(c10::Device(c10::kCUDA, 1));
@@ -86,6 +92,7 @@ TEST(DeterministicKernels, OnAGpuForTheScopesLifeOnly) {
     EXPECT_TRUE(context.deterministicAlgorithms()) << "the outer scope still lives";
   }
   EXPECT_FALSE(context.deterministicAlgorithms());
+  ::unsetenv("CUBLAS_WORKSPACE_CONFIG");
 }
 
 TEST(DeterministicKernels, AUsersOwnSettingIsKept) {

@@ -77,6 +77,15 @@
 #   gpu_stages4         the same suite at 4 ranks sharing the GPU: 2 stages x 2
 #                       replicas, 4 stages (a middle stage), a sharded
 #                       optimizer inside a stage, the resume at another layout
+#   nccl_two_ranks      the NCCL test at 2 ranks on the one GPU, each rank
+#                       told it is on a host of its own (NCCL_HOSTID: NCCL
+#                       refuses two ranks on one GPU of one host), so that
+#                       NCCL runs its kernels and its network transport
+#                       (sockets over lo): the grouped calls, an average's
+#                       division, the asynchronous path; not the tests that
+#                       mean a GPU per rank (EachRankTrainsOnAGpuOfItsOwn)
+#                       or abort a stuck collective. Last: a first run on a
+#                       machine may show whether NCCL accepts this at all
 #   build_tests         the test programs of gpu_resume and unit_tests (built
 #                       late: a first call rarely reaches them)
 #   gpu_resume          mpi_dp_test's BackupAndRestore tests at 2 ranks sharing
@@ -156,7 +165,7 @@ mkdir -p "$logs" || exit 2
 
 all_steps=(configure build cuda_tests gpu_lenet5 gpu_stages gpu_python resnet_python resnet_cpp_none
            resnet_cpp_float16
-           gpu_backups python_tests build_tests gpu_resume gpu_stages4 unit_tests)
+           gpu_backups python_tests build_tests gpu_resume gpu_stages4 unit_tests nccl_two_ranks)
 declare -A result took
 for s in "${all_steps[@]}"; do result[$s]="not run"; took[$s]=""; done
 
@@ -471,6 +480,14 @@ plan_cuda_tests() {
   # (the tests' own limits, tests/cuda/CMakeLists.txt, fit in the step's).
   c=(ctest --test-dir "$build" -L cuda --no-tests=error -V)
 }
+plan_nccl_two_ranks() {
+  # shellcheck disable=SC2016  # $OMPI_COMM_WORLD_RANK: each rank's own
+  c=("$launcher" -n 2 --ranks-per-gpu 2 -x TNT_COMM_BACKEND=nccl -x TNT_COMM_TIMEOUT=20
+     -x NCCL_SOCKET_IFNAME=lo -x NCCL_IB_DISABLE=1 -- sh -c
+     'NCCL_HOSTID=tnt-device-check-$OMPI_COMM_WORLD_RANK exec "$0" "$@"'
+     "$build/tests/cuda/nccl_backend_test"
+     "--gtest_filter=-NcclBackend.EachRankTrainsOnAGpuOfItsOwn:NcclBackend.StuckCollectiveIsAbortedAndNamed")
+}
 plan_gpu_lenet5() {
   c=(bash "$root/bench/gpu/lenet5_checks.sh" "$launcher" "$py" "$scratch/lenet5" "$logs/lenet5")
 }
@@ -667,7 +684,7 @@ step build_tests 180 "$not_configured"
 gpu_step gpu_resume 60 "$launcher $build/tests/mpi/mpi_dp_test" 30
 gpu_step gpu_stages4 90 "$launcher $build/tests/mpi/mpi_pipeline_test" 40
 
-# Last, the C++ suite a GPU user runs, with the GPU visible.
+# Then the C++ suite a GPU user runs, with the GPU visible.
 step unit_tests 150 "$not_configured" 60
 # ctest runs whatever binaries there are: after a failed build_tests some
 # may be an earlier build's.
@@ -676,5 +693,9 @@ if [ -n "${took[build_tests]}" ] && [ "${result[build_tests]}" != ok ] &&
   result[unit_tests]="${result[unit_tests]} (build_tests failed: a test program may be an earlier build's)"
   write_report
 fi
+
+# Last: NCCL at 2 ranks on the one GPU, each rank on a host of its own for
+# NCCL (NCCL_HOSTID); new, so after everything the issue asks for.
+gpu_step nccl_two_ranks 60 "$launcher $build/tests/cuda/nccl_backend_test" 30
 
 finish auto

@@ -78,11 +78,13 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
     const std::int64_t channels = input.size(1);
     const std::int64_t elements = channels > 0 ? input.numel() / channels : 0;
     const auto dims = sbn_reduced_dims(input);
+    // float32 for a float16/bfloat16 input (autocast), as below.
+    const torch::Tensor x = sbn_stat_input(input);
     // [count, sums (C), sums of squares (C)]: from the local mean and
     // variance, which are stable, rather than from raw sums of squares.
     torch::Tensor stats = torch::zeros({2 * channels + 1}, input.options().dtype(torch::kDouble));
     if (elements > 0) {
-      const auto [var, mean] = torch::var_mean(sbn_stat_input(input), dims, /*unbiased=*/false);
+      const auto [var, mean] = torch::var_mean(x, dims, /*unbiased=*/false);
       const torch::Tensor mean64 = mean.to(torch::kDouble);
       const auto n = static_cast<double>(elements);
       stats[0] = n;
@@ -114,7 +116,6 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
     // end, as torch's own batch norm kernels do: scale and shift rounded to
     // the input's dtype would err by |mean| * invstd ulps, not |y| (and a
     // large shift overflows float16).
-    const torch::Tensor x = sbn_stat_input(input);
     const auto compute = x.scalar_type();
     const torch::Tensor output =
         torch::addcmul(shift.to(compute).view(shape), x, scale.to(compute).view(shape))

@@ -56,8 +56,10 @@ TEST(SyncBatchNorm, LowPrecisionInputsAreNormalisedInFloat32) {
   const torch::Tensor xf = x.to(torch::kFloat).requires_grad_(true);
   const torch::Tensor want = torch::batch_norm(xf, {}, {}, {}, {}, true, 0.1, 1e-5, false);
   want.backward(dy.to(torch::kFloat));
-  tnt::comm::run_in_process(2, [&](const tnt::comm::ProcessGroup& g) {
-    tnt::nn::SyncBatchNorm sync(tnt::nn::SyncBatchNormOptions(2).affine(false), g);
+  // Without weights, and (the other absent input) without running stats.
+  for (const bool running : {true, false}) tnt::comm::run_in_process(2, [&](const tnt::comm::ProcessGroup& g) {
+    tnt::nn::SyncBatchNorm sync(
+        tnt::nn::SyncBatchNormOptions(2).affine(false).track_running_stats(running), g);
     const torch::Tensor mine = x.narrow(0, 4 * g.rank(), 4).clone().requires_grad_(true);
     const torch::Tensor got = sync->forward(mine);
     EXPECT_EQ(got.scalar_type(), torch::kBFloat16);
@@ -67,8 +69,8 @@ TEST(SyncBatchNorm, LowPrecisionInputsAreNormalisedInFloat32) {
     const torch::Tensor grad_err =
         (mine.grad().to(torch::kFloat) - xf.grad().narrow(0, 4 * g.rank(), 4)).abs().max();
     // One bfloat16 rounding of values of order 1: 2^-8 relative.
-    EXPECT_LE(out_err.item<float>(), 0.02f) << "rank " << g.rank();
-    EXPECT_LE(grad_err.item<float>(), 0.02f) << "rank " << g.rank();
+    EXPECT_LE(out_err.item<float>(), 0.02f) << "rank " << g.rank() << ", running " << running;
+    EXPECT_LE(grad_err.item<float>(), 0.02f) << "rank " << g.rank() << ", running " << running;
   });
 }
 

@@ -118,13 +118,18 @@ JobPlacement place_job(const LaunchOptions& options, const NodeFacts& facts) {
                             : slurm->tasks_per_node[static_cast<std::size_t>(at - slurm->hosts.begin())];
       if (h.ranks <= tasks) continue;
       const int per_task = *slurm->gpus_per_task;
+      // Where the count came from: the GPUs, unless -n or --n-per-node said it.
+      const bool counted = !options.ranks() && !options.ranks_per_node();
+      const std::string why_ranks =
+          !counted ? std::string()
+          : options.ranks_per_gpu() > 1
+              ? " (one per GPU, " + std::to_string(options.ranks_per_gpu()) +
+                    " per GPU with --ranks-per-gpu)"
+              : std::string(" (one per GPU)");
       throw LauncherError(
           "--srun starts every rank as a Slurm task with that task's GPUs, but " +
-          std::to_string(h.ranks) + " ranks on " + h.host + " (one per GPU" +
-          (options.ranks_per_gpu() > 1
-               ? ", " + std::to_string(options.ranks_per_gpu()) + " per GPU with --ranks-per-gpu"
-               : std::string()) +
-          ") are more than its " + std::to_string(tasks) + " task(s) of Slurm job " +
+          std::to_string(h.ranks) + " ranks on " + h.host + why_ranks +
+          " are more than its " + std::to_string(tasks) + " task(s) of Slurm job " +
           slurm->job_id + " (SLURM_GPUS_PER_TASK=" + std::to_string(per_task) +
           "): give -n or --n-per-node within the tasks, submit with --gpus-per-task=1 and a "
           "task per rank, or drop --srun");

@@ -44,11 +44,13 @@ bool g_kernels_switched = false;  // the first of them switched the algorithms o
 DeterministicKernelsScope::DeterministicKernelsScope(const c10::Device& device)
     : active_(device.is_cuda()) {
   if (!active_) return;
+  std::lock_guard<std::mutex> lock(g_kernels_mutex);
   // The CUDA settings too (no TF32, no cuDNN benchmarking), from the start
   // of fit or evaluate, not only once a deterministic step is made: an
   // evaluate before any fit, or a train_begin callback, runs under them too.
+  // Under the lock (its setenv and other in-process ranks' scopes); before
+  // the count, so that a refusal leaves nothing counted.
   use_deterministic_cuda();
-  std::lock_guard<std::mutex> lock(g_kernels_mutex);
   if (g_kernels_scopes++ == 0) {
     at::Context& context = at::globalContext();
     g_kernels_switched = !context.deterministicAlgorithms();

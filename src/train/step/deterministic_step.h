@@ -139,7 +139,9 @@ class SingleThreadScope {
 /// deterministic at one thread). Scopes nest and may overlap across threads
 /// (in-process ranks): the first one switches the algorithms on if they were
 /// off, the last one out restores them; a user's own setting (tnt::set_seed)
-/// is kept.
+/// is kept. On a GPU it also applies use_deterministic_cuda() (no TF32, no
+/// cuDNN benchmarking, cuBLAS's workspace), which stays for the process;
+/// an invalid CUBLAS_WORKSPACE_CONFIG is refused here, with the fix.
 class DeterministicKernelsScope {
  public:
   explicit DeterministicKernelsScope(const c10::Device& device);

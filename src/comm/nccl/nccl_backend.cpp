@@ -90,12 +90,10 @@ void per_rank_grouped(const std::vector<std::int64_t>& counts, ncclComm_t comm, 
   check_nccl(ncclGroupEnd(), "ncclGroupEnd", comm);
 }
 
-}  // namespace
-
-namespace {
 constexpr const char* kBrokenText =
     "the NCCL communicator was aborted after an earlier collective failed; the job must be "
     "restarted";
+
 }  // namespace
 
 NcclBackend::NcclBackend(std::unique_ptr<MpiBackend> host, c10::DeviceIndex device)

@@ -36,7 +36,7 @@ std::unique_ptr<Backend> make_nccl_backend(std::unique_ptr<Backend> host, int de
   // (nccl.cmake checks those): the same limit, where it counts (the vote
   // falls back to MPI before, backend_choice.cpp; this guards other callers).
   const int version = nccl_version();
-  TNT_CHECK(version >= 22700, "the NCCL loaded is version ", version / 10000, ".",
+  TNT_CHECK(version >= kMinNcclVersion, "the NCCL loaded is version ", version / 10000, ".",
             version / 100 % 100, "; tarantella's NCCL backend needs 2.27 or later (several "
             "non-blocking communicators in progress on one thread): install a newer NCCL "
             "(a current pip torch brings one in its nvidia-nccl wheel), or use "

@@ -23,6 +23,10 @@ std::string gpu_bus_id(int device);
 /// The NCCL library loaded, as ncclGetVersion says (22809 for 2.28.9); 0
 /// without the NCCL backend.
 int nccl_version();
+/// The oldest the backend takes (2.27.0: several non-blocking communicators
+/// in progress on one thread). The backend vote falls back to MPI below it
+/// (comm/world/backend_choice.cpp).
+constexpr int kMinNcclVersion = 22700;
 
 /// Collective over `host`'s ranks (an MpiBackend, as MpiSession::world and
 /// MpiBackend::split make): an NCCL backend layered on it, on CUDA device

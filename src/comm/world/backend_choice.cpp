@@ -6,6 +6,8 @@
 #include <tarantella/base/env_contract.h>
 #include <tarantella/base/error.h>
 
+#include "comm/nccl/nccl_factory.h"
+
 namespace tnt::comm {
 namespace {
 
@@ -18,10 +20,6 @@ std::string ranks_text(const std::vector<int>& ranks) {
 }
 
 // Why NCCL cannot serve this rank, or "" when it can.
-// ncclGetVersion's form of 2.27.0: the first with several non-blocking
-// communicators in progress on one thread (comm/nccl/nccl_factory.cpp).
-constexpr int kMinNcclVersion = 22700;
-
 std::string nccl_obstacle(const BackendFacts& f) {
   if (!f.nccl_built) {
     return "this build of Tarantella has no NCCL backend (built against a LibTorch without "

@@ -125,7 +125,6 @@ struct Batching {
   std::string blocker;
 };
 
-/// The rank a pipeline is split for.
 /// Page-locked read-ahead (DistributeOptions::pin_memory): whether a
 /// prefetch pins what it hands on, and the GPU its thread adopts (none: the
 /// thread's current device stays; base/threads.h).
@@ -134,6 +133,7 @@ struct Pinning {
   std::optional<c10::Device> device;
 };
 
+/// The rank a pipeline is split for.
 struct SplitSpec {
   int rank = 0;
   int size = 1;

@@ -304,8 +304,9 @@ void clip_norm_over_stages(std::vector<torch::Tensor>& trainable, double max_nor
   // The norms travel in float64 (exact for every floating dtype), so that a
   // stage without gradients, or in another precision, sends what the others
   // do. The norm of the norms is taken in the dtype that LibTorch's stack of
-  // the whole model's norms would have: every stage's promoted, agreed here.
-  // A dtype as a number, -1 for none (a stage without gradients).
+  // the whole model's norms would have: every stage's promoted. Each stage
+  // sends [its dtype, its count, its norms] in one allgatherv (the dtype as
+  // a number, -1 for a stage without gradients).
   const auto promote = [](std::int64_t a, std::int64_t b) {
     if (a < 0 || b < 0) return std::max(a, b);
     return static_cast<std::int64_t>(
@@ -313,21 +314,28 @@ void clip_norm_over_stages(std::vector<torch::Tensor>& trainable, double max_nor
   };
   std::int64_t promoted = -1;
   for (const auto& n : norms) promoted = promote(promoted, static_cast<std::int64_t>(n.scalar_type()));
-  const torch::Tensor mine = norms.empty() ? torch::empty({0}, torch::kFloat64)
-                                           : torch::cat(norms).to(torch::kFloat64).cpu();  // host-sync: clipping by norm (docs/performance.md)
+  const torch::Tensor head =
+      torch::tensor({static_cast<double>(promoted), static_cast<double>(norms.size())},
+                    torch::kFloat64);
+  const torch::Tensor mine = norms.empty() ? head
+                                           : torch::cat({head, torch::cat(norms).to(torch::kFloat64).cpu()});  // host-sync: clipping by norm (docs/performance.md)
   // Stage order is the model's order: rank s of the pipeline is stage s.
   const torch::Tensor gathered = stages.allgatherv(mine);
-  const torch::Tensor types = stages.allgather(torch::tensor({promoted}, torch::kInt64));
-  if (gathered.numel() == 0 || with_grad.empty()) return;
+  if (with_grad.empty()) return;
   std::int64_t agreed = -1;
-  for (std::int64_t i = 0; i < types.numel(); ++i) {
-    agreed = promote(agreed, types.data_ptr<std::int64_t>()[i]);  // host-only: the dtypes travel in host memory
+  std::vector<torch::Tensor> all_norms;
+  const double* g = gathered.data_ptr<double>();  // host-only: gathered in host memory
+  for (std::int64_t at = 0; at < gathered.numel();) {
+    const auto count = static_cast<std::int64_t>(g[at + 1]);
+    agreed = promote(agreed, static_cast<std::int64_t>(g[at]));
+    if (count > 0) all_norms.push_back(gathered.narrow(0, at + 2, count));
+    at += 2 + count;
   }
   // The norm of the norms on the gradients' device, as clip_grad_norm_ takes
   // it: a GPU sums the 2-norm in another order than the CPU, and one bit of
   // the total changes every weight.
   const torch::Tensor all =
-      gathered.to(with_grad[0].grad().device(), static_cast<torch::ScalarType>(agreed));
+      torch::cat(all_norms).to(with_grad[0].grad().device(), static_cast<torch::ScalarType>(agreed));
   scale_to_norm(with_grad, all.numel() == 1 ? all[0] : all.norm(2), max_norm);
 }
 

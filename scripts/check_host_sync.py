@@ -32,6 +32,7 @@ FILES = [
     "src/dp/gradient_sync.cpp",
     "src/keras/losses.cpp",
     "src/keras/metrics.cpp",
+    "src/keras/sync_batchnorm.cpp",
 ]
 # LibTorch's clip_grad_norm_ returns the norm as a double: a hidden .item()
 # (train/step/clip_norm.h clips without it).

@@ -92,10 +92,18 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
       stats.narrow(0, 1 + channels, channels).copy_((var.to(torch::kDouble) + mean64 * mean64) * n);
     }
     group.allreduce(stats);
-    const double total = stats[0].item<double>();
-    TNT_CHECK(total > 1, "SyncBatchNorm: the global batch has ", total,
-              " value(s) per channel (input of shape ", input.sizes(), " on rank ", group.rank(),
-              " of ", group.size(), "): training needs more than 1");
+    // The global count stays on the device (reading it would make the host
+    // wait for the GPU in every SyncBatchNorm layer of every step). A rank
+    // with more than 1 value per channel knows the total is more than 1; only
+    // ranks with 0 or 1 read it to check (all ranks do when the global
+    // batch is too small, and all of them throw).
+    const torch::Tensor total = stats.narrow(0, 0, 1);
+    if (elements <= 1) {
+      const double global = total.item<double>();  // host-sync: docs/training.md "What a step waits for on a GPU"
+      TNT_CHECK(global > 1, "SyncBatchNorm: the global batch has ", global,
+                " value(s) per channel (input of shape ", input.sizes(), " on rank ",
+                group.rank(), " of ", group.size(), "): training needs more than 1");
+    }
     const torch::Tensor mean = stats.narrow(0, 1, channels) / total;
     const torch::Tensor var =
         (stats.narrow(0, 1 + channels, channels) / total - mean * mean).clamp_min(0);
@@ -121,9 +129,8 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
         torch::addcmul(shift.to(compute).view(shape), x, scale.to(compute).view(shape))
             .to(input.scalar_type());
 
-    ctx->save_for_backward({input, weight, mean, invstd});
+    ctx->save_for_backward({input, weight, mean, invstd, total});
     ctx->saved_data["samples"] = input.size(0);
-    ctx->saved_data["total"] = total;
     ctx->saved_data["group"] =
         c10::IValue::make_capsule(c10::make_intrusive<SyncBatchNormGroup>(group));
     return output;
@@ -135,8 +142,8 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
     const torch::Tensor& weight = saved[1];
     const torch::Tensor& mean = saved[2];    // float64 [C]
     const torch::Tensor& invstd = saved[3];  // float64 [C]
+    const torch::Tensor& total = saved[4];   // float64 [1], the global count
     const std::int64_t samples = ctx->saved_data["samples"].toInt();
-    const double total = ctx->saved_data["total"].toDouble();
     const auto capsule = ctx->saved_data["group"].toCapsule();
     const comm::ProcessGroup& group = static_cast<SyncBatchNormGroup*>(capsule.get())->group;
 
@@ -166,7 +173,7 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
       torch::Tensor sums = torch::cat({sum_dy, sum_dy_xmu}) * static_cast<double>(samples);
       group.allreduce(sums);
       if (any) {
-        const double per = 1.0 / (static_cast<double>(samples) * total);
+        const torch::Tensor per = 1.0 / (total * static_cast<double>(samples));
         const torch::Tensor k1 = sums.narrow(0, 0, channels) * per;
         const torch::Tensor k2 = sums.narrow(0, channels, channels) * per * invstd * invstd;
         const torch::Tensor scale = weight.defined() ? invstd * weight.to(torch::kDouble) : invstd;
@@ -281,7 +288,10 @@ torch::Tensor SyncBatchNormImpl::forward(const torch::Tensor& input) {
     torch::NoGradGuard no_grad;
     num_batches_tracked.add_(1);
     // No momentum: a cumulative average, as torch::nn::BatchNorm.
-    if (!options.momentum()) factor = 1.0 / num_batches_tracked.item<double>();
+    // (A host read, as in LibTorch's BatchNorm: the factor is a number.)
+    if (!options.momentum()) {
+      factor = 1.0 / num_batches_tracked.item<double>();  // host-sync: docs/training.md "What a step waits for on a GPU"
+    }
   }
   return sync_batch_norm(input, weight, bias, running_mean, running_var, is_training(), factor,
                          options.eps(), process_group());

@@ -138,6 +138,51 @@ TEST(HostSync, TheProgressBarReadsOnlyWhenItDraws) {
   EXPECT_EQ(reads.total, 5);
 }
 
+// evaluate(): a batch's logs are read once for all the callbacks that ask
+// for them (docs/callbacks.md), none when no callback asks.
+struct WantsTestBatchLogs : tnt::callbacks::Callback {
+  std::int64_t seen = 0;
+  bool wants_batch_logs(std::int64_t) const override { return true; }
+  void on_test_batch_end(std::int64_t, const Logs& logs) override {
+    if (logs.count("loss") > 0) ++seen;
+  }
+};
+
+std::int64_t reads_in_evaluate(int asking) {
+  std::int64_t reads = 0;
+  tnt::comm::run_in_process(1, [&](const tnt::comm::ProcessGroup& g) {
+    torch::manual_seed(1);
+    tnt::train::EngineHost host(std::make_unique<tnt::train::Engine>(
+        tnt::make_adapter(tnt_test::SmallNet()), g, tnt::train::EngineOptions().use_gpu(false)));
+    tnt::train::Engine& e = host.engine();
+    e.compile(tnt::CompileOptions()
+                  .optimizer(tnt::optimizers::SGD(0.1, 0.9))
+                  .loss(tnt::losses::SparseCategoricalCrossentropy())
+                  .metrics({tnt::metrics::SparseCategoricalAccuracy()}));
+    std::vector<std::shared_ptr<WantsTestBatchLogs>> callbacks;
+    std::vector<tnt::callbacks::CallbackPtr> list;
+    for (int i = 0; i < asking; ++i) {
+      callbacks.push_back(std::make_shared<WantsTestBatchLogs>());
+      list.push_back(callbacks.back());
+    }
+    const std::int64_t before = host_reads();
+    e.evaluate(sync_test_data(), tnt::EvaluateOptions().verbose(0).callbacks(list),
+               host.driver());
+    reads = host_reads() - before;
+    for (const auto& c : callbacks) EXPECT_EQ(c->seen, kSyncSteps);
+  });
+  return reads;
+}
+
+TEST(HostSync, EvaluateReadsABatchsLogsOnceForEveryCallbackThatAsks) {
+  // Without: the global logs and the local ones at the end (2). With: one
+  // per batch, the last of which the end's local logs reuse.
+  const std::int64_t none = reads_in_evaluate(0);
+  EXPECT_EQ(none, 2);
+  EXPECT_EQ(reads_in_evaluate(1), none + kSyncSteps - 1);
+  EXPECT_EQ(reads_in_evaluate(3), none + kSyncSteps - 1);
+}
+
 TEST(HostSync, TheLossScalerReadsOnlyItsVerdict) {
   std::vector<torch::Tensor> params;
   for (int i = 0; i < 5; ++i) {

@@ -171,12 +171,16 @@ Logs evaluate_with(const LoopContext& c, const data::Dataset& dataset,
   auto it = dist.iterate(0);
   std::int64_t step = 0;
   Logs local;
+  bool local_stale = true;  // read once per batch however many callbacks ask
   const ReadLogs read_local = [&](bool) -> const Logs& {
-    return local = c.metrics.logs(read_state(state.local()));
+    if (local_stale) local = c.metrics.logs(read_state(state.local()));
+    local_stale = false;
+    return local;
   };
   for (std::optional<data::MicroBatch> mb; (!cap || step < *cap) && (mb = it.next()); ++step) {
     cbs.test_batch_begin(step);
     state.add(*mb);
+    local_stale = true;
     cbs.test_batch_end(step, read_local);  // read only for a callback that asks
   }
   const Logs logs = c.metrics.logs(state.global());

@@ -11,10 +11,14 @@ means. The built-ins are the C++ ones, by Keras's names ('accuracy',
         return (y_pred - y_true).abs()
     model.compile(..., metrics=["mse", abs_error])  # the mean over the whole epoch
 
+    def hit_state(y_pred, y_true):                  # [hits, batches], on y_pred's device
+        hits = (y_pred.argmax(1) == y_true).sum().double()
+        return torch.stack([hits, torch.ones_like(hits)])
     hits = tnt.metrics.from_state(                  # any function of summed state
-        "hits_per_batch", lambda y_pred, y_true: torch.tensor(
-            [float((y_pred.argmax(1) == y_true).sum()), 1.0]),
-        lambda state: state[0] / state[1], state_size=2)
+        "hits_per_batch", hit_state, lambda state: state[0] / state[1], state_size=2)
+
+A state made with float(...) or .item() from a GPU tensor makes the host
+wait for the GPU at every step: keep it on the device, as above.
 """
 from __future__ import annotations
 

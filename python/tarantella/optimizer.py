@@ -254,12 +254,22 @@ class DistributedOptimizer(torch.optim.Optimizer):
             self._synchronized = True
 
     def zero_grad(self, set_to_none: bool = False) -> None:
-        """Zeroes the gradients, as the wrapped optimizer's zero_grad.
+        """Drops every gradient since the last step, as the wrapped optimizer's zero_grad.
+
+        Also those of a backward that is not to count (a GAN's generator
+        loss through the discriminator, a gradient penalty): the buckets
+        that carry the gradients to the other ranks start afresh (a
+        ``module.zero_grad()`` alone leaves them), and follow a model moved
+        to another device after wrapping. Every rank must call it where the
+        others do (buckets already sent are waited for).
 
         Args:
-            set_to_none: Set .grad to None instead of zeroing it.
+            set_to_none: Accepted for torch's signature; between steps .grad
+                is None either way (the hooks take autograd's fresh gradient).
         """
         self._optimizer.zero_grad(set_to_none)
+        if not self._synchronized:
+            self._sync.discard()
 
     def state_dict(self) -> Dict[str, object]:
         """The wrapped optimizer's state_dict.

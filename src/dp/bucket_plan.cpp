@@ -14,7 +14,10 @@ std::vector<Bucket> plan_buckets(const std::vector<torch::Tensor>& params,
   };
   for (std::size_t k = params.size(); k-- > 0;) {
     const torch::Tensor& p = params[k];
-    if (!current.params.empty() && p.scalar_type() != current.dtype) close();
+    if (!current.params.empty() &&
+        (p.scalar_type() != current.dtype || p.device() != params[current.params[0]].device())) {
+      close();
+    }
     if (current.params.empty()) current.dtype = p.scalar_type();
     current.params.push_back(k);
     current.offsets.push_back(current.numel);

@@ -98,6 +98,8 @@ torch::Tensor DistributedOptimizer::step(LossClosure closure) {
   return out;
 }
 
+void DistributedOptimizer::zero_grad(bool /*set_to_none*/) { sync_->discard(); }
+
 void DistributedOptimizer::save(torch::serialize::OutputArchive& archive) const {
   inner_->save(archive);
 }

@@ -71,6 +71,7 @@ struct GradientSynchronizer::Impl {
   SyncOptions options;
   std::vector<Bucket> buckets;
   std::vector<torch::Tensor> buffers;
+  std::vector<torch::Device> bucket_device;  // where each bucket was made
   std::vector<std::size_t> bucket_of;  // param -> bucket
   std::vector<std::int64_t> offset_of;  // param -> offset in its bucket
   std::vector<unsigned> hook_ids;
@@ -88,6 +89,7 @@ struct GradientSynchronizer::Impl {
   // begin_step with a weight source: asked once, at the first hook (or at
   // finish() if no gradient came), when the step's batch is known.
   std::function<double()> weight_source;
+  std::function<double()> step_source;  // the step's source, for discard()
   torch::Tensor extras;
   std::vector<char> written;   // per param: has a value in this accumulation cycle
   std::vector<char> seen;      // per param: hook ran in this step
@@ -98,6 +100,63 @@ struct GradientSynchronizer::Impl {
   std::vector<torch::Tensor> wire;  // per bucket: what was sent (compressed copy or the buffer)
   std::vector<torch::Tensor> wire_buffers;  // per bucket: kept compressed copy, or undefined
   std::vector<torch::Tensor> slices;  // shard mode: this rank's reduced slice per bucket
+
+  // The buckets, their buffers and the wire buffers, where the parameters
+  // are now.
+  void plan() {
+    buckets = plan_buckets(params, options.fusion_threshold_bytes());
+    bucket_of.assign(params.size(), 0);
+    offset_of.assign(params.size(), 0);
+    // Only float32 and float64 carry the extras exactly enough: float16
+    // counts stop being exact at 2048 samples, bfloat16 at 256.
+    extras_ride = options.extras_numel() > 0 && options.compression() == Compression::None &&
+                  !options.shard() && !buckets.empty() &&
+                  (buckets.back().dtype == torch::kFloat32 ||
+                   buckets.back().dtype == torch::kFloat64);
+    buffers.clear();
+    bucket_device.clear();
+    for (std::size_t b = 0; b < buckets.size(); ++b) {
+      const Bucket& bucket = buckets[b];
+      const bool tail = extras_ride && b + 1 == buckets.size();
+      const std::int64_t size = bucket.numel + (tail ? options.extras_numel() : 0);
+      buffers.push_back(torch::zeros({size}, params[bucket.params[0]].options()));
+      bucket_device.push_back(params[bucket.params[0]].device());
+      for (std::size_t k = 0; k < bucket.params.size(); ++k) {
+        bucket_of[bucket.params[k]] = b;
+        offset_of[bucket.params[k]] = bucket.offsets[k];
+      }
+    }
+    ready.assign(buckets.size(), 0);
+    handles.assign(buckets.size(), comm::Handle());
+    enqueued.assign(buckets.size(), {});
+    wire.assign(buckets.size(), torch::Tensor());
+    wire_buffers.assign(buckets.size(), torch::Tensor());
+    for (std::size_t b = 0; b < buckets.size(); ++b) {
+      const auto dtype = wire_dtype(options.compression(), buffers[b].scalar_type());
+      if (fast_wire(buffers[b], dtype)) {
+        wire_buffers[b] = torch::empty_like(buffers[b], buffers[b].options().dtype(dtype));
+      }
+    }
+  }
+
+  // Whether a parameter is on another device than its bucket (the model
+  // was moved after the synchronizer was made).
+  bool moved() const {
+    for (std::size_t p = 0; p < params.size(); ++p) {
+      if (params[p].device() != bucket_device[bucket_of[p]]) return true;
+    }
+    return false;
+  }
+
+  // Between steps: buckets where the parameters are now.
+  void follow_the_parameters() {
+    if (!moved()) return;
+    TNT_CHECK(!options.shard(), "the model was moved to another device after its sharded "
+              "optimizer was made: move it before compiling");
+    TNT_CHECK(nothing_written(), "the model was moved to another device in the middle of a "
+              "gradient accumulation cycle: move it before training, or between cycles");
+    plan();
+  }
 
   torch::Tensor view(std::size_t p) {
     return buffers[bucket_of[p]].narrow(0, offset_of[p], params[p].numel());
@@ -124,6 +183,13 @@ struct GradientSynchronizer::Impl {
               " gradient: gradients are summed over the ranks in dense buckets, so they must be "
               "dense; make the layer produce dense gradients (e.g. an Embedding without "
               "sparse=true)");
+    // Also at 1 rank. A model moved after its optimizer was wrapped: the
+    // buckets follow at the next step (or zero_grad()), not within one.
+    TNT_CHECK(grad.device() == bucket_device[bucket_of[p]], "parameter ", p,
+              " (in the order of the model's parameters) has its gradient on ", grad.device(),
+              ", but its gradient bucket is on ", bucket_device[bucket_of[p]],
+              ", where the model was when this step began: move the model to its device before "
+              "wrapping the optimizer (or call the optimizer's zero_grad() after moving it)");
     resolve_weight();
     if (bypass) return;  // one rank: autograd's own .grad is the answer
     torch::Tensor target = view(p);
@@ -196,41 +262,11 @@ GradientSynchronizer::GradientSynchronizer(comm::ProcessGroup group,
   s.group = std::move(group);
   s.params = std::move(params);
   s.options = options;
-  s.buckets = plan_buckets(s.params, options.fusion_threshold_bytes());
-  s.bucket_of.resize(s.params.size());
-  s.offset_of.resize(s.params.size());
-  // Only float32 and float64 carry the extras exactly enough: float16 counts
-  // stop being exact at 2048 samples, bfloat16 at 256.
-  s.extras_ride = options.extras_numel() > 0 && options.compression() == Compression::None &&
-                  !options.shard() &&
-                  !s.buckets.empty() &&
-                  (s.buckets.back().dtype == torch::kFloat32 ||
-                   s.buckets.back().dtype == torch::kFloat64);
-  for (std::size_t b = 0; b < s.buckets.size(); ++b) {
-    const Bucket& bucket = s.buckets[b];
-    const bool tail = s.extras_ride && b + 1 == s.buckets.size();
-    const std::int64_t size = bucket.numel + (tail ? options.extras_numel() : 0);
-    s.buffers.push_back(torch::zeros({size}, s.params[bucket.params[0]].options()));
-    for (std::size_t k = 0; k < bucket.params.size(); ++k) {
-      s.bucket_of[bucket.params[k]] = b;
-      s.offset_of[bucket.params[k]] = bucket.offsets[k];
-    }
-  }
+  s.plan();
   s.single_rank =
       s.group.size() == 1 && options.compression() == Compression::None && !options.shard();
   s.written.assign(s.params.size(), 0);
   s.seen.assign(s.params.size(), 0);
-  s.ready.assign(s.buckets.size(), 0);
-  s.handles.resize(s.buckets.size());
-  s.enqueued.resize(s.buckets.size());
-  s.wire.resize(s.buckets.size());
-  s.wire_buffers.resize(s.buckets.size());
-  for (std::size_t b = 0; b < s.buckets.size(); ++b) {
-    const auto dtype = wire_dtype(options.compression(), s.buffers[b].scalar_type());
-    if (fast_wire(s.buffers[b], dtype)) {
-      s.wire_buffers[b] = torch::empty_like(s.buffers[b], s.buffers[b].options().dtype(dtype));
-    }
-  }
   for (std::size_t p = 0; p < s.params.size(); ++p) {
     TNT_CHECK(s.params[p].requires_grad(), "parameter ", p,
               " does not require a gradient: pass only trainable parameters");
@@ -261,6 +297,7 @@ void GradientSynchronizer::begin_step(std::function<double()> weight_source, boo
   begin_step(0.0, reduce);
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->bypass = false;
+  impl_->step_source = weight_source;
   impl_->weight_source = std::move(weight_source);
 }
 
@@ -268,6 +305,8 @@ void GradientSynchronizer::begin_step(double weight, bool reduce, const torch::T
   Impl& s = *impl_;
   std::lock_guard<std::mutex> lock(s.mutex);
   s.weight_source = nullptr;
+  s.step_source = nullptr;
+  s.follow_the_parameters();
   TNT_CHECK(!reduce || s.options.extras_numel() == 0 ||
                 (extras.defined() && extras.numel() == s.options.extras_numel()),
             "begin_step() needs ", s.options.extras_numel(), " extra values, got ",
@@ -346,6 +385,33 @@ torch::Tensor GradientSynchronizer::finish(const std::function<void(std::size_t)
     return s.buffers.back().narrow(0, s.buckets.back().numel, s.options.extras_numel()).to(torch::kFloat64);
   }
   return extras_handle.wait();
+}
+
+void GradientSynchronizer::discard() {
+  Impl& s = *impl_;
+  std::vector<comm::Handle> sent;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.armed) return;
+    for (std::size_t b = 0; b < s.next_to_send; ++b) sent.push_back(s.handles[b]);
+  }
+  // Their buffers are being reduced: wait before the next backward writes
+  // into them. A failed collective is the job's failure, as in finish().
+  for (const comm::Handle& h : sent) h.wait();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  for (auto& p : s.params) p.mutable_grad().reset();
+  std::fill(s.written.begin(), s.written.end(), 0);
+  std::fill(s.seen.begin(), s.seen.end(), 0);
+  std::fill(s.ready.begin(), s.ready.end(), 0);
+  s.next_to_send = 0;
+  for (auto& w : s.wire) w = torch::Tensor();
+  s.follow_the_parameters();
+  if (s.step_source) {
+    s.weight_source = s.step_source;  // asked again: the next batch's share
+    s.bypass = false;
+  } else {
+    s.bypass = s.single_rank && s.reduce && s.weight == 1.0;
+  }
 }
 
 bool GradientSynchronizer::armed() const {

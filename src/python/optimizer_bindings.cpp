@@ -61,6 +61,10 @@ class GradientSync {
     py::gil_scoped_release no_gil;
     sync_->finish();
   }
+  void discard() {
+    py::gil_scoped_release no_gil;
+    sync_->discard();
+  }
   bool armed() const { return sync_->armed(); }
   std::size_t bucket_count() const { return sync_->buckets().size(); }
   void set_share(std::shared_ptr<data::BatchShare> share) { share_ = std::move(share); }
@@ -97,6 +101,9 @@ void bind_optimizer(py::module_& m) {
       .def("arm", &GradientSync::arm, "Arms the hooks for the next step.")
       .def("finish", &GradientSync::finish,
            "Waits for every bucket; sets each parameter's .grad to the reduced gradient.")
+      .def("discard", &GradientSync::discard,
+           "Drops the gradients received since arm() (waits for buckets already sent); "
+           "stays armed.")
       .def_property_readonly("armed", &GradientSync::armed)
       .def_property_readonly("bucket_count", &GradientSync::bucket_count)
       .def("set_share", &GradientSync::set_share, py::arg("share"));

@@ -86,6 +86,68 @@ def test_thirty_steps_match_a_serial_loop(name, given, rank):
     assert dopt.param_groups[0]["lr"] == opt.param_groups[0]["lr"]
 
 
+def test_zero_grad_drops_a_backward_that_is_not_to_count(rank):
+    # After each step a backward that does not count (a GAN's generator loss
+    # through the discriminator; its buckets may leave at once): zero_grad()
+    # drops it, as torch's does. It used to be summed into the next step at
+    # 2 ranks and more.
+    data, batch, steps = Data(40), 10, 8
+
+    def run(make_loop_opt, model):
+        opt = make_loop_opt(model)
+        loader = (tnt.data.DataLoader(data, batch_size=batch) if make_loop_opt is distributed
+                  else torch.utils.data.DataLoader(data, batch_size=batch))
+        done = 0
+        while done < steps:
+            for x, y in loader:
+                opt.zero_grad()
+                F.cross_entropy(model(x), y).backward()
+                opt.step()
+                (model(x).sum() * 100).backward()  # not to count
+                done += 1
+        return model.state_dict()
+
+    def distributed(model):
+        return tnt.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
+                                        named_parameters=model.named_parameters())
+
+    def serial(model):
+        return torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+    got = run(distributed, make_model(1 + rank))
+    expected = run(serial, make_model(1))
+    for key, value in got.items():
+        torch.testing.assert_close(value, expected[key], rtol=1e-5, atol=1e-6,
+                                   msg=lambda m: f"{key}: {m}")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_a_model_moved_to_the_gpu_after_wrapping_trains_there(rank):
+    # The buckets follow the parameters at zero_grad(); a backward before it
+    # is a clear error, not torch's "expected all tensors on the same device".
+    data = Data(40)
+    model = make_model(1 + rank)
+    dopt = tnt.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05),
+                                    named_parameters=model.named_parameters())
+    model.cuda()
+    x, y = next(iter(tnt.data.DataLoader(data, batch_size=10)))
+    with pytest.raises(RuntimeError, match="move the model to its device before wrapping"):
+        F.cross_entropy(model(x.cuda()), y.cuda()).backward()
+    for x, y in tnt.data.DataLoader(data, batch_size=10):
+        dopt.zero_grad()
+        F.cross_entropy(model(x.cuda()), y.cuda()).backward()
+        dopt.step()
+    plain = make_model(1).cuda()
+    sgd = torch.optim.SGD(plain.parameters(), lr=0.05)
+    for x, y in torch.utils.data.DataLoader(data, batch_size=10):
+        sgd.zero_grad()
+        F.cross_entropy(plain(x.cuda()), y.cuda()).backward()
+        sgd.step()
+    for a, b in zip(model.parameters(), plain.parameters()):
+        assert a.device.type == "cuda"
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
 def test_initial_state_is_rank_zeros(rank, size):
     model = make_model(100 + rank)
     opt = torch.optim.Adam(model.parameters(), lr=0.001 * (rank + 1))

@@ -23,7 +23,7 @@ struct Bucket {
 
 /// Plans buckets over `params` (registration order): walk them in reverse,
 /// close the current bucket when it holds `threshold_bytes` or more, or when
-/// the dtype changes. A threshold of 0 gives one bucket per tensor.
+/// the dtype or the device changes. A threshold of 0 gives one bucket per tensor.
 ///
 /// Example:
 ///   auto buckets = tnt::dp::plan_buckets(params, 32 * 1024);

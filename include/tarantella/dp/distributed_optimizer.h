@@ -12,8 +12,14 @@
 //     n_r / B, read from the loader's BatchShare when the first gradient of
 //     the step arrives (exact for uneven and empty shares); without a share,
 //     1 / N (Horovod's average, exact when every rank has as many samples);
-//   * zero_grad() (a no-op here: the hooks already start each step from
-//     fresh gradients) and learning-rate changes through param_groups() work.
+//   * zero_grad() drops every gradient since the last step(), also those of
+//     a backward that is not to count (a GAN's generator loss through the
+//     discriminator): the buckets start afresh, and follow a model moved to
+//     another device after wrapping. Gradients are always set to none (the
+//     hooks hand autograd's fresh gradient over). Call it on the
+//     DistributedOptimizer, not through a torch::optim::Optimizer&
+//     (LibTorch's zero_grad is not virtual). Learning-rate changes through
+//     param_groups() work.
 // It is a torch::optim::Optimizer, so functions taking
 // `torch::optim::Optimizer&` accept it. The wrapped optimizer is taken by
 // value (LibTorch optimizers are move-only): pass a temporary or std::move. step(closure) is not supported
@@ -97,6 +103,10 @@ class DistributedOptimizer : public torch::optim::Optimizer {
 
   /// Waits for the summed gradients, then steps the wrapped optimizer.
   torch::Tensor step(LossClosure closure = nullptr) override;
+  /// Drops the gradients received since the last step() (see above);
+  /// `set_to_none` is accepted for LibTorch's signature: they are always
+  /// set to none.
+  void zero_grad(bool set_to_none = true);
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
 

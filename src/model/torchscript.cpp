@@ -35,6 +35,14 @@ class TorchScriptAdapter : public ModuleAdapter {
   NamedTensorList named_parameters() override { return to_list(module_.named_parameters()); }
   NamedTensorList named_buffers() override { return to_list(module_.named_buffers()); }
   void train(bool on) override { module_.train(on); }
+  std::function<void()> keep_modes() override {
+    std::vector<std::pair<torch::jit::Module, bool>> modes;
+    modes.emplace_back(module_, module_.is_training());
+    for (const auto& m : module_.modules()) modes.emplace_back(m, m.is_training());
+    return [modes]() mutable {
+      for (auto& [m, on] : modes) m.train(on);
+    };
+  }
   void to(const torch::Device& device) override { module_.to(device); }
   std::string type_name() const override {
     return module_.type()->name() ? module_.type()->name()->name() : "TorchScript module";

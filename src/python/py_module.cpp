@@ -76,6 +76,21 @@ class PyModule final : public ModuleAdapter {
     py::gil_scoped_acquire gil;
     module_->attr("train")(on);
   }
+  std::function<void()> keep_modes() override {
+    py::gil_scoped_acquire gil;
+    py::list modes;
+    for (const py::handle m : module_->attr("modules")()) {
+      modes.append(py::make_tuple(m, m.attr("training")));
+    }
+    // Each module's own flag, set directly (train() would set its children).
+    return [kept = share_object(std::move(modes))] {
+      py::gil_scoped_acquire again;
+      for (const py::handle item : *kept) {
+        const auto pair = item.cast<py::tuple>();
+        pair[0].attr("training") = pair[1];
+      }
+    };
+  }
   void to(const torch::Device& device) override {
     py::gil_scoped_acquire gil;
     module_->attr("to")(device.str());

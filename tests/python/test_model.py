@@ -96,6 +96,25 @@ def test_fit_matches_a_serial_torch_loop_after_30_steps():
     assert diff < 1e-5, f"{tnt.get_size()} ranks: relative difference {diff}"
 
 
+def test_fit_evaluate_and_predict_leave_the_modes_as_they_found_them():
+    # A module in eval mode stays there after fit (it used to come back in
+    # training mode, or in eval mode after validation), and a submodule set
+    # apart (a frozen part) keeps its own mode.
+    data = Data(40)
+    model = compiled(make_net())
+    net = model.module
+    for whole in (False, True):
+        net.train(whole)
+        net.fc1.train(not whole)
+        before = [m.training for m in net.modules()]
+        model.fit(data, batch_size=16, epochs=1, verbose=0, validation_data=Data(20))
+        assert [m.training for m in net.modules()] == before, f"after fit, whole {whole}"
+        model.evaluate(data, batch_size=16, verbose=0)
+        assert [m.training for m in net.modules()] == before, f"after evaluate, whole {whole}"
+        model.predict(data.x, batch_size=16)
+        assert [m.training for m in net.modules()] == before, f"after predict, whole {whole}"
+
+
 def test_history_evaluate_and_predict_are_global():
     data = Data()
     model = compiled(make_net())

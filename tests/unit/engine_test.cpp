@@ -435,3 +435,39 @@ TEST(Engine, LoadModelTurnsAGpusFloat16IntoFullPrecisionOnTheCpu) {
             tnt::MixedPrecision::BFloat16);
 }
 }  // namespace
+
+namespace {
+
+// fit, evaluate and predict leave every module's training mode as they
+// found it: a module in eval mode stays there (it used to leave fit in
+// training mode, evaluate and predict in eval mode), and so does a
+// submodule set apart (a frozen part).
+TEST(Engine, FitEvaluateAndPredictLeaveTheModesAsTheyFoundThem) {
+  run_in_process(1, [](const ProcessGroup& g) {
+    torch::manual_seed(3);
+    torch::nn::Sequential net(torch::nn::Linear(6, 8), torch::nn::Dropout(0.5),
+                              torch::nn::Linear(8, 4));
+    Engine e(tnt::make_adapter(net), g, quiet());
+    TestHost host(e);
+    e.compile(sgd());
+    const auto modes = [&] {
+      std::vector<bool> out;
+      for (const auto& m : net->modules(/*include_self=*/true)) out.push_back(m->is_training());
+      return out;
+    };
+    const auto data = samples().batch(8);
+    for (const bool whole : {false, true}) {
+      net->train(whole);
+      net[1]->train(!whole);  // the Dropout set apart
+      const std::vector<bool> before = modes();
+      e.fit(data, epochs(1), {&host, nullptr});
+      EXPECT_EQ(modes(), before) << "after fit, the net's mode " << whole;
+      e.evaluate(data, tnt::EvaluateOptions().verbose(0), {&host, nullptr});
+      EXPECT_EQ(modes(), before) << "after evaluate, the net's mode " << whole;
+      e.predict(data, tnt::PredictOptions(), {&host, nullptr});
+      EXPECT_EQ(modes(), before) << "after predict, the net's mode " << whole;
+    }
+  });
+}
+
+}  // namespace

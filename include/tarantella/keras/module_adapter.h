@@ -5,6 +5,7 @@
 // (torchscript.h).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -34,6 +35,10 @@ class ModuleAdapter {
   virtual NamedTensorList named_parameters() = 0;
   virtual NamedTensorList named_buffers() = 0;
   virtual void train(bool on) = 0;
+  /// The training mode of the network and of every module in it, set back
+  /// by the function returned: fit, evaluate and predict leave the modes as
+  /// they found them. None where the adapter cannot tell.
+  virtual std::function<void()> keep_modes() { return {}; }
   virtual void to(const torch::Device& device) = 0;
   virtual std::string type_name() const = 0;
   /// Child modules by name (for summary and the BatchNorm check).
@@ -129,6 +134,14 @@ class NnModuleAdapter : public ModuleAdapter {
   NamedTensorList named_parameters() override { return to_list(module_->named_parameters()); }
   NamedTensorList named_buffers() override { return to_list(module_->named_buffers()); }
   void train(bool on) override { module_->train(on); }
+  std::function<void()> keep_modes() override {
+    std::vector<std::pair<std::shared_ptr<torch::nn::Module>, bool>> modes;
+    // Itself first, then its children (train() sets a module's children too).
+    for (auto& m : module_->modules(/*include_self=*/true)) modes.emplace_back(m, m->is_training());
+    return [modes] {
+      for (const auto& [m, on] : modes) m->train(on);
+    };
+  }
   void to(const torch::Device& device) override { module_->to(device); }
   std::string type_name() const override { return module_->name(); }
   std::vector<std::pair<std::string, std::string>> named_module_types() override {

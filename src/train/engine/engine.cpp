@@ -87,17 +87,43 @@ const CompileOptions* Engine::compiled() const {
   return state_->is_compiled() ? &state_->compiled() : nullptr;
 }
 
+namespace {
+// fit, evaluate and predict set the network's training mode: they leave it
+// (every module's) as they found it, as a torch user expects.
+class KeepModes {
+ public:
+  explicit KeepModes(ModuleAdapter& net) : restore_(net.keep_modes()) {}
+  ~KeepModes() {
+    if (!restore_) return;
+    try {
+      restore_();
+    } catch (const std::exception& e) {
+      ::tnt::log::warning(::tnt::detail::concat("the model's training modes could not be set "
+                                                "back: ", e.what()));
+    }
+  }
+  KeepModes(const KeepModes&) = delete;
+  KeepModes& operator=(const KeepModes&) = delete;
+
+ private:
+  std::function<void()> restore_;
+};
+}  // namespace
+
 callbacks::History Engine::fit(const data::Dataset& train, const FitOptions& options,
                                Driver driver) {
+  const KeepModes modes(state_->net());
   return train::fit(state_->loop_context("fit()"), train, options, driver);
 }
 
 Logs Engine::evaluate(const data::Dataset& dataset, const EvaluateOptions& options, Driver driver) {
+  const KeepModes modes(state_->net());
   return train::evaluate(state_->loop_context("evaluate()"), dataset, options, driver);
 }
 
 torch::Tensor Engine::predict(const data::Dataset& dataset, const PredictOptions& options,
                               Driver driver) {
+  const KeepModes modes(state_->net());
   return train::predict(state_->predict_context(), dataset, options, driver);
 }
 

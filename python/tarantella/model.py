@@ -398,6 +398,7 @@ class Model:
         # the Dataset in the call that uses it, so the size crosses once.
         # Fewer samples than ranks trains, with idle ranks, but is never what
         # the user meant: every rank says so (the check is the same on all).
+        x, y = self._floating_arrays(x), self._floating_arrays(y)
         n = _samples(x)
         ranks = self.group.size
         if n is not None and n < ranks:
@@ -406,6 +407,19 @@ class Model:
                 f"group: give at least {ranks} samples, or run on fewer ranks "
                 f"(tarantella -n {max(n, 1)})")
         return (x, y, batch_size, shuffle)
+
+    def _floating_arrays(self, value: object) -> object:
+        # numpy's floating arrays are float64 by default, the module's
+        # parameters float32: such arrays take the parameters' dtype, as
+        # Keras casts them to floatx (a tensor is taken as it is given).
+        if isinstance(value, (tuple, list)):
+            return type(value)(self._floating_arrays(v) for v in value)
+        if type(value).__module__ != "numpy" or \
+                getattr(getattr(value, "dtype", None), "kind", "") != "f":
+            return value
+        dtype = next((p.dtype for p in self.module.parameters() if p.is_floating_point()),
+                     torch.get_default_dtype())
+        return torch.as_tensor(value, dtype=dtype)
 
     def _callbacks(self, where: str,
                    callbacks: Optional[Sequence[CallbackLike]]) -> List[CallbackLike]:
@@ -493,11 +507,14 @@ class Model:
         if validation_data is not None:
             vx, vy = (validation_data if isinstance(validation_data, (tuple, list)) and
                       len(validation_data) == 2 else (validation_data, None))
-            validation = self._data(vx, vy, validation_batch_size or batch_size)
+            # A tnt.data.Dataset is batched already: fit's batch_size is x's.
+            validation = self._data(vx, vy, validation_batch_size if isinstance(
+                vx, _t.Dataset) else validation_batch_size or batch_size)
         logs = self._impl.fit(train, options, cbs, validation)
         done = len(next(iter(logs.values()), []))
-        return History(logs, epochs=list(range(initial_epoch, initial_epoch + done)),
-                       params=options.to_dict())
+        # The epochs run, also after BackupAndRestore resumed at a later one.
+        last = self._impl.epochs_done
+        return History(logs, epochs=list(range(last - done, last)), params=options.to_dict())
 
     # The result's type depends on compile()'s metrics (a float without, a
     # list with), which no hint can know: Any, so that `loss, acc =
@@ -649,9 +666,11 @@ class Model:
         """Copies `weights` in, then every rank takes the master's. Collective.
 
         Args:
-            weights: As get_weights() returns them.
+            weights: As get_weights() returns them (tensors, or numpy arrays as
+                Keras's get_weights gives them).
         """
-        self._impl.set_weights(list(weights))
+        self._impl.set_weights([w if isinstance(w, torch.Tensor) else torch.as_tensor(w)
+                                for w in weights])
 
     def save_weights(self, path: PathLike, tnt_save_all_devices: bool = False) -> None:
         """Writes parameters and buffers in torch.save format. Collective.

@@ -386,11 +386,38 @@ def test_a_backup_from_an_epoch_end_resumes_at_the_next_epoch():
               callbacks=[tnt.callbacks.BackupAndRestore(directory, delete_checkpoint=False)])
     seen = []
     second = compiled(make_net(seed=9))
-    second.fit(data, batch_size=16, epochs=3, verbose=0,
-               callbacks=[tnt.callbacks.BackupAndRestore(directory),
-                          tnt.callbacks.LambdaCallback(on_epoch_begin=lambda e, l: seen.append(e))])
+    history = second.fit(data, batch_size=16, epochs=3, verbose=0,
+                         callbacks=[tnt.callbacks.BackupAndRestore(directory),
+                                    tnt.callbacks.LambdaCallback(
+                                        on_epoch_begin=lambda e, l: seen.append(e))])
     assert seen == [1, 2]
     assert second.epochs_done == 3
+    assert history.epoch == [1, 2]
+
+
+def test_numpy_arrays_as_keras_takes_them():
+    # numpy's float64 arrays take the parameters' dtype (Keras casts them to
+    # floatx), in fit, evaluate and predict; get_weights' arrays go back in
+    # with set_weights; a batched tnt.data.Dataset as validation_data beside
+    # fit's batch_size.
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 3))
+    y = x.sum(axis=1, keepdims=True)
+    assert x.dtype == np.float64
+    torch.manual_seed(0)
+    model = tnt.Model(torch.nn.Linear(3, 1))
+    model.compile(optimizer="sgd", loss=torch.nn.MSELoss())
+    valid = tnt.data.Dataset.from_tensor_slices(
+        [torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y, dtype=torch.float32)]).batch(16)
+    model.fit(x, y, batch_size=16, epochs=2, verbose=0, validation_data=valid)
+    assert model.evaluate(x, y, batch_size=16) < 1e3
+    assert model.predict(x, batch_size=16).dtype == torch.float32
+    weights = [w.numpy() for w in model.get_weights()]
+    model.set_weights([w * 0 for w in weights])
+    assert all(float(w.abs().sum()) == 0 for w in model.get_weights())
+    model.set_weights(weights)
+    assert all(np.array_equal(a.numpy(), b) for a, b in zip(model.get_weights(), weights))
 
 
 def test_parameter_groups_keep_their_own_hyper_parameters():

@@ -15,6 +15,8 @@ forward, the loss and Python callbacks under the GIL on this thread.
 from __future__ import annotations
 
 import os
+import warnings
+import weakref
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Literal, Mapping, Optional
 from typing import NamedTuple, Sequence, Tuple, Union, overload
 
@@ -104,6 +106,8 @@ def _group_factory(optimizer: torch.optim.Optimizer,
     if kind is torch.optim.Adagrad:
         if _number(g, "lr_decay") != 0 or _number(g, "weight_decay") != 0:
             raise _unsupported(optimizer, "lr_decay or weight_decay")
+        if _number(g, "eps") != 1e-10:  # the engine's Adagrad has torch's default
+            raise _unsupported(optimizer, f"eps={g['eps']}")
         return _t.optimizer_adagrad(
             learning_rate=lr,
             initial_accumulator_value=_number(g, "initial_accumulator_value"))
@@ -236,6 +240,7 @@ class Model:
                               check_str("tnt.Model", "schedule", schedule))
         self.module = module
         self._metric_names: List[str] = []
+        self._torch_rates: Optional[Tuple[Any, List[object]]] = None
 
     @property
     def pipeline(self) -> Optional[PipelinePosition]:
@@ -390,6 +395,23 @@ class Model:
         self._impl.compile(_optimizer(optimizer, self._impl.trained_module, self.module),
                            _loss(loss), metric_list, options)
         self._metric_names = [m.name for m in metric_list]
+        # The torch optimizer's rates as compiled: the engine steps its own
+        # optimizer, so a torch lr_scheduler on this one changes nothing.
+        self._torch_rates = ((weakref.ref(optimizer), [g["lr"] for g in optimizer.param_groups])
+                             if isinstance(optimizer, torch.optim.Optimizer) else None)
+
+    def _warn_if_torch_rates_changed(self) -> None:
+        if self._torch_rates is None:
+            return
+        optimizer, rates = self._torch_rates[0](), self._torch_rates[1]
+        if optimizer is None or [g["lr"] for g in optimizer.param_groups] == rates:
+            return
+        self._torch_rates = None  # once
+        warnings.warn(
+            "fit(): the learning rate of the torch optimizer given to compile() changed since "
+            "(a torch.optim.lr_scheduler on it?), but the engine steps an optimizer of its own "
+            "built at compile(), which does not see it: set model.learning_rate, or use "
+            "tnt.callbacks.LearningRateScheduler (Keras's way)", UserWarning, stacklevel=3)
 
     # -- the loops -----------------------------------------------------
     def _data(self, x: object, y: object, batch_size: Optional[int],
@@ -502,6 +524,7 @@ class Model:
         check_optional_int(where, "batch_size", batch_size)
         check_optional_int(where, "validation_batch_size", validation_batch_size)
         cbs = self._callbacks(where, callbacks)
+        self._warn_if_torch_rates_changed()
         train = self._data(x, y, batch_size, check_bool(where, "shuffle", shuffle))
         validation = None
         if validation_data is not None:

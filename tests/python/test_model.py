@@ -7,6 +7,7 @@ is one; the serial loops run on the CPU): results are compared on the CPU."""
 import copy
 import os
 import tempfile
+import warnings
 
 import pytest
 import torch
@@ -418,6 +419,24 @@ def test_numpy_arrays_as_keras_takes_them():
     assert all(float(w.abs().sum()) == 0 for w in model.get_weights())
     model.set_weights(weights)
     assert all(np.array_equal(a.numpy(), b) for a, b in zip(model.get_weights(), weights))
+
+
+def test_a_torch_scheduler_on_the_compiled_optimizer_is_named_at_fit():
+    # The engine steps an optimizer of its own: a torch lr_scheduler on the
+    # optimizer given to compile() would change nothing, silently.
+    net = make_net()
+    sgd = torch.optim.SGD(net.parameters(), lr=0.1)
+    model = tnt.Model(net)
+    model.compile(optimizer=sgd, loss=torch.nn.CrossEntropyLoss())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.fit(Data(40), batch_size=16, epochs=1, verbose=0)  # unchanged: no warning
+    torch.optim.lr_scheduler.StepLR(sgd, step_size=1, gamma=0.5).step()
+    with pytest.warns(UserWarning, match="LearningRateScheduler"):
+        model.fit(Data(40), batch_size=16, epochs=2, initial_epoch=1, verbose=0)
+    with pytest.raises(ValueError, match="eps"):
+        model.compile(optimizer=torch.optim.Adagrad(net.parameters(), eps=1e-6),
+                      loss=torch.nn.CrossEntropyLoss())
 
 
 def test_parameter_groups_keep_their_own_hyper_parameters():

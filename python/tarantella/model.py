@@ -48,6 +48,15 @@ PathLike = Union[str, "os.PathLike[str]"]
 _SUPPORTED = "SGD, Adam, AdamW, RMSprop and Adagrad"
 
 
+def _autocast_on() -> bool:
+    """Whether the caller runs inside torch.autocast (GPU or CPU)."""
+    enabled: Any = torch.is_autocast_enabled  # a device argument from torch 2.4 on
+    try:
+        return bool(enabled() or enabled("cpu"))
+    except TypeError:  # torch before 2.4
+        return bool(enabled() or torch.is_autocast_cpu_enabled())
+
+
 def _unsupported(optimizer: torch.optim.Optimizer, what: str) -> ValueError:
     return ValueError(
         f"compile(): optimizer={type(optimizer).__name__} with {what} is not supported by "
@@ -525,6 +534,12 @@ class Model:
         check_optional_int(where, "validation_batch_size", validation_batch_size)
         cbs = self._callbacks(where, callbacks)
         self._warn_if_torch_rates_changed()
+        if _autocast_on():
+            warnings.warn(
+                "fit() runs inside torch.autocast: its forward passes are in low precision "
+                "without the engine's loss scaling (float16 gradients may underflow); use "
+                "compile(mixed_precision='float16') or 'bfloat16' instead of autocast around fit",
+                UserWarning, stacklevel=2)
         train = self._data(x, y, batch_size, check_bool(where, "shuffle", shuffle))
         validation = None
         if validation_data is not None:

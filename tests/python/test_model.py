@@ -439,6 +439,13 @@ def test_a_torch_scheduler_on_the_compiled_optimizer_is_named_at_fit():
                       loss=torch.nn.CrossEntropyLoss())
 
 
+def test_fit_inside_autocast_names_mixed_precision():
+    model = compiled(make_net())
+    with pytest.warns(UserWarning, match="mixed_precision"):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            model.fit(Data(40), batch_size=16, epochs=1, verbose=0)
+
+
 def test_parameter_groups_keep_their_own_hyper_parameters():
     # Two groups (no weight decay and a smaller rate for the biases) against
     # the same torch optimizer in a plain serial loop.

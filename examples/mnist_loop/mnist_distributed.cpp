@@ -50,14 +50,16 @@ struct Net : torch::nn::Module {
 };
 
 template <typename DataLoader>
-void train(size_t epoch, Net& model, DataLoader& data_loader, torch::optim::Optimizer& optimizer) {
+void train(size_t epoch, Net& model, torch::Device device, DataLoader& data_loader,
+           torch::optim::Optimizer& optimizer) {
   model.train();
   size_t batch_idx = 0;
   for (auto& batch : data_loader) {
     if (batch_idx == max_batches) break;
+    torch::Tensor data = batch.data.to(device), targets = batch.target.to(device);
     optimizer.zero_grad();
-    torch::Tensor output = model.forward(batch.data);
-    torch::Tensor loss = torch::nll_loss(output, batch.target);
+    torch::Tensor output = model.forward(data);
+    torch::Tensor loss = torch::nll_loss(output, targets);
     loss.backward();
     optimizer.step();
     if (batch_idx++ % kLogInterval == 0) {
@@ -67,15 +69,16 @@ void train(size_t epoch, Net& model, DataLoader& data_loader, torch::optim::Opti
 }
 
 template <typename DataLoader>
-void test(Net& model, DataLoader& data_loader, size_t dataset_size) {
+void test(Net& model, torch::Device device, DataLoader& data_loader, size_t dataset_size) {
   torch::NoGradGuard no_grad;
   model.eval();
   double test_loss = 0;
   int64_t correct = 0;
   for (const auto& batch : data_loader) {
-    torch::Tensor output = model.forward(batch.data);
-    torch::Tensor loss_sum = torch::nll_loss(output, batch.target, {}, torch::Reduction::Sum);
-    torch::Tensor right = output.argmax(1).eq(batch.target).sum();
+    torch::Tensor data = batch.data.to(device), targets = batch.target.to(device);
+    torch::Tensor output = model.forward(data);
+    torch::Tensor loss_sum = torch::nll_loss(output, targets, {}, torch::Reduction::Sum);
+    torch::Tensor right = output.argmax(1).eq(targets).sum();
     test_loss += loss_sum.item<double>();
     correct += right.item<int64_t>();
   }
@@ -86,7 +89,7 @@ void test(Net& model, DataLoader& data_loader, size_t dataset_size) {
 // The weights in torch.save's format, written to a temporary name and renamed.
 void save_weights(Net& model, const std::string& path) {
   c10::List<torch::Tensor> weights;
-  for (const auto& p : model.parameters()) weights.push_back(p.detach());
+  for (const auto& p : model.parameters()) weights.push_back(p.detach().cpu());
   const std::vector<char> bytes = torch::pickle_save(weights);
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   std::ofstream(tmp, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -98,8 +101,11 @@ int main(int argc, char** argv) {
   const std::string data_root = argc > 1 ? argv[1] : "./data";
   const size_t epochs = argc > 2 ? std::stoul(argv[2]) : 1;
   if (argc > 4) max_batches = std::stoul(argv[4]);
+  // On a GPU where there is one (with the Runtime: this rank's).
+  torch::Device device(torch::cuda::is_available() ? torch::kCUDA : torch::kCPU);
   torch::manual_seed(1);
   Net model;
+  model.to(device);
 
   auto train_dataset = torch::data::datasets::MNIST(data_root)
                            .map(torch::data::transforms::Normalize<>(0.2860, 0.3530))
@@ -114,8 +120,8 @@ int main(int argc, char** argv) {
   tnt::DistributedOptimizer optimizer(torch::optim::SGD(model.parameters(), torch::optim::SGDOptions(0.01).momentum(0.5)), train_loader->share());  // tarantella
 
   for (size_t epoch = 1; epoch <= epochs; ++epoch) {
-    train(epoch, model, *train_loader, optimizer);
-    test(model, *test_loader, test_size);
+    train(epoch, model, device, *train_loader, optimizer);
+    test(model, device, *test_loader, test_size);
   }
   if (argc > 3) save_weights(model, argv[3]);
 }

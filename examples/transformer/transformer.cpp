@@ -111,7 +111,9 @@ tnt::metrics::Metric token_accuracy() {
 tnt::metrics::Metric sentence_accuracy() {
   return ratio_metric(
       "sentence_accuracy", [](const torch::Tensor& hits, const torch::Tensor& real) {
-        return std::make_pair(hits.sum(1).eq(real.sum(1)), torch::ones({hits.size(0)}));
+        // On the model's device, as hits (a GPU's, in training).
+        return std::make_pair(hits.sum(1).eq(real.sum(1)),
+                              torch::ones({hits.size(0)}, hits.options().dtype(torch::kFloat)));
       });
 }
 

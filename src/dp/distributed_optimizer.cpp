@@ -98,7 +98,12 @@ torch::Tensor DistributedOptimizer::step(LossClosure closure) {
   return out;
 }
 
-void DistributedOptimizer::zero_grad(bool /*set_to_none*/) { sync_->discard(); }
+void DistributedOptimizer::zero_grad(bool /*set_to_none*/) {
+  // Every parameter's .grad, also one unfrozen since wrapping (LibTorch's),
+  // then the buckets.
+  torch::optim::Optimizer::zero_grad();
+  sync_->discard();
+}
 
 void DistributedOptimizer::save(torch::serialize::OutputArchive& archive) const {
   inner_->save(archive);

@@ -183,13 +183,18 @@ struct GradientSynchronizer::Impl {
               " gradient: gradients are summed over the ranks in dense buckets, so they must be "
               "dense; make the layer produce dense gradients (e.g. an Embedding without "
               "sparse=true)");
-    // Also at 1 rank. A model moved after its optimizer was wrapped: the
-    // buckets follow at the next step (or zero_grad()), not within one.
+    // A model moved after its optimizer was wrapped: the buckets follow, at
+    // its first gradient (every rank alike: the plan depends on the
+    // parameters alone), not once a bucket holds some of this cycle's.
+    if (grad.device() != bucket_device[bucket_of[p]] && !options.shard() && nothing_written() &&
+        next_to_send == 0 && moved()) {
+      plan();
+    }
     TNT_CHECK(grad.device() == bucket_device[bucket_of[p]], "parameter ", p,
               " (in the order of the model's parameters) has its gradient on ", grad.device(),
               ", but its gradient bucket is on ", bucket_device[bucket_of[p]],
-              ", where the model was when this step began: move the model to its device before "
-              "wrapping the optimizer (or call the optimizer's zero_grad() after moving it)");
+              ", where the model was when this step's first gradient came: move the model to "
+              "its device before wrapping the optimizer, or between steps");
     resolve_weight();
     if (bypass) return;  // one rank: autograd's own .grad is the answer
     torch::Tensor target = view(p);

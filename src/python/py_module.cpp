@@ -82,12 +82,20 @@ class PyModule final : public ModuleAdapter {
     for (const py::handle m : module_->attr("modules")()) {
       modes.append(py::make_tuple(m, m.attr("training")));
     }
-    // Each module's own flag, set directly (train() would set its children).
+    // The whole module's train() first (an override may do more than set
+    // flags), then the flags of the modules set apart, directly (train()
+    // would set their children too).
     return [kept = share_object(std::move(modes))] {
       py::gil_scoped_acquire again;
+      bool first = true;
       for (const py::handle item : *kept) {
         const auto pair = item.cast<py::tuple>();
-        pair[0].attr("training") = pair[1];
+        if (first) {
+          pair[0].attr("train")(pair[1]);
+          first = false;
+        } else if (pair[0].attr("training").cast<bool>() != pair[1].cast<bool>()) {
+          pair[0].attr("training") = pair[1];
+        }
       }
     };
   }

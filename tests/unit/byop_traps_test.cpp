@@ -209,4 +209,32 @@ TEST(ByopTraps, DataThatDoesNotFitTheModelIsNamed) {
   }
 }
 
+// A device mismatch inside forward (on a GPU: a tensor member that is not a
+// registered buffer, a torch::zeros without the input's options) is the
+// model's: the message says how to fix the model, not the data. LibTorch's
+// own words, raised here as a GPU would raise them.
+struct DeviceMismatchNet : torch::nn::Module {
+  DeviceMismatchNet() : fc(register_module("fc", torch::nn::Linear(4, 3))) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    TORCH_CHECK(x.size(0) < 0, "Expected all tensors to be on the same device, but found at "
+                               "least two devices, cuda:0 and cpu!");
+    return fc->forward(x);
+  }
+  torch::nn::Linear fc;
+};
+
+TEST(ByopTraps, ADeviceMismatchInForwardNamesTheModelsFix) {
+  tnt::Model model{DeviceMismatchNet()};
+  model.compile(tnt::CompileOptions().optimizer(tnt::optimizers::SGD(0.1)).loss(L::NLLLoss()));
+  const std::string message = message_of([&] {
+    model.fit(tnt::data::Dataset::from_tensor_slices(
+                  {torch::randn({8, 4}), torch::zeros({8}, torch::kLong)})
+                  .batch(8),
+              tnt::FitOptions().verbose(0));
+  });
+  EXPECT_NE(message.find("register it as a buffer"), std::string::npos) << message;
+  EXPECT_NE(message.find("x.options()"), std::string::npos) << message;
+  EXPECT_EQ(message.find("check that the dataset's elements"), std::string::npos) << message;
+}
+
 }  // namespace

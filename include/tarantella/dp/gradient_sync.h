@@ -86,11 +86,12 @@ class GradientSynchronizer {
   void begin_step(std::function<double()> weight_source, bool reduce);
   /// Whether begin_step() was called and finish() not yet.
   bool armed() const;
-  /// Drops what the hooks received since begin_step() (a backward that is
-  /// not to count: a GAN's generator loss through the discriminator, a
-  /// gradient penalty's): waits for the buckets already sent (every rank
-  /// must discard alike, as every rank sent them), leaves .grad undefined,
-  /// and stays armed, with the weight asked again of its source. A model
+  /// Drops what the hooks received since the last finish(), the whole
+  /// accumulation cycle (a backward that is not to count: a GAN's generator
+  /// loss through the discriminator, a gradient penalty's): waits for the
+  /// buckets already sent (every rank must discard alike, as every rank
+  /// sent them), leaves .grad undefined, and stays armed, with the weight
+  /// asked again of its source. A model
   /// moved to another device since the buckets were made gets buckets
   /// there. DistributedOptimizer::zero_grad() calls it; nothing to do
   /// when not armed.

@@ -4,8 +4,10 @@
 // Example:
 //   #include <torch/script.h>
 //   #include <tarantella/model/torchscript.h>
-//   tnt::Model model{torch::jit::load("net.pt")};
-//   // or: tnt::Model model = tnt::load_torchscript("net.pt");
+//   tnt::Model model = tnt::load_torchscript("net.pt");
+//   // or: tnt::Model model{torch::jit::load("net.pt", torch::kCPU)};
+//   // (without torch::kCPU, a file saved from a GPU loads onto cuda:0 on
+//   // every rank first: a CUDA context and cached memory there per rank)
 #pragma once
 
 #include <memory>

@@ -26,6 +26,9 @@ void write_row(float* out, std::int64_t width, bool flip, LevelOf level) {
 void check_chw(const torch::Tensor& image, torch::Dtype dtype, const char* what) {
   TORCH_CHECK(image.dim() == 3 && image.scalar_type() == dtype, what, ": expected a [C, H, W] ",
               dtype, " image, got ", image.sizes(), " ", image.scalar_type());
+  // These kernels read the pixels on the host.
+  TORCH_CHECK(image.device().is_cpu(), what, ": expected an image in host memory, got one on ",
+              image.device());
 }
 
 // Pillow's resampling (libImaging/Resample.c, the 8-bit path), which

@@ -34,6 +34,10 @@ torch::Tensor& image_of(Element& e, const char* what) {
             ": the first tensor of an element must be an image [C, H, W], got ",
             e.empty() || !e[0].defined() ? std::string("none") : std::to_string(e[0].dim()) + "-D",
             ": decode images first (from_image_folder) and apply transforms before batch");
+  // Transforms run on the pipeline's threads, on host memory.
+  TNT_CHECK(e[0].device().is_cpu(), what, ": the image is on ", e[0].device(),
+            ", but image transforms work on host memory: build the dataset from CPU tensors "
+            "(fit copies each batch to the GPU itself, pinned and without waiting)");
   return e[0];
 }
 

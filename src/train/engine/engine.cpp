@@ -92,7 +92,14 @@ namespace {
 // (every module's) as they found it, as a torch user expects.
 class KeepModes {
  public:
-  explicit KeepModes(ModuleAdapter& net) : restore_(net.keep_modes()) {}
+  explicit KeepModes(ModuleAdapter& net) {
+    try {
+      restore_ = net.keep_modes();
+    } catch (const std::exception& e) {  // (a frozen TorchScript module has no mode)
+      ::tnt::log::debug(::tnt::detail::concat("the model's training modes are not kept: ",
+                                              e.what()));
+    }
+  }
   ~KeepModes() {
     if (!restore_) return;
     try {

@@ -389,10 +389,21 @@ StageForward TrainStep::forward_checked(const data::MicroBatch& mb, int micro) {
     for (const auto& x : mb.tensors) {
       shapes += (shapes.empty() ? "" : ", ") + ::tnt::detail::concat(x.sizes());
     }
+    const std::string what = e.what_without_backtrace();
+    // A device mismatch inside forward is the model's, not the data's: the
+    // batch is on the model's device.
+    const bool devices = what.find("same device") != std::string::npos;
     ::tnt::detail::throw_error(::tnt::detail::concat(
         "the model's forward() failed on a micro-batch of ", mb.local_size,
-        " samples with element tensors of shapes ", shapes, ": ", e.what_without_backtrace(),
-        ": check that the dataset's elements have the shape the model's input expects"));
+        " samples with element tensors of shapes ", shapes,
+        mb.tensors.empty() ? std::string() : ::tnt::detail::concat(" on ", mb.tensors[0].device()),
+        ": ", what,
+        devices ? ": the batch is on the model's device; a tensor that forward() makes or keeps "
+                  "is elsewhere: register it as a buffer (register_buffer, so that it moves "
+                  "with the model), or make it with the input's options (torch::zeros(sizes, "
+                  "x.options()))"
+                : ": check that the dataset's elements have the shape the model's input "
+                  "expects"));
   }
   return {};
 }

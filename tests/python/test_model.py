@@ -4,6 +4,7 @@ callbacks with global logs and the stop vote, weight files, and bad input.
 
 The model trains on the device the launcher gave the rank (a GPU where there
 is one; the serial loops run on the CPU): results are compared on the CPU."""
+import collections
 import copy
 import os
 import tempfile
@@ -419,6 +420,11 @@ def test_numpy_arrays_as_keras_takes_them():
     assert all(float(w.abs().sum()) == 0 for w in model.get_weights())
     model.set_weights(weights)
     assert all(np.array_equal(a.numpy(), b) for a, b in zip(model.get_weights(), weights))
+    # Components in a namedtuple, as before the cast: kept as given.
+    Pair = collections.namedtuple("Pair", "x y")
+    pair = Pair(torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y, dtype=torch.float32))
+    assert model._floating_arrays(pair) is pair
+    model.fit(pair, batch_size=16, epochs=1, verbose=0)
 
 
 def test_a_torch_scheduler_on_the_compiled_optimizer_is_named_at_fit():

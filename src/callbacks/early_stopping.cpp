@@ -25,7 +25,12 @@ void EarlyStopping::on_epoch_end(std::int64_t epoch, const Logs& logs) {
   if (detail::improved(max, current, best_, o_.min_delta())) {
     best_ = current;
     wait_ = 0;
-    if (o_.restore_best_weights()) best_weights_ = host()->get_weights();
+    if (o_.restore_best_weights()) {
+      // In host memory: a second copy of the weights on the GPU would take
+      // room from training (one wait per improved epoch).
+      best_weights_ = host()->get_weights();
+      for (auto& w : best_weights_) w = w.to(torch::kCPU);
+    }
     return;
   }
   if (wait_ > o_.patience() && epoch > 0) {

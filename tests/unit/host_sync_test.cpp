@@ -78,20 +78,27 @@ struct SyncReads {
   std::int64_t total = 0;              // every rank's, the whole fit
 };
 
+// SmallNet on the CPU, compiled with SGD, cross-entropy and accuracy.
+std::unique_ptr<tnt::train::EngineHost> compiled_engine(const tnt::comm::ProcessGroup& g) {
+  torch::manual_seed(1);
+  auto host = std::make_unique<tnt::train::EngineHost>(std::make_unique<tnt::train::Engine>(
+      tnt::make_adapter(tnt_test::SmallNet()), g, tnt::train::EngineOptions().use_gpu(false)));
+  host->engine().compile(tnt::CompileOptions()
+                            .optimizer(tnt::optimizers::SGD(0.1, 0.9))
+                            .loss(tnt::losses::SparseCategoricalCrossentropy())
+                            .metrics({tnt::metrics::SparseCategoricalAccuracy()}));
+  return host;
+}
+
 SyncReads reads_in_fit(int ranks, bool progress_bar) {
   SyncClock::time_point fake_now = SyncClock::now();
   SyncReads out;
   const std::int64_t before = host_reads();
   std::mutex m;
   tnt::comm::run_in_process(ranks, [&](const tnt::comm::ProcessGroup& g) {
-    torch::manual_seed(1);
-    tnt::train::EngineHost host(std::make_unique<tnt::train::Engine>(
-        tnt::make_adapter(tnt_test::SmallNet()), g, tnt::train::EngineOptions().use_gpu(false)));
+    const auto owner = compiled_engine(g);
+    tnt::train::EngineHost& host = *owner;
     tnt::train::Engine& e = host.engine();
-    e.compile(tnt::CompileOptions()
-                  .optimizer(tnt::optimizers::SGD(0.1, 0.9))
-                  .loss(tnt::losses::SparseCategoricalCrossentropy())
-                  .metrics({tnt::metrics::SparseCategoricalAccuracy()}));
     auto reads = std::make_shared<SyncReadsPerStep>();
     std::vector<tnt::callbacks::CallbackPtr> callbacks{reads};
     if (progress_bar) {
@@ -151,14 +158,9 @@ struct WantsTestBatchLogs : tnt::callbacks::Callback {
 std::int64_t reads_in_evaluate(int asking) {
   std::int64_t reads = 0;
   tnt::comm::run_in_process(1, [&](const tnt::comm::ProcessGroup& g) {
-    torch::manual_seed(1);
-    tnt::train::EngineHost host(std::make_unique<tnt::train::Engine>(
-        tnt::make_adapter(tnt_test::SmallNet()), g, tnt::train::EngineOptions().use_gpu(false)));
+    const auto owner = compiled_engine(g);
+    tnt::train::EngineHost& host = *owner;
     tnt::train::Engine& e = host.engine();
-    e.compile(tnt::CompileOptions()
-                  .optimizer(tnt::optimizers::SGD(0.1, 0.9))
-                  .loss(tnt::losses::SparseCategoricalCrossentropy())
-                  .metrics({tnt::metrics::SparseCategoricalAccuracy()}));
     std::vector<std::shared_ptr<WantsTestBatchLogs>> callbacks;
     std::vector<tnt::callbacks::CallbackPtr> list;
     for (int i = 0; i < asking; ++i) {

@@ -235,13 +235,20 @@ void bind_distribution(py::module_& m) {
       .def("get", &data::BatchShare::get, "(samples on this rank, samples in the global batch)");
 
   py::class_<data::DistributedDataset>(m, "DistributedDataset")
-      .def(py::init([](const Dataset& ds, const comm::ProcessGroup& group) {
+      .def(py::init([](const Dataset& ds, const comm::ProcessGroup& group,
+                       const std::optional<std::string>& pin_memory_device) {
              data::DistributeOptions options;
              if (group.valid()) options.group(group);
+             if (pin_memory_device) {
+               options.pin_memory(true).pin_memory_device(torch::Device(*pin_memory_device));
+             }
              py::gil_scoped_release no_gil;
              return data::DistributedDataset(ds, options);
            }),
-           py::arg("dataset"), py::arg("group") = comm::ProcessGroup())
+           py::arg("dataset"), py::arg("group") = comm::ProcessGroup(),
+           py::arg("pin_memory_device") = py::none(),
+           "pin_memory_device: collate each micro-batch into page-locked memory for that GPU, "
+           "on a background thread ahead of the loop")
       .def("cardinality", &data::DistributedDataset::cardinality)
       .def_property_readonly("global_batch_size", &data::DistributedDataset::global_batch_size)
       .def_property_readonly("rank", &data::DistributedDataset::rank)

@@ -160,6 +160,22 @@ def test_distributed_dataset_share(rank, size):
     assert dist.share.get() == (hi - lo, 7)
 
 
+def test_distribute_pins_micro_batches_on_a_gpu(rank, size):
+    # pin_memory=True: the same micro-batches, in page-locked memory where
+    # there is a GPU (made ahead on a background thread); nothing without.
+    x = torch.arange(24, dtype=torch.float32).reshape(12, 2)
+    ds = tnt.data.Dataset.from_tensor_slices((x, torch.arange(12))).batch(6)
+    plain = [[t.clone() for t in b] for b in tnt.data.distribute(ds)]
+    pinned = list(tnt.data.distribute(ds, pin_memory=True))
+    assert len(plain) == len(pinned) == 2
+    for a, b in zip(plain, pinned):
+        assert all(torch.equal(p, q) for p, q in zip(a, b))
+        if torch.cuda.is_available() and b[0].numel() > 0:
+            assert all(t.is_pinned() for t in b)
+    with pytest.raises(TypeError, match="pin_memory"):
+        tnt.data.distribute(ds, pin_memory="yes")
+
+
 def test_python_map_under_prefetch_and_early_stop():
     """The prefetch thread runs the Python map (taking the GIL) while this thread
     waits without it; stopping mid-pass joins that thread without a deadlock."""

@@ -30,20 +30,31 @@ class DistributedDataset:
     """
 
     def __init__(self, dataset: _tarantella.Dataset,
-                 group: Optional[_tarantella.ProcessGroup] = None) -> None:
+                 group: Optional[_tarantella.ProcessGroup] = None,
+                 pin_memory: bool = False) -> None:
         """Distributes `dataset`.
 
         Args:
             dataset: A batched tnt.data.Dataset (its batch size is GLOBAL).
             group: The ranks (default: every rank).
+            pin_memory: On a GPU, each micro-batch is collated into page-locked
+                memory for the current GPU (this rank's, after tnt.init) on a
+                background thread ahead of the loop, so that
+                ``x.cuda(non_blocking=True)`` does not wait (as torch's
+                DataLoader(pin_memory=True)); without CUDA it does nothing.
 
         Raises:
+            TypeError: pin_memory is not a bool.
             tarantella.Error: The dataset is not batched, or its batch is
                 smaller than the number of ranks.
         """
+        if not isinstance(pin_memory, bool):
+            raise TypeError(f"distribute(): pin_memory must be a bool, got {pin_memory!r}")
+        device = (f"cuda:{torch.cuda.current_device()}"
+                  if pin_memory and torch.cuda.is_available() else None)
         self._group = group if group is not None else _tarantella.world()
         self._dist = _tarantella.DistributedDataset(
-            dataset, group if group is not None else _tarantella.ProcessGroup())
+            dataset, group if group is not None else _tarantella.ProcessGroup(), device)
         self.share = _tarantella.BatchShare()
         self.epoch = 0
 
@@ -81,14 +92,17 @@ class DistributedDataset:
 
 
 def distribute(dataset: _tarantella.Dataset,
-               group: Optional[_tarantella.ProcessGroup] = None) -> DistributedDataset:
-    """This rank's micro-batches of `dataset`: DistributedDataset(dataset, group).
+               group: Optional[_tarantella.ProcessGroup] = None,
+               pin_memory: bool = False) -> DistributedDataset:
+    """This rank's micro-batches of `dataset`: DistributedDataset(dataset, group, pin_memory).
 
     Args:
         dataset: A batched tnt.data.Dataset (its batch size is GLOBAL).
         group: The ranks (default: every rank).
+        pin_memory: On a GPU, micro-batches in page-locked memory, made ahead
+            on a background thread (see DistributedDataset).
 
     Returns:
         The distributed dataset.
     """
-    return DistributedDataset(dataset, group)
+    return DistributedDataset(dataset, group, pin_memory)

@@ -443,11 +443,12 @@ class Model:
         # numpy's floating arrays are float64 by default, the module's
         # parameters float32: such arrays take the parameters' dtype, as
         # Keras casts them to floatx (a tensor is taken as it is given).
-        if isinstance(value, (tuple, list)):  # components: one level, as given
-            items = [self._floating_arrays(v) if not isinstance(v, (tuple, list)) else v
-                     for v in value]
+        if isinstance(value, (tuple, list)):  # components, or a list of samples
+            items = [self._floating_arrays(v) for v in value]
             if all(a is b for a, b in zip(items, value)):
-                return value  # nothing cast: the container as it is (a namedtuple too)
+                return value  # nothing cast: the container as it is
+            if hasattr(value, "_fields"):  # a namedtuple
+                return type(value)(*items)  # type: ignore[arg-type]
             return tuple(items) if isinstance(value, tuple) else items
         if type(value).__module__ != "numpy" or \
                 getattr(getattr(value, "dtype", None), "kind", "") != "f":

@@ -16,7 +16,10 @@
 #include <tarantella/data/datasets.h>
 #include <tarantella/data/distribute.h>
 #include <tarantella/data/torch_data.h>
+#include <tarantella/runtime/runtime.h>
+#include <torch/cuda.h>
 
+#include "comm/world/backend_choice.h"
 #include "python/py_dataset.h"
 #include "python/py_object.h"
 
@@ -225,6 +228,20 @@ void bind_dataset(py::module_& m) {
       .def("__next__", &ElementIterator::next);
 }
 
+// The GPU this rank trains on, as the engine picks it (the world's local
+// rank over the visible GPUs), or none: no GPU, or TNT_USE_GPU=false
+// (--no-gpu).
+namespace {
+std::optional<torch::Device> rank_training_gpu(const comm::ProcessGroup& group) {
+  if (!current_config().use_gpu.value_or(true) || !torch::cuda::is_available()) return {};
+  const int local = group.valid() ? group.world_local_rank()
+                                  : (is_initialized() ? world().world_local_rank() : 0);
+  return torch::Device(torch::kCUDA,
+                       static_cast<c10::DeviceIndex>(comm::rank_gpu_index(
+                           local, static_cast<int>(torch::cuda::device_count()))));
+}
+}  // namespace
+
 void bind_distribution(py::module_& m) {
   py::class_<data::BatchShare, std::shared_ptr<data::BatchShare>>(
       m, "BatchShare",
@@ -235,20 +252,21 @@ void bind_distribution(py::module_& m) {
       .def("get", &data::BatchShare::get, "(samples on this rank, samples in the global batch)");
 
   py::class_<data::DistributedDataset>(m, "DistributedDataset")
-      .def(py::init([](const Dataset& ds, const comm::ProcessGroup& group,
-                       const std::optional<std::string>& pin_memory_device) {
+      .def(py::init([](const Dataset& ds, const comm::ProcessGroup& group, bool pin_memory) {
              data::DistributeOptions options;
              if (group.valid()) options.group(group);
-             if (pin_memory_device) {
-               options.pin_memory(true).pin_memory_device(torch::Device(*pin_memory_device));
+             if (pin_memory) {
+               if (const auto gpu = rank_training_gpu(group)) {
+                 options.pin_memory(true).pin_memory_device(*gpu);
+               }
              }
              py::gil_scoped_release no_gil;
              return data::DistributedDataset(ds, options);
            }),
            py::arg("dataset"), py::arg("group") = comm::ProcessGroup(),
-           py::arg("pin_memory_device") = py::none(),
-           "pin_memory_device: collate each micro-batch into page-locked memory for that GPU, "
-           "on a background thread ahead of the loop")
+           py::arg("pin_memory") = false,
+           "pin_memory: where this rank trains on a GPU, collate each micro-batch into "
+           "page-locked memory for it, on a background thread ahead of the loop")
       .def("cardinality", &data::DistributedDataset::cardinality)
       .def_property_readonly("global_batch_size", &data::DistributedDataset::global_batch_size)
       .def_property_readonly("rank", &data::DistributedDataset::rank)

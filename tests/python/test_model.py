@@ -425,6 +425,12 @@ def test_numpy_arrays_as_keras_takes_them():
     pair = Pair(torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y, dtype=torch.float32))
     assert model._floating_arrays(pair) is pair
     model.fit(pair, batch_size=16, epochs=1, verbose=0)
+    cast = model._floating_arrays(Pair(x, y))
+    assert type(cast) is Pair and cast.x.dtype == torch.float32
+    # A list of (array, label) samples: each sample's array cast.
+    samples = [(x[i], 0) for i in range(16)]
+    model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    assert model._floating_arrays(samples)[3][0].dtype == torch.float32
 
 
 def test_a_torch_scheduler_on_the_compiled_optimizer_is_named_at_fit():

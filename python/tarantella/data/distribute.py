@@ -37,11 +37,12 @@ class DistributedDataset:
         Args:
             dataset: A batched tnt.data.Dataset (its batch size is GLOBAL).
             group: The ranks (default: every rank).
-            pin_memory: On a GPU, each micro-batch is collated into page-locked
-                memory for the current GPU (this rank's, after tnt.init) on a
-                background thread ahead of the loop, so that
+            pin_memory: Where this rank trains on a GPU (its own, as tnt.Model
+                picks it), each micro-batch is collated into page-locked memory
+                for it on a background thread ahead of the loop, so that
                 ``x.cuda(non_blocking=True)`` does not wait (as torch's
-                DataLoader(pin_memory=True)); without CUDA it does nothing.
+                DataLoader(pin_memory=True)); without a GPU, or with
+                TNT_USE_GPU=false (--no-gpu), it does nothing.
 
         Raises:
             TypeError: pin_memory is not a bool.
@@ -50,11 +51,9 @@ class DistributedDataset:
         """
         if not isinstance(pin_memory, bool):
             raise TypeError(f"distribute(): pin_memory must be a bool, got {pin_memory!r}")
-        device = (f"cuda:{torch.cuda.current_device()}"
-                  if pin_memory and torch.cuda.is_available() else None)
         self._group = group if group is not None else _tarantella.world()
         self._dist = _tarantella.DistributedDataset(
-            dataset, group if group is not None else _tarantella.ProcessGroup(), device)
+            dataset, group if group is not None else _tarantella.ProcessGroup(), pin_memory)
         self.share = _tarantella.BatchShare()
         self.epoch = 0
 

@@ -95,7 +95,7 @@ class KeepModes {
   explicit KeepModes(ModuleAdapter& net) {
     try {
       restore_ = net.keep_modes();
-    } catch (const std::exception& e) {  // (a frozen TorchScript module has no mode)
+    } catch (const std::exception& e) {  // (a Python module without the usual modes)
       ::tnt::log::debug(::tnt::detail::concat("the model's training modes are not kept: ",
                                               e.what()));
     }

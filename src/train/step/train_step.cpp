@@ -392,7 +392,8 @@ StageForward TrainStep::forward_checked(const data::MicroBatch& mb, int micro) {
     const std::string what = e.what_without_backtrace();
     // A device mismatch inside forward is the model's, not the data's: the
     // batch is on the model's device.
-    const bool devices = what.find("same device") != std::string::npos;
+    const bool devices = what.find("same device") != std::string::npos ||
+                         what.find("Input type (") != std::string::npos;  // a convolution's
     ::tnt::detail::throw_error(::tnt::detail::concat(
         "the model's forward() failed on a micro-batch of ", mb.local_size,
         " samples with element tensors of shapes ", shapes,

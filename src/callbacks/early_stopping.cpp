@@ -28,8 +28,7 @@ void EarlyStopping::on_epoch_end(std::int64_t epoch, const Logs& logs) {
     if (o_.restore_best_weights()) {
       // In host memory: a second copy of the weights on the GPU would take
       // room from training (one wait per improved epoch).
-      best_weights_ = host()->get_weights();
-      for (auto& w : best_weights_) w = w.to(torch::kCPU);
+      best_weights_ = host()->get_weights_on_host();
     }
     return;
   }

@@ -45,7 +45,10 @@ DistributedOptimizer::DistributedOptimizer(std::unique_ptr<torch::optim::Optimiz
   std::vector<torch::Tensor> params;
   for (const auto& g : inner_->param_groups()) {
     for (const auto& p : g.params()) {
-      if (p.requires_grad()) params.push_back(p);
+      if (p.requires_grad()) {
+        params.push_back(p);
+        synced_.insert(p.unsafeGetTensorImpl());
+      }
     }
   }
   // Every rank starts from rank 0's weights and optimizer state.
@@ -88,6 +91,20 @@ torch::Tensor DistributedOptimizer::step(LossClosure closure) {
                       "and backward, which would send the gradients again; call backward() "
                       "yourself, then step()");
   sync_->finish();
+  // A parameter frozen when the optimizer was wrapped has no hook: its
+  // gradient would be this rank's alone, and the ranks would drift apart.
+  const auto& groups = inner_->param_groups();
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    for (std::size_t k = 0; k < groups[g].params().size(); ++k) {
+      const torch::Tensor& p = groups[g].params()[k];
+      TNT_CHECK(!p.requires_grad() || !p.grad().defined() ||
+                    synced_.count(p.unsafeGetTensorImpl()) > 0,
+                "DistributedOptimizer: parameter ", k, " of parameter group ", g,
+                " has a gradient, but it did not require one when the optimizer was wrapped, "
+                "so its gradient is not summed over the ranks (they would drift apart): wrap "
+                "the optimizer after unfreezing it, or wrap it again now");
+    }
+  }
   auto& ours = param_groups();
   auto& theirs = inner_->param_groups();
   for (std::size_t i = 0; i < ours.size() && i < theirs.size(); ++i) {

@@ -146,6 +146,18 @@ def test_a_model_moved_to_the_gpu_after_wrapping_trains_there(rank):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
+def test_a_parameter_unfrozen_after_wrapping_is_refused():
+    # It has no hook: its gradient would be this rank's alone.
+    model = make_model(1)
+    model[0].weight.requires_grad_(False)
+    dopt = tnt.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1))
+    model[0].weight.requires_grad_(True)
+    dopt.zero_grad()
+    F.cross_entropy(model(torch.randn(4, 1, 8, 8)), torch.tensor([0, 1, 2, 3])).backward()
+    with pytest.raises(tnt.Error, match="did not require one when the optimizer was wrapped"):
+        dopt.step()
+
+
 def test_initial_state_is_rank_zeros(rank, size):
     model = make_model(100 + rank)
     opt = torch.optim.Adam(model.parameters(), lr=0.001 * (rank + 1))

@@ -146,6 +146,34 @@ TEST(KeepYourLoopZeroGrad, DropsABackwardThatIsNotToCount) {
   }
 }
 
+// A parameter frozen when the optimizer was wrapped and unfrozen later has
+// no hook: step() refuses it on every rank, rather than stepping each
+// rank's own gradient (the ranks would drift apart silently).
+TEST(KeepYourLoopZeroGrad, AParameterUnfrozenAfterWrappingIsRefused) {
+  tnt::comm::run_in_process(2, [](const tnt::comm::ProcessGroup& g) {
+    std::unique_lock<std::mutex> lock(g_seed);
+    torch::manual_seed(1);
+    Net model;
+    lock.unlock();
+    model.fc1->weight.set_requires_grad(false);
+    tnt::DistributedOptimizer optimizer(
+        torch::optim::SGD(model.parameters(), torch::optim::SGDOptions(0.1)),
+        tnt::dp::DistributedOptimizerOptions().group(g));
+    model.fc1->weight.set_requires_grad(true);
+    optimizer.zero_grad();
+    torch::nll_loss(model.forward(torch::randn({4, 6})), torch::zeros({4}, torch::kLong))
+        .backward();
+    try {
+      optimizer.step();
+      ADD_FAILURE() << "no error on rank " << g.rank();
+    } catch (const tnt::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("did not require one when the optimizer was wrapped"),
+                std::string::npos)
+          << e.what();
+    }
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, KeepYourLoop,
                          ::testing::Combine(::testing::Values(1, 2, 3, 4), ::testing::Bool()),
                          [](const auto& info) {

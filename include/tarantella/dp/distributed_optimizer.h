@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <type_traits>
+#include <unordered_set>
 
 #include <torch/optim/optimizer.h>
 
@@ -120,6 +121,7 @@ class DistributedOptimizer : public torch::optim::Optimizer {
   comm::ProcessGroup group_;
   std::shared_ptr<const data::BatchShare> share_;
   std::unique_ptr<GradientSynchronizer> sync_;
+  std::unordered_set<const c10::TensorImpl*> synced_;  // the parameters it sums
 };
 
 }  // namespace tnt::dp

@@ -44,6 +44,12 @@ class TrainingHost {
   virtual void set_learning_rate(double rate) = 0;
   /// Parameters then buffers; set_weights broadcasts the master's. Collective.
   virtual std::vector<torch::Tensor> get_weights() const = 0;
+  /// The same, copied into host memory (no second copy on the GPU).
+  virtual std::vector<torch::Tensor> get_weights_on_host() const {
+    std::vector<torch::Tensor> weights = get_weights();
+    for (auto& w : weights) w = w.to(torch::kCPU);
+    return weights;
+  }
   virtual void set_weights(const std::vector<torch::Tensor>& weights) = 0;
   /// The front end's whole-model file / weights file. Collective.
   virtual void save(const std::string& path) = 0;

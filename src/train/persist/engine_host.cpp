@@ -14,6 +14,10 @@ EngineHost::EngineHost(std::unique_ptr<Engine> engine) : engine_(std::move(engin
 
 EngineHost::~EngineHost() = default;
 
+std::vector<torch::Tensor> EngineHost::get_weights_on_host() const {
+  return engine_->get_weights(torch::kCPU);
+}
+
 std::vector<torch::Tensor> EngineHost::get_weights() const {
   return engine_->get_weights(engine_->device());
 }

@@ -34,6 +34,7 @@ class EngineHost : public TrainingHost {
   double learning_rate() const override { return engine_->learning_rate(); }
   void set_learning_rate(double rate) override { engine_->set_learning_rate(rate); }
   std::vector<torch::Tensor> get_weights() const override;
+  std::vector<torch::Tensor> get_weights_on_host() const override;
   void set_weights(const std::vector<torch::Tensor>& weights) override;
   void save(const std::string& path) override;
   void save_weights(const std::string& path) override;

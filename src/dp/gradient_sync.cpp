@@ -148,16 +148,6 @@ struct GradientSynchronizer::Impl {
     return false;
   }
 
-  // Between steps: buckets where the parameters are now.
-  void follow_the_parameters() {
-    if (!moved()) return;
-    TNT_CHECK(!options.shard(), "the model was moved to another device after its sharded "
-              "optimizer was made: move it before compiling");
-    TNT_CHECK(nothing_written(), "the model was moved to another device in the middle of a "
-              "gradient accumulation cycle: move it before training, or between cycles");
-    plan();
-  }
-
   torch::Tensor view(std::size_t p) {
     return buffers[bucket_of[p]].narrow(0, offset_of[p], params[p].numel());
   }
@@ -311,7 +301,6 @@ void GradientSynchronizer::begin_step(double weight, bool reduce, const torch::T
   std::lock_guard<std::mutex> lock(s.mutex);
   s.weight_source = nullptr;
   s.step_source = nullptr;
-  s.follow_the_parameters();
   TNT_CHECK(!reduce || s.options.extras_numel() == 0 ||
                 (extras.defined() && extras.numel() == s.options.extras_numel()),
             "begin_step() needs ", s.options.extras_numel(), " extra values, got ",
@@ -410,7 +399,6 @@ void GradientSynchronizer::discard() {
   std::fill(s.ready.begin(), s.ready.end(), 0);
   s.next_to_send = 0;
   for (auto& w : s.wire) w = torch::Tensor();
-  s.follow_the_parameters();
   if (s.step_source) {
     s.weight_source = s.step_source;  // asked again: the next batch's share
     s.bypass = false;

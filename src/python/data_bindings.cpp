@@ -17,7 +17,6 @@
 #include <tarantella/data/distribute.h>
 #include <tarantella/data/torch_data.h>
 #include <tarantella/runtime/runtime.h>
-#include <torch/cuda.h>
 
 #include "comm/world/backend_choice.h"
 #include "python/py_dataset.h"
@@ -233,12 +232,11 @@ void bind_dataset(py::module_& m) {
 // (--no-gpu).
 namespace {
 std::optional<torch::Device> rank_training_gpu(const comm::ProcessGroup& group) {
-  if (!current_config().use_gpu.value_or(true) || !torch::cuda::is_available()) return {};
   const int local = group.valid() ? group.world_local_rank()
                                   : (is_initialized() ? world().world_local_rank() : 0);
-  return torch::Device(torch::kCUDA,
-                       static_cast<c10::DeviceIndex>(comm::rank_gpu_index(
-                           local, static_cast<int>(torch::cuda::device_count()))));
+  const auto gpu = comm::rank_training_gpu(current_config().use_gpu.value_or(true), local);
+  if (!gpu) return std::nullopt;
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(*gpu));
 }
 }  // namespace
 

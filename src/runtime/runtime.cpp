@@ -82,10 +82,10 @@ namespace {
 // user's main thread): user code that says "cuda", or asks for the current
 // stream, then means this rank's GPU, not GPU 0 on every rank of a node.
 void select_gpu(const Config& config, int local_rank) {
-  if (!config.use_gpu.value_or(true) || !torch::cuda::is_available()) return;
-  const auto gpu = static_cast<c10::DeviceIndex>(
-      comm::rank_gpu_index(local_rank, static_cast<int>(torch::cuda::device_count())));
-  c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->setDevice(c10::Device(c10::kCUDA, gpu));
+  const auto gpu = comm::rank_training_gpu(config.use_gpu.value_or(true), local_rank);
+  if (!gpu) return;
+  c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)
+      ->setDevice(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(*gpu)));
 }
 
 }  // namespace

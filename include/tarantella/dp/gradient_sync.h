@@ -74,8 +74,8 @@ class GradientSynchronizer {
 
   /// Arms the hooks for one (micro-)step, between forward and backward:
   /// gradients are scaled by `weight` and added to the buckets. Buckets
-  /// follow a model moved to another device since the last step (not with
-  /// shard(true), and not within an accumulation cycle). With
+  /// follow a model moved to another device, at its first gradient of a
+  /// cycle (not with shard(true)). With
   /// `reduce` false (gradient accumulation) nothing is sent; the next step
   /// adds to the same buckets. `extras` (extras_numel values, e.g. loss and
   /// metric state) are summed over ranks along with the last bucket.
@@ -91,10 +91,8 @@ class GradientSynchronizer {
   /// loss through the discriminator, a gradient penalty's): waits for the
   /// buckets already sent (every rank must discard alike, as every rank
   /// sent them), leaves .grad undefined, and stays armed, with the weight
-  /// asked again of its source. A model
-  /// moved to another device since the buckets were made gets buckets
-  /// there. DistributedOptimizer::zero_grad() calls it; nothing to do
-  /// when not armed.
+  /// asked again of its source. DistributedOptimizer::zero_grad() calls
+  /// it; nothing to do when not armed.
   void discard();
   /// After backward: sends the buckets not yet sent (parameters without a
   /// gradient count as zeros), waits for all, sets every .grad to the

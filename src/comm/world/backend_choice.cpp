@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include <torch/cuda.h>
+
 #include <tarantella/base/env_contract.h>
 #include <tarantella/base/error.h>
 
@@ -118,6 +120,11 @@ std::int64_t gpu_key(const std::string& host, const std::string& bus_id) {
 
 int rank_gpu_index(int world_local_rank, int visible_gpus) {
   return visible_gpus > 0 ? world_local_rank % visible_gpus : 0;
+}
+
+std::optional<int> rank_training_gpu(bool use_gpu, int world_local_rank) {
+  if (!use_gpu || !torch::cuda::is_available()) return std::nullopt;
+  return rank_gpu_index(world_local_rank, static_cast<int>(torch::cuda::device_count()));
 }
 
 std::string sharing_warning(const std::vector<std::int64_t>& keys, bool intended) {

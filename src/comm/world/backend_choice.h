@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,12 @@ std::int64_t gpu_key(const std::string& host, const std::string& bus_id);
 /// GPUs it sees (one GPU per process under Slurm's --gpus-per-task=1: 0).
 /// The one rule for the engine, the runtime and the NCCL communicator.
 int rank_gpu_index(int world_local_rank, int visible_gpus);
+
+/// The CUDA device index this rank trains on (rank_gpu_index over the GPUs
+/// torch sees), or none: `use_gpu` false (TNT_USE_GPU=false, --no-gpu), or
+/// no GPU. The engine's device, the runtime's current device and the NCCL
+/// vote's GPU.
+std::optional<int> rank_training_gpu(bool use_gpu, int world_local_rank);
 
 /// The job's warning when ranks share GPUs and nobody said they should
 /// (`intended`: TNT_RANKS_PER_GPU > 1, the launcher's --ranks-per-gpu),

@@ -37,11 +37,10 @@ BackendFacts local_facts(const Config& config, const Backend& world) {
   facts.requested = config.comm_backend;
   facts.nccl_built = nccl_built();
   facts.nccl_version = nccl_version();
-  const int visible = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count())
-                                                  : 0;
-  // The engine's device rule (train/engine/engine_state.cpp, pick_device).
-  facts.model_on_cuda = config.use_gpu.value_or(true) && visible > 0;
-  if (facts.model_on_cuda) facts.gpu = gpu_bus_id(rank_gpu_index(world.local_rank(), visible));
+  // The engine's device rule.
+  const auto gpu = rank_training_gpu(config.use_gpu.value_or(true), world.local_rank());
+  facts.model_on_cuda = gpu.has_value();
+  if (gpu) facts.gpu = gpu_bus_id(*gpu);
   return facts;
 }
 

@@ -31,14 +31,12 @@ torch::Device pick_device(const EngineOptions& options, const comm::ProcessGroup
             ": TNT_USE_GPU=true asks for a GPU, but LibTorch sees none (no CUDA device, or a "
             "LibTorch built without CUDA): unset TNT_USE_GPU or set TNT_USE_GPU=false to train "
             "on the CPU, or run on a node with a GPU and a CUDA build of LibTorch");
-  if (options.use_gpu().value_or(true) && torch::cuda::is_available()) {
-    // The world's local rank, not the group's: a subgroup's communicator
-    // keeps the GPU its process got in the world (comm/nccl/nccl_backend.cpp).
-    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(comm::rank_gpu_index(
-                                           group.world_local_rank(),
-                                           static_cast<int>(torch::cuda::device_count()))));
-  }
-  return torch::Device(torch::kCPU);
+  // The world's local rank, not the group's: a subgroup's communicator
+  // keeps the GPU its process got in the world (comm/nccl/nccl_backend.cpp).
+  const auto gpu =
+      comm::rank_training_gpu(options.use_gpu().value_or(true), group.world_local_rank());
+  return gpu ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(*gpu))
+             : torch::Device(torch::kCPU);
 }
 
 // A batch tensor on the training device. From the CPU to a GPU, the tensor

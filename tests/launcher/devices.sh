@@ -66,6 +66,21 @@ run --assume-gpus 0 -n 2 -x TNT_USE_GPU=false -- ./prog
 expect_status "TNT_USE_GPU=false: runs" 0
 expect_not_contains "TNT_USE_GPU=false: silent" "$ERR" "WARNING"
 
+# Asked for the CPU, the program sees no GPU: its own device lines
+# (`torch.cuda.is_available()`) choose the CPU, as the engine does. A
+# CUDA_VISIBLE_DEVICES the user gives with -x stays.
+printf '#!/bin/sh\necho "visible=${CUDA_VISIBLE_DEVICES-unset}."\n' >visible && chmod +x visible
+for flags in "--no-gpu" "-x TNT_USE_GPU=false"; do
+  # shellcheck disable=SC2086
+  CUDA_VISIBLE_DEVICES=0,1 run --assume-gpus 2 -n 2 $flags -- ./visible
+  expect_status "$flags: runs" 0
+  expect_contains "$flags: GPUs hidden from the program" "$OUT" "visible=."
+done
+CUDA_VISIBLE_DEVICES=0,1 run --assume-gpus 2 -n 2 --no-gpu -x CUDA_VISIBLE_DEVICES=1 -- ./visible
+expect_contains "--no-gpu with the user's -x CUDA_VISIBLE_DEVICES: kept" "$OUT" "visible=1."
+CUDA_VISIBLE_DEVICES=0,1 run --assume-gpus 2 -n 2 -- ./visible
+expect_contains "GPUs used: CUDA_VISIBLE_DEVICES as it was" "$OUT" "visible=0,1."
+
 # The rank's own check: the launcher believes in a GPU (--assume-gpus 1),
 # LibTorch sees none. Only where no GPU is installed (a CUDA node would train).
 if [ -n "$LENET5" ] && ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then

@@ -58,7 +58,7 @@ expect_less "x.py within the time limit" "$ELAPSED_MS" "$LIMIT_MS"
 expect_contains "x.py ran itself on rank 0" "$ERR" "binary rank=0"
 expect_contains "x.py ran itself on rank 1" "$ERR" "binary rank=1"
 run --dry-run -n 1 --no-gpu --python-interpreter "" -- ./x.py
-expect_contains "dry run: no interpreter" "$OUT" "--threads=auto -- $HERE/x.py"
+expect_contains "dry run: no interpreter" "$OUT" "--threads=auto --hide-gpus -- $HERE/x.py"
 expect_contains "dry run: binary note" "$OUT" "runs as a program (--python-interpreter '')"
 
 # A launcher in a build tree (a copy, so the real build tree is not touched):

@@ -423,6 +423,11 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& node
   wrapper.set_omp_threads = !keep_threads;
   wrapper.pin_cpu = options.pin_to_socket();
   wrapper.pin_memory = options.pin_memory_to_socket();
+  // Asked for the CPU: the program's own `torch.cuda.is_available()` says
+  // so too (an own loop's device lines would otherwise take GPU 0 on every
+  // rank). A -x CUDA_VISIBLE_DEVICES of the user's is left as given.
+  wrapper.hide_gpus = (options.no_gpu() || (gpu_request && parse_gpu_request(*gpu_request) == false)) &&
+                      !user_export(options, "CUDA_VISIBLE_DEVICES");
   const InterpreterChoice interpreter = choose_interpreter(options, facts.default_python());
 
   LaunchPlan plan =

@@ -257,6 +257,12 @@ class ChildWatch {
   std::optional<Clock::time_point> orphan_deadline_;
 };
 
+// The job trains on the CPU: the program sees no GPU either, so that its
+// own device lines agree with the engine's.
+void hide_gpus(const RankExecOptions& options) {
+  if (options.hide_gpus) ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+}
+
 void apply_thread_rule(const RankExecOptions& options, const RankIdentity& id) {
   if (!options.set_omp_threads) return;
   const int threads = threads_per_rank(usable_core_count(), id.local_size);
@@ -331,6 +337,7 @@ int run_rank_exec(const std::vector<std::string>& args) {
   const RankIdentity id = identify_rank();
   export_identity(id);
   apply_thread_rule(parsed.options, id);
+  hide_gpus(parsed.options);
   ::signal(SIGPIPE, SIG_IGN);  // a vanished reader must not kill us before we report
 
   RankFiles files;

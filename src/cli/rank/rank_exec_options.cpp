@@ -12,6 +12,7 @@ const char* const kThreadsAuto = "--threads=auto";
 const char* const kThreadsInherit = "--threads=inherit";
 const char* const kPinCpu = "--pin-cpu";
 const char* const kPinMemory = "--pin-memory";
+const char* const kHideGpus = "--hide-gpus";
 // Followed by the directory in the same word, so any path (spaces, '=',
 // a leading '-') stays one argument.
 const std::string kOutputDirectory = "--output-dir=";
@@ -26,6 +27,8 @@ bool apply_flag(const std::string& flag, RankExecOptions& options) {
     options.pin_cpu = true;
   } else if (flag == kPinMemory) {
     options.pin_memory = true;
+  } else if (flag == kHideGpus) {
+    options.hide_gpus = true;
   } else if (flag.compare(0, kOutputDirectory.size(), kOutputDirectory) == 0 &&
              flag.size() > kOutputDirectory.size()) {
     options.output_directory = flag.substr(kOutputDirectory.size());
@@ -43,6 +46,7 @@ std::vector<std::string> to_arguments(const RankExecOptions& options) {
   args.push_back(options.set_omp_threads ? kThreadsAuto : kThreadsInherit);
   if (options.pin_cpu) args.push_back(kPinCpu);
   if (options.pin_memory) args.push_back(kPinMemory);
+  if (options.hide_gpus) args.push_back(kHideGpus);
   if (options.output_directory) args.push_back(kOutputDirectory + *options.output_directory);
   args.push_back("--");
   return args;

@@ -23,12 +23,18 @@ struct RankExecOptions {
   bool set_omp_threads = true;
   bool pin_cpu = false;     ///< numactl --cpunodebind
   bool pin_memory = false;  ///< numactl --membind
+  /// CUDA_VISIBLE_DEVICES= for the program: the job trains on the CPU
+  /// (--no-gpu, -x TNT_USE_GPU=false), so the program's own device lines
+  /// (`torch.cuda.is_available()`) choose the CPU too. Set on the rank's
+  /// host, after srun or Slurm may have set a task's GPUs.
+  bool hide_gpus = false;
   /// --output-filename, absolute: also copy stdout and stderr to DIR/rank.N/.
   std::optional<std::string> output_directory;
   bool operator==(const RankExecOptions& o) const {
     return output_on_all_devices == o.output_on_all_devices &&
            set_omp_threads == o.set_omp_threads && pin_cpu == o.pin_cpu &&
-           pin_memory == o.pin_memory && output_directory == o.output_directory;
+           pin_memory == o.pin_memory && hide_gpus == o.hide_gpus &&
+           output_directory == o.output_directory;
   }
 };
 

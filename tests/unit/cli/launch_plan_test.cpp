@@ -282,6 +282,25 @@ TEST(LaunchPlan, NoGpuFlagIsSilent) {
   EXPECT_THAT(plan.warnings, IsEmpty());
 }
 
+// Asked for the CPU, the program sees no GPU either: an own loop's
+// `torch::cuda::is_available() ? kCUDA : kCPU` would otherwise put every
+// rank on GPU 0 while the engine trains on the CPU.
+TEST(LaunchPlan, TheCpuAskedForHidesTheGpusFromTheProgram) {
+  const auto hides = [](const LaunchOptions& options) {
+    const auto cmd = rank_command(build_launch_plan(options, cpu_node().gpu_count(4), kProgram));
+    return std::find(cmd.begin(), cmd.end(), "--hide-gpus") != cmd.end();
+  };
+  EXPECT_TRUE(hides(job(2).no_gpu(true)));
+  EXPECT_TRUE(hides(job(2).exports({{"TNT_USE_GPU", "false"}})));
+  EXPECT_TRUE(hides(job(2).exports({{"TNT_USE_GPU", "true"}, {"TNT_USE_GPU", "0"}})));
+  // GPUs used, or the launcher's own choice of the CPU (more ranks than
+  // GPUs: a warning says so), or the user's own CUDA_VISIBLE_DEVICES: left.
+  EXPECT_FALSE(hides(job(2)));
+  EXPECT_FALSE(hides(job(6)));
+  EXPECT_FALSE(hides(job(2).exports({{"TNT_USE_GPU", "auto"}})));
+  EXPECT_FALSE(hides(job(2).no_gpu(true).exports({{"CUDA_VISIBLE_DEVICES", "1"}})));
+}
+
 TEST(LaunchPlan, LoggingAndOutputSettingsAreExported) {
   const auto quiet = build_launch_plan(job(1), cpu_node(), kProgram);
   EXPECT_FALSE(env_value(quiet, "TNT_LOG_LEVEL"));

@@ -11,13 +11,14 @@ using ::testing::HasSubstr;
 using Args = std::vector<std::string>;
 
 TEST(RankExecOptions, RoundTripsEveryCombination) {
-  for (int bits = 0; bits < 32; ++bits) {
+  for (int bits = 0; bits < 64; ++bits) {
     RankExecOptions options;
     options.output_on_all_devices = bits & 1;
     options.set_omp_threads = bits & 2;
     options.pin_cpu = bits & 4;
     options.pin_memory = bits & 8;
     if (bits & 16) options.output_directory = "/logs/run 1";
+    options.hide_gpus = bits & 32;
     Args args = to_arguments(options);
     args.insert(args.end(), {"/bin/prog", "--", "-x"});
     const auto parsed = parse_rank_exec(args);

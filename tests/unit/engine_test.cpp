@@ -270,6 +270,52 @@ TEST(Engine, NegativeValidationStepsIsAnArgumentError) {
   });
 }
 
+// fit called again from epoch 0 (Keras's `for e in ...: fit(epochs=1)`)
+// reads the next epoch's order each time, as one fit over all the epochs
+// does, and so does a continuation with initial_epoch. (Each call started
+// over at epoch 0's order: one permutation, and one set of deterministic
+// mode's seeds, repeated every time.)
+TEST(Engine, FitCalledAgainReadsTheNextEpochsOrder) {
+  using Orders = std::vector<std::vector<float>>;
+  // The first feature of every sample, in the order each epoch reads them.
+  const auto orders_of = [](const std::vector<tnt::FitOptions>& calls) {
+    Orders orders;
+    run_in_process(1, [&](const ProcessGroup& g) {
+      Engine e(fresh_net(), g, quiet());
+      TestHost host(e);
+      e.compile(sgd());
+      auto seen = std::make_shared<std::vector<float>>();
+      const auto data = samples()
+                            .shuffle(kSamples, /*seed=*/5)
+                            .map([seen](tnt::data::Element x) {
+                              seen->push_back(x[0][0].item<float>());
+                              return x;
+                            })
+                            .batch(8);
+      struct EachEpoch : tnt::callbacks::Callback {
+        EachEpoch(std::shared_ptr<std::vector<float>> s, Orders& o) : seen(std::move(s)), out(o) {}
+        void on_epoch_end(std::int64_t, const Logs&) override {
+          out.push_back(*seen);
+          seen->clear();
+        }
+        std::shared_ptr<std::vector<float>> seen;
+        Orders& out;
+      };
+      for (auto fit : calls) {
+        e.fit(data, fit.callbacks({std::make_shared<EachEpoch>(seen, orders)}), {&host, nullptr});
+        EXPECT_EQ(e.counters().epochs_done, fit.epochs());  // the epochs shown stay Keras's
+      }
+    });
+    return orders;
+  };
+  const Orders one_fit = orders_of({epochs(3)});
+  ASSERT_EQ(one_fit.size(), 3u);
+  EXPECT_NE(one_fit[0], one_fit[1]);
+  EXPECT_NE(one_fit[1], one_fit[2]);
+  EXPECT_EQ(orders_of({epochs(1), epochs(1), epochs(1)}), one_fit);
+  EXPECT_EQ(orders_of({epochs(1), epochs(3).initial_epoch(1)}), one_fit);
+}
+
 // A position given on train_begin (what BackupAndRestore does) moves the
 // loop: mid-epoch it starts at the next step with the saved logs' state, at
 // an epoch boundary at the next epoch.

@@ -123,7 +123,9 @@ bool FitLoop::run_epoch(std::int64_t epoch) {
   global_state_ = torch::zeros({c_.metrics.size()}, on_device);
   local_state_ = torch::zeros({c_.metrics.size()}, on_device);
   logs_stale_ = true;
-  auto it = dist_->iterate(epoch);
+  const std::int64_t data_epoch = std::max(epoch, c_.counters.data_epochs);
+  c_.counters.data_epochs = data_epoch + 1;
+  auto it = dist_->iterate(data_epoch);
   std::int64_t step = 0;
   if (resume_ && resume_->step > 0) {  // mid-epoch: the batches done are passed unread
     step = it.skip(resume_->step);
@@ -135,13 +137,13 @@ bool FitLoop::run_epoch(std::int64_t epoch) {
   // The epoch's boundary (validation, epoch callbacks, the stop vote) is
   // not a step's time.
   if (stragglers_) stragglers_->start(Clock::now());
-  while (run_step(it, epoch, step)) ++step;
+  while (run_step(it, epoch, data_epoch, step)) ++step;
   end_epoch(epoch);
   return !stop_vote();
 }
 
 bool FitLoop::run_step(data::DistributedDataset::Iterator& it, std::int64_t epoch,
-                       std::int64_t step) {
+                       std::int64_t data_epoch, std::int64_t step) {
   if (driver_.host->stop_requested()) return false;
   if (options_.steps_per_epoch() && step >= *options_.steps_per_epoch()) return false;
   const auto data_begin = Clock::now();
@@ -161,7 +163,7 @@ bool FitLoop::run_step(data::DistributedDataset::Iterator& it, std::int64_t epoc
             "unknown: remove the bad files, or let tarantella distribute the dataset");
   callbacks_->train_batch_begin(step);
   const CyclePoint cycle = cycle_at(step, c_.compiled.aggregation_frequency(), steps_total_);
-  const StepResult r = step_->run({*mb, epoch, step, cycle, global, data_begin, data_end});
+  const StepResult r = step_->run({*mb, data_epoch, step, cycle, global, data_begin, data_end});
   // Every micro-step counts, on every rank alike (a window ends on the same
   // step everywhere); the figures reach callbacks after this step's batch
   // end. The callbacks' time (this batch's end, the next one's begin) is

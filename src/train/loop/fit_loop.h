@@ -47,7 +47,9 @@ class FitLoop {
   std::int64_t steps_total() const { return steps_total_; }
 
  private:
-  bool run_step(data::DistributedDataset::Iterator& it, std::int64_t epoch, std::int64_t step);
+  /// `data_epoch`: the epoch's data order (Counters::data_epochs).
+  bool run_step(data::DistributedDataset::Iterator& it, std::int64_t epoch,
+                std::int64_t data_epoch, std::int64_t step);
   /// A step that ends its accumulation cycle: logs, position, batch end.
   void end_batch(std::int64_t epoch, std::int64_t step, const StepResult& r);
   bool skip_empty_step(std::int64_t step);

@@ -130,6 +130,7 @@ void restore_counters_from(Engine& engine, const Entries& e) {
                                                          : std::optional<std::string>());
   }
   c.epochs_done = e.count("epochs_done");
+  c.data_epochs = 0;  // the position is the file's: fit(initial_epoch=e) gets epoch e's order
   c.optimizer_steps = e.count("optimizer_steps");
   std::optional<LossScaleState> scale;
   if (e.has("loss_scale")) {
@@ -250,6 +251,7 @@ void load_weights_of_checkpoint(Engine& engine, const std::string& path) {
   });
   Counters c = engine.counters();
   c.epochs_done = broadcast_entries(engine.group(), small, path).count("epochs_done");
+  c.data_epochs = 0;
   engine.restore_counters(c, std::nullopt);
 }
 

@@ -20,6 +20,12 @@ namespace tnt::train {
 /// unsplit model).
 struct Counters {
   std::int64_t epochs_done = 0;
+  /// The data order (shuffle, deterministic mode's per-batch seeds) used
+  /// next: an epoch's order is max(epoch, data_epochs), so that fit called
+  /// again from epoch 0 (Keras's `for e in ...: fit(epochs=1)`) draws a new
+  /// order instead of repeating the last one, while a continuation
+  /// (initial_epoch=e, also in a new process) gets epoch e's. In memory only.
+  std::int64_t data_epochs = 0;
   std::int64_t optimizer_steps = 0;
   std::optional<std::uint64_t> deterministic_seed;
   std::map<std::string, int> deterministic_exponents;

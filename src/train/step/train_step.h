@@ -58,6 +58,8 @@ CyclePoint cycle_at(std::int64_t step, int k, std::int64_t steps_total);
 /// One micro-step as the loop sees it.
 struct StepInput {
   const data::MicroBatch& mb;
+  /// The epoch's data order (Counters::data_epochs), which keys
+  /// deterministic mode's per-batch seeds.
   std::int64_t epoch = 0;
   std::int64_t step = 0;
   CyclePoint cycle;

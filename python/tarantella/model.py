@@ -169,8 +169,21 @@ def _optimizer(optimizer: object, module: torch.nn.Module,
 def _loss(loss: object) -> _t.Loss:
     if isinstance(loss, str):
         return _t.loss_by_name(loss)  # the C++ registry; unknown: ValueError listing its names
+    reduction = getattr(loss, "reduction", "mean")
+    if isinstance(loss, torch.nn.modules.loss._Loss) and reduction != "mean":
+        # The engine weights each rank's mean by its share of the global
+        # batch: a sum would train 1/N as fast at N ranks, 'none' fail.
+        raise ValueError(
+            f"compile(): loss={loss!r} has reduction={reduction!r}, but the loss must be the "
+            f"mean over the batch's samples (the engine weights each rank's mean by its share "
+            f"of the global batch, so that any rank count trains alike): use "
+            f"{type(loss).__name__}(reduction='mean'), the default")
     if callable(loss):
-        return _t.loss_from_callable(loss, getattr(loss, "__name__", type(loss).__name__))
+        # Where its binary predictions decide, for 'accuracy' of one output.
+        threshold = (0.0 if isinstance(loss, torch.nn.BCEWithLogitsLoss) else
+                     0.5 if isinstance(loss, torch.nn.BCELoss) else None)
+        return _t.loss_from_callable(loss, getattr(loss, "__name__", type(loss).__name__),
+                                     threshold)
     raise TypeError(f"compile(): loss must be a torch loss module, a callable (y_pred, y_true) "
                     f"-> mean loss, or a Keras name, got {loss!r} (a {type(loss).__name__})")
 
@@ -249,6 +262,7 @@ class Model:
                               check_str("tnt.Model", "schedule", schedule))
         self.module = module
         self._metric_names: List[str] = []
+        self._num_inputs: Optional[int] = None  # compile()'s
         self._torch_rates: Optional[Tuple[Any, List[object]]] = None
 
     @property
@@ -404,6 +418,7 @@ class Model:
         self._impl.compile(_optimizer(optimizer, self._impl.trained_module, self.module),
                            _loss(loss), metric_list, options)
         self._metric_names = [m.name for m in metric_list]
+        self._num_inputs = int(options.num_inputs)
         # The torch optimizer's rates as compiled: the engine steps its own
         # optimizer, so a torch lr_scheduler on this one changes nothing.
         self._torch_rates = ((weakref.ref(optimizer), [g["lr"] for g in optimizer.param_groups])
@@ -424,11 +439,21 @@ class Model:
 
     # -- the loops -----------------------------------------------------
     def _data(self, x: object, y: object, batch_size: Optional[int],
-              shuffle: bool = False) -> Tuple[object, object, Optional[int], bool]:
+              shuffle: bool = False, where: str = "fit()",
+              ) -> Tuple[object, object, Optional[int], bool]:
         # The data as given, with the GLOBAL batch size: the extension makes
         # the Dataset in the call that uses it, so the size crosses once.
         # Fewer samples than ranks trains, with idle ranks, but is never what
         # the user meant: every rank says so (the check is the same on all).
+        if y is not None and isinstance(x, (tuple, list)) and self._num_inputs is not None \
+                and len(x) != self._num_inputs:
+            # As for a Keras model of several inputs; forward would get the
+            # first num_inputs, the next one be taken as the target, y dropped.
+            raise ValueError(
+                f"{where}: x is a {type(x).__name__} of {len(x)} inputs beside y, but the model "
+                f"was compiled with num_inputs={self._num_inputs}: compile(..., "
+                f"num_inputs={len(x)}) so that forward gets all {len(x)}, or give x as one "
+                f"tensor")
         x, y = self._floating_arrays(x), self._floating_arrays(y)
         n = _samples(x)
         ranks = self.group.size
@@ -536,7 +561,11 @@ class Model:
                 where, "tnt_validation_micro_batch_size", tnt_validation_micro_batch_size),
             distribute_dataset=distribute, distribute_validation_dataset=distribute)
         check_optional_int(where, "batch_size", batch_size)
-        check_optional_int(where, "validation_batch_size", validation_batch_size)
+        if check_optional_int(where, "validation_batch_size", validation_batch_size) is not None \
+                and validation_batch_size < 1:
+            raise ValueError(f"fit(): validation_batch_size={validation_batch_size} is invalid: "
+                             f"give the GLOBAL batch size of validation, 1 or more, or None for "
+                             f"batch_size")
         cbs = self._callbacks(where, callbacks)
         self._warn_if_torch_rates_changed()
         if _autocast_on():
@@ -547,12 +576,18 @@ class Model:
                 UserWarning, stacklevel=2)
         train = self._data(x, y, batch_size, check_bool(where, "shuffle", shuffle))
         validation = None
+        if isinstance(validation_data, tuple) and len(validation_data) == 3:
+            raise ValueError(
+                "fit(): validation_data=(x, y, sample_weight) gives sample weights, which "
+                "Tarantella does not take (nor does fit's sample_weight): give (x, y), with x a "
+                "list for a model of several inputs")
         if validation_data is not None:
             vx, vy = (validation_data if isinstance(validation_data, (tuple, list)) and
                       len(validation_data) == 2 else (validation_data, None))
             # A tnt.data.Dataset is batched already: fit's batch_size is x's.
-            validation = self._data(vx, vy, validation_batch_size if isinstance(
-                vx, _t.Dataset) else validation_batch_size or batch_size)
+            validation = self._data(
+                vx, vy, validation_batch_size if isinstance(vx, _t.Dataset) or
+                validation_batch_size is not None else batch_size, where=where)
         logs = self._impl.fit(train, options, cbs, validation)
         done = len(next(iter(logs.values()), []))
         # The epochs run, also after BackupAndRestore resumed at a later one.
@@ -611,7 +646,7 @@ class Model:
                                           tnt_distribute_dataset))
         check_optional_int(where, "batch_size", batch_size)
         cbs = self._callbacks(where, callbacks)
-        logs = self._impl.evaluate(self._data(x, y, batch_size), options, cbs)
+        logs = self._impl.evaluate(self._data(x, y, batch_size, where=where), options, cbs)
         if check_bool(where, "return_dict", return_dict):
             return logs
         if not self._metric_names:

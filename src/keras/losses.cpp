@@ -113,7 +113,7 @@ Loss CategoricalCrossentropy(LossOptions o) {
 }
 
 Loss BinaryCrossentropy(LossOptions o) {
-  return described(Loss{"binary_crossentropy",
+  Loss loss = described(Loss{"binary_crossentropy",
                         [o, checks = new_checks()](const torch::Tensor& p, const torch::Tensor& t) {
                           check_same_shape("binary_crossentropy", p, t);
                           const torch::Tensor target = t.to(p.scalar_type());
@@ -125,6 +125,8 @@ Loss BinaryCrossentropy(LossOptions o) {
                           return F::binary_cross_entropy(p.clamp(1e-7, 1 - 1e-7), target);
                         }},
                    describe("BinaryCrossentropy", {{"from_logits", o.from_logits()}}));
+  loss.binary_threshold = o.from_logits() ? 0.0 : 0.5;
+  return loss;
 }
 
 Loss NLLLoss() {

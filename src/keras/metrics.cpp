@@ -58,30 +58,54 @@ Metric CategoricalAccuracy() {
                    describe("CategoricalAccuracy", nlohmann::json::object()));
 }
 
-Metric BinaryAccuracy(double threshold) {
-  return described(ratio_metric("binary_accuracy",
-                                [threshold](const torch::Tensor& p, const torch::Tensor& t) {
-                                  const torch::Tensor hits =
-                                      p.gt(threshold).eq(t.to(torch::kFloat64).gt(0.5));
-                                  return pair(hits, static_cast<double>(hits.numel()));
-                                }),
-                   describe("BinaryAccuracy", {{"threshold", threshold}}));
+namespace {
+// Prediction > `at` counts as 1, the target as 1 above 0.5.
+Metric binary_hits(std::string name, double at) {
+  return ratio_metric(std::move(name), [at](const torch::Tensor& p, const torch::Tensor& t) {
+    const torch::Tensor hits = p.gt(at).eq(t.to(torch::kFloat64).gt(0.5));
+    return pair(hits, static_cast<double>(hits.numel()));
+  });
+}
+
+// `from_loss`: no threshold was given, compile() sets the loss's; the
+// description has none either, so that load_model's recompile does again.
+Metric binary_accuracy_at(double at, bool from_loss) {
+  Metric m = described(binary_hits("binary_accuracy", at),
+                       from_loss ? describe("BinaryAccuracy", nlohmann::json::object())
+                                 : describe("BinaryAccuracy", {{"threshold", at}}));
+  if (from_loss) m.at_threshold = [](double t) { return binary_accuracy_at(t, true); };
+  return m;
+}
+
+// Accuracy compiled with a binary loss is binary accuracy at the loss's
+// threshold, whatever the shapes (Keras: multi-label outputs too).
+Metric accuracy_of_binary_loss(double at) {
+  Metric m = described(binary_hits("accuracy", at), describe("Accuracy", nlohmann::json::object()));
+  m.at_threshold = accuracy_of_binary_loss;
+  return m;
+}
+}  // namespace
+
+Metric BinaryAccuracy(std::optional<double> threshold) {
+  return binary_accuracy_at(threshold.value_or(0.5), !threshold.has_value());
 }
 
 Metric Accuracy() {
-  return described(ratio_metric("accuracy",
-                                [](const torch::Tensor& p, const torch::Tensor& t) {
-                                  torch::Tensor hits;
-                                  if (p.dim() == t.dim() + 1) {
-                                    hits = sparse_hits(p, t);
-                                  } else if (p.dim() > 0 && p.size(-1) > 1) {
-                                    hits = p.argmax(-1).eq(t.argmax(-1));
-                                  } else {
-                                    hits = p.gt(0.5).eq(t.to(torch::kFloat64).gt(0.5));
-                                  }
-                                  return pair(hits, static_cast<double>(hits.numel()));
-                                }),
-                   describe("Accuracy", nlohmann::json::object()));
+  Metric m = described(ratio_metric("accuracy",
+                                    [](const torch::Tensor& p, const torch::Tensor& t) {
+                                      torch::Tensor hits;
+                                      if (p.dim() == t.dim() + 1) {
+                                        hits = sparse_hits(p, t);
+                                      } else if (p.dim() > 1 && p.size(-1) > 1) {
+                                        hits = p.argmax(-1).eq(t.argmax(-1));
+                                      } else {  // one value per sample: [B] or [B, 1]
+                                        hits = p.gt(0.5).eq(t.to(torch::kFloat64).gt(0.5));
+                                      }
+                                      return pair(hits, static_cast<double>(hits.numel()));
+                                    }),
+                       describe("Accuracy", nlohmann::json::object()));
+  m.at_threshold = accuracy_of_binary_loss;
+  return m;
 }
 
 Metric TopKCategoricalAccuracy(int k) {

@@ -4,6 +4,7 @@
 // return. Also binds the Loss and Metric handles that compile() takes; the
 // named ones come from the Keras registries (registry_bindings.cpp).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,13 +32,18 @@ torch::Tensor call_for_tensor(const SharedPyObject& fn, const torch::Tensor& y_p
 }
 
 // A Python callable as a loss (y_pred, y_true) -> mean loss.
-losses::Loss loss_from_callable(py::object fn, std::string name) {
+// `binary_threshold`: where its binary predictions decide (0 for
+// BCEWithLogitsLoss, 0.5 for BCELoss; see losses.h), for Accuracy.
+losses::Loss loss_from_callable(py::object fn, std::string name,
+                                std::optional<double> binary_threshold) {
   SharedPyObject held = share_object(std::move(fn));
-  return losses::Loss(
+  losses::Loss loss(
       std::move(name), [held](const torch::Tensor& y_pred, const torch::Tensor& y_true) {
         return call_for_tensor(held, y_pred, y_true, "the loss",
                                "a scalar torch.Tensor (the mean loss of the batch)");
       });
+  loss.binary_threshold = binary_threshold;
+  return loss;
 }
 
 // A Python callable as a metric: update(y_pred, y_true) -> state tensor of
@@ -75,7 +81,8 @@ metrics::Metric metric_mean_of(std::string name, py::object fn) {
 
 void bind_losses_and_metrics(py::module_& m) {
   py::class_<losses::Loss>(m, "Loss").def_readonly("name", &losses::Loss::name);
-  m.def("loss_from_callable", &loss_from_callable, py::arg("fn"), py::arg("name"));
+  m.def("loss_from_callable", &loss_from_callable, py::arg("fn"), py::arg("name"),
+        py::arg("binary_threshold") = py::none());
   py::class_<metrics::Metric>(m, "Metric").def_readonly("name", &metrics::Metric::name);
   m.def("metric_from_callables", &metric_from_callables, py::arg("name"), py::arg("update"),
         py::arg("result"), py::arg("state_size"));

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -69,7 +70,16 @@ template <typename T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<
                                        int> = 0>
 void from_python(const std::string& where, const char* key, const py::handle& v, T& into) {
   if (!options_detail::is_integer(v)) options_detail::wrong_type(where, key, "an int", v);
-  into = py::reinterpret_steal<py::int_>(PyNumber_Index(v.ptr())).cast<T>();
+  const auto value = py::reinterpret_steal<py::int_>(PyNumber_Index(v.ptr()));
+  try {
+    into = value.cast<T>();
+  } catch (const py::cast_error&) {  // negative for a size, or too large
+    throw ArgumentError(detail::concat(
+        where, ": ", key, "=", std::string(py::repr(value)), " is out of range: give ",
+        std::is_unsigned_v<T> ? std::string("0 or more")
+                              : detail::concat("a value in [", std::numeric_limits<T>::min(), ", ",
+                                               std::numeric_limits<T>::max(), "]")));
+  }
 }
 
 inline void from_python(const std::string& where, const char* key, const py::handle& v,

@@ -106,7 +106,12 @@ class PyCallback final : public callbacks::Callback {
       params["steps"] = this->params().steps < 0 ? py::object(py::none())
                                                  : py::object(py::int_(this->params().steps));
       params["verbose"] = this->params().verbose;
-      object_->attr("params") = params;
+      // Keras's way, so that an override of set_params sees them.
+      if (py::hasattr(*object_, "set_params")) {
+        object_->attr("set_params")(params);
+      } else {
+        object_->attr("params") = params;
+      }
       params_given_ = true;
     }
     object_->attr(kHookNames[hook])(std::forward<Args>(args)...);

@@ -86,7 +86,7 @@ TEST(MixedPrecision, Float16OnTheCpuIsRefusedWithTheFix) {
     model.compile(options().mixed_precision(tnt::MixedPrecision::Float16));
     ADD_FAILURE() << "compiled float16 autocast on the CPU";
   } catch (const tnt::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("use tnt::MixedPrecision::BFloat16 on the CPU"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("use tnt::MixedPrecision::BFloat16 (Python: mixed_precision='bfloat16') on the CPU"), std::string::npos)
         << e.what();
   }
 }

@@ -161,3 +161,67 @@ def test_runtime_failures_stay_tnt_errors(rank, size):
         pytest.skip("needs two ranks")
     with pytest.raises(tnt.Error):
         model().fit(torch.zeros(1, 3), torch.zeros(1, 2), verbose=0)
+
+
+def test_compile_settings_out_of_range_are_value_errors():
+    for setting, text in [({"num_inputs": 0}, "num_inputs must be at least 1"),
+                          ({"aggregation_frequency": 0}, "aggregation_frequency"),
+                          ({"clip_norm": -1.0}, "clip_norm must be positive"),
+                          ({"clip_value": 0.0}, "clip_value must be positive"),
+                          ({"deterministic": 0}, "chunk size must be at least 1"),
+                          ({"fusion_threshold_bytes": -5}, "fusion_threshold_bytes=-5")]:
+        raises(ValueError, text,
+               call=lambda: model(False).compile(loss="mse", **setting))  # noqa: B023
+    if not torch.cuda.is_available():  # float16 autocast is a GPU's
+        raises(ValueError, "mixed_precision='bfloat16'",
+               call=lambda: model(False).compile(loss="mse", mixed_precision="float16"))
+
+
+def test_a_loss_that_is_not_the_batchs_mean_is_refused():
+    # The engine weights each rank's mean by its share: a sum would train
+    # 1/N as fast at N ranks, and 'none' fail later without saying why.
+    for reduction in ("sum", "none"):
+        raises(ValueError, f"reduction='{reduction}'", "reduction='mean'",
+               call=lambda: model(False).compile(  # noqa: B023
+                   loss=torch.nn.MSELoss(reduction=reduction)))
+
+
+def test_fit_steps_epochs_and_validation_out_of_range_are_value_errors():
+    x, y = data()
+    for steps in (0, -1):
+        raises(ValueError, f"steps_per_epoch={steps}", "None",
+               call=lambda: model().fit(x, y, steps_per_epoch=steps, verbose=0))  # noqa: B023
+    raises(ValueError, "initial_epoch=-1",
+           call=lambda: model().fit(x, y, initial_epoch=-1, verbose=0))
+    raises(ValueError, "validation_batch_size=0", call=lambda: model().fit(
+        x, y, validation_data=(x, y), validation_batch_size=0, verbose=0))
+    # Keras's (x, y, sample_weight): the weights were dropped silently.
+    raises(ValueError, "sample_weight", call=lambda: model().fit(
+        x, y, validation_data=(x, y, torch.ones(12)), verbose=0))
+    raises(ValueError, "tnt_micro_batch_size", "batch_size=",
+           call=lambda: model().fit(x, y, batch_size=8, tnt_micro_batch_size=3, verbose=0))
+
+
+class TwoInputs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+
+    def forward(self, a, b):
+        return self.a(a) + self.b(b)
+
+
+def test_a_list_of_inputs_needs_as_many_num_inputs():
+    # fit([x1, x2], y) as for a Keras model of two inputs: with num_inputs=1
+    # forward got x1, x2 was taken as the target, and y was dropped.
+    x, y = data()
+    m = tnt.Model(TwoInputs())
+    m.compile(optimizer="sgd", loss="mse")
+    raises(ValueError, "2 inputs", "num_inputs=1", "num_inputs=2",
+           call=lambda: m.fit([x, x], y, batch_size=4, verbose=0))
+    raises(ValueError, "num_inputs=2", call=lambda: m.evaluate((x, x), y, batch_size=4))
+    m.compile(optimizer=torch.optim.SGD(m.module.parameters(), lr=0.0), loss="mse",
+              num_inputs=2)
+    with torch.no_grad():
+        expected = torch.nn.functional.mse_loss(m.module(x.to(m.device), x.to(m.device)).cpu(), y)
+    assert m.evaluate([x, x], y, batch_size=4) == pytest.approx(expected.item(), rel=1e-5)

@@ -63,3 +63,27 @@ def test_a_named_lambda_and_bad_metrics_are_explained():
     with pytest.raises(tnt.Error, match="metric '<lambda>' returned a float, it must return a "
                                         "torch.Tensor of per-sample values"):
         model.evaluate(x, y, batch_size=9)
+
+
+def test_accuracy_of_one_output_decides_where_the_loss_does():
+    # A logits loss (BCEWithLogitsLoss, 'binary_crossentropy': logits by
+    # default) decides at 0, as its sigmoid does at 0.5: a logit of 0.25 for
+    # target 1 is a hit. Probabilities and other losses decide at 0.5; a
+    # threshold given to BinaryAccuracy stays.
+    x, y = torch.zeros(8, 4), torch.ones(8, 1)
+
+    def accuracies(loss, metrics):
+        net = torch.nn.Linear(4, 1)
+        with torch.no_grad():
+            net.weight.zero_()
+            net.bias.fill_(0.25)
+        model = tnt.Model(net)
+        model.compile(optimizer=torch.optim.SGD(net.parameters(), lr=0.0), loss=loss,
+                      metrics=metrics)
+        return model.evaluate(x, y, batch_size=8)[1:]
+
+    both = ["accuracy", "binary_accuracy"]
+    assert accuracies(torch.nn.BCEWithLogitsLoss(), both) == [1.0, 1.0]
+    assert accuracies("binary_crossentropy", both) == [1.0, 1.0]
+    assert accuracies(torch.nn.MSELoss(), both) == [0.0, 0.0]
+    assert accuracies(torch.nn.BCELoss(), both) == [0.0, 0.0]  # 0.25 as a probability

@@ -237,6 +237,31 @@ TEST(KerasRegistry, EveryBuiltInMetricRoundTrips) {
             M::TopKCategoricalAccuracy().config);
 }
 
+// Accuracy's binary case and BinaryAccuracy without a threshold decide
+// where the compiled loss does: at 0 after logits (BinaryCrossentropy's
+// default), at 0.5 after probabilities; a threshold given stays, and a
+// rebuilt description asks the loss again.
+TEST(KerasRegistry, BinaryAccuracyTakesTheLossesThreshold) {
+  EXPECT_EQ(L::BinaryCrossentropy().binary_threshold, 0.0);
+  EXPECT_EQ(L::BinaryCrossentropy(L::LossOptions().from_logits(false)).binary_threshold, 0.5);
+  EXPECT_FALSE(L::MeanSquaredError().binary_threshold.has_value());
+  EXPECT_EQ(L::from_config(json::parse(L::BinaryCrossentropy().config)).binary_threshold, 0.0);
+  const torch::Tensor logit = torch::tensor({0.25, -0.25});  // sigmoid: 0.56, 0.44
+  const torch::Tensor target = torch::tensor({1.0, 0.0});
+  const auto hits = [&](const M::Metric& m) { return m.update(logit, target)[0].item<double>(); };
+  for (const M::Metric& m : {M::Accuracy(), M::BinaryAccuracy(),
+                             M::from_config(json::parse(M::BinaryAccuracy().config))}) {
+    SCOPED_TRACE(m.config);
+    ASSERT_TRUE(m.at_threshold);
+    EXPECT_EQ(hits(m), 1.0);  // at 0.5: 0.25 counts as 0, a miss
+    EXPECT_EQ(hits(m.at_threshold(0.0)), 2.0);
+    EXPECT_EQ(m.at_threshold(0.0).config, m.config);
+    EXPECT_TRUE(m.at_threshold(0.0).at_threshold);
+  }
+  EXPECT_FALSE(M::BinaryAccuracy(0.5).at_threshold);
+  EXPECT_FALSE(M::SparseCategoricalAccuracy().at_threshold);
+}
+
 // On a GPU the state must stay on the inputs' device: no host scalar stacked
 // beside a device tensor (which stack() refuses). The meta device stands in
 // for the GPU here: it refuses mixing with host tensors alike.

@@ -14,6 +14,7 @@
 #include <tarantella/base/arg.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
@@ -46,6 +47,11 @@ struct Loss {
   /// {"class_name": ..., "config": {...}} for the built-in losses (so that
   /// a saved model can be recompiled by load_model); empty for a user loss.
   std::string config;
+  /// Where a single-output binary prediction of a model trained with this
+  /// loss decides between 0 and 1: 0 for logits (BinaryCrossentropy's
+  /// default), 0.5 for probabilities; none when the loss does not say.
+  /// compile() gives it to Accuracy() and BinaryAccuracy() (see metrics.h).
+  std::optional<double> binary_threshold;
 };
 
 /// Input: logits [B, C] (raw scores, the default), or with from_logits(false)

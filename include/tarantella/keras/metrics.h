@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,11 @@ struct Metric {
   /// {"class_name": ..., "config": {...}} for the built-in metrics (so that
   /// a saved model can be recompiled by load_model); empty for a user metric.
   std::string config;
+  /// Accuracy() and BinaryAccuracy() without a threshold: the metric as a
+  /// binary one deciding at `threshold`. compile() calls it with a binary
+  /// loss's binary_threshold (0 for logits, 0.5 for probabilities; see
+  /// losses.h). Empty for the rest.
+  std::function<Metric(double threshold)> at_threshold;
 
   /// The mean over all samples (and elements) of `per_sample(y_pred, y_true)`.
   static Metric mean_of(std::string name, std::function<torch::Tensor(const torch::Tensor&,
@@ -37,12 +43,17 @@ struct Metric {
                                               per_sample);
 };
 
-/// Picks sparse, categorical or binary accuracy from the shapes (as Keras).
+/// Picks sparse, categorical or binary accuracy from the shapes (binary for
+/// one value per sample, at 0.5); compiled with a binary loss it is binary
+/// accuracy at that loss's threshold (0 after BinaryCrossentropy's logits, the
+/// default, or Python's BCEWithLogitsLoss), as Keras picks binary_accuracy.
 Metric Accuracy();
 Metric SparseCategoricalAccuracy();
 Metric CategoricalAccuracy();
-/// Prediction > threshold counts as 1 (use 0 for logits).
-Metric BinaryAccuracy(double threshold = 0.5);
+/// Prediction > threshold counts as 1. Without one, the compiled loss's:
+/// 0 after a logits loss (BinaryCrossentropy(), the default; Python's
+/// BCEWithLogitsLoss), 0.5 after probabilities or a loss that does not say.
+Metric BinaryAccuracy(std::optional<double> threshold = std::nullopt);
 /// The target is among the k highest scores; sparse or one-hot targets.
 Metric TopKCategoricalAccuracy(int k = 5);
 Metric MeanSquaredError();

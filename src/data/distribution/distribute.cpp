@@ -2,11 +2,11 @@
 // into one rank's micro-batches (the design is at the top of distribute.h).
 #include <tarantella/data/distribute.h>
 
-#include <tarantella/base/error.h>
 #include <tuple>
 
 #include <torch/types.h>
 
+#include <tarantella/base/argument_error.h>
 #include <tarantella/runtime/runtime.h>
 
 #include "data/pipeline/batcher.h"
@@ -83,7 +83,7 @@ DistributedDataset::DistributedDataset(const Dataset& dataset, DistributeOptions
   TNT_CHECK(rank_ >= 0 && rank_ < size_, "distribute: rank ", rank_, " is not in 0..", size_ - 1,
             ": use a rank below the size");
   const auto m = options.micro_batch_size();
-  TNT_CHECK(!m || *m >= 1, "distribute: micro_batch_size ", m.value_or(0),
+  TNT_CHECK_ARG(!m || *m >= 1, "distribute: micro_batch_size ", m.value_or(0),
             " is invalid: use at least 1");
   detail::NodePtr node = dataset.node();
   const Batching batching = node->batching();
@@ -118,16 +118,18 @@ DistributedDataset::DistributedDataset(const Dataset& dataset, DistributeOptions
     node = detail::make_batch(node, detail::make_stacking_batcher(global_batch_size_, false));
   } else {
     global_batch_size_ = batching.batch_size;
-    TNT_CHECK(!m || *m * size_ == global_batch_size_, "distribute: micro_batch_size ",
-              m.value_or(0), " is inconsistent with the dataset's global batch size ",
-              global_batch_size_, " at ", size_, " ranks (", m.value_or(0), " x ", size_, " = ",
-              m.value_or(0) * size_, "): remove micro_batch_size, or batch the dataset with ",
-              m.value_or(0) * size_);
+    TNT_CHECK_ARG(!m || *m * size_ == global_batch_size_, "distribute: micro_batch_size ",
+                  m.value_or(0), " is inconsistent with the dataset's global batch size ",
+                  global_batch_size_, " at ", size_, " ranks (", m.value_or(0), " x ", size_,
+                  " = ", m.value_or(0) * size_,
+                  "): remove micro_batch_size (Python: tnt_micro_batch_size), or make the global "
+                  "batch size ", m.value_or(0) * size_, " (batch the dataset with it; Python: "
+                  "batch_size=", m.value_or(0) * size_, ")");
   }
   TNT_CHECK(global_batch_size_ >= size_, "distribute: global batch size ", global_batch_size_,
             " is smaller than the number of ranks ", size_, ": use a batch size of at least ",
             size_, " or fewer ranks");
-  TNT_CHECK(options.granularity() >= 1, "distribute: granularity ", options.granularity(),
+  TNT_CHECK_ARG(options.granularity() >= 1, "distribute: granularity ", options.granularity(),
             " is invalid: use at least 1 (samples per chunk)");
   detail::SplitSpec spec{rank_, size_, options.granularity(), nullptr, {}};
   if (options.pin_memory()) {

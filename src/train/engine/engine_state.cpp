@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include <tarantella/base/argument_error.h>
 #include <tarantella/base/error.h>
 #include <tarantella/base/logging.h>
 #include <tarantella/dp/state_sync.h>
@@ -53,30 +54,31 @@ torch::Tensor on_device(const torch::Tensor& t, torch::Device device) {
 }
 
 // compile()'s checks: every problem named with its fix, before any state
-// changes.
+// changes. The settings' mistakes are the caller's (ArgumentError: Python's
+// ValueError); a metric without its functions is a program's.
 void check_compile_options(const CompileOptions& options, torch::Device device) {
-  TNT_CHECK(static_cast<bool>(options.optimizer()),
+  TNT_CHECK_ARG(static_cast<bool>(options.optimizer()),
             "compile() needs an optimizer: CompileOptions().optimizer(tnt::optimizers::SGD(0.01))");
-  TNT_CHECK(static_cast<bool>(options.loss()),
+  TNT_CHECK_ARG(static_cast<bool>(options.loss()),
             "compile() needs a loss: CompileOptions().loss(tnt::losses::MeanSquaredError())");
-  TNT_CHECK(options.num_inputs() >= 1, "num_inputs must be at least 1, got ", options.num_inputs());
-  TNT_CHECK(options.aggregation_frequency() >= 1, "aggregation_frequency must be at least 1, got ",
+  TNT_CHECK_ARG(options.num_inputs() >= 1, "num_inputs must be at least 1, got ", options.num_inputs());
+  TNT_CHECK_ARG(options.aggregation_frequency() >= 1, "aggregation_frequency must be at least 1, got ",
             options.aggregation_frequency());
-  TNT_CHECK(!options.clip_norm() || *options.clip_norm() > 0, "clip_norm must be positive, got ",
+  TNT_CHECK_ARG(!options.clip_norm() || *options.clip_norm() > 0, "clip_norm must be positive, got ",
             options.clip_norm().value_or(0));
-  TNT_CHECK(!options.clip_value() || *options.clip_value() > 0, "clip_value must be positive, got ",
+  TNT_CHECK_ARG(!options.clip_value() || *options.clip_value() > 0, "clip_value must be positive, got ",
             options.clip_value().value_or(0));
-  TNT_CHECK(!options.deterministic() || *options.deterministic() >= 1,
+  TNT_CHECK_ARG(!options.deterministic() || *options.deterministic() >= 1,
             "deterministic: the chunk size must be at least 1 sample, got ",
             options.deterministic().value_or(0));
-  TNT_CHECK(!options.deterministic() || options.compression() == dp::Compression::None,
+  TNT_CHECK_ARG(!options.deterministic() || options.compression() == dp::Compression::None,
             "deterministic training sums gradients exactly and sends them as 64-bit integers: "
             "remove compression(...) or deterministic(...)");
-  TNT_CHECK(!options.deterministic() || !options.shard_optimizer(),
+  TNT_CHECK_ARG(!options.deterministic() || !options.shard_optimizer(),
             "deterministic training steps the optimizer on whole gradients after an exact sum, "
             "and shard_optimizer(true) reduce-scatters them: remove one of the two");
   const std::string precision_problem = mixed_precision_problem(options.mixed_precision(), device);
-  TNT_CHECK(precision_problem.empty(), precision_problem);
+  TNT_CHECK_ARG(precision_problem.empty(), precision_problem);
   for (const auto& m : options.metrics()) {
     TNT_CHECK(m.update && m.result && m.state_size > 0, "metric '", m.name,
               "' needs an update function, a result function and a positive state size");
@@ -166,6 +168,15 @@ void EngineState::compile(CompileOptions options) {
   optimizer_ = options.optimizer()(trainable_);
   TNT_CHECK(!options.shard_optimizer() || dp::shard_problem(*optimizer_).empty(),
             dp::shard_problem(*optimizer_));
+  // With a binary loss, accuracy is binary and decides where the loss
+  // does: at 0 for logits (as Keras picks binary_accuracy for it).
+  if (const auto threshold = options.loss().binary_threshold) {
+    std::vector<metrics::Metric> metric_list = options.metrics();
+    for (auto& m : metric_list) {
+      if (m.at_threshold) m = m.at_threshold(*threshold);
+    }
+    options.metrics(metric_list);
+  }
   compiled_ = std::move(options);
   metrics_.emplace(compiled_->metrics());
   gradients_.compiled(trainable_, *optimizer_, *compiled_, metrics_->size());
@@ -192,6 +203,7 @@ torch::optim::Optimizer& EngineState::optimizer() const {
 }
 
 double EngineState::learning_rate() const {
+  require_compiled("learning_rate");
   auto& groups = optimizer().param_groups();
   TNT_CHECK(!groups.empty(), "the optimizer has no parameter groups");
   return groups.front().options().get_lr();

@@ -14,6 +14,12 @@ namespace tnt::train {
 
 void check_fit_options(const FitOptions& options, const CompileOptions& compiled,
                        bool collective_layers) {
+  TNT_CHECK_ARG(options.initial_epoch() >= 0, "fit(): initial_epoch=", options.initial_epoch(),
+                " is negative: give the index of the first epoch to run (0, or the epochs done "
+                "before a load)");
+  TNT_CHECK_ARG(options.steps_per_epoch().value_or(1) >= 1, "fit(): steps_per_epoch=",
+                options.steps_per_epoch().value_or(1),
+                " trains nothing: give 1 or more steps, or None for every batch of the dataset");
   TNT_CHECK_ARG(options.epochs() > options.initial_epoch(), "fit(): epochs=", options.epochs(),
                 " must be greater than initial_epoch=", options.initial_epoch(),
                 ": epochs is the index of the last epoch plus one (Keras's meaning), e.g. "

@@ -16,8 +16,8 @@ namespace tnt::train {
 
 std::string mixed_precision_problem(MixedPrecision precision, c10::Device device) {
   if (precision == MixedPrecision::Float16 && !device.is_cuda()) {
-    return "mixed_precision(Float16) needs a GPU: LibTorch 1.13 autocasts the CPU to bfloat16 "
-           "only; use tnt::MixedPrecision::BFloat16 on the CPU";
+    return "mixed_precision float16 needs a GPU (the CPU's autocast is bfloat16): use "
+           "tnt::MixedPrecision::BFloat16 (Python: mixed_precision='bfloat16') on the CPU";
   }
   return {};
 }

@@ -240,7 +240,9 @@ class DistributedOptimizer(torch.optim.Optimizer):
         """Waits for this step's gradients.
 
         Afterwards each .grad holds the global batch's gradient (step() calls
-        it; call it yourself to clip gradients between backward and step).
+        it; call it yourself to clip gradients between backward and step). To
+        skip the step after looking at them (a norm that is not finite), call
+        zero_grad() instead of step(), on every rank alike.
         """
         if not self._synchronized:
             # The scaler of earlier steps (GradScaler keeps one per loop)
@@ -282,7 +284,14 @@ class DistributedOptimizer(torch.optim.Optimizer):
                 is None either way (the hooks take autograd's fresh gradient).
         """
         self._optimizer.zero_grad(set_to_none)
-        if not self._synchronized:
+        if self._synchronized:
+            # synchronize() ended this step's cycle and no step() follows (a
+            # step skipped after looking at the sums): the next cycle starts
+            # here, as after a step, or the next gradients stay this rank's.
+            self._synchronized = False
+            self._unscaled_early = False
+            self._sync.arm()
+        else:
             self._sync.discard()
 
     def state_dict(self) -> Dict[str, object]:

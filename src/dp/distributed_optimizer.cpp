@@ -90,6 +90,18 @@ torch::Tensor DistributedOptimizer::step(LossClosure closure) {
   TNT_CHECK(!closure, "DistributedOptimizer::step() takes no closure: a closure re-runs forward "
                       "and backward, which would send the gradients again; call backward() "
                       "yourself, then step()");
+  // The next cycle starts however this one ends, also with an error here
+  // (a refused gradient, the wrapped optimizer's own): else the next
+  // gradients would stay this rank's.
+  try {
+    return finish_and_step();
+  } catch (...) {
+    if (!sync_->armed()) arm();
+    throw;
+  }
+}
+
+torch::Tensor DistributedOptimizer::finish_and_step() {
   sync_->finish();
   // A parameter frozen when the optimizer was wrapped has no hook: its
   // gradient would be this rank's alone, and the ranks would drift apart.
@@ -119,7 +131,11 @@ void DistributedOptimizer::zero_grad(bool /*set_to_none*/) {
   // Every parameter's .grad, also one unfrozen since wrapping (LibTorch's),
   // then the buckets.
   torch::optim::Optimizer::zero_grad();
-  sync_->discard();
+  if (sync_->armed()) {
+    sync_->discard();
+  } else {
+    arm();  // a cycle that ended without its step
+  }
 }
 
 void DistributedOptimizer::save(torch::serialize::OutputArchive& archive) const {

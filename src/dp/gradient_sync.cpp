@@ -329,6 +329,10 @@ torch::Tensor GradientSynchronizer::finish(const std::function<void(std::size_t)
   TNT_CHECK(s.armed, "GradientSynchronizer::finish() without begin_step()");
   s.resolve_weight();
   s.armed = false;
+  // A rank without a gradient this step (its share empty, backward skipped)
+  // after the model was moved: its buckets follow here, as the others' did
+  // at their first gradient, so that every rank sends the same buckets.
+  if (!s.options.shard() && s.nothing_written() && s.next_to_send == 0 && s.moved()) s.plan();
   if (s.bypass) {
     // As on N ranks, a parameter without a gradient gets zeros.
     for (auto& p : s.params) {

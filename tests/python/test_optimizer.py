@@ -121,6 +121,36 @@ def test_zero_grad_drops_a_backward_that_is_not_to_count(rank):
                                    msg=lambda m: f"{key}: {m}")
 
 
+def test_a_step_skipped_after_synchronize_leaves_the_next_one_summed(rank):
+    # A loop that looks at the summed gradients and skips the step (a norm
+    # that is not finite, say): synchronize(), then zero_grad() and no
+    # step(). The next step's gradients used to stay this rank's own (the
+    # hooks were not re-armed), and the ranks drifted apart silently.
+    data, batch = Data(40), 10
+
+    def run(model, opt, loader, synchronize):
+        for i, (x, y) in enumerate(list(loader) * 2):
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            synchronize()
+            if i % 3 == 1:  # skipped
+                opt.zero_grad()
+                continue
+            opt.step()
+        return model.state_dict()
+
+    model = make_model(1 + rank)
+    dopt = tnt.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
+                                    named_parameters=model.named_parameters())
+    got = run(model, dopt, tnt.data.DataLoader(data, batch_size=batch), dopt.synchronize)
+    plain = make_model(1)
+    expected = run(plain, torch.optim.SGD(plain.parameters(), lr=0.05, momentum=0.9),
+                   torch.utils.data.DataLoader(data, batch_size=batch), lambda: None)
+    for key, value in got.items():
+        torch.testing.assert_close(value, expected[key], rtol=1e-5, atol=1e-6,
+                                   msg=lambda m: f"{key}: {m}")
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 def test_a_model_moved_to_the_gpu_after_wrapping_trains_there(rank):
     # The buckets follow the parameters, at the first gradient after the

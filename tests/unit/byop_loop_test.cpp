@@ -171,6 +171,18 @@ TEST(KeepYourLoopZeroGrad, AParameterUnfrozenAfterWrappingIsRefused) {
                 std::string::npos)
           << e.what();
     }
+    // The refused step started the next cycle: with the parameter frozen
+    // again, the next step sums every rank's gradient (different data per
+    // rank, the same weights after).
+    model.fc1->weight.set_requires_grad(false);
+    model.fc1->weight.mutable_grad() = torch::Tensor();
+    optimizer.zero_grad();
+    torch::Generator gen = at::detail::createCPUGenerator(10 + g.rank());
+    torch::nll_loss(model.forward(torch::randn({4, 6}, gen)), torch::zeros({4}, torch::kLong))
+        .backward();
+    optimizer.step();
+    const torch::Tensor all = g.allgather(model.fc2->weight.detach().clone().unsqueeze(0));
+    EXPECT_TRUE(torch::equal(all[0], all[1])) << "rank " << g.rank();
   });
 }
 

@@ -117,6 +117,7 @@ class DistributedOptimizer : public torch::optim::Optimizer {
 
  private:
   void arm();
+  torch::Tensor finish_and_step();  ///< step()'s work, which re-arms at its end
   std::unique_ptr<torch::optim::Optimizer> inner_;
   comm::ProcessGroup group_;
   std::shared_ptr<const data::BatchShare> share_;

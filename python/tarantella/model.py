@@ -170,7 +170,8 @@ def _loss(loss: object) -> _t.Loss:
     if isinstance(loss, str):
         return _t.loss_by_name(loss)  # the C++ registry; unknown: ValueError listing its names
     reduction = getattr(loss, "reduction", "mean")
-    if isinstance(loss, torch.nn.modules.loss._Loss) and reduction != "mean":
+    # 'batchmean' (KLDivLoss's true divergence) is a mean over samples too.
+    if isinstance(loss, torch.nn.modules.loss._Loss) and reduction not in ("mean", "batchmean"):
         # The engine weights each rank's mean by its share of the global
         # batch: a sum would train 1/N as fast at N ranks, 'none' fail.
         raise ValueError(
@@ -561,8 +562,9 @@ class Model:
                 where, "tnt_validation_micro_batch_size", tnt_validation_micro_batch_size),
             distribute_dataset=distribute, distribute_validation_dataset=distribute)
         check_optional_int(where, "batch_size", batch_size)
-        if check_optional_int(where, "validation_batch_size", validation_batch_size) is not None \
-                and validation_batch_size < 1:
+        validation_batch = check_optional_int(where, "validation_batch_size",
+                                              validation_batch_size)
+        if validation_batch is not None and validation_batch < 1:
             raise ValueError(f"fit(): validation_batch_size={validation_batch_size} is invalid: "
                              f"give the GLOBAL batch size of validation, 1 or more, or None for "
                              f"batch_size")
@@ -576,11 +578,14 @@ class Model:
                 UserWarning, stacklevel=2)
         train = self._data(x, y, batch_size, check_bool(where, "shuffle", shuffle))
         validation = None
-        if isinstance(validation_data, tuple) and len(validation_data) == 3:
+        if isinstance(validation_data, tuple) and len(validation_data) == 3 \
+                and self._num_inputs != 2:
+            # Keras's (x, y, sample_weight); (x1, x2, y) is a model of 2 inputs.
             raise ValueError(
-                "fit(): validation_data=(x, y, sample_weight) gives sample weights, which "
-                "Tarantella does not take (nor does fit's sample_weight): give (x, y), with x a "
-                "list for a model of several inputs")
+                f"fit(): validation_data is a tuple of 3, Keras's (x, y, sample_weight), whose "
+                f"weights Tarantella does not take (nor fit's sample_weight), or the inputs and "
+                f"target of a model of 2 inputs, but it was compiled with "
+                f"num_inputs={self._num_inputs}: give (x, y), with x a list for several inputs")
         if validation_data is not None:
             vx, vy = (validation_data if isinstance(validation_data, (tuple, list)) and
                       len(validation_data) == 2 else (validation_data, None))

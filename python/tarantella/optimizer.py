@@ -267,7 +267,8 @@ class DistributedOptimizer(torch.optim.Optimizer):
                         f"DistributedOptimizer: param_groups[{gi}].params[{pi}] has a gradient, "
                         f"but it did not require one when the optimizer was wrapped, so its "
                         f"gradient is not summed over the ranks (they would drift apart): wrap "
-                        f"the optimizer after unfreezing it, or wrap it again now")
+                        f"the optimizer after unfreezing it, or wrap it again now (and drop this "
+                        f"one, with the LR schedulers made for it)")
 
     def zero_grad(self, set_to_none: bool = False) -> None:
         """Drops every gradient since the last step, as the wrapped optimizer's zero_grad.

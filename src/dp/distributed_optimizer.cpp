@@ -114,7 +114,8 @@ torch::Tensor DistributedOptimizer::finish_and_step() {
                 "DistributedOptimizer: parameter ", k, " of parameter group ", g,
                 " has a gradient, but it did not require one when the optimizer was wrapped, "
                 "so its gradient is not summed over the ranks (they would drift apart): wrap "
-                "the optimizer after unfreezing it, or wrap it again now");
+                "the optimizer after unfreezing it, or wrap it again now (and drop this one, "
+                "with the LR schedulers made for it)");
     }
   }
   auto& ours = param_groups();

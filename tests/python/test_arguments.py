@@ -184,6 +184,8 @@ def test_a_loss_that_is_not_the_batchs_mean_is_refused():
         raises(ValueError, f"reduction='{reduction}'", "reduction='mean'",
                call=lambda: model(False).compile(  # noqa: B023
                    loss=torch.nn.MSELoss(reduction=reduction)))
+    # KLDivLoss's 'batchmean' (the true divergence) is a mean over samples.
+    model(False).compile(loss=torch.nn.KLDivLoss(reduction="batchmean"))
 
 
 def test_fit_steps_epochs_and_validation_out_of_range_are_value_errors():
@@ -225,3 +227,6 @@ def test_a_list_of_inputs_needs_as_many_num_inputs():
     with torch.no_grad():
         expected = torch.nn.functional.mse_loss(m.module(x.to(m.device), x.to(m.device)).cpu(), y)
     assert m.evaluate([x, x], y, batch_size=4) == pytest.approx(expected.item(), rel=1e-5)
+    # Validation data as (x1, x2, y) is a model of 2 inputs', not Keras's weights.
+    history = m.fit([x, x], y, batch_size=4, validation_data=(x, x, y), verbose=0)
+    assert history.history["val_loss"][0] == pytest.approx(expected.item(), rel=1e-5)

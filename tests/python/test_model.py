@@ -165,6 +165,48 @@ def test_python_callbacks_see_global_logs_and_one_rank_stops_all():
     assert torch.equal(gathered.min(0).values, gathered.max(0).values)
 
 
+class Recorded(Data):
+    """Data that records the samples this rank reads, in order."""
+
+    def __init__(self):
+        super().__init__(48)
+        self.read = []
+
+    def __getitem__(self, i):
+        self.read.append(int(i))
+        return super().__getitem__(i)
+
+
+def test_fit_called_again_and_a_loaded_model_read_the_next_epochs_order():
+    # Keras's `for e in ...: fit(epochs=1)`: each call reads the next
+    # epoch's shuffle order (each used to repeat epoch 0's), the orders of
+    # one fit(epochs=3); a model saved and loaded between the calls goes on
+    # where it was.
+    def reads(model, data, **fit):
+        data.read.clear()
+        model.fit(data, batch_size=16, verbose=0, **fit)
+        return list(data.read)
+
+    data = Recorded()
+    reference = compiled(make_net())
+    reads(reference, data, epochs=3)
+    assert len(data.read) > 0
+    one_fit = list(data.read)
+    per_epoch = len(one_fit) // 3
+    epochs = [one_fit[i * per_epoch:(i + 1) * per_epoch] for i in range(3)]
+    assert epochs[0] != epochs[1] and epochs[1] != epochs[2]
+
+    model = compiled(make_net())
+    assert reads(model, data) == epochs[0]
+    assert reads(model, data) == epochs[1]
+    directory = tnt.broadcast_object(tempfile.mkdtemp() if tnt.is_master_rank() else None)
+    path = os.path.join(directory, "after-two.pt")
+    model.save(path)
+    loaded = compiled(make_net())
+    loaded.load(path)
+    assert reads(loaded, data) == epochs[2]
+
+
 def test_history_records_lr_and_csv_logger_writes_floats_as_repr():
     # As Keras: a learning-rate callback puts the epoch's rate in the logs,
     # so History (and CSVLogger) have "lr"; CSVLogger's numbers are Python's

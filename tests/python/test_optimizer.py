@@ -176,6 +176,40 @@ def test_a_model_moved_to_the_gpu_after_wrapping_trains_there(rank):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_a_rank_without_samples_after_a_move_sends_the_moved_buckets(rank, size):
+    # 41 samples in global batches of 20: the last batch's one sample is
+    # rank 0's, and the other ranks skip backward. The model moves to the
+    # GPU just before it: on those ranks the first step after the move has
+    # no gradient to move the buckets, and step() moves them (else they sent
+    # the old CPU buckets against rank 0's GPU ones).
+    if size < 2:
+        pytest.skip("needs 2 ranks")
+    data = Data(41)
+
+    def run(model, opt, batches):
+        for i, (x, y) in enumerate(batches):
+            if i == 2:
+                model.cuda()
+            device = next(model.parameters()).device
+            opt.zero_grad()
+            if len(x) > 0:
+                F.cross_entropy(model(x.to(device)), y.to(device)).backward()
+            opt.step()
+        return model
+
+    model = make_model(1 + rank)
+    dopt = tnt.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05),
+                                    named_parameters=model.named_parameters())
+    got = run(model, dopt, tnt.data.DataLoader(data, batch_size=20))
+    plain = make_model(1)
+    expected = run(plain, torch.optim.SGD(plain.parameters(), lr=0.05),
+                   torch.utils.data.DataLoader(data, batch_size=20))
+    for a, b in zip(got.parameters(), expected.parameters()):
+        assert a.device.type == "cuda"
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
 def test_a_parameter_unfrozen_after_wrapping_is_refused():
     # It has no hook: its gradient would be this rank's alone.
     model = make_model(1)

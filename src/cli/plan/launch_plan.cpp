@@ -423,10 +423,13 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& node
   wrapper.set_omp_threads = !keep_threads;
   wrapper.pin_cpu = options.pin_to_socket();
   wrapper.pin_memory = options.pin_memory_to_socket();
-  // Asked for the CPU: the program's own `torch.cuda.is_available()` says
-  // so too (an own loop's device lines would otherwise take GPU 0 on every
-  // rank). A -x CUDA_VISIBLE_DEVICES of the user's is left as given.
-  wrapper.hide_gpus = (options.no_gpu() || (gpu_request && parse_gpu_request(*gpu_request) == false)) &&
+  // The ranks on the CPU, asked for or the launcher's choice (more ranks
+  // than GPUs): the program's own `torch.cuda.is_available()` says so too
+  // (an own loop's device lines would otherwise take GPU 0 on every rank).
+  // A -x CUDA_VISIBLE_DEVICES of the user's is left as given.
+  const bool cpu_asked =
+      options.no_gpu() || (gpu_request && parse_gpu_request(*gpu_request) == false);
+  wrapper.hide_gpus = !gpus && (cpu_asked || facts.gpu_count() > 0) &&
                       !user_export(options, "CUDA_VISIBLE_DEVICES");
   const InterpreterChoice interpreter = choose_interpreter(options, facts.default_python());
 

@@ -124,7 +124,6 @@ bool FitLoop::run_epoch(std::int64_t epoch) {
   local_state_ = torch::zeros({c_.metrics.size()}, on_device);
   logs_stale_ = true;
   const std::int64_t data_epoch = std::max(epoch, c_.counters.data_epochs);
-  c_.counters.data_epochs = data_epoch + 1;
   auto it = dist_->iterate(data_epoch);
   std::int64_t step = 0;
   if (resume_ && resume_->step > 0) {  // mid-epoch: the batches done are passed unread
@@ -138,6 +137,9 @@ bool FitLoop::run_epoch(std::int64_t epoch) {
   // not a step's time.
   if (stragglers_) stragglers_->start(Clock::now());
   while (run_step(it, epoch, data_epoch, step)) ++step;
+  // Counted once the epoch is done: one interrupted and run again (from
+  // epochs_done) reads its own order again.
+  c_.counters.data_epochs = data_epoch + 1;
   end_epoch(epoch);
   return !stop_vote();
 }

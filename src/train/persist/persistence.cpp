@@ -47,6 +47,7 @@ c10::impl::GenericDict checkpoint_entries(const CheckpointSnapshot& snapshot,
   dict.insert("format", std::string(kCheckpointFormat));
   dict.insert("weights", weight_dict(s.weights));
   dict.insert("epochs_done", s.counters.epochs_done);
+  dict.insert("data_epochs", s.counters.data_epochs);
   dict.insert("optimizer_steps", s.counters.optimizer_steps);
   dict.insert("rng_state", snapshot.rng_state);
   if (snapshot.gpu_rng_state.numel() > 0) dict.insert("gpu_rng_state", snapshot.gpu_rng_state);
@@ -130,7 +131,9 @@ void restore_counters_from(Engine& engine, const Entries& e) {
                                                          : std::optional<std::string>());
   }
   c.epochs_done = e.count("epochs_done");
-  c.data_epochs = 0;  // the position is the file's: fit(initial_epoch=e) gets epoch e's order
+  // The data order the next epoch reads (Counters::data_epochs); a file
+  // from before it was kept: the epochs done.
+  c.data_epochs = e.has("data_epochs") ? e.count("data_epochs") : c.epochs_done;
   c.optimizer_steps = e.count("optimizer_steps");
   std::optional<LossScaleState> scale;
   if (e.has("loss_scale")) {
@@ -209,6 +212,7 @@ std::int64_t load(Engine& engine, const std::string& path) {
     }
     r.source = path;
     entries.count("epochs_done");
+    if (entries.has("data_epochs")) entries.count("data_epochs");
     entries.count("optimizer_steps");
     rng_state(entries);
     if (entries.has("gpu_rng_state")) entries.byte_tensor("gpu_rng_state");
@@ -223,7 +227,8 @@ std::int64_t load(Engine& engine, const std::string& path) {
       entries.count("loss_scale_good_steps");
       entries.count("skipped_steps");
     }
-    small = entries.subset({"epochs_done", "optimizer_steps", "rng_state", "gpu_rng_state",
+    small = entries.subset({"epochs_done", "data_epochs", "optimizer_steps", "rng_state",
+                            "gpu_rng_state",
                             "deterministic_seed",
                             "deterministic_exponents", "deterministic_exponent_names",
                             "loss_scale", "loss_scale_good_steps", "skipped_steps"});
@@ -243,15 +248,17 @@ void load_weights_of_checkpoint(Engine& engine, const std::string& path) {
   engine.restore([&] {
     const Entries entries = read_checkpoint(path);
     entries.count("epochs_done");
-    small = entries.subset({"epochs_done"});
+    if (entries.has("data_epochs")) entries.count("data_epochs");
+    small = entries.subset({"epochs_done", "data_epochs"});
     RestoredState r;
     r.weights = entries.dict("weights");
     r.source = path;
     return r;
   });
   Counters c = engine.counters();
-  c.epochs_done = broadcast_entries(engine.group(), small, path).count("epochs_done");
-  c.data_epochs = 0;
+  const Entries e = broadcast_entries(engine.group(), small, path);
+  c.epochs_done = e.count("epochs_done");
+  c.data_epochs = e.has("data_epochs") ? e.count("data_epochs") : c.epochs_done;
   engine.restore_counters(c, std::nullopt);
 }
 

@@ -24,7 +24,8 @@ struct Counters {
   /// next: an epoch's order is max(epoch, data_epochs), so that fit called
   /// again from epoch 0 (Keras's `for e in ...: fit(epochs=1)`) draws a new
   /// order instead of repeating the last one, while a continuation
-  /// (initial_epoch=e, also in a new process) gets epoch e's. In memory only.
+  /// (initial_epoch=e) gets epoch e's. Counted when an epoch ends; kept in
+  /// checkpoints (older files: epochs_done).
   std::int64_t data_epochs = 0;
   std::int64_t optimizer_steps = 0;
   std::optional<std::uint64_t> deterministic_seed;

@@ -293,12 +293,16 @@ TEST(LaunchPlan, TheCpuAskedForHidesTheGpusFromTheProgram) {
   EXPECT_TRUE(hides(job(2).no_gpu(true)));
   EXPECT_TRUE(hides(job(2).exports({{"TNT_USE_GPU", "false"}})));
   EXPECT_TRUE(hides(job(2).exports({{"TNT_USE_GPU", "true"}, {"TNT_USE_GPU", "0"}})));
-  // GPUs used, or the launcher's own choice of the CPU (more ranks than
-  // GPUs: a warning says so), or the user's own CUDA_VISIBLE_DEVICES: left.
+  // The launcher's own choice of the CPU (more ranks than GPUs; a warning
+  // says so) too. GPUs used, or the user's own CUDA_VISIBLE_DEVICES: left.
+  EXPECT_TRUE(hides(job(6)));
   EXPECT_FALSE(hides(job(2)));
-  EXPECT_FALSE(hides(job(6)));
   EXPECT_FALSE(hides(job(2).exports({{"TNT_USE_GPU", "auto"}})));
   EXPECT_FALSE(hides(job(2).no_gpu(true).exports({{"CUDA_VISIBLE_DEVICES", "1"}})));
+  // A node without GPUs: nothing to hide, the command as it was.
+  const auto cpu_node_cmd = rank_command(build_launch_plan(job(2), cpu_node(), kProgram));
+  EXPECT_EQ(std::find(cpu_node_cmd.begin(), cpu_node_cmd.end(), "--hide-gpus"),
+            cpu_node_cmd.end());
 }
 
 TEST(LaunchPlan, LoggingAndOutputSettingsAreExported) {

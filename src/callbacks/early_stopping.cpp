@@ -20,7 +20,9 @@ void EarlyStopping::on_train_begin(const Logs&) {
 
 void EarlyStopping::on_epoch_end(std::int64_t epoch, const Logs& logs) {
   const bool max = detail::maximize(o_.mode(), o_.monitor());
-  const double current = detail::monitored(logs, o_.monitor(), "EarlyStopping");
+  const auto value = detail::monitored(logs, o_.monitor(), "EarlyStopping", params());
+  if (!value) return;  // an epoch without validation
+  const double current = *value;
   ++wait_;
   if (detail::improved(max, current, best_, o_.min_delta())) {
     best_ = current;
@@ -32,7 +34,8 @@ void EarlyStopping::on_epoch_end(std::int64_t epoch, const Logs& logs) {
     }
     return;
   }
-  if (wait_ > o_.patience() && epoch > 0) {
+  // Keras's count: patience epochs without improvement, then stop.
+  if (wait_ >= o_.patience() && epoch > 0) {
     stopped_epoch_ = epoch;
     host()->request_stop();
   }

@@ -38,7 +38,9 @@ void ReduceLROnPlateau::on_train_begin(const Logs&) {
 
 void ReduceLROnPlateau::on_epoch_end(std::int64_t epoch, const Logs& logs) {
   const bool max = detail::maximize(o_.mode(), o_.monitor());
-  const double current = detail::monitored(logs, o_.monitor(), "ReduceLROnPlateau");
+  const auto value = detail::monitored(logs, o_.monitor(), "ReduceLROnPlateau", params());
+  if (!value) return;  // an epoch without validation
+  const double current = *value;
   if (cooldown_left_ > 0) {
     --cooldown_left_;
     wait_ = 0;

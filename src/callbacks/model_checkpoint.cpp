@@ -73,9 +73,9 @@ void ModelCheckpoint::on_epoch_end(std::int64_t epoch, const Logs& logs) {
 void ModelCheckpoint::save(std::int64_t epoch, const Logs& logs) {
   if (o_.save_best_only()) {
     const bool max = detail::maximize(o_.mode(), o_.monitor());
-    const double current = detail::monitored(logs, o_.monitor(), "ModelCheckpoint");
-    if (!detail::improved(max, current, best_, 0.0)) return;
-    best_ = current;
+    const auto current = detail::monitored(logs, o_.monitor(), "ModelCheckpoint", params());
+    if (!current || !detail::improved(max, *current, best_, 0.0)) return;
+    best_ = *current;
   }
   const std::string path = format_filepath(o_.filepath(), epoch, logs);
   if (o_.write_in_background()) {

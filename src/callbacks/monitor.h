@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include <tarantella/callbacks/builtins.h>
@@ -24,9 +25,15 @@ inline bool improved(bool max, double current, double best, double min_delta) {
   return max ? current - min_delta > best : current + min_delta < best;
 }
 
-/// The monitored value; throws naming the key and what the logs hold.
-inline double monitored(const Logs& logs, const std::string& key, const char* who) {
+/// The monitored value; throws naming the key and what the logs hold. None
+/// for a val_ value at an epoch that did not validate (validation_freq > 1):
+/// the callback skips that epoch, as Keras's do.
+inline std::optional<double> monitored(const Logs& logs, const std::string& key, const char* who,
+                                       const Params& params) {
   auto it = logs.find(key);
+  if (it == logs.end() && params.validation_freq > 1 && key.rfind("val_", 0) == 0) {
+    return std::nullopt;
+  }
   if (it == logs.end()) {
     std::string have;
     for (const auto& [k, v] : logs) have += (have.empty() ? "" : ", ") + k;

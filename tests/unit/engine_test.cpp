@@ -15,6 +15,7 @@
 
 #include <tarantella/base/argument_error.h>
 #include <tarantella/base/error.h>
+#include <tarantella/callbacks/builtins.h>
 #include <tarantella/comm/in_process.h>
 #include <tarantella/data/dataset.h>
 #include <tarantella/keras/losses.h>
@@ -266,6 +267,41 @@ TEST(Engine, NegativeValidationStepsIsAnArgumentError) {
     } catch (const tnt::ArgumentError& err) {
       EXPECT_NE(std::string(err.what()).find("validation_steps=-1"), std::string::npos)
           << err.what();
+    }
+  });
+}
+
+// Validation every 2 epochs: callbacks that watch a val_ value skip the
+// epochs without one, as Keras's do (they stopped the training with
+// "'val_loss' is not in the logs ... pass validation_data").
+TEST(Engine, CallbacksOnValValuesSkipEpochsWithoutValidation) {
+  run_in_process(1, [&](const ProcessGroup& g) {
+    Engine e(fresh_net(), g, quiet());
+    TestHost host(e);
+    e.compile(sgd());
+    namespace cb = tnt::callbacks;
+    auto stopper = std::make_shared<cb::EarlyStopping>(
+        cb::EarlyStoppingOptions().monitor("val_loss").patience(1).min_delta(100.0));
+    auto plateau = std::make_shared<cb::ReduceLROnPlateau>(
+        cb::ReduceLROnPlateauOptions().monitor("val_loss").patience(1).min_delta(100.0));
+    auto step = std::make_shared<Recorder>();
+    e.fit(samples().batch(8),
+          epochs(6).validation_data(samples().batch(8)).validation_freq(2).callbacks(
+              {stopper, plateau, step}),
+          {&host, nullptr});
+    // Validated after epochs 1 and 3 (0-based): improved once, then not:
+    // patience 1 stops after epoch 3.
+    EXPECT_EQ(step->epochs_begun, (std::vector<std::int64_t>{0, 1, 2, 3}));
+    // Without validation_data the missing value is still an error.
+    TestHost fresh(e);  // the stop asked above stays with its host
+    try {
+      e.fit(samples().batch(8), epochs(1).callbacks({std::make_shared<cb::EarlyStopping>(
+                                    cb::EarlyStoppingOptions().monitor("val_loss"))}),
+            {&fresh, nullptr});
+      ADD_FAILURE() << "monitoring val_loss without validation_data trained";
+    } catch (const tnt::Error& error) {
+      EXPECT_NE(std::string(error.what()).find("pass validation_data"), std::string::npos)
+          << error.what();
     }
   });
 }

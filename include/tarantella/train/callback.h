@@ -28,6 +28,8 @@ struct Params {
   std::int64_t epochs = 0;
   std::int64_t steps = -1;  ///< steps per epoch; negative if unknown
   int verbose = 0;
+  /// fit validates every this many epochs; 0 without validation_data.
+  std::int64_t validation_freq = 0;
 };
 
 /// Base class: override the hooks you need.

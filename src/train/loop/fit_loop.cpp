@@ -89,7 +89,9 @@ void FitLoop::begin() {
   std::vector<callbacks::CallbackPtr> list = options_.callbacks();
   if (options_.verbose() > 0) list.push_back(progress_bar(c_.options, options_.verbose()));
   list.push_back(history_);
-  callbacks_.emplace(list, driver_, callbacks::Params{options_.epochs(), steps_total_, options_.verbose()},
+  callbacks_.emplace(list, driver_,
+                     callbacks::Params{options_.epochs(), steps_total_, options_.verbose(),
+                                       options_.validation_data() ? options_.validation_freq() : 0},
                      c_.everyone.is_master());
   c_.position.take_resume();
   callbacks_->train_begin();

@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
   auto train_dataset = torch::data::datasets::MNIST(data_root)
                            .map(torch::data::transforms::Normalize<>(0.2860, 0.3530))
                            .map(torch::data::transforms::Stack<>());
-  auto train_loader = tnt::data::make_data_loader(std::move(train_dataset), kTrainBatchSize);  // tarantella
+  auto train_loader = tnt::data::make_data_loader<torch::data::samplers::SequentialSampler>(std::move(train_dataset), kTrainBatchSize);  // tarantella
   auto test_dataset = torch::data::datasets::MNIST(data_root, torch::data::datasets::MNIST::Mode::kTest)
                           .map(torch::data::transforms::Normalize<>(0.2860, 0.3530))
                           .map(torch::data::transforms::Stack<>());

@@ -211,6 +211,45 @@ TEST(KeepYourLoopLoader, SplitsEveryGlobalBatchByTheMicroBatchRule) {
   });
 }
 
+// LibTorch's sampler argument keeps its meaning: none (RandomSampler, its
+// default) shuffles, SequentialSampler keeps the file order (the bridge
+// read in order whatever the user had); an unseeded shuffle follows
+// tnt::set_seed (it had a fixed seed of its own).
+TEST(KeepYourLoopLoader, TheSamplerArgumentKeepsLibTorchsMeaning) {
+  const auto first_epoch = [](auto& loader) {
+    std::vector<float> firsts;  // the first feature of every sample, in order
+    for (auto& batch : *loader) {
+      for (std::int64_t i = 0; i < batch.data.size(0); ++i) {
+        firsts.push_back(batch.data[i][0].template item<float>());
+      }
+    }
+    return firsts;
+  };
+  const auto one = tnt::comm::make_in_process_group(1).front();
+  auto sequential = tnt::data::make_data_loader<torch::data::samplers::SequentialSampler>(
+      pipeline(), tnt::data::DataLoaderOptions(12).group(one));
+  auto in_order = first_epoch(sequential);
+  const torch::Tensor x = (Pairs().x.select(1, 0) - 0.5) / 2.0;
+  for (std::int64_t i = 0; i < Pairs::kSize; ++i) {
+    EXPECT_EQ(in_order[static_cast<std::size_t>(i)], x[i].item<float>()) << i;
+  }
+  const std::uint64_t before = tnt::data::default_shuffle_seed();
+  auto random = tnt::data::make_data_loader(pipeline(), tnt::data::DataLoaderOptions(12).group(one));
+  const auto shuffled = first_epoch(random);
+  EXPECT_NE(shuffled, in_order);
+  auto explicit_random = tnt::data::make_data_loader<torch::data::samplers::RandomSampler>(
+      pipeline(), tnt::data::DataLoaderOptions(12).group(one));
+  EXPECT_EQ(first_epoch(explicit_random), shuffled);
+  // shuffle(false) given wins over the default sampler.
+  auto unshuffled =
+      tnt::data::make_data_loader(pipeline(), tnt::data::DataLoaderOptions(12).shuffle(false).group(one));
+  EXPECT_EQ(first_epoch(unshuffled), in_order);
+  tnt::data::set_default_shuffle_seed(before + 1);
+  auto reseeded = tnt::data::make_data_loader(pipeline(), tnt::data::DataLoaderOptions(12).group(one));
+  EXPECT_NE(first_epoch(reseeded), shuffled);
+  tnt::data::set_default_shuffle_seed(before);
+}
+
 // The other route: the same torch::data pipeline as a tnt::data source for
 // tnt::Model::fit, with NLLLoss for the log_softmax network.
 TEST(FromTorch, FitOnATorchDatasetEqualsThePlainLoop) {

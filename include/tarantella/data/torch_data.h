@@ -3,14 +3,17 @@
 // line changes. tnt::data::make_data_loader(dataset, B) is a drop-in for
 // torch::data::make_data_loader(dataset, B) that gives each rank its share of
 // every GLOBAL batch of B samples with our semantics:
-//   * the same order on every rank (sequential, as torch's default
-//     SequentialSampler; or shuffled with a seed, reshuffled each epoch);
+//   * the same order on every rank: shuffled, as LibTorch's default
+//     RandomSampler, with a seed shared by the ranks and a new order each
+//     epoch; or sequential (SequentialSampler, or shuffle(false));
 //   * the micro-batch rule: of a batch of L samples rank r gets L/N, one more
 //     for the first L mod N ranks, as one contiguous run; the last batch may
 //     be short (drop_last as in torch), and a rank with no sample gets an
 //     empty batch (first dimension 0) so every rank runs the same steps;
 //   * only this rank's samples are loaded and transformed (get_batch with
 //     its indices), so input work per rank falls as 1/N.
+// LibTorch's sampler template argument keeps its meaning: none (its
+// default, RandomSampler) shuffles, SequentialSampler keeps the file order.
 // Each range-for over the loader is one epoch. loader->share() tells a
 // DistributedOptimizer this rank's share of the current batch. For
 // tnt::Model::fit instead, tnt::data::from_torch(dataset) makes the same
@@ -22,6 +25,8 @@
 //                    .map(torch::data::transforms::Stack<>());
 //   auto loader = tnt::data::make_data_loader(std::move(train), 64);  // was torch::data::...
 //   for (auto& batch : *loader) { ... batch.data, batch.target ... }
+//   // was torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(...):
+//   tnt::data::make_data_loader<torch::data::samplers::SequentialSampler>(std::move(train), 64);
 #pragma once
 
 #include <cstdint>
@@ -31,6 +36,8 @@
 #include <vector>
 
 #include <torch/data/example.h>
+#include <torch/data/samplers/random.h>
+#include <torch/data/samplers/sequential.h>
 #include <torch/types.h>
 
 #include <tarantella/base/error.h>
@@ -49,8 +56,11 @@ class DataLoaderOptions {
  public:
   explicit DataLoaderOptions(std::int64_t batch_size) : batch_size_(batch_size) {}
   /// Shuffle the samples (the same permutation on every rank, a new one each
-  /// epoch); default false, like torch's SequentialSampler.
+  /// epoch). Not set: as make_data_loader's sampler says (LibTorch's
+  /// default, RandomSampler: shuffled).
   DataLoaderOptions& shuffle(bool v) { shuffle_ = v; return *this; }
+  /// The shuffle's seed; default tnt::data::default_shuffle_seed() when each
+  /// epoch starts (tnt::set_seed sets it), the same on every rank.
   DataLoaderOptions& seed(std::uint64_t v) { seed_ = v; return *this; }
   /// Drop a short last batch (torch's drop_last).
   DataLoaderOptions& drop_last(bool v) { drop_last_ = v; return *this; }
@@ -59,15 +69,17 @@ class DataLoaderOptions {
   DataLoaderOptions& group(comm::ProcessGroup g) { group_ = std::move(g); return *this; }
 
   std::int64_t batch_size() const { return batch_size_; }
-  bool shuffle() const { return shuffle_; }
-  std::uint64_t seed() const { return seed_; }
+  /// True unless shuffle(false) (or a SequentialSampler) said otherwise.
+  bool shuffle() const { return shuffle_.value_or(true); }
+  bool shuffle_set() const { return shuffle_.has_value(); }
+  std::uint64_t seed() const { return seed_.value_or(default_shuffle_seed()); }
   bool drop_last() const { return drop_last_; }
   const comm::ProcessGroup& group() const { return group_; }
 
  private:
   std::int64_t batch_size_;
-  bool shuffle_ = false;
-  std::uint64_t seed_ = 0x7a7a2e11a5eedULL;
+  std::optional<bool> shuffle_;
+  std::optional<std::uint64_t> seed_;
   bool drop_last_ = false;
   comm::ProcessGroup group_;
 };
@@ -223,21 +235,40 @@ class DistributedDataLoader {
   std::vector<std::int64_t> order_;
 };
 
-/// Drop-in for torch::data::make_data_loader(dataset, batch_size): batch_size
-/// is the GLOBAL batch; each rank gets its share of every batch.
-template <typename TorchDataset>
+namespace detail {
+/// LibTorch's sampler as our order: RandomSampler (its default) shuffles,
+/// SequentialSampler does not; the others choose samples per process,
+/// which the loader does itself.
+template <typename Sampler>
+DataLoaderOptions with_sampler(DataLoaderOptions options) {
+  constexpr bool random = std::is_same_v<Sampler, torch::data::samplers::RandomSampler>;
+  static_assert(random || std::is_same_v<Sampler, torch::data::samplers::SequentialSampler>,
+                "tnt::data::make_data_loader takes RandomSampler (LibTorch's default) or "
+                "SequentialSampler: it gives each rank its share of every global batch itself, "
+                "so a distributed or stream sampler has no place here");
+  if (!options.shuffle_set()) options.shuffle(random);
+  return options;
+}
+}  // namespace detail
+
+/// Drop-in for torch::data::make_data_loader<Sampler>(dataset, batch_size):
+/// batch_size is the GLOBAL batch; each rank gets its share of every batch.
+/// Sampler as LibTorch's: RandomSampler (the default) shuffles,
+/// SequentialSampler keeps the order.
+template <typename Sampler = torch::data::samplers::RandomSampler, typename TorchDataset>
 std::unique_ptr<DistributedDataLoader<TorchDataset>> make_data_loader(TorchDataset dataset,
                                                                       std::int64_t batch_size) {
-  return std::make_unique<DistributedDataLoader<TorchDataset>>(std::move(dataset),
-                                                               DataLoaderOptions(batch_size));
+  return std::make_unique<DistributedDataLoader<TorchDataset>>(
+      std::move(dataset), detail::with_sampler<Sampler>(DataLoaderOptions(batch_size)));
 }
 
-/// The same with options (shuffle, seed, drop_last, group).
-template <typename TorchDataset>
+/// The same with options (shuffle, seed, drop_last, group); shuffle(...)
+/// given wins over the sampler.
+template <typename Sampler = torch::data::samplers::RandomSampler, typename TorchDataset>
 std::unique_ptr<DistributedDataLoader<TorchDataset>> make_data_loader(TorchDataset dataset,
                                                                       DataLoaderOptions options) {
-  return std::make_unique<DistributedDataLoader<TorchDataset>>(std::move(dataset),
-                                                               std::move(options));
+  return std::make_unique<DistributedDataLoader<TorchDataset>>(
+      std::move(dataset), detail::with_sampler<Sampler>(std::move(options)));
 }
 
 }  // namespace tnt::data

@@ -32,8 +32,8 @@ struct ModelInternals;
 /// logs, prints progress and writes files.
 ///
 /// Example:
-///   tnt::Model model(LeNet5());
-///   tnt::Model on_pair(LeNet5(), tnt::world().subgroup({0, 1}));   // ranks 0 and 1 only
+///   tnt::Model model{LeNet5()};   // braces: `model(LeNet5())` would declare a function
+///   tnt::Model on_pair{LeNet5(), tnt::world().subgroup({0, 1})};   // ranks 0 and 1 only
 ///   model.compile(...);
 ///   auto history = model.fit(train, tnt::FitOptions().epochs(5));
 ///   auto results = model.evaluate(test);   // {"loss": ..., "sparse_categorical_accuracy": ...}

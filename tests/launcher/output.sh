@@ -45,4 +45,17 @@ else
   echo "SKIP: stdout a terminal: 'script' (bsdutils/util-linux) is not installed"
 fi
 
+
+# Every rank's stdout through a pipe (--output-on-all-devices, or
+# -x TNT_OUTPUT_ON_ALL_DEVICES=true, the manual's variable): Python writes
+# each line through (PYTHONUNBUFFERED=1, unless the user set it), so lines
+# are not held in a block buffer and lost with a rank that dies.
+unbuffered=$(env -u PYTHONUNBUFFERED "$TARANTELLA" -n 2 --no-gpu -x TNT_OUTPUT_ON_ALL_DEVICES=true \
+  -- sh -c 'echo "unbuffered=${PYTHONUNBUFFERED-unset}"' </dev/null)
+expect_contains "all ranks' output: rank 0 unbuffered" "$unbuffered" "[0] unbuffered=1"
+expect_contains "all ranks' output: rank 1 unbuffered" "$unbuffered" "[1] unbuffered=1"
+kept=$(PYTHONUNBUFFERED= "$TARANTELLA" -n 1 --no-gpu --output-on-all-devices \
+  -- sh -c 'echo "unbuffered=${PYTHONUNBUFFERED-unset}."' </dev/null)
+expect_contains "the user's PYTHONUNBUFFERED stays" "$kept" "[0] unbuffered=."
+
 finish

@@ -314,9 +314,29 @@ LaunchOptions to_options(const RawFlags& raw, const Given& given) {
 
 }  // namespace
 
+// mpirun's and horovodrun's spellings, which CLI11 would split or take as
+// the program ("-np 4": "-n p"): named with ours.
+void reject_other_launchers_flags(const std::vector<std::string>& ours) {
+  static const std::pair<const char*, const char*> kTheirs[] = {
+      {"-np", "-n N"},          {"--np", "-n N"},
+      {"-H", "--hostfile FILE (one host per line, `host slots=N`)"},
+      {"--host", "--hostfile FILE (one host per line, `host slots=N`)"},
+      {"-hostfile", "--hostfile FILE"},
+      {"-npernode", "--n-per-node N"}};
+  for (const auto& word : ours) {
+    for (const auto& [theirs, use] : kTheirs) {
+      if (word == theirs) {
+        throw LauncherError("unknown option '" + word + "' (mpirun's or horovodrun's): use " +
+                            use + " (see tarantella --help)");
+      }
+    }
+  }
+}
+
 ParsedCommand parse_arguments(const std::vector<std::string>& args) {
   const auto separator = std::find(args.begin(), args.end(), "--");
   std::vector<std::string> ours(args.begin() + (args.empty() ? 0 : 1), separator);
+  reject_other_launchers_flags(ours);
   ParsedCommand parsed;
   CLI::App app("Start a Tarantella program on many ranks through OpenMPI's mpirun.", "tarantella");
   app.formatter(std::make_shared<UsageFormatter>());

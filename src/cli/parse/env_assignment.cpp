@@ -2,6 +2,7 @@
 #include "parse/env_assignment.h"
 
 #include <cctype>
+#include <cstdlib>
 
 #include "common/launcher_error.h"
 
@@ -18,8 +19,16 @@ bool is_valid_env_name(const std::string& name) {
 EnvAssignment parse_env_assignment(const std::string& entry) {
   const auto eq = entry.find('=');
   if (eq == std::string::npos) {
+    // mpirun's -x NAME: this environment's value, passed on to every rank
+    // (also on other hosts, whose environment is their own).
+    const char* here = is_valid_env_name(entry) ? std::getenv(entry.c_str()) : nullptr;
+    if (here != nullptr) return EnvAssignment{entry, here};
     throw LauncherError("-x '" + entry + "': expected VAR=VALUE, e.g. -x '" +
-                        (entry.empty() ? std::string("NAME") : entry) + "=1'");
+                        (entry.empty() ? std::string("NAME") : entry) + "=1'" +
+                        (is_valid_env_name(entry)
+                             ? " (-x " + entry + " alone passes on this environment's " + entry +
+                                   ", which is not set)"
+                             : std::string()));
   }
   EnvAssignment result{entry.substr(0, eq), entry.substr(eq + 1)};
   if (result.name.empty()) {

@@ -13,6 +13,7 @@
 #include "rank/thread_rule.h"
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
 #include <tarantella/base/env_contract.h>
 
@@ -418,7 +419,14 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& node
 
   const auto output_directory = absolute_output_directory(options, facts);
   RankExecOptions wrapper;
-  wrapper.output_on_all_devices = options.output_on_all_devices();
+  // A -x TNT_OUTPUT_ON_ALL_DEVICES (the manual's variable) as the flag.
+  const auto all_output = user_export(options, env::kOutputOnAllDevices);
+  const auto truthy = [](std::string v) {
+    std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+    return v == "1" || v == "true" || v == "yes" || v == "on";
+  };
+  wrapper.output_on_all_devices =
+      options.output_on_all_devices() || (all_output && truthy(*all_output));
   wrapper.output_directory = output_directory;
   wrapper.set_omp_threads = !keep_threads;
   wrapper.pin_cpu = options.pin_to_socket();

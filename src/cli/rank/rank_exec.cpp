@@ -123,7 +123,13 @@ std::vector<std::string> pinned_command(const RankExecCommand& parsed, const Ran
 // With --output-filename every stream goes through us, to be copied into
 // the files; otherwise only a stream whose console text we change does.
 OutputMode stdout_mode(const RankExecOptions& options, const RankIdentity& id) {
-  if (options.output_directory || options.output_on_all_devices) return OutputMode::kPipe;
+  if (options.output_directory || options.output_on_all_devices) {
+    // A pipe makes stdio block-buffered: Python's lines would come when
+    // its buffer fills, and be lost with a rank that dies. Unless the user
+    // chose otherwise, Python writes each line through.
+    ::setenv("PYTHONUNBUFFERED", "1", /*overwrite=*/0);
+    return OutputMode::kPipe;
+  }
   return id.rank == 0 ? OutputMode::kInherit : OutputMode::kDevNull;
 }
 

@@ -50,6 +50,16 @@ TEST(ArgumentParser, EverythingAfterSeparatorBelongsToTheProgram) {
   EXPECT_EQ(o.command(), (Args{"prog", "-n", "5", "--help", "--", "-x"}));
 }
 
+// mpirun's and horovodrun's habits get ours named (-np used to read as
+// "-n p", then "unexpected argument '4'").
+TEST(ArgumentParser, OtherLaunchersFlagsNameOurs) {
+  EXPECT_THAT(parse_error({"-np", "4", "--", "prog"}), HasSubstr("unknown option '-np'"));
+  EXPECT_THAT(parse_error({"-np", "4", "--", "prog"}), HasSubstr("use -n N"));
+  EXPECT_THAT(parse_error({"-H", "a,b", "--", "prog"}), HasSubstr("use --hostfile FILE"));
+  // After '--' they are the program's.
+  EXPECT_EQ(parse({"--", "prog", "-np", "4"}).command(), (Args{"prog", "-np", "4"}));
+}
+
 TEST(ArgumentParser, NPerNodeAndItsAliases) {
   for (const std::string flag : {"--n-per-node", "--npernode", "--devices-per-node"}) {
     const auto o = parse({flag, "4", "--", "prog"});

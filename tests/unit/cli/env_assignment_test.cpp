@@ -1,6 +1,8 @@
 // -x VAR=VALUE validation: values kept byte for byte, bad entries named.
 #include "parse/env_assignment.h"
 
+#include <cstdlib>
+
 #include "test_support.h"
 
 namespace tnt::cli {
@@ -19,6 +21,16 @@ TEST(EnvAssignment, KeepsSpacesQuotesAndEmptyValues) {
   EXPECT_EQ(parse_env_assignment("Q=it's \"quoted\" $HOME \\n"),
             (EnvAssignment{"Q", "it's \"quoted\" $HOME \\n"}));
   EXPECT_EQ(parse_env_assignment("EMPTY="), (EnvAssignment{"EMPTY", ""}));
+}
+
+// mpirun's -x NAME: the launcher's own value, passed on (to other hosts too).
+TEST(EnvAssignment, ANameAlonePassesOnThisEnvironmentsValue) {
+  ::setenv("TNT_TEST_FORWARDED", "42 and more", 1);
+  EXPECT_EQ(parse_env_assignment("TNT_TEST_FORWARDED"),
+            (EnvAssignment{"TNT_TEST_FORWARDED", "42 and more"}));
+  ::unsetenv("TNT_TEST_FORWARDED");
+  EXPECT_THAT(error_of([] { parse_env_assignment("TNT_TEST_FORWARDED"); }),
+              HasSubstr("which is not set"));
 }
 
 TEST(EnvAssignment, NoEqualsIsAnErrorNamingTheEntry) {

@@ -305,6 +305,21 @@ TEST(LaunchPlan, TheCpuAskedForHidesTheGpusFromTheProgram) {
             cpu_node_cmd.end());
 }
 
+// The manual's variable given with -x does what the flag does: every
+// rank's output reaches the console (it was exported, and the wrapper
+// still dropped the other ranks' output).
+TEST(LaunchPlan, OutputOnAllDevicesGivenWithXIsTheFlag) {
+  const auto wrapper_output = [](const LaunchOptions& options) {
+    const auto cmd = rank_command(build_launch_plan(options, cpu_node(), kProgram));
+    return std::find(cmd.begin(), cmd.end(), "--output=all") != cmd.end();
+  };
+  EXPECT_TRUE(wrapper_output(job(2).exports({{"TNT_OUTPUT_ON_ALL_DEVICES", "true"}})));
+  EXPECT_TRUE(wrapper_output(job(2).exports({{"TNT_OUTPUT_ON_ALL_DEVICES", "1"}})));
+  EXPECT_TRUE(wrapper_output(job(2).output_on_all_devices(true)));
+  EXPECT_FALSE(wrapper_output(job(2).exports({{"TNT_OUTPUT_ON_ALL_DEVICES", "false"}})));
+  EXPECT_FALSE(wrapper_output(job(2)));
+}
+
 TEST(LaunchPlan, LoggingAndOutputSettingsAreExported) {
   const auto quiet = build_launch_plan(job(1), cpu_node(), kProgram);
   EXPECT_FALSE(env_value(quiet, "TNT_LOG_LEVEL"));

@@ -31,6 +31,7 @@ class LinePrefixer : public ConsoleFilter {
  private:
   std::string prefix_;
   std::string partial_;
+  bool after_return_ = false;  ///< the last character was '\r'
 };
 
 }  // namespace tnt::cli

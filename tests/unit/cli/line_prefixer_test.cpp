@@ -40,5 +40,18 @@ TEST(LinePrefixer, VeryLongLinesAreCutWithAPrefixOnEachPiece) {
                      std::string(10, 'x') + "\n");
 }
 
+// A line redrawn in place (a progress bar's '\r'): each state goes out as
+// it comes, prefixed (they all came at the line's end, and the '\r' then
+// wrote over the prefix); "\r\n" gives no empty prefixed line.
+TEST(LinePrefixer, EachRedrawOfALineGoesOutAtOnce) {
+  LinePrefixer p("[0] ");
+  EXPECT_EQ(p.feed("1/3 ....\r"), "[0] 1/3 ....\r");
+  EXPECT_EQ(p.feed("2/3 ..."), "");
+  EXPECT_EQ(p.feed(".\r3/3 done\n"), "[0] 2/3 ....\r[0] 3/3 done\n");
+  EXPECT_EQ(p.feed("dos line\r\nnext\n"), "[0] dos line\r\n[0] next\n");
+  EXPECT_EQ(p.feed("last\r"), "[0] last\r");
+  EXPECT_EQ(p.finish(), "\n");
+}
+
 }  // namespace
 }  // namespace tnt::cli

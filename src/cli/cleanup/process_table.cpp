@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -42,17 +43,26 @@ std::vector<std::string> read_cmdline(const std::string& dir) {
   return args;
 }
 
+// The script an interpreter runs: its first argument that is an existing
+// regular file, past the interpreter's options (`python3 -u train.py`, `python3 -X
+// dev train.py`); else its first argument that is not an option.
 std::string script_of(const std::string& dir) {
   const auto args = read_cmdline(dir);
-  if (args.size() < 2 || args[1].empty()) return "";
-  std::string path = args[1];
-  if (path[0] != '/') {
-    const std::string cwd = read_link(dir + "/cwd");
-    if (cwd.empty()) return "";
-    path = cwd + "/" + path;
+  std::string first;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (args[i].empty() || args[i][0] == '-') continue;
+    std::string path = args[i];
+    if (path[0] != '/') {
+      const std::string cwd = read_link(dir + "/cwd");
+      if (cwd.empty()) return "";
+      path = cwd + "/" + path;
+    }
+    const std::string resolved = real_path(path);
+    std::error_code error;
+    if (!resolved.empty() && std::filesystem::is_regular_file(resolved, error)) return resolved;
+    if (first.empty()) first = resolved.empty() ? normalize_absolute(path) : resolved;
   }
-  const std::string resolved = real_path(path);
-  return resolved.empty() ? normalize_absolute(path) : resolved;
+  return first;
 }
 
 // Fills uid and parent from the "Uid:" and "PPid:" lines of status.

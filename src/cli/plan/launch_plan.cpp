@@ -450,7 +450,7 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& node
   if (auto note = interpreter_note(interpreter, options, program_path)) plan.notes.push_back(*note);
   if (!facts.python_package_dir().empty()) {
     plan.notes.push_back("PYTHONPATH starts with " + facts.python_package_dir() +
-                         ", the tarantella package of this build tree");
+                         ", where this launcher's tarantella package is");
   }
   if (options.max_restarts() > 0) {
     plan.notes.push_back(restart_note(options));

@@ -1,5 +1,6 @@
 // Cleanup's process matching, on a fake /proc built in a temp directory:
-// exact path matches only, scripts through argv[1], never other users'
+// exact path matches only, scripts through the first argument past the
+// interpreter's options, never other users'
 // processes, never ourselves or our ancestors.
 #include "cleanup/process_table.h"
 
@@ -63,7 +64,10 @@ TEST_F(FakeProc, MatchesScriptsThroughArgv1EvenWhenRelative) {
   add(201, 1, 1000, dir.str("bin/python"), {"python", dir.str("work/train.py")});
   add(202, 1, 1000, dir.str("bin/python"), {"python", "other.py"}, dir.str("work"));
   add(203, 1, 1000, dir.str("bin/python"), {"python"});
-  EXPECT_THAT(targets(1000), UnorderedElementsAre(200, 201));
+  // Past the interpreter's options (--python-interpreter "python3 -u", "-X dev").
+  add(204, 1, 1000, dir.str("bin/python"), {"python", "-u", "train.py"}, dir.str("work"));
+  add(205, 1, 1000, dir.str("bin/python"), {"python", "-X", "dev", dir.str("work/train.py")});
+  EXPECT_THAT(targets(1000), UnorderedElementsAre(200, 201, 204, 205));
 }
 
 TEST_F(FakeProc, MatchesAProgramWhoseFileWasDeletedOrRebuilt) {

@@ -402,6 +402,9 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& node
   choose_network(command, options, gpus);
   command.mca(options.mca_parameters());
   export_tarantella_settings(command, options, facts, job);
+  // The user's TNT_* and NCCL_* settings reach the ranks on every host; a
+  // value the launcher sets (above) or -x gives (below) stays.
+  for (const auto& name : facts.forwarded_variables()) command.export_inherited(name);
   const bool keep_threads = facts.omp_num_threads_set() || user_export(options, "OMP_NUM_THREADS");
   if (facts.omp_num_threads_set()) command.export_inherited("OMP_NUM_THREADS");
   const auto gpu_request = user_export(options, env::kUseGpu);  // the last -x wins

@@ -93,6 +93,20 @@ std::string self_path() {
   return std::string(buffer, static_cast<std::size_t>(n));
 }
 
+// The names of the TNT_* and NCCL_* variables in this environment.
+std::vector<std::string> tarantella_and_nccl_variables() {
+  std::vector<std::string> names;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string text(*entry);
+    const auto eq = text.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string name = text.substr(0, eq);
+    if (name.rfind("TNT_", 0) == 0 || name.rfind("NCCL_", 0) == 0) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 }  // namespace
 
 NodeFacts detect_node_facts() {
@@ -115,6 +129,7 @@ NodeFacts detect_node_facts() {
       .default_python(default_python_interpreter(launcher, recorded_python_interpreter()))
       .python_package_dir(python_package_dir(launcher))
       .python_path(python_path ? std::optional<std::string>(python_path) : std::nullopt)
+      .forwarded_variables(tarantella_and_nccl_variables())
       .slurm_allocation(read_slurm_allocation(getenv_lookup()));
 }
 

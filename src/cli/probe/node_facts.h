@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <tarantella/base/arg.h>
 
@@ -49,6 +50,10 @@ class NodeFacts {
   TNT_ARG(std::string, python_package_dir);
   /// The launcher's own PYTHONPATH, kept after python_package_dir.
   TNT_ARG(std::optional<std::string>, python_path);
+  /// The TNT_* and NCCL_* variables set in the launcher's environment: passed
+  /// on to every rank, as horovodrun does (a host started through ssh has an
+  /// environment of its own, and the ranks must agree on them).
+  TNT_ARG(std::vector<std::string>, forwarded_variables);
   /// The Slurm job this node runs in (sbatch, salloc), from SLURM_* variables.
   TNT_ARG(std::optional<SlurmAllocation>, slurm_allocation);
 };

@@ -320,6 +320,20 @@ TEST(LaunchPlan, OutputOnAllDevicesGivenWithXIsTheFlag) {
   EXPECT_FALSE(wrapper_output(job(2)));
 }
 
+// TNT_* and NCCL_* settings of the launcher's shell reach the ranks on other
+// hosts too (mpirun passes only what -x names; ssh starts a clean shell),
+// unless the launcher or -x sets them.
+TEST(LaunchPlan, TheShellsTarantellaAndNcclSettingsReachEveryHost) {
+  const auto node = cpu_node().forwarded_variables({"NCCL_DEBUG", "TNT_COMM_TIMEOUT", "TNT_USE_GPU"});
+  const auto plan =
+      build_launch_plan(job(2).exports({{"TNT_COMM_TIMEOUT", "9"}}), node, kProgram);
+  EXPECT_TRUE(exported(plan, "NCCL_DEBUG"));
+  EXPECT_FALSE(env_value(plan, "NCCL_DEBUG"));  // the launcher's own value, inherited
+  EXPECT_EQ(env_value(plan, "TNT_COMM_TIMEOUT"), "9");
+  EXPECT_EQ(env_value(plan, "TNT_USE_GPU"), "false");  // the launcher's choice
+  EXPECT_TRUE(exported(plan, "TNT_USE_GPU"));
+}
+
 TEST(LaunchPlan, LoggingAndOutputSettingsAreExported) {
   const auto quiet = build_launch_plan(job(1), cpu_node(), kProgram);
   EXPECT_FALSE(env_value(quiet, "TNT_LOG_LEVEL"));

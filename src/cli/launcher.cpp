@@ -79,7 +79,8 @@ std::optional<std::string> environment_value(const char* name) {
 // The probe asks the agent mpirun itself will use to reach the hosts.
 ProbeOptions probe_options(const LaunchOptions& options) {
   ProbeOptions probe;
-  probe.agent = probe_agent(options.mca_parameters(), environment_value("OMPI_MCA_plm_rsh_agent"));
+  probe.agent = probe_agent(options.mca_parameters(), environment_value("OMPI_MCA_plm_rsh_agent"),
+                            environment_value("OMPI_MCA_plm_rsh_args"));
   probe.this_hostname = this_hostname();
   return probe;
 }

@@ -204,13 +204,19 @@ const std::vector<std::string>& default_probe_agent() {
 }
 
 std::vector<std::string> probe_agent(const std::vector<McaParameter>& mca,
-                                     const std::optional<std::string>& environment_value) {
+                                     const std::optional<std::string>& environment_value,
+                                     const std::optional<std::string>& environment_args) {
   std::optional<std::string> value = environment_value;
+  std::optional<std::string> args = environment_args;
   for (const auto& p : mca) {
     if (p.name == "plm_rsh_agent" || p.name == "orte_rsh_agent") value = p.value;
+    if (p.name == "plm_rsh_args" || p.name == "orte_rsh_args") args = p.value;
   }
-  if (!value) return default_probe_agent();
-  return agent_from_value(*value);
+  std::vector<std::string> agent = value ? agent_from_value(*value) : default_probe_agent();
+  if (args) {
+    for (auto& word : split_blanks(*args)) agent.push_back(std::move(word));
+  }
+  return agent;
 }
 
 bool is_this_host(const std::string& host, const std::string& this_hostname) {

@@ -27,9 +27,13 @@ const std::vector<std::string>& default_probe_agent();
 /// (OMPI_MCA_plm_rsh_agent), else default_probe_agent(). As in OpenMPI, the
 /// value may list alternatives separated by ':' ("ssh : rsh"), of which the
 /// first whose program exists is taken, and is split into words at blanks.
+/// Then the words of `plm_rsh_args` (the last among `mca`, else
+/// `environment_args`, OMPI_MCA_plm_rsh_args), which mpirun puts between the
+/// agent and the host too (`-p 2222`).
 /// Example: `probe_agent({{"plm_rsh_agent", "/opt/agent -q"}}, nullopt)` -> {"/opt/agent", "-q"}.
 std::vector<std::string> probe_agent(const std::vector<McaParameter>& mca,
-                                     const std::optional<std::string>& environment_value);
+                                     const std::optional<std::string>& environment_value,
+                                     const std::optional<std::string>& environment_args = std::nullopt);
 
 /// Whether `host` names the launching node: localhost, a 127.x.y.z address,
 /// ::1, or `this_hostname` (its short or full form, any case).

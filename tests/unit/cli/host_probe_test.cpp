@@ -67,6 +67,13 @@ TEST(ProbeAgent, TheAgentMpirunUsesTheLastMcaSettingWins) {
   EXPECT_EQ(
       probe_agent({{"plm_rsh_agent", "/bin/false"}, {"orte_rsh_agent", "/bin/echo"}}, std::nullopt),
       (Args{"/bin/echo"}));
+  // mpirun's plm_rsh_args go between the agent and the host, the probe's too.
+  EXPECT_EQ(probe_agent({{"plm_rsh_agent", "/bin/echo -q"}, {"plm_rsh_args", "-p  2222"}},
+                        std::nullopt),
+            (std::vector<std::string>{"/bin/echo", "-q", "-p", "2222"}));
+  const auto with_env_args = probe_agent({}, std::nullopt, std::string("-p 2222"));
+  EXPECT_EQ(std::vector<std::string>(with_env_args.end() - 2, with_env_args.end()),
+            (std::vector<std::string>{"-p", "2222"}));
   EXPECT_EQ(probe_agent({{"plm_rsh_agent", "/bin/echo"}}, std::string("/bin/false")),
             (Args{"/bin/echo"}));
   EXPECT_EQ(probe_agent({}, std::string("/bin/false -v")), (Args{"/bin/false", "-v"}));

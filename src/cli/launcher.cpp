@@ -95,7 +95,22 @@ RestartPolicy restart_policy(const LaunchOptions& options, const LaunchPlan& pla
 }
 
 LaunchOptions with_hosts(LaunchOptions options, const std::string& hostfile) {
-  if (!hostfile.empty()) options.hosts(read_hostfile(hostfile));
+  if (hostfile.empty()) return options;
+  const std::vector<std::string> hosts = read_hostfile(hostfile);
+  // Two names of this node (localhost and its host name) are one host
+  // twice for mpirun, which then refuses the ranks with a banner of its own.
+  const std::string here = this_hostname();
+  std::optional<std::string> first_here;
+  for (const auto& host : hosts) {
+    if (!is_this_host(host, here)) continue;
+    if (first_here) {
+      throw LauncherError("hostfile " + hostfile + ": '" + *first_here + "' and '" + host +
+                          "' both name this node (" + here +
+                          "): list it once and use --n-per-node to start several ranks per host");
+    }
+    first_here = host;
+  }
+  options.hosts(hosts);
   return options;
 }
 

@@ -29,4 +29,12 @@ run --dry-run --hostfile good-hosts -n 2 -- /bin/true
 expect_failure_status "-n with --hostfile fails"
 expect_contains "-n with --hostfile suggests --n-per-node" "$ERR" "--n-per-node 2"
 
+
+# This node under two names: one host twice for mpirun (which refused it
+# with a banner about slots).
+printf 'localhost\n%s\n' "$(hostname)" >this-node-twice
+run --dry-run --no-gpu --hostfile this-node-twice -- /bin/true
+expect_status "this node twice: usage error" 2
+expect_contains "this node twice: both names said" "$ERR" "'localhost' and '$(hostname)' both name this node"
+
 finish

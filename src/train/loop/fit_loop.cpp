@@ -127,6 +127,8 @@ bool FitLoop::run_epoch(std::int64_t epoch) {
   logs_stale_ = true;
   const std::int64_t data_epoch = std::max(epoch, c_.counters.data_epochs);
   auto it = dist_->iterate(data_epoch);
+  ahead_.clear();
+  epoch_end_.reset();
   std::int64_t step = 0;
   if (resume_ && resume_->step > 0) {  // mid-epoch: the batches done are passed unread
     step = it.skip(resume_->step);
@@ -151,7 +153,8 @@ bool FitLoop::run_step(data::DistributedDataset::Iterator& it, std::int64_t epoc
   if (driver_.host->stop_requested()) return false;
   if (options_.steps_per_epoch() && step >= *options_.steps_per_epoch()) return false;
   const auto data_begin = Clock::now();
-  std::optional<data::MicroBatch> mb = it.next();
+  const std::int64_t steps_total = cycle_steps_total(it, step);
+  std::optional<data::MicroBatch> mb = next_batch(it);
   const auto data_end = Clock::now();
   if (!mb) return false;
   // Counted when the user distributed by hand, or when bad samples may have
@@ -166,7 +169,7 @@ bool FitLoop::run_step(data::DistributedDataset::Iterator& it, std::int64_t epoc
             " lost every sample of its first batch as bad, so the shapes of an empty batch are "
             "unknown: remove the bad files, or let tarantella distribute the dataset");
   callbacks_->train_batch_begin(step);
-  const CyclePoint cycle = cycle_at(step, c_.compiled.aggregation_frequency(), steps_total_);
+  const CyclePoint cycle = cycle_at(step, c_.compiled.aggregation_frequency(), steps_total);
   const StepResult r = step_->run({*mb, data_epoch, step, cycle, global, data_begin, data_end});
   // Every micro-step counts, on every rank alike (a window ends on the same
   // step everywhere); the figures reach callbacks after this step's batch
@@ -180,6 +183,31 @@ bool FitLoop::run_step(data::DistributedDataset::Iterator& it, std::int64_t epoc
   if (cycle.reduce) end_batch(epoch, step, r);
   if (window) callbacks_->step_times(*window);
   return true;
+}
+
+std::optional<data::MicroBatch> FitLoop::next_batch(data::DistributedDataset::Iterator& it) {
+  if (ahead_.empty()) return it.next();
+  data::MicroBatch mb = std::move(ahead_.front());
+  ahead_.pop_front();
+  return mb;
+}
+
+std::int64_t FitLoop::cycle_steps_total(data::DistributedDataset::Iterator& it,
+                                        std::int64_t step) {
+  const int k = c_.compiled.aggregation_frequency();
+  if (k > 1 && dist_->cardinality() < 0 && step % k == 0 && !epoch_end_) {
+    // This cycle's batches, each rank alike (the same batches end the data).
+    while (ahead_.size() < static_cast<std::size_t>(k) && !epoch_end_) {
+      std::optional<data::MicroBatch> mb = it.next();
+      if (mb) {
+        ahead_.push_back(std::move(*mb));
+      } else {
+        epoch_end_ = step + static_cast<std::int64_t>(ahead_.size());
+      }
+    }
+  }
+  if (!epoch_end_) return steps_total_;
+  return steps_total_ > 0 ? std::min(steps_total_, *epoch_end_) : *epoch_end_;
 }
 
 // The state stays on the device; the logs are read from it only for a

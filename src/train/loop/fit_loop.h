@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -53,6 +54,13 @@ class FitLoop {
   /// A step that ends its accumulation cycle: logs, position, batch end.
   void end_batch(std::int64_t epoch, std::int64_t step, const StepResult& r);
   bool skip_empty_step(std::int64_t step);
+  /// The next micro-batch: read ahead by cycle_steps_total, else the iterator's.
+  std::optional<data::MicroBatch> next_batch(data::DistributedDataset::Iterator& it);
+  /// The epoch's step count as far as the cycle starting at `step` needs it:
+  /// with an unknown dataset size and accumulation, the cycle's batches are
+  /// read ahead, so that one the epoch cuts short still reduces, averaged
+  /// over its real length, instead of spilling into the next epoch.
+  std::int64_t cycle_steps_total(data::DistributedDataset::Iterator& it, std::int64_t step);
   void end_epoch(std::int64_t epoch);
   bool stop_vote();
 
@@ -70,6 +78,8 @@ class FitLoop {
   std::optional<TrainingPosition> resume_;
   SkippedSamples skipped_;
   std::int64_t steps_total_ = -1;
+  std::deque<data::MicroBatch> ahead_;   // read ahead for the cycle (cycle_steps_total)
+  std::optional<std::int64_t> epoch_end_;  // the step count, once the data ended
   /// The logs of the epoch's state so far (one host read, only when the
   /// state changed since the last).
   void refresh_logs();

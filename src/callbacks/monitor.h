@@ -2,6 +2,7 @@
 // ReduceLROnPlateau and ModelCheckpoint so they agree on Keras's semantics.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -31,8 +32,11 @@ inline bool improved(bool max, double current, double best, double min_delta) {
 inline std::optional<double> monitored(const Logs& logs, const std::string& key, const char* who,
                                        const Params& params) {
   auto it = logs.find(key);
-  if (it == logs.end() && params.validation_freq > 1 && key.rfind("val_", 0) == 0) {
-    return std::nullopt;
+  const bool validated = std::any_of(logs.begin(), logs.end(), [](const auto& entry) {
+    return entry.first.rfind("val_", 0) == 0;
+  });
+  if (it == logs.end() && params.validation_freq > 1 && key.rfind("val_", 0) == 0 && !validated) {
+    return std::nullopt;  // a misspelled key, on an epoch that validated, stays an error
   }
   if (it == logs.end()) {
     std::string have;

@@ -323,8 +323,21 @@ TEST(Engine, CallbacksOnValValuesSkipEpochsWithoutValidation) {
               {stopper, plateau, step}),
           {&host, nullptr});
     // Validated after epochs 1 and 3 (0-based): improved once, then not:
-    // patience 1 stops after epoch 3.
+    // patience 1 stops after epoch 3, and the rate is lowered once there
+    // (the epochs without validation count for neither).
     EXPECT_EQ(step->epochs_begun, (std::vector<std::int64_t>{0, 1, 2, 3}));
+    EXPECT_NEAR(e.learning_rate(), 0.1 * 0.1, 1e-12);
+    // A misspelled key, at an epoch that validated, is still an error.
+    TestHost again(e);
+    try {
+      e.fit(samples().batch(8),
+            epochs(2).validation_data(samples().batch(8)).validation_freq(2).callbacks(
+                {std::make_shared<cb::EarlyStopping>(cb::EarlyStoppingOptions().monitor("val_acc"))}),
+            {&again, nullptr});
+      ADD_FAILURE() << "monitoring a misspelled val_acc trained";
+    } catch (const tnt::Error& error) {
+      EXPECT_NE(std::string(error.what()).find("'val_acc'"), std::string::npos) << error.what();
+    }
     // Without validation_data the missing value is still an error.
     TestHost fresh(e);  // the stop asked above stays with its host
     try {

@@ -43,26 +43,35 @@ std::vector<std::string> read_cmdline(const std::string& dir) {
   return args;
 }
 
-// The script an interpreter runs: its first argument that is an existing
-// regular file, past the interpreter's options (`python3 -u train.py`, `python3 -X
-// dev train.py`); else its first argument that is not an option.
-std::string script_of(const std::string& dir) {
+// The script an interpreter runs: its first argument (argv[1]), or for a
+// Python interpreter with options (`python3 -u train.py`, `python3 -X dev
+// train.py`) its first argument past them that is a regular file.
+std::string script_of(const std::string& dir, const std::string& executable) {
   const auto args = read_cmdline(dir);
-  std::string first;
-  for (std::size_t i = 1; i < args.size(); ++i) {
+  if (args.size() < 2 || args[1].empty()) return "";
+  const auto slash = executable.rfind('/');
+  const bool python = executable.compare(slash == std::string::npos ? 0 : slash + 1, 6,
+                                         "python") == 0;
+  const auto absolute = [&](std::string path) -> std::string {
+    if (path[0] == '/') return path;
+    const std::string cwd = read_link(dir + "/cwd");
+    return cwd.empty() ? "" : cwd + "/" + path;
+  };
+  if (!python || args[1][0] != '-') {
+    const std::string path = absolute(args[1]);
+    if (path.empty()) return "";
+    const std::string resolved = real_path(path);
+    return resolved.empty() ? normalize_absolute(path) : resolved;
+  }
+  for (std::size_t i = 2; i < args.size(); ++i) {
     if (args[i].empty() || args[i][0] == '-') continue;
-    std::string path = args[i];
-    if (path[0] != '/') {
-      const std::string cwd = read_link(dir + "/cwd");
-      if (cwd.empty()) return "";
-      path = cwd + "/" + path;
-    }
+    const std::string path = absolute(args[i]);
+    if (path.empty()) return "";
     const std::string resolved = real_path(path);
     std::error_code error;
     if (!resolved.empty() && std::filesystem::is_regular_file(resolved, error)) return resolved;
-    if (first.empty()) first = resolved.empty() ? normalize_absolute(path) : resolved;
   }
-  return first;
+  return "";
 }
 
 // Fills uid and parent from the "Uid:" and "PPid:" lines of status.
@@ -98,7 +107,7 @@ std::vector<ProcessInfo> scan_processes(const std::string& proc_root) {
     info.pid = static_cast<pid_t>(std::stol(name));
     if (!read_status(dir, info)) continue;  // vanished meanwhile
     info.executable = executable_of(dir);
-    info.script = script_of(dir);
+    info.script = script_of(dir, info.executable);
     processes.push_back(info);
   }
   ::closedir(handle);

@@ -123,13 +123,7 @@ std::vector<std::string> pinned_command(const RankExecCommand& parsed, const Ran
 // With --output-filename every stream goes through us, to be copied into
 // the files; otherwise only a stream whose console text we change does.
 OutputMode stdout_mode(const RankExecOptions& options, const RankIdentity& id) {
-  if (options.output_directory || options.output_on_all_devices) {
-    // A pipe makes stdio block-buffered: Python's lines would come when
-    // its buffer fills, and be lost with a rank that dies. Unless the user
-    // chose otherwise, Python writes each line through.
-    ::setenv("PYTHONUNBUFFERED", "1", /*overwrite=*/0);
-    return OutputMode::kPipe;
-  }
+  if (options.output_directory || options.output_on_all_devices) return OutputMode::kPipe;
   return id.rank == 0 ? OutputMode::kInherit : OutputMode::kDevNull;
 }
 
@@ -344,6 +338,11 @@ int run_rank_exec(const std::vector<std::string>& args) {
   export_identity(id);
   apply_thread_rule(parsed.options, id);
   hide_gpus(parsed.options);
+  // A rank's stdout is a pipe (ours, mpirun's under srun): stdio then
+  // buffers in blocks, and Python's lines would come when the buffer fills,
+  // or be lost with a rank that dies. Unless the user chose otherwise,
+  // Python writes each line through.
+  ::setenv("PYTHONUNBUFFERED", "1", /*overwrite=*/0);
   ::signal(SIGPIPE, SIG_IGN);  // a vanished reader must not kill us before we report
 
   RankFiles files;

@@ -29,9 +29,13 @@ class LinePrefixer : public ConsoleFilter {
   std::string finish() override;
 
  private:
+  std::string emit(const std::string& piece);
+
   std::string prefix_;
   std::string partial_;
   bool after_return_ = false;  ///< the last character was '\r'
+  bool redraw_ = false;        ///< the current line is redrawn with '\r'
+  bool prefix_sent_ = false;   ///< this segment's prefix went out already
 };
 
 }  // namespace tnt::cli

@@ -195,9 +195,13 @@ std::optional<data::MicroBatch> FitLoop::next_batch(data::DistributedDataset::It
 std::int64_t FitLoop::cycle_steps_total(data::DistributedDataset::Iterator& it,
                                         std::int64_t step) {
   const int k = c_.compiled.aggregation_frequency();
-  if (k > 1 && dist_->cardinality() < 0 && step % k == 0 && !epoch_end_) {
-    // This cycle's batches, each rank alike (the same batches end the data).
-    while (ahead_.size() < static_cast<std::size_t>(k) && !epoch_end_) {
+  if (k > 1 && dist_->cardinality() == data::kUnknownCardinality && step % k == 0 &&
+      !epoch_end_) {
+    // This cycle's batches, each rank alike (the same batches end the data);
+    // no more than steps_per_epoch leaves.
+    const std::int64_t wanted =
+        steps_total_ > 0 ? std::min<std::int64_t>(k, steps_total_ - step) : k;
+    while (static_cast<std::int64_t>(ahead_.size()) < wanted && !epoch_end_) {
       std::optional<data::MicroBatch> mb = it.next();
       if (mb) {
         ahead_.push_back(std::move(*mb));

@@ -46,10 +46,24 @@ TEST(LinePrefixer, VeryLongLinesAreCutWithAPrefixOnEachPiece) {
 TEST(LinePrefixer, EachRedrawOfALineGoesOutAtOnce) {
   LinePrefixer p("[0] ");
   EXPECT_EQ(p.feed("1/3 ....\r"), "[0] 1/3 ....\r");
-  EXPECT_EQ(p.feed("2/3 ..."), "");
-  EXPECT_EQ(p.feed(".\r3/3 done\n"), "[0] 2/3 ....\r[0] 3/3 done\n");
+  EXPECT_EQ(p.feed("2/3 ..."), "[0] 2/3 ...");  // a redrawn line's state at once
+  EXPECT_EQ(p.feed(".\r3/3 done\n"), ".\r[0] 3/3 done\n");
   EXPECT_EQ(p.feed("dos line\r\nnext\n"), "[0] dos line\r\n[0] next\n");
   EXPECT_EQ(p.feed("last\r"), "[0] last\r");
+  EXPECT_EQ(p.finish(), "\n");
+}
+
+// The progress bar's own form ("\r{bar}", as Keras's and tqdm's): each
+// state shows as soon as it is written, not one redraw late.
+TEST(LinePrefixer, AStateDrawnAfterItsReturnShowsAtOnce) {
+  LinePrefixer p("[1] ");
+  EXPECT_EQ(p.feed("\r1/3"), "\r[1] 1/3");
+  EXPECT_EQ(p.feed(" ...."), " ....");
+  EXPECT_EQ(p.feed("\r2/3 ....\r3/3"), "\r[1] 2/3 ....\r[1] 3/3");
+  EXPECT_EQ(p.feed(" done\n"), " done\n");
+  EXPECT_EQ(p.feed("plain "), "");  // an ordinary line still waits for its end
+  EXPECT_EQ(p.feed("line\n"), "[1] plain line\n");
+  EXPECT_EQ(p.feed("\r4/4"), "\r[1] 4/4");
   EXPECT_EQ(p.finish(), "\n");
 }
 

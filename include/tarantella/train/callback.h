@@ -1,7 +1,9 @@
 // Keras-style callbacks: hooks the training loop calls at the start and end
 // of training, testing, prediction, epochs and batches. The logs a callback
 // sees are global values (aggregated over ranks exactly, by sample counts),
-// the same numbers a serial run would produce.
+// the same numbers a serial run would produce; on_test_batch_end's alone
+// are this rank's running values (a global value per evaluation batch would
+// cost a collective per batch), and on_test_end's are global again.
 #pragma once
 
 #include <tarantella/base/arg.h>
@@ -52,6 +54,7 @@ class Callback {
   virtual void on_test_begin(const Logs&) {}
   virtual void on_test_end(const Logs&) {}
   virtual void on_test_batch_begin(std::int64_t /*batch*/, const Logs&) {}
+  /// This rank's running values of the evaluation so far (see the top).
   virtual void on_test_batch_end(std::int64_t /*batch*/, const Logs&) {}
   virtual void on_predict_begin(const Logs&) {}
   virtual void on_predict_end(const Logs&) {}

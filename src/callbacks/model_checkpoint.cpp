@@ -41,18 +41,19 @@ ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options) : o_(std::move(
   TNT_CHECK(!o_.filepath().empty(), "ModelCheckpoint needs a file path");
   // Saving is collective: every rank calls it, the master writes.
   run_on_all_ranks = true;
+  // Once, as Keras's: the best so far holds across fit calls (a loop of
+  // fit(epochs=1) saves only an improvement).
+  best_ = detail::worst(detail::maximize(o_.mode(), o_.monitor()));
 }
 
 void ModelCheckpoint::on_train_begin(const Logs&) {
-  best_ = detail::worst(detail::maximize(o_.mode(), o_.monitor()));
   batches_ = 0;
   // Found now rather than after the first epoch of training. A missing
   // folder is made, as Keras' ModelCheckpoint does (unless its name has
   // {fields}, filled in only when a checkpoint is saved).
   const std::string folder = std::filesystem::path(o_.filepath()).parent_path().string();
-  if (!folder.empty() && folder.find('{') == std::string::npos) {
-    ::tnt::detail::make_directories(folder, "ModelCheckpoint");
-  }
+  if (folder.find('{') != std::string::npos) return;  // made at each save (save())
+  if (!folder.empty()) ::tnt::detail::make_directories(folder, "ModelCheckpoint");
   ::tnt::detail::check_writable_file(o_.filepath(), "ModelCheckpoint");
 }
 
@@ -78,6 +79,11 @@ void ModelCheckpoint::save(std::int64_t epoch, const Logs& logs) {
     best_ = *current;
   }
   const std::string path = format_filepath(o_.filepath(), epoch, logs);
+  if (std::filesystem::path(o_.filepath()).parent_path().string().find('{') != std::string::npos) {
+    // A folder with {fields} ("ckpt/ep{epoch}/w.pt"): made for this file.
+    const std::string folder = std::filesystem::path(path).parent_path().string();
+    if (!folder.empty()) ::tnt::detail::make_directories(folder, "ModelCheckpoint");
+  }
   if (o_.write_in_background()) {
     // A failure here is the previous background write's; its message names
     // that file.

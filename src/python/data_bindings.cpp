@@ -168,6 +168,9 @@ void bind_dataset(py::module_& m) {
           "from_tensors",
           [](const py::object& tensors) { return Dataset::from_tensors(to_element(tensors, "from_tensors")); },
           py::arg("tensors"))
+      // Python's two forms: range(stop) and range(start, stop, step=1).
+      .def_static(
+          "range", [](std::int64_t stop) { return Dataset::range(0, stop, 1); }, py::arg("stop"))
       .def_static("range", py::overload_cast<std::int64_t, std::int64_t, std::int64_t>(&Dataset::range),
                   py::arg("start"), py::arg("stop"), py::arg("step") = 1)
       .def_static("from_generator",

@@ -280,6 +280,18 @@ TEST(Models, LatestCheckpointIsTheHighestEpochOnEveryRank) {
   tnt::comm::barrier();
   EXPECT_EQ(tnt::latest_checkpoint(dir), dir + "/epoch-0010.pt");
   tnt::comm::barrier();
+  // A number before the epoch's ("resnet50-epoch{epoch}.pt"): every number
+  // counts, in order (the first alone tied at 50, and the name chose 9).
+  if (tnt::is_master_rank()) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    for (const char* name : {"resnet50-epoch9.pt", "resnet50-epoch10.pt", "resnet50-epoch2.pt"}) {
+      std::ofstream(dir + "/" + name) << "x";
+    }
+  }
+  tnt::comm::barrier();
+  EXPECT_EQ(tnt::latest_checkpoint(dir), dir + "/resnet50-epoch10.pt");
+  tnt::comm::barrier();
   if (tnt::is_master_rank()) std::filesystem::remove_all(dir);
 }
 

@@ -230,3 +230,12 @@ def test_a_list_of_inputs_needs_as_many_num_inputs():
     # Validation data as (x1, x2, y) is a model of 2 inputs', not Keras's weights.
     history = m.fit([x, x], y, batch_size=4, validation_data=(x, x, y), verbose=0)
     assert history.history["val_loss"][0] == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_dataset_argument_mistakes_are_value_errors():
+    # As batch_size=0 of fit: the data pipeline's checks name the value.
+    ds = tnt.data.Dataset.from_tensor_slices([torch.zeros(8, 2)])
+    raises(ValueError, "batch_size 0", call=lambda: ds.batch(0))
+    raises(ValueError, "buffer_size 0", call=lambda: ds.shuffle(0))
+    raises(ValueError, "take: count -5", call=lambda: ds.take(-5))
+

@@ -186,3 +186,11 @@ def test_python_map_under_prefetch_and_early_stop():
         it = iter(ds)
         next(it)
         del it  # mid-pass: the prefetch thread may be inside the Python map
+
+
+def test_range_takes_pythons_two_forms():
+    def values(ds):
+        return [int(e[0]) for e in ds]
+    assert values(tnt.data.Dataset.range(4)) == [0, 1, 2, 3]
+    assert values(tnt.data.Dataset.range(2, 8, 3)) == [2, 5]
+

@@ -165,6 +165,28 @@ def test_python_callbacks_see_global_logs_and_one_rank_stops_all():
     assert torch.equal(gathered.min(0).values, gathered.max(0).values)
 
 
+def test_model_checkpoint_keeps_its_best_across_fit_calls_and_fills_folders():
+    # Keras's: the best value holds across a loop of fit(epochs=1) (each
+    # call saved again), and a folder with {fields} is made at each save (it
+    # failed at fit's start). load_weights takes a checkpoint's weights.
+    directory = tnt.broadcast_object(tempfile.mkdtemp() if tnt.is_master_rank() else None)
+    net = make_net()
+    model = tnt.Model(net)
+    model.compile(optimizer=torch.optim.SGD(net.parameters(), lr=0.0),  # the same loss each epoch
+                  loss=torch.nn.CrossEntropyLoss())
+    best = tnt.callbacks.ModelCheckpoint(os.path.join(directory, "ep{epoch}", "best.pt"),
+                                         monitor="loss", save_best_only=True)
+    for epoch in range(3):  # no improvement after the first: one file
+        model.fit(Data(), batch_size=16, epochs=epoch + 1, initial_epoch=epoch, shuffle=False,
+                  verbose=0, callbacks=[best])
+    tnt.barrier()
+    saved = sorted(os.listdir(directory))
+    assert saved == ["ep1"], saved
+    other = compiled(make_net(seed=5))
+    other.load_weights(os.path.join(directory, "ep1", "best.pt"))
+    assert len(other.get_weights()) == len(model.get_weights())
+
+
 class Recorded(Data):
     """Data that records the samples this rank reads, in order."""
 

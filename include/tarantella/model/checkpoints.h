@@ -11,9 +11,10 @@ class Model;
 
 /// The newest checkpoint in `dir`: among its files ending in ".pt" (the
 /// temporary files of an unfinished save, "*.tmp.<pid>", never count), the
-/// one whose first number — the epoch of ModelCheckpoint's "{epoch}"
-/// templates — is the largest; files without a number come before numbered
-/// ones, and ties go to the later name. Returns "" when `dir` does not exist
+/// one whose numbers, compared in order (the epoch of ModelCheckpoint's
+/// "{epoch}" templates; "resnet50-epoch10" after "resnet50-epoch9"), are the
+/// largest; files without a number come before numbered ones, and ties go
+/// to the later name. Returns "" when `dir` does not exist
 /// or holds no checkpoint. Collective: the master looks and every rank gets
 /// its answer, so the directory needs to exist only where the master runs.
 ///

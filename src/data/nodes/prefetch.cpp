@@ -11,6 +11,7 @@
 #include <optional>
 #include <thread>
 
+#include <tarantella/base/argument_error.h>
 #include <tarantella/base/error.h>
 
 #include "base/stack_dump.h"
@@ -152,7 +153,7 @@ class PrefetchNode final : public Node {
 }  // namespace
 
 NodePtr make_prefetch(NodePtr input, std::int64_t buffer_size, Pinning pin) {
-  TNT_CHECK(buffer_size >= 1, "prefetch: buffer_size ", buffer_size, " is invalid: use at least 1");
+  TNT_CHECK_ARG(buffer_size >= 1, "prefetch: buffer_size ", buffer_size, " is invalid: use at least 1");
   return std::make_shared<PrefetchNode>(std::move(input), buffer_size, std::move(pin));
 }
 

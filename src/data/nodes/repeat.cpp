@@ -3,6 +3,7 @@
 // epoch. With random access, element i is element i mod n of pass i / n.
 #include <map>
 
+#include <tarantella/base/argument_error.h>
 #include <tarantella/base/error.h>
 
 #include "data/nodes/index_runs.h"
@@ -119,7 +120,7 @@ class RepeatNode final : public Node {
 }  // namespace
 
 NodePtr make_repeat(NodePtr input, std::int64_t count) {
-  TNT_CHECK(count >= -1, "repeat: count ", count, " is invalid: use -1 (forever) or a count >= 0");
+  TNT_CHECK_ARG(count >= -1, "repeat: count ", count, " is invalid: use -1 (forever) or a count >= 0");
   return std::make_shared<RepeatNode>(std::move(input), count);
 }
 

@@ -4,6 +4,7 @@
 // it; otherwise its buffer holds deferred elements.
 #include <sstream>
 
+#include <tarantella/base/argument_error.h>
 #include <tarantella/base/error.h>
 
 #include "data/pipeline/nodes.h"
@@ -126,7 +127,7 @@ class ShuffleNode final : public Node {
 
 NodePtr make_shuffle(NodePtr input, std::int64_t buffer_size, std::optional<std::uint64_t> seed,
                      bool reshuffle) {
-  TNT_CHECK(buffer_size >= 1, "shuffle: buffer_size ", buffer_size,
+  TNT_CHECK_ARG(buffer_size >= 1, "shuffle: buffer_size ", buffer_size,
             " is invalid: use at least 1 (the dataset size for a uniform shuffle)");
   return std::make_shared<ShuffleNode>(std::move(input), buffer_size, seed, reshuffle);
 }

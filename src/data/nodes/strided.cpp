@@ -4,6 +4,7 @@
 // deferred computations and dropped).
 #include <limits>
 
+#include <tarantella/base/argument_error.h>
 #include <tarantella/base/error.h>
 
 #include "data/pipeline/nodes.h"
@@ -112,15 +113,15 @@ class StridedNode final : public Node {
 }  // namespace
 
 NodePtr make_take(NodePtr input, std::int64_t count) {
-  TNT_CHECK(count >= -1, "take: count ", count, " is invalid: use -1 (all) or a count >= 0");
+  TNT_CHECK_ARG(count >= -1, "take: count ", count, " is invalid: use -1 (all) or a count >= 0");
   Selection s;
   s.limit = count;
   return std::make_shared<StridedNode>(std::move(input), s, "take(" + std::to_string(count) + ")");
 }
 
 NodePtr make_skip(NodePtr input, std::int64_t count) {
-  TNT_CHECK(count >= -1, "skip: count ", count, " is invalid: use -1 (all) or a count >= 0");
-  TNT_CHECK(count >= 0 || input->cardinality() != kInfiniteCardinality,
+  TNT_CHECK_ARG(count >= -1, "skip: count ", count, " is invalid: use -1 (all) or a count >= 0");
+  TNT_CHECK_ARG(count >= 0 || input->cardinality() != kInfiniteCardinality,
             "skip(-1) of an infinite dataset would never end: skip a finite count");
   Selection s;
   s.offset = count < 0 ? kSkipAll : count;
@@ -128,8 +129,8 @@ NodePtr make_skip(NodePtr input, std::int64_t count) {
 }
 
 NodePtr make_shard(NodePtr input, std::int64_t num_shards, std::int64_t index) {
-  TNT_CHECK(num_shards >= 1, "shard: num_shards ", num_shards, " is invalid: use at least 1");
-  TNT_CHECK(index >= 0 && index < num_shards, "shard: index ", index, " is not in 0..",
+  TNT_CHECK_ARG(num_shards >= 1, "shard: num_shards ", num_shards, " is invalid: use at least 1");
+  TNT_CHECK_ARG(index >= 0 && index < num_shards, "shard: index ", index, " is not in 0..",
             num_shards - 1, ": use e.g. shard(tnt::get_size(), tnt::get_rank())");
   Selection s;
   s.offset = index;

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <tarantella/base/argument_error.h>
 #include <tarantella/base/error.h>
 
 #include "data/pipeline/element_ops.h"
@@ -143,13 +144,13 @@ class PaddingBatcher final : public Batcher {
 }  // namespace
 
 std::shared_ptr<const Batcher> make_stacking_batcher(std::int64_t size, bool drop_remainder) {
-  TNT_CHECK(size >= 1, "batch: batch_size ", size, " is invalid: use at least 1");
+  TNT_CHECK_ARG(size >= 1, "batch: batch_size ", size, " is invalid: use at least 1");
   return std::make_shared<StackingBatcher>(size, drop_remainder);
 }
 
 std::shared_ptr<const Batcher> make_padding_batcher(std::int64_t size,
                                                     const PaddingOptions& options) {
-  TNT_CHECK(size >= 1, "padded_batch: batch_size ", size, " is invalid: use at least 1");
+  TNT_CHECK_ARG(size >= 1, "padded_batch: batch_size ", size, " is invalid: use at least 1");
   return std::make_shared<PaddingBatcher>(size, options);
 }
 

@@ -3,6 +3,7 @@
 // is what lets batches and micro-batches read only the samples they need.
 #include <torch/torch.h>
 
+#include <tarantella/base/argument_error.h>
 #include <tarantella/base/error.h>
 
 #include "data/pipeline/element_ops.h"
@@ -186,7 +187,7 @@ NodePtr make_range(std::int64_t start, std::int64_t stop, std::int64_t step) {
 
 NodePtr make_generator(GeneratorFunction generator, std::int64_t size) {
   TNT_CHECK(generator, "from_generator: the generator function is empty");
-  TNT_CHECK(size >= 0 || size == kInfiniteCardinality, "from_generator: size ", size,
+  TNT_CHECK_ARG(size >= 0 || size == kInfiniteCardinality, "from_generator: size ", size,
             " is invalid: give the number of elements, or kInfiniteCardinality");
   return std::make_shared<GeneratorNode>(std::move(generator), size);
 }

@@ -111,6 +111,10 @@ Entries read_checkpoint(const std::string& path) {
   TNT_CHECK(value.isGenericDict(), "'", path, "' holds ", detail::kind_of(value),
             ", not a tarantella checkpoint (a dict)");
   Entries entries(value.toGenericDict(), path);
+  TNT_CHECK(entries.has("format"), "'", path,
+            "' is a weight file (a dict of tensors, as save_weights and "
+            "torch.save(module.state_dict()) write it), not a checkpoint: load it with "
+            "load_weights");
   TNT_CHECK(entries.str("format") == kCheckpointFormat, "'", path,
             "' has an unknown checkpoint format: write it with tnt::Model::save");
   return entries;

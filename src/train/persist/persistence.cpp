@@ -304,8 +304,17 @@ void load_weights(Engine& engine, const std::string& path) {
     const torch::IValue value = load_torch_save_file(path);
     TNT_CHECK(value.isGenericDict(), "'", path, "' holds ", detail::kind_of(value),
               ", not a dict of tensors (save with torch.save(model.state_dict(), path))");
+    c10::impl::GenericDict dict = value.toGenericDict();
+    // A checkpoint (save(), ModelCheckpoint's default): its weights, as
+    // Keras's load_weights takes a whole model's file.
+    const auto format = dict.find("format");
+    const auto weights = dict.find("weights");
+    if (format != dict.end() && format->value().isString() && weights != dict.end() &&
+        weights->value().isGenericDict()) {
+      dict = weights->value().toGenericDict();
+    }
     RestoredState r;
-    r.weights = value.toGenericDict();
+    r.weights = dict;
     r.source = path;
     return r;
   });
@@ -370,8 +379,9 @@ TrainingPosition restore_backup(Engine& engine, const std::string& path) {
 
 std::vector<std::string> checkpoints_newest_first(const std::string& dir,
                                                   const comm::ProcessGroup& group) {
-  // (has a number, the first number, name): the largest is the newest.
-  using Key = std::tuple<bool, std::int64_t, std::string>;
+  // (has a number, its numbers in order, name): the largest is the newest.
+  // All the numbers, so that "resnet50-epoch10" follows "resnet50-epoch9".
+  using Key = std::tuple<bool, std::vector<std::int64_t>, std::string>;
   std::vector<std::pair<Key, std::string>> found;
   run_on_master_checked(group, [&] {
     std::error_code error;
@@ -380,13 +390,14 @@ std::vector<std::string> checkpoints_newest_first(const std::string& dir,
       if (!entry.is_regular_file(error)) continue;
       const std::string name = entry.path().filename().string();
       if (name.size() < 3 || name.compare(name.size() - 3, 3, ".pt") != 0) continue;
-      const auto digit = name.find_first_of("0123456789");
-      std::int64_t number = -1;
-      if (digit != std::string::npos) {
+      std::vector<std::int64_t> numbers;
+      for (auto digit = name.find_first_of("0123456789"); digit != std::string::npos;) {
         const auto end = name.find_first_not_of("0123456789", digit);
-        number = std::stoll(name.substr(digit, std::min<std::size_t>(end - digit, 18)));
+        numbers.push_back(std::stoll(name.substr(digit, std::min<std::size_t>(end - digit, 18))));
+        digit = end == std::string::npos ? end : name.find_first_of("0123456789", end);
       }
-      found.push_back({Key{digit != std::string::npos, number, name}, entry.path().string()});
+      const bool numbered = !numbers.empty();
+      found.push_back({Key{numbered, std::move(numbers), name}, entry.path().string()});
     }
   });
   std::sort(found.begin(), found.end(),

@@ -327,28 +327,26 @@ TEST(Engine, CallbacksOnValValuesSkipEpochsWithoutValidation) {
     // (the epochs without validation count for neither).
     EXPECT_EQ(step->epochs_begun, (std::vector<std::int64_t>{0, 1, 2, 3}));
     EXPECT_NEAR(e.learning_rate(), 0.1 * 0.1, 1e-12);
+    // A fit that fails with `text` (each on a host of its own: the stop
+    // asked above stays with its host).
+    const auto fails_with = [&](tnt::FitOptions fit, const std::string& text) {
+      TestHost fresh(e);
+      try {
+        e.fit(samples().batch(8), fit, {&fresh, nullptr});
+        ADD_FAILURE() << "trained, expected: " << text;
+      } catch (const tnt::Error& error) {
+        EXPECT_NE(std::string(error.what()).find(text), std::string::npos) << error.what();
+      }
+    };
+    const auto watching = [](const char* key) -> std::vector<tnt::callbacks::CallbackPtr> {
+      return {std::make_shared<cb::EarlyStopping>(cb::EarlyStoppingOptions().monitor(key))};
+    };
     // A misspelled key, at an epoch that validated, is still an error.
-    TestHost again(e);
-    try {
-      e.fit(samples().batch(8),
-            epochs(2).validation_data(samples().batch(8)).validation_freq(2).callbacks(
-                {std::make_shared<cb::EarlyStopping>(cb::EarlyStoppingOptions().monitor("val_acc"))}),
-            {&again, nullptr});
-      ADD_FAILURE() << "monitoring a misspelled val_acc trained";
-    } catch (const tnt::Error& error) {
-      EXPECT_NE(std::string(error.what()).find("'val_acc'"), std::string::npos) << error.what();
-    }
+    fails_with(epochs(2).validation_data(samples().batch(8)).validation_freq(2).callbacks(
+                   watching("val_acc")),
+               "'val_acc'");
     // Without validation_data the missing value is still an error.
-    TestHost fresh(e);  // the stop asked above stays with its host
-    try {
-      e.fit(samples().batch(8), epochs(1).callbacks({std::make_shared<cb::EarlyStopping>(
-                                    cb::EarlyStoppingOptions().monitor("val_loss"))}),
-            {&fresh, nullptr});
-      ADD_FAILURE() << "monitoring val_loss without validation_data trained";
-    } catch (const tnt::Error& error) {
-      EXPECT_NE(std::string(error.what()).find("pass validation_data"), std::string::npos)
-          << error.what();
-    }
+    fails_with(epochs(1).callbacks(watching("val_loss")), "pass validation_data");
   });
 }
 

@@ -110,7 +110,10 @@ class DistributedOptimizer(torch.optim.Optimizer):
             _handed_out.follow(self)
         self._share = share
         self._sync = _tarantella.GradientSync(self._group, params, share, fusion_threshold_bytes)
-        self._synced = {id(p) for p in params}
+        # The parameters frozen when wrapped (they have no hook), by position.
+        synced = {id(p) for p in params}
+        self._frozen = [(gi, pi, p) for gi, group in enumerate(self._optimizer.param_groups)
+                        for pi, p in enumerate(group["params"]) if id(p) not in synced]
 
     # ---- what torch.optim.Optimizer users and LR schedulers touch ----
     # The properties below override torch.optim.Optimizer's attributes, and
@@ -260,15 +263,14 @@ class DistributedOptimizer(torch.optim.Optimizer):
     def _check_nothing_unfrozen(self) -> None:
         # A parameter frozen when the optimizer was wrapped has no hook: its
         # gradient would be this rank's alone, and the ranks would drift apart.
-        for gi, group in enumerate(self._optimizer.param_groups):
-            for pi, p in enumerate(group["params"]):
-                if p.requires_grad and p.grad is not None and id(p) not in self._synced:
-                    raise _tarantella.Error(
-                        f"DistributedOptimizer: param_groups[{gi}].params[{pi}] has a gradient, "
-                        f"but it did not require one when the optimizer was wrapped, so its "
-                        f"gradient is not summed over the ranks (they would drift apart): wrap "
-                        f"the optimizer after unfreezing it, or wrap it again now (and drop this "
-                        f"one, with the LR schedulers made for it)")
+        for gi, pi, p in self._frozen:
+            if p.requires_grad and p.grad is not None:
+                raise _tarantella.Error(
+                    f"DistributedOptimizer: param_groups[{gi}].params[{pi}] has a gradient, "
+                    f"but it did not require one when the optimizer was wrapped, so its "
+                    f"gradient is not summed over the ranks (they would drift apart): wrap "
+                    f"the optimizer after unfreezing it, or wrap it again now (and drop this "
+                    f"one, with the LR schedulers made for it)")
 
     def zero_grad(self, set_to_none: bool = False) -> None:
         """Drops every gradient since the last step, as the wrapped optimizer's zero_grad.

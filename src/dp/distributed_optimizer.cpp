@@ -43,11 +43,14 @@ DistributedOptimizer::DistributedOptimizer(std::unique_ptr<torch::optim::Optimiz
   TNT_CHECK(group_.is_member(), "DistributedOptimizer: this rank is not a member of the ",
             group_.describe(), ": build it only on the ranks of its group");
   std::vector<torch::Tensor> params;
-  for (const auto& g : inner_->param_groups()) {
-    for (const auto& p : g.params()) {
+  const auto& groups = inner_->param_groups();
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    for (std::size_t k = 0; k < groups[g].params().size(); ++k) {
+      const torch::Tensor& p = groups[g].params()[k];
       if (p.requires_grad()) {
         params.push_back(p);
-        synced_.insert(p.unsafeGetTensorImpl());
+      } else {
+        frozen_.emplace_back(g, k);
       }
     }
   }
@@ -105,18 +108,14 @@ torch::Tensor DistributedOptimizer::finish_and_step() {
   sync_->finish();
   // A parameter frozen when the optimizer was wrapped has no hook: its
   // gradient would be this rank's alone, and the ranks would drift apart.
-  const auto& groups = inner_->param_groups();
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    for (std::size_t k = 0; k < groups[g].params().size(); ++k) {
-      const torch::Tensor& p = groups[g].params()[k];
-      TNT_CHECK(!p.requires_grad() || !p.grad().defined() ||
-                    synced_.count(p.unsafeGetTensorImpl()) > 0,
-                "DistributedOptimizer: parameter ", k, " of parameter group ", g,
-                " has a gradient, but it did not require one when the optimizer was wrapped, "
-                "so its gradient is not summed over the ranks (they would drift apart): wrap "
-                "the optimizer after unfreezing it, or wrap it again now (and drop this one, "
-                "with the LR schedulers made for it)");
-    }
+  for (const auto& [g, k] : frozen_) {
+    const torch::Tensor& p = inner_->param_groups()[g].params()[k];
+    TNT_CHECK(!p.requires_grad() || !p.grad().defined(), "DistributedOptimizer: parameter ", k,
+              " of parameter group ", g,
+              " has a gradient, but it did not require one when the optimizer was wrapped, "
+              "so its gradient is not summed over the ranks (they would drift apart): wrap "
+              "the optimizer after unfreezing it, or wrap it again now (and drop this one, "
+              "with the LR schedulers made for it)");
   }
   auto& ours = param_groups();
   auto& theirs = inner_->param_groups();

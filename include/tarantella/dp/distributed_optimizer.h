@@ -29,7 +29,8 @@
 #include <memory>
 #include <optional>
 #include <type_traits>
-#include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include <torch/optim/optimizer.h>
 
@@ -122,7 +123,8 @@ class DistributedOptimizer : public torch::optim::Optimizer {
   comm::ProcessGroup group_;
   std::shared_ptr<const data::BatchShare> share_;
   std::unique_ptr<GradientSynchronizer> sync_;
-  std::unordered_set<const c10::TensorImpl*> synced_;  // the parameters it sums
+  /// (group, index) of the parameters frozen when wrapped: they have no hook.
+  std::vector<std::pair<std::size_t, std::size_t>> frozen_;
 };
 
 }  // namespace tnt::dp

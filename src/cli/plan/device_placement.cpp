@@ -29,14 +29,27 @@ std::string capacity_text(int gpu_count, int ranks_per_gpu) {
 
 }  // namespace
 
-std::optional<bool> parse_gpu_request(const std::string& raw) {
+namespace {
+// Lower case, blanks dropped: how the ranks' config compares such values.
+std::string compact_lower(const std::string& raw) {
   std::string v;
   for (unsigned char c : raw) {
     if (!std::isspace(c)) v.push_back(static_cast<char>(std::tolower(c)));
   }
+  return v;
+}
+}  // namespace
+
+std::optional<bool> boolean_text(const std::string& raw) {
+  const std::string v = compact_lower(raw);
   if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
   if (v == "0" || v == "false" || v == "no" || v == "off") return false;
-  if (v == "auto") return std::nullopt;
+  return std::nullopt;
+}
+
+std::optional<bool> parse_gpu_request(const std::string& raw) {
+  if (const auto value = boolean_text(raw)) return value;
+  if (compact_lower(raw) == "auto") return std::nullopt;
   throw LauncherError("-x TNT_USE_GPU='" + raw +
                       "' is not a boolean: use true (a GPU for every rank, or an error), false "
                       "(the CPU) or auto, or drop it and let the launcher choose");

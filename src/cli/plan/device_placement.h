@@ -43,6 +43,10 @@ DevicePlacement place_ranks(std::optional<int> requested_per_node, bool no_gpu, 
                             const std::optional<std::string>& gpu_request = std::nullopt,
                             int ranks_per_gpu = 1);
 
+/// A boolean variable's value as the ranks read it (base/config.cpp: 1/0,
+/// true/false, yes/no, on/off, any case); nullopt for anything else.
+std::optional<bool> boolean_text(const std::string& raw);
+
 /// The user's -x TNT_USE_GPU as the ranks will read it (base/config.cpp
 /// accepts the same words): true, false, or nullopt for "auto" (the rank
 /// decides). Throws LauncherError for anything else.

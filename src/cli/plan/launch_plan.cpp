@@ -13,7 +13,6 @@
 #include "rank/thread_rule.h"
 
 #include <algorithm>
-#include <cctype>
 #include <limits>
 #include <tarantella/base/env_contract.h>
 
@@ -424,12 +423,8 @@ LaunchPlan build_launch_plan(const LaunchOptions& options, const NodeFacts& node
   RankExecOptions wrapper;
   // A -x TNT_OUTPUT_ON_ALL_DEVICES (the manual's variable) as the flag.
   const auto all_output = user_export(options, env::kOutputOnAllDevices);
-  const auto truthy = [](std::string v) {
-    std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
-    return v == "1" || v == "true" || v == "yes" || v == "on";
-  };
   wrapper.output_on_all_devices =
-      options.output_on_all_devices() || (all_output && truthy(*all_output));
+      options.output_on_all_devices() || (all_output && boolean_text(*all_output).value_or(false));
   wrapper.output_directory = output_directory;
   wrapper.set_omp_threads = !keep_threads;
   wrapper.pin_cpu = options.pin_to_socket();
